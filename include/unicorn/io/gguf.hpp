@@ -1,0 +1,871 @@
+// unicorn/io/gguf.hpp — GGUF (v2/v3, little-endian) reader and writer.
+//
+// GGUF is llama.cpp's single-file model format:
+//   "GGUF" | u32 version | u64 tensor_count | u64 kv_count
+//   kv_count × { string key | u32 value_type | value }
+//   tensor_count × { string name | u32 n_dims | u64 ne[n_dims] | u32 ggml_type | u64 offset }
+//   padding to general.alignment (default 32) | tensor data
+// Strings are { u64 length | bytes } without a terminator; an array value is
+// { u32 element_type | u64 count | elements }. Tensor offsets are relative to
+// the start of the data section and are multiples of the alignment.
+//
+// Dimension order is ggml's: ne[0] is the innermost (contiguous) dimension, so
+// a Hugging Face Linear weight of shape [out, in] is stored with dims [in, out].
+//
+// The reader maps the file and never trusts it: every read is bounds-checked,
+// counts are capped by the bytes that could hold them and size arithmetic is
+// overflow-checked, so any input yields a GgufFile or a unicorn::Error whose
+// message names the file and what is wrong.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "unicorn/error.hpp"
+#include "unicorn/io/mapped_file.hpp"
+#include "unicorn/quant/formats.hpp"
+
+namespace unicorn::io {
+
+static_assert(std::endian::native == std::endian::little,
+              "unicorn: the GGUF reader and writer assume a little-endian host");
+
+// GGUF metadata value types; the numeric values are the type ids in the file.
+enum class GgufType : uint32_t {
+  UInt8 = 0,
+  Int8 = 1,
+  UInt16 = 2,
+  Int16 = 3,
+  UInt32 = 4,
+  Int32 = 5,
+  Float32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  UInt64 = 10,
+  Int64 = 11,
+  Float64 = 12,
+};
+
+inline constexpr uint32_t kGgufTypeCount = 13;
+
+inline std::string_view gguf_type_name(GgufType type) {
+  constexpr std::string_view kNames[kGgufTypeCount] = {
+      "uint8", "int8",  "uint16", "int16", "uint32", "int32",  "float32",
+      "bool",  "string", "array", "uint64", "int64", "float64"};
+  const auto i = static_cast<uint32_t>(type);
+  return i < kGgufTypeCount ? kNames[i] : std::string_view("unknown");
+}
+
+// Name of any ggml type id (for messages such as "type 12 (Q4_K)"), including
+// those this engine cannot run. Ids retired from ggml read as "unknown".
+inline std::string_view ggml_type_name(uint32_t ggml_type) {
+  constexpr std::string_view kNames[] = {
+      "F32",     "F16",   "Q4_0",   "Q4_1",   "unknown", "unknown", "Q5_0",  "Q5_1",
+      "Q8_0",    "Q8_1",  "Q2_K",   "Q3_K",   "Q4_K",    "Q5_K",    "Q6_K",  "Q8_K",
+      "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",  "IQ3_S",   "IQ2_S", "IQ4_XS",
+      "I8",      "I16",   "I32",    "I64",    "F64",     "IQ1_M",   "BF16",  "unknown",
+      "unknown", "unknown", "TQ1_0", "TQ2_0", "unknown", "unknown", "unknown", "MXFP4"};
+  return ggml_type < std::size(kNames) ? kNames[ggml_type] : std::string_view("unknown");
+}
+
+struct GgufArray;
+
+// The element types an array can hold, indexed like GgufType.
+template <class T>
+concept GgufArrayElement =
+    std::same_as<T, uint8_t> || std::same_as<T, int8_t> || std::same_as<T, uint16_t> ||
+    std::same_as<T, int16_t> || std::same_as<T, uint32_t> || std::same_as<T, int32_t> ||
+    std::same_as<T, float> || std::same_as<T, bool> || std::same_as<T, std::string> ||
+    std::same_as<T, GgufArray> || std::same_as<T, uint64_t> || std::same_as<T, int64_t> ||
+    std::same_as<T, double>;
+
+// A typed array: one std::vector per element type (compact for the 262k-entry
+// tokenizer arrays). Arrays of arrays hold GgufArrays of any element type.
+struct GgufArray {
+  using Items =
+      std::variant<std::vector<uint8_t>, std::vector<int8_t>, std::vector<uint16_t>,
+                   std::vector<int16_t>, std::vector<uint32_t>, std::vector<int32_t>,
+                   std::vector<float>, std::vector<bool>, std::vector<std::string>,
+                   std::vector<GgufArray>, std::vector<uint64_t>, std::vector<int64_t>,
+                   std::vector<double>>;
+  Items items;
+
+  GgufType elem_type() const { return static_cast<GgufType>(items.index()); }
+  size_t size() const {
+    return std::visit([](const auto& v) { return v.size(); }, items);
+  }
+  bool operator==(const GgufArray&) const = default;
+};
+
+// One metadata value. Implicit constructors let the writer take plain values:
+// set("n", uint32_t{26}), set("name", "gemma"), set("tokens", std::vector<std::string>{...}).
+class GgufValue {
+ public:
+  // Alternatives in GgufType order, so storage().index() is the type id.
+  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float,
+                               bool, std::string, GgufArray, uint64_t, int64_t, double>;
+
+  GgufValue(uint8_t v) : v_(v) {}
+  GgufValue(int8_t v) : v_(v) {}
+  GgufValue(uint16_t v) : v_(v) {}
+  GgufValue(int16_t v) : v_(v) {}
+  GgufValue(uint32_t v) : v_(v) {}
+  GgufValue(int32_t v) : v_(v) {}
+  GgufValue(float v) : v_(v) {}
+  GgufValue(bool v) : v_(v) {}
+  GgufValue(std::string v) : v_(std::move(v)) {}
+  GgufValue(std::string_view v) : v_(std::string(v)) {}
+  GgufValue(const char* v) : v_(std::string(v)) {}
+  GgufValue(GgufArray v) : v_(std::move(v)) {}
+  GgufValue(uint64_t v) : v_(v) {}
+  GgufValue(int64_t v) : v_(v) {}
+  GgufValue(double v) : v_(v) {}
+  template <GgufArrayElement T>
+  GgufValue(std::vector<T> v) : v_(GgufArray{std::move(v)}) {}
+
+  GgufType type() const { return static_cast<GgufType>(v_.index()); }
+  const Storage& storage() const { return v_; }
+  template <class T>
+  const T* get_if() const { return std::get_if<T>(&v_); }
+  const GgufArray* array() const { return get_if<GgufArray>(); }
+
+  // "string", "uint32", "array of float32", ... for messages.
+  std::string type_description() const {
+    if (const auto* a = array()) return "array of " + std::string(gguf_type_name(a->elem_type()));
+    return std::string(gguf_type_name(type()));
+  }
+  bool operator==(const GgufValue&) const = default;
+
+ private:
+  Storage v_;
+};
+
+struct GgufKv {
+  std::string key;
+  GgufValue value;
+};
+
+struct GgufTensor {
+  std::string name;
+  uint32_t ggml_type = 0;
+  std::vector<uint64_t> dims;  // ne[0] innermost, as in GGUF
+  uint64_t n_elements = 0;
+  uint64_t offset = 0;  // absolute file offset of the data
+  uint64_t bytes = 0;   // 0 when !known_type
+  std::span<const std::byte> data;  // empty when !known_type
+  // False for ggml types outside quant/formats.hpp (K-quants, IQ*, ...): the
+  // tensor is listed so the loader can name it and its type, but its size and
+  // data are unknown to this reader.
+  bool known_type = true;
+};
+
+namespace detail {
+
+inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as little-endian u32
+inline constexpr uint32_t kGgufDefaultAlignment = 32;
+inline constexpr uint32_t kGgufMaxDims = 4;        // GGML_MAX_DIMS
+inline constexpr uint32_t kGgufMaxNameBytes = 63;  // GGML_MAX_NAME - 1 (llama.cpp limit)
+inline constexpr int kGgufMaxArrayDepth = 8;       // bounds recursion on hostile input
+
+// Smallest encoding of one element of each type; caps array counts by the
+// bytes left so a hostile count cannot make us allocate beyond the file size.
+inline constexpr uint64_t gguf_min_encoded_size(GgufType t) {
+  switch (t) {
+    case GgufType::UInt8: case GgufType::Int8: case GgufType::Bool: return 1;
+    case GgufType::UInt16: case GgufType::Int16: return 2;
+    case GgufType::UInt32: case GgufType::Int32: case GgufType::Float32: return 4;
+    case GgufType::UInt64: case GgufType::Int64: case GgufType::Float64: return 8;
+    case GgufType::String: return 8;   // u64 length
+    case GgufType::Array: return 12;   // u32 type + u64 count
+  }
+  return 1;
+}
+
+inline bool checked_mul(uint64_t a, uint64_t b, uint64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+inline bool checked_add(uint64_t a, uint64_t b, uint64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+// Bytes of a tensor of a known format, or nullopt on a size overflow.
+// Precondition: dims[0] is a multiple of the block size.
+inline std::optional<uint64_t> tensor_bytes(const FormatInfo& f,
+                                             std::span<const uint64_t> dims) {
+  uint64_t rows = 1;
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (!checked_mul(rows, dims[i], rows)) return std::nullopt;
+  const uint64_t ne0 = dims.empty() ? 1 : dims[0];
+  uint64_t row = 0, total = 0;
+  if (!checked_mul(ne0 / f.block_elems, f.block_bytes, row) || !checked_mul(row, rows, total))
+    return std::nullopt;
+  return total;
+}
+
+// Sequential reader over the header; every read is bounds-checked.
+class GgufCursor {
+ public:
+  GgufCursor(std::span<const std::byte> bytes, const std::string& file)
+      : bytes_(bytes), file_(file) {}
+
+  uint64_t pos() const { return pos_; }
+  uint64_t remaining() const { return bytes_.size() - pos_; }
+
+  void need(uint64_t n, std::string_view what) const {
+    if (n > remaining())
+      throw Error(file_ + ": truncated header: " + std::string(what) + " at byte " +
+                  std::to_string(pos_) + " needs " + std::to_string(n) +
+                  " bytes but the file has " + std::to_string(bytes_.size()) + " bytes");
+  }
+
+  template <class T>
+  T read(std::string_view what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+
+  std::string read_string(std::string_view what) {
+    const auto n = read<uint64_t>(what);
+    need(n, what);
+    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(n));
+    pos_ += n;
+    return s;
+  }
+
+  template <class T>
+  std::vector<T> read_pod_array(uint64_t count, std::string_view what) {
+    need(count * sizeof(T), what);  // count was capped by remaining() / sizeof(T)
+    std::vector<T> v(static_cast<size_t>(count));
+    if (count != 0) std::memcpy(v.data(), bytes_.data() + pos_, count * sizeof(T));
+    pos_ += count * sizeof(T);
+    return v;
+  }
+
+  [[noreturn]] void fail(const std::string& message) const { throw Error(file_ + ": " + message); }
+
+ private:
+  std::span<const std::byte> bytes_;
+  const std::string& file_;
+  uint64_t pos_ = 0;
+};
+
+inline GgufType read_gguf_type(GgufCursor& c, std::string_view what) {
+  const auto t = c.read<uint32_t>(what);
+  if (t >= kGgufTypeCount)
+    c.fail("unknown GGUF value type " + std::to_string(t) + " in " + std::string(what));
+  return static_cast<GgufType>(t);
+}
+
+inline GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what);
+
+inline GgufValue read_gguf_value(GgufCursor& c, GgufType type, int depth,
+                                 const std::string& what) {
+  switch (type) {
+    case GgufType::UInt8: return c.read<uint8_t>(what);
+    case GgufType::Int8: return c.read<int8_t>(what);
+    case GgufType::UInt16: return c.read<uint16_t>(what);
+    case GgufType::Int16: return c.read<int16_t>(what);
+    case GgufType::UInt32: return c.read<uint32_t>(what);
+    case GgufType::Int32: return c.read<int32_t>(what);
+    case GgufType::Float32: return c.read<float>(what);
+    case GgufType::Bool: return c.read<uint8_t>(what) != 0;
+    case GgufType::String: return c.read_string(what);
+    case GgufType::Array: return read_gguf_array(c, depth + 1, what);
+    case GgufType::UInt64: return c.read<uint64_t>(what);
+    case GgufType::Int64: return c.read<int64_t>(what);
+    case GgufType::Float64: return c.read<double>(what);
+  }
+  c.fail("unknown GGUF value type in " + what);
+}
+
+inline GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what) {
+  if (depth > kGgufMaxArrayDepth)
+    c.fail(what + ": arrays nested deeper than " + std::to_string(kGgufMaxArrayDepth));
+  const GgufType elem = read_gguf_type(c, what);
+  const auto count = c.read<uint64_t>(what);
+  if (count > c.remaining() / gguf_min_encoded_size(elem))
+    c.fail(what + ": array of " + std::to_string(count) + " " +
+           std::string(gguf_type_name(elem)) + " elements cannot fit in the " +
+           std::to_string(c.remaining()) + " bytes left in the file");
+  GgufArray a;
+  switch (elem) {
+    case GgufType::UInt8: a.items = c.read_pod_array<uint8_t>(count, what); break;
+    case GgufType::Int8: a.items = c.read_pod_array<int8_t>(count, what); break;
+    case GgufType::UInt16: a.items = c.read_pod_array<uint16_t>(count, what); break;
+    case GgufType::Int16: a.items = c.read_pod_array<int16_t>(count, what); break;
+    case GgufType::UInt32: a.items = c.read_pod_array<uint32_t>(count, what); break;
+    case GgufType::Int32: a.items = c.read_pod_array<int32_t>(count, what); break;
+    case GgufType::Float32: a.items = c.read_pod_array<float>(count, what); break;
+    case GgufType::UInt64: a.items = c.read_pod_array<uint64_t>(count, what); break;
+    case GgufType::Int64: a.items = c.read_pod_array<int64_t>(count, what); break;
+    case GgufType::Float64: a.items = c.read_pod_array<double>(count, what); break;
+    case GgufType::Bool: {
+      std::vector<bool> v(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) v[i] = c.read<uint8_t>(what) != 0;
+      a.items = std::move(v);
+      break;
+    }
+    case GgufType::String: {
+      std::vector<std::string> v;
+      v.reserve(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) v.push_back(c.read_string(what));
+      a.items = std::move(v);
+      break;
+    }
+    case GgufType::Array: {
+      std::vector<GgufArray> v;
+      v.reserve(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) {
+        if (read_gguf_type(c, what) != GgufType::Array)
+          c.fail(what + ": array element " + std::to_string(i) + " is not an array");
+        // The element's own type tag precedes its {type, count, items}.
+        v.push_back(read_gguf_array(c, depth + 1, what));
+      }
+      a.items = std::move(v);
+      break;
+    }
+  }
+  return a;
+}
+
+// The value of an integer metadata value of any width (not bool) as uint64;
+// nullopt for non-integers, and for negative values with `negative` set.
+inline std::optional<uint64_t> gguf_as_unsigned(const GgufValue::Storage& s, bool& negative) {
+  negative = false;
+  return std::visit(
+      [&](const auto& v) -> std::optional<uint64_t> {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          if constexpr (std::is_signed_v<T>) {
+            if (v < 0) {
+              negative = true;
+              return std::nullopt;
+            }
+          }
+          return static_cast<uint64_t>(v);
+        } else {
+          return std::nullopt;
+        }
+      },
+      s);
+}
+
+// A number for messages ("-1", "true"); "?" for strings and arrays.
+inline std::string gguf_scalar_text(const GgufValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, bool>) return x ? "true" : "false";
+        else if constexpr (std::is_arithmetic_v<X>) return std::to_string(x);
+        else return "?";
+      },
+      v.storage());
+}
+
+}  // namespace detail
+
+class GgufFile {
+ public:
+  // Maps and parses `path`; throws unicorn::Error on any problem.
+  static GgufFile open(const std::filesystem::path& path) {
+    MappedFile file = MappedFile::open(path);
+    GgufFile g = parse(file.bytes(), path.string());
+    g.file_ = std::move(file);  // the mapping does not move: spans stay valid
+    return g;
+  }
+
+  // Parses bytes the caller keeps alive for the GgufFile's lifetime (tests,
+  // fuzzing, in-memory files). `name` prefixes error messages.
+  static GgufFile parse(std::span<const std::byte> bytes, std::string name);
+
+  const std::string& name() const { return name_; }
+  uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }  // start of the data section
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+  // ---- metadata ----
+  std::span<const GgufKv> metadata() const { return metadata_; }  // in file order
+  const GgufValue* find(std::string_view key) const {
+    const auto it = kv_index_.find(key);
+    return it == kv_index_.end() ? nullptr : &metadata_[it->second].value;
+  }
+
+  // try_* return nullopt when the key is absent and throw unicorn::Error when it
+  // is present with a type that cannot be converted; get_* also throw when absent.
+  std::optional<uint32_t> try_u32(std::string_view key) const { return try_unsigned<uint32_t>(key); }
+  std::optional<uint64_t> try_u64(std::string_view key) const { return try_unsigned<uint64_t>(key); }
+  std::optional<float> try_f32(std::string_view key) const;
+  std::optional<bool> try_bool(std::string_view key) const;
+  std::optional<std::string> try_string(std::string_view key) const;
+  std::optional<std::vector<std::string>> try_string_array(std::string_view key) const;
+  std::optional<std::vector<float>> try_f32_array(std::string_view key) const;
+  std::optional<std::vector<int32_t>> try_i32_array(std::string_view key) const;
+
+  uint32_t get_u32(std::string_view key) const { return required(key, try_u32(key)); }
+  uint64_t get_u64(std::string_view key) const { return required(key, try_u64(key)); }
+  float get_f32(std::string_view key) const { return required(key, try_f32(key)); }
+  bool get_bool(std::string_view key) const { return required(key, try_bool(key)); }
+  std::string get_string(std::string_view key) const { return required(key, try_string(key)); }
+  std::vector<std::string> get_string_array(std::string_view key) const {
+    return required(key, try_string_array(key));
+  }
+  std::vector<float> get_f32_array(std::string_view key) const {
+    return required(key, try_f32_array(key));
+  }
+  std::vector<int32_t> get_i32_array(std::string_view key) const {
+    return required(key, try_i32_array(key));
+  }
+
+  // ---- tensors ----
+  std::span<const GgufTensor> tensors() const { return tensors_; }  // in file order
+  const GgufTensor* find_tensor(std::string_view name) const {
+    const auto it = tensor_index_.find(name);
+    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+  }
+
+ private:
+  template <class T>
+  T required(std::string_view key, std::optional<T> v) const {
+    if (!v) throw Error(name_ + ": metadata key '" + std::string(key) + "' is missing");
+    return std::move(*v);
+  }
+  [[noreturn]] void wrong_type(std::string_view key, const GgufValue& v,
+                               std::string_view expected) const {
+    throw Error(name_ + ": metadata key '" + std::string(key) + "' has type " +
+                v.type_description() + ", expected " + std::string(expected));
+  }
+  template <class T>
+  std::optional<T> try_unsigned(std::string_view key) const;
+  void parse_tensor_infos(detail::GgufCursor& c, uint64_t count);
+  void place_tensors();
+
+  MappedFile file_;  // empty when parsed from caller-owned bytes
+  std::string name_;
+  std::span<const std::byte> bytes_;
+  uint32_t version_ = 0;
+  uint32_t alignment_ = detail::kGgufDefaultAlignment;
+  uint64_t data_offset_ = 0;
+  std::vector<GgufKv> metadata_;
+  std::map<std::string, size_t, std::less<>> kv_index_;
+  std::vector<GgufTensor> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+template <class T>
+std::optional<T> GgufFile::try_unsigned(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  bool negative = false;
+  const auto u = detail::gguf_as_unsigned(v->storage(), negative);
+  const char* expected = sizeof(T) == 4 ? "an unsigned integer that fits in 32 bits"
+                                        : "an unsigned integer";
+  if (negative || (u && *u > std::numeric_limits<T>::max()))
+    throw Error(name_ + ": metadata key '" + std::string(key) + "' = " +
+                detail::gguf_scalar_text(*v) + " is not " + expected);
+  if (!u) wrong_type(key, *v, expected);
+  return static_cast<T>(*u);
+}
+
+inline std::optional<float> GgufFile::try_f32(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  // Any number converts: writers disagree on f32/f64/integer for e.g. rope bases.
+  return std::visit(
+      [&](const auto& x) -> float {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_arithmetic_v<X> && !std::is_same_v<X, bool>)
+          return static_cast<float>(x);
+        else
+          wrong_type(key, *v, "a number");
+      },
+      v->storage());
+}
+
+inline std::optional<bool> GgufFile::try_bool(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (const bool* b = v->get_if<bool>()) return *b;
+  wrong_type(key, *v, "bool");
+}
+
+inline std::optional<std::string> GgufFile::try_string(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (const auto* s = v->get_if<std::string>()) return *s;
+  wrong_type(key, *v, "string");
+}
+
+inline std::optional<std::vector<std::string>> GgufFile::try_string_array(
+    std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (const auto* a = v->array())
+    if (const auto* s = std::get_if<std::vector<std::string>>(&a->items)) return *s;
+  wrong_type(key, *v, "array of string");
+}
+
+inline std::optional<std::vector<float>> GgufFile::try_f32_array(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (const auto* a = v->array()) {
+    if (const auto* f = std::get_if<std::vector<float>>(&a->items)) return *f;
+    if (const auto* d = std::get_if<std::vector<double>>(&a->items))
+      return std::vector<float>(d->begin(), d->end());
+  }
+  wrong_type(key, *v, "array of float32");
+}
+
+inline std::optional<std::vector<int32_t>> GgufFile::try_i32_array(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  const GgufArray* a = v->array();
+  if (a == nullptr) wrong_type(key, *v, "array of int32");
+  // Any integer element type converts when every value fits (token types are
+  // int32 in llama.cpp files but other writers use other widths).
+  return std::visit(
+      [&](const auto& items) -> std::vector<int32_t> {
+        using E = typename std::decay_t<decltype(items)>::value_type;
+        if constexpr (std::is_integral_v<E> && !std::is_same_v<E, bool>) {
+          std::vector<int32_t> out;
+          out.reserve(items.size());
+          for (size_t i = 0; i < items.size(); ++i) {
+            const E x = items[i];
+            if (!std::in_range<int32_t>(x))
+              throw Error(name_ + ": metadata key '" + std::string(key) + "' element " +
+                          std::to_string(i) + " = " + std::to_string(x) +
+                          " does not fit in int32");
+            out.push_back(static_cast<int32_t>(x));
+          }
+          return out;
+        } else {
+          wrong_type(key, *v, "array of int32");
+        }
+      },
+      a->items);
+}
+
+inline GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
+  GgufFile g;
+  g.name_ = std::move(name);
+  g.bytes_ = bytes;
+  detail::GgufCursor c(bytes, g.name_);
+
+  if (bytes.size() < 4)
+    c.fail("not a GGUF file (" + std::to_string(bytes.size()) + " bytes, too short for the magic)");
+  const auto magic = c.read<uint32_t>("magic");
+  if (magic != detail::kGgufMagic) {
+    char text[64];
+    std::snprintf(text, sizeof text, "not a GGUF file (magic 0x%08x, expected 0x%08x \"GGUF\")",
+                  magic, detail::kGgufMagic);
+    c.fail(text);
+  }
+  g.version_ = c.read<uint32_t>("version");
+  if (g.version_ != 2 && g.version_ != 3) {
+    if (g.version_ == 0x02000000u || g.version_ == 0x03000000u)
+      c.fail("big-endian GGUF files are not supported");
+    c.fail("unsupported GGUF version " + std::to_string(g.version_) + " (this reader reads 2 and 3)");
+  }
+  const auto tensor_count = c.read<uint64_t>("tensor count");
+  const auto kv_count = c.read<uint64_t>("metadata count");
+  // Smallest tensor info: empty name (8) + n_dims (4) + type (4) + offset (8).
+  if (tensor_count > c.remaining() / 24)
+    c.fail("tensor count " + std::to_string(tensor_count) + " is impossible in a file of " +
+           std::to_string(bytes.size()) + " bytes");
+  // Smallest key/value: empty key (8) + type (4) + a one-byte value.
+  if (kv_count > c.remaining() / 13)
+    c.fail("metadata count " + std::to_string(kv_count) + " is impossible in a file of " +
+           std::to_string(bytes.size()) + " bytes");
+
+  g.metadata_.reserve(static_cast<size_t>(kv_count));
+  for (uint64_t i = 0; i < kv_count; ++i) {
+    std::string key = c.read_string("metadata key #" + std::to_string(i));
+    const std::string what = "metadata value '" + key + "'";
+    const GgufType type = detail::read_gguf_type(c, what);
+    GgufValue value = detail::read_gguf_value(c, type, 0, what);
+    if (!g.kv_index_.emplace(key, g.metadata_.size()).second)
+      c.fail("duplicate metadata key '" + key + "'");
+    g.metadata_.push_back({std::move(key), std::move(value)});
+  }
+
+  if (g.find("general.alignment") != nullptr) {
+    const uint32_t a = g.get_u32("general.alignment");
+    if (a == 0 || !std::has_single_bit(a))
+      c.fail("general.alignment = " + std::to_string(a) + " is not a power of two");
+    g.alignment_ = a;
+  }
+
+  g.parse_tensor_infos(c, tensor_count);
+  // The data section starts at the first aligned offset after the header.
+  const uint64_t header_end = c.pos();
+  g.data_offset_ = (header_end + g.alignment_ - 1) / g.alignment_ * g.alignment_;
+  g.place_tensors();
+  return g;
+}
+
+inline void GgufFile::parse_tensor_infos(detail::GgufCursor& c, uint64_t count) {
+  tensors_.reserve(static_cast<size_t>(count));
+  for (uint64_t i = 0; i < count; ++i) {
+    GgufTensor t;
+    t.name = c.read_string("tensor #" + std::to_string(i) + " name");
+    const std::string what = "tensor '" + t.name + "' info";
+    const auto n_dims = c.read<uint32_t>(what);
+    if (n_dims > detail::kGgufMaxDims)
+      c.fail("tensor '" + t.name + "' has " + std::to_string(n_dims) +
+             " dimensions (at most 4)");
+    t.dims = c.read_pod_array<uint64_t>(n_dims, what);
+    t.ggml_type = c.read<uint32_t>(what);
+    t.offset = c.read<uint64_t>(what);  // relative until place_tensors()
+
+    t.n_elements = 1;
+    for (const uint64_t d : t.dims) {
+      // ggml keeps sizes in int64_t: larger values are corrupt, not big.
+      if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+          !detail::checked_mul(t.n_elements, d, t.n_elements) ||
+          t.n_elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        c.fail("tensor '" + t.name + "' element count overflows");
+    }
+    if (const FormatInfo* f = find_format(t.ggml_type)) {
+      const uint64_t ne0 = t.dims.empty() ? 1 : t.dims[0];
+      if (ne0 % f->block_elems != 0)
+        c.fail("tensor '" + t.name + "' has dims[0] = " + std::to_string(ne0) +
+               ", not a multiple of the " + std::string(f->name) + " block size " +
+               std::to_string(f->block_elems));
+      const auto b = detail::tensor_bytes(*f, t.dims);
+      if (!b) c.fail("tensor '" + t.name + "' byte size overflows");
+      t.bytes = *b;
+    } else {
+      t.known_type = false;
+    }
+    if (!tensor_index_.emplace(t.name, tensors_.size()).second)
+      c.fail("duplicate tensor name '" + t.name + "'");
+    tensors_.push_back(std::move(t));
+  }
+}
+
+inline void GgufFile::place_tensors() {
+  const uint64_t file_size = bytes_.size();
+  for (GgufTensor& t : tensors_) {
+    if (t.offset % alignment_ != 0)
+      throw Error(name_ + ": tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
+                  " is not a multiple of the alignment " + std::to_string(alignment_));
+    uint64_t begin = 0, end = 0;
+    if (!detail::checked_add(data_offset_, t.offset, begin) ||
+        !detail::checked_add(begin, t.bytes, end))
+      throw Error(name_ + ": tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
+                  " is out of range");
+    t.offset = begin;
+    if (!t.known_type) continue;  // size unknown: the loader reports the type
+    if (end > file_size)
+      throw Error(name_ + ": truncated: tensor '" + t.name + "' data ends at byte " +
+                  std::to_string(end) + " but the file has " + std::to_string(file_size) +
+                  " bytes");
+    t.data = bytes_.subspan(static_cast<size_t>(begin), static_cast<size_t>(t.bytes));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Writer: GGUF v3, the files llama.cpp reads. Tensor data is not copied: the
+// writer keeps the caller's spans, which must stay valid until write() returns.
+class GgufWriter {
+ public:
+  // Sets (or replaces) a metadata key; keys keep their first insertion order.
+  // general.alignment, when set, must be a uint32 power of two and is honoured.
+  void set(std::string key, GgufValue value) {
+    for (auto& kv : kvs_)
+      if (kv.key == key) {
+        kv.value = std::move(value);
+        return;
+      }
+    kvs_.push_back({std::move(key), std::move(value)});
+  }
+
+  // Adds a tensor; dims are ggml's (ne[0] innermost). For a type in
+  // quant/formats.hpp the data size must match dims; other type ids are
+  // written as given (their size is the caller's business).
+  void add_tensor(std::string name, uint32_t ggml_type, std::vector<uint64_t> dims,
+                  std::span<const std::byte> data) {
+    if (name.size() > detail::kGgufMaxNameBytes)
+      throw Error("GGUF writer: tensor name '" + name + "' is longer than 63 bytes (llama.cpp's limit)");
+    if (dims.size() > detail::kGgufMaxDims)
+      throw Error("GGUF writer: tensor '" + name + "' has more than 4 dimensions");
+    for (const auto& t : tensors_)
+      if (t.name == name) throw Error("GGUF writer: duplicate tensor '" + name + "'");
+    if (const FormatInfo* f = find_format(ggml_type)) {
+      const uint64_t ne0 = dims.empty() ? 1 : dims[0];
+      if (ne0 % f->block_elems != 0)
+        throw Error("GGUF writer: tensor '" + name + "' dims[0] = " + std::to_string(ne0) +
+                    " is not a multiple of the " + std::string(f->name) + " block size");
+      const auto expected = detail::tensor_bytes(*f, dims);
+      if (!expected || *expected != data.size())
+        throw Error("GGUF writer: tensor '" + name + "' has " + std::to_string(data.size()) +
+                    " bytes of data, its " + std::string(f->name) + " dims need " +
+                    (expected ? std::to_string(*expected) : std::string("an overflowing size")));
+    }
+    tensors_.push_back({std::move(name), ggml_type, std::move(dims), data});
+  }
+
+  // Writes to `path` through a temporary file renamed at the end, so a failed
+  // write never leaves a truncated model under the final name.
+  void write(const std::filesystem::path& path) const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    uint32_t ggml_type;
+    std::vector<uint64_t> dims;
+    std::span<const std::byte> data;
+  };
+
+  uint32_t alignment() const;
+
+  std::vector<GgufKv> kvs_;
+  std::vector<PendingTensor> tensors_;
+};
+
+namespace detail {
+
+class GgufSink {
+ public:
+  explicit GgufSink(std::string& out) : out_(out) {}
+  template <class T>
+  void put(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out_.append(b, sizeof(T));
+  }
+  void put_string(std::string_view s) {
+    put<uint64_t>(s.size());
+    out_.append(s);
+  }
+  void put_array(const GgufArray& a) {
+    put<uint32_t>(static_cast<uint32_t>(a.elem_type()));
+    put<uint64_t>(a.size());
+    std::visit(
+        [&](const auto& items) {
+          using E = typename std::decay_t<decltype(items)>::value_type;
+          for (const auto& x : items) {
+            if constexpr (std::is_same_v<E, std::string>) {
+              put_string(x);
+            } else if constexpr (std::is_same_v<E, GgufArray>) {
+              put<uint32_t>(static_cast<uint32_t>(GgufType::Array));
+              put_array(x);
+            } else if constexpr (std::is_same_v<E, bool>) {
+              put<uint8_t>(x ? 1 : 0);
+            } else {
+              put<E>(x);
+            }
+          }
+        },
+        a.items);
+  }
+  void put_value(const GgufValue& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.type()));
+    std::visit(
+        [&](const auto& x) {
+          using X = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<X, std::string>) put_string(x);
+          else if constexpr (std::is_same_v<X, GgufArray>) put_array(x);
+          else if constexpr (std::is_same_v<X, bool>) put<uint8_t>(x ? 1 : 0);
+          else put<X>(x);
+        },
+        v.storage());
+  }
+
+ private:
+  std::string& out_;
+};
+
+inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace detail
+
+inline uint32_t GgufWriter::alignment() const {
+  for (const auto& kv : kvs_)
+    if (kv.key == "general.alignment") {
+      const auto* a = kv.value.get_if<uint32_t>();
+      if (a == nullptr || *a == 0 || !std::has_single_bit(*a))
+        throw Error("GGUF writer: general.alignment must be a uint32 power of two");
+      return *a;
+    }
+  return detail::kGgufDefaultAlignment;
+}
+
+inline void GgufWriter::write(const std::filesystem::path& path) const {
+  const uint64_t align = alignment();
+
+  std::string header;
+  detail::GgufSink sink(header);
+  sink.put<uint32_t>(detail::kGgufMagic);
+  sink.put<uint32_t>(3);
+  sink.put<uint64_t>(tensors_.size());
+  sink.put<uint64_t>(kvs_.size());
+  for (const auto& kv : kvs_) {
+    sink.put_string(kv.key);
+    sink.put_value(kv.value);
+  }
+  uint64_t offset = 0;  // relative to the data section
+  for (const auto& t : tensors_) {
+    sink.put_string(t.name);
+    sink.put<uint32_t>(static_cast<uint32_t>(t.dims.size()));
+    for (const uint64_t d : t.dims) sink.put<uint64_t>(d);
+    sink.put<uint32_t>(t.ggml_type);
+    sink.put<uint64_t>(offset);
+    offset = detail::align_up(offset + t.data.size(), align);
+  }
+  header.resize(detail::align_up(header.size(), align), '\0');
+
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(tmp.string() + ": cannot create file for writing");
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    static constexpr char kZeros[256] = {};
+    for (const auto& t : tensors_) {
+      out.write(reinterpret_cast<const char*>(t.data.data()),
+                static_cast<std::streamsize>(t.data.size()));
+      const uint64_t pad = detail::align_up(t.data.size(), align) - t.data.size();
+      for (uint64_t done = 0; done < pad;) {
+        const uint64_t n = std::min<uint64_t>(pad - done, sizeof kZeros);
+        out.write(kZeros, static_cast<std::streamsize>(n));
+        done += n;
+      }
+    }
+    out.flush();
+    if (!out) {
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw Error(tmp.string() + ": write failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(path.string() + ": cannot rename the written file into place: " + ec.message());
+  }
+}
+
+}  // namespace unicorn::io
