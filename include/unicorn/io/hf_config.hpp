@@ -112,9 +112,8 @@ class HfFields {
   std::optional<uint64_t> try_uint(std::string_view key, uint64_t max) const {
     const auto* v = get(key);
     if (v == nullptr) return std::nullopt;
-    if (v->is_number_unsigned()) {
-      const auto u = v->get<uint64_t>();
-      if (u <= max) return u;
+    if (const auto u = json_to_u64(*v)) {
+      if (*u <= max) return *u;
     } else if (v->is_number_float()) {
       // 4096.0 is 4096; exporters occasionally write integers as floats.
       const double d = v->get<double>();

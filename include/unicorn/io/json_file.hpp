@@ -2,7 +2,9 @@
 // index) into nlohmann::json, with errors that name the file.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +22,14 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(path.string() + ": not valid JSON: " + e.what());
   }
+}
+
+// A non-negative JSON integer as uint64. Parsed text yields "unsigned" numbers
+// but values built in code (tests, tools) are "integer" ones; accept both.
+inline std::optional<uint64_t> json_to_u64(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  return std::nullopt;
 }
 
 }  // namespace unicorn::io

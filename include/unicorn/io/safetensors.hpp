@@ -110,9 +110,12 @@ inline void parse_safetensors(std::span<const std::byte> bytes, const std::strin
     const auto offsets_it = info.find("data_offsets");
     if (dtype_it == info.end() || !dtype_it->is_string()) fail(t + ": 'dtype' missing or not a string");
     if (shape_it == info.end() || !shape_it->is_array()) fail(t + ": 'shape' missing or not an array");
-    if (offsets_it == info.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
-        !(*offsets_it)[0].is_number_unsigned() || !(*offsets_it)[1].is_number_unsigned())
-      fail(t + ": 'data_offsets' must be two non-negative integers");
+    std::optional<uint64_t> begin_opt, end_opt;
+    if (offsets_it != info.end() && offsets_it->is_array() && offsets_it->size() == 2) {
+      begin_opt = json_to_u64((*offsets_it)[0]);
+      end_opt = json_to_u64((*offsets_it)[1]);
+    }
+    if (!begin_opt || !end_opt) fail(t + ": 'data_offsets' must be two non-negative integers");
 
     SafeTensor st;
     st.name = key;
@@ -123,14 +126,15 @@ inline void parse_safetensors(std::span<const std::byte> bytes, const std::strin
     if (shape_it->size() > 8) fail(t + ": shape has " + std::to_string(shape_it->size()) + " dimensions");
     uint64_t numel = 1;
     for (const auto& d : *shape_it) {
-      if (!d.is_number_unsigned()) fail(t + ": shape entries must be non-negative integers");
-      st.shape.push_back(d.get<uint64_t>());
+      const auto dim = json_to_u64(d);
+      if (!dim) fail(t + ": shape entries must be non-negative integers");
+      st.shape.push_back(*dim);
       if (__builtin_mul_overflow(numel, st.shape.back(), &numel)) fail(t + ": element count overflows");
     }
     uint64_t expected = 0;
     if (__builtin_mul_overflow(numel, *elem_bytes, &expected)) fail(t + ": byte size overflows");
-    const uint64_t begin = (*offsets_it)[0].get<uint64_t>();
-    const uint64_t end = (*offsets_it)[1].get<uint64_t>();
+    const uint64_t begin = *begin_opt;
+    const uint64_t end = *end_opt;
     if (begin > end)
       fail(t + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
            "] run backwards");
