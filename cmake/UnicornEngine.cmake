@@ -1,0 +1,145 @@
+# Engines as binaries.
+#
+# unicorn_add_generator(<target> HEADER <header> TYPE <deployment type>)
+#   Builds the generator (examples/generate) for one deployment type.
+#
+# unicorn_add_engine(<target> CONFIG <config.json> QUANT <scheme>
+#                    [CONTEXT <tokens>] [KV F16|F32] [PREFILL_CHUNK <tokens>])
+#   Turns a Hugging Face config.json of any Gemma 3-architecture checkpoint
+#   (official sizes, fine-tunes, unofficial sizes) into a deployment header at
+#   configure time and builds a generator binary for it. QUANT is one of F32,
+#   F16, BF16, Q8_0, Q4_0 (all weights) or Q4_0_QAT (Q4_0 weights, F16 embedding).
+#   Both config layouts are read: the official releases' (rope_theta,
+#   rope_local_base_freq, rope_scaling, sliding_window_pattern) and newer
+#   transformers' (layer_types, rope_parameters per layer type); multimodal
+#   configs are read from their text_config.
+
+set(UNICORN_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/.. CACHE INTERNAL "")
+
+function(unicorn_add_generator target)
+  cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
+  add_executable(${target} ${UNICORN_SOURCE_DIR}/examples/generate/main.cpp)
+  target_link_libraries(${target} PRIVATE unicorn::unicorn)
+  target_compile_definitions(${target} PRIVATE
+    UNICORN_DEPLOYMENT_HEADER="${G_HEADER}" UNICORN_DEPLOYMENT=${G_TYPE}
+    UNICORN_BINARY_NAME="${target}")
+  if(TARGET CLI11::CLI11)
+    target_link_libraries(${target} PRIVATE CLI11::CLI11)
+  endif()
+endfunction()
+
+# Reads key `path...` of JSON `json` into `out`, or `default` when absent/null.
+function(_unicorn_json out json default)
+  string(JSON value ERROR_VARIABLE err GET "${json}" ${ARGN})
+  if(err OR value STREQUAL "" OR value STREQUAL "null" OR value MATCHES "NOTFOUND$")
+    set(value "${default}")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+function(unicorn_add_engine target)
+  cmake_parse_arguments(E "" "CONFIG;QUANT;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
+  if(NOT E_CONFIG OR NOT E_QUANT)
+    message(FATAL_ERROR "unicorn_add_engine(${target}): CONFIG and QUANT are required")
+  endif()
+  get_filename_component(config "${E_CONFIG}" ABSOLUTE)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${config}")
+  file(READ "${config}" json)
+  string(JSON text ERROR_VARIABLE no_text GET "${json}" text_config)
+  if(no_text)
+    set(text "${json}")
+  endif()
+
+  # Defaults are transformers' Gemma3TextConfig defaults.
+  _unicorn_json(hidden "${text}" 2304 hidden_size)
+  _unicorn_json(layers "${text}" 26 num_hidden_layers)
+  _unicorn_json(heads "${text}" 8 num_attention_heads)
+  _unicorn_json(kv_heads "${text}" 4 num_key_value_heads)
+  _unicorn_json(head_dim "${text}" 256 head_dim)
+  _unicorn_json(ffn "${text}" 9216 intermediate_size)
+  _unicorn_json(vocab "${text}" 262208 vocab_size)
+  _unicorn_json(window "${text}" 4096 sliding_window)
+  _unicorn_json(qpas "${text}" 256 query_pre_attn_scalar)
+  _unicorn_json(eps "${text}" 1e-6 rms_norm_eps)
+  _unicorn_json(max_ctx "${text}" 131072 max_position_embeddings)
+  _unicorn_json(pattern "${text}" 6 sliding_window_pattern)
+  _unicorn_json(theta_global "${text}" 1000000 rope_theta)
+  _unicorn_json(theta_local "${text}" 10000 rope_local_base_freq)
+  _unicorn_json(scale_global "${text}" 1 rope_scaling factor)
+  # Newer layout: rope_parameters per layer type.
+  _unicorn_json(theta_global "${text}" ${theta_global} rope_parameters full_attention rope_theta)
+  _unicorn_json(theta_local "${text}" ${theta_local} rope_parameters sliding_attention rope_theta)
+  _unicorn_json(scale_global "${text}" ${scale_global} rope_parameters full_attention factor)
+  # The 64 image soft-token rows of multimodal checkpoints have no text use.
+  if(vocab EQUAL 262208)
+    set(vocab 262144)
+  endif()
+  # layer_types, when present, must follow the every-Nth-layer-global pattern.
+  string(JSON n_types ERROR_VARIABLE no_types LENGTH "${text}" layer_types)
+  if(NOT no_types AND n_types GREATER 0)
+    set(first_global 0)
+    math(EXPR last "${n_types} - 1")
+    foreach(i RANGE ${last})
+      string(JSON kind GET "${text}" layer_types ${i})
+      if(kind STREQUAL "full_attention" AND first_global EQUAL 0)
+        math(EXPR first_global "${i} + 1")
+      endif()
+    endforeach()
+    if(first_global GREATER 0)
+      set(pattern ${first_global})
+    endif()
+    foreach(i RANGE ${last})
+      string(JSON kind GET "${text}" layer_types ${i})
+      math(EXPR is_global "(${i} + 1) % ${pattern} == 0")
+      if((kind STREQUAL "full_attention") AND NOT is_global OR
+         (kind STREQUAL "sliding_attention") AND is_global)
+        message(FATAL_ERROR "unicorn_add_engine(${target}): ${config}: layer_types is not "
+                            "'every ${pattern}th layer global' (layer ${i} is ${kind}); "
+                            "the engine supports that pattern only")
+      endif()
+    endforeach()
+  endif()
+
+  if(NOT E_CONTEXT)
+    set(E_CONTEXT ${max_ctx})
+    if(E_CONTEXT GREATER 32768)
+      set(E_CONTEXT 32768)
+    endif()
+  endif()
+  if(NOT E_KV)
+    set(E_KV F16)
+  endif()
+  if(NOT E_PREFILL_CHUNK)
+    set(E_PREFILL_CHUNK 512)
+  endif()
+  if(E_QUANT STREQUAL "Q4_0_QAT")
+    set(scheme "unicorn::Scheme{unicorn::Format::F16, unicorn::Format::Q4_0, unicorn::Format::Q4_0, unicorn::Format::${E_KV}}")
+  elseif(E_QUANT MATCHES "^(F32|F16|BF16|Q8_0|Q4_0)$")
+    set(scheme "unicorn::schemes::all(unicorn::Format::${E_QUANT}, unicorn::Format::${E_KV})")
+  else()
+    message(FATAL_ERROR "unicorn_add_engine(${target}): QUANT must be F32, F16, BF16, Q8_0, Q4_0 or Q4_0_QAT, not '${E_QUANT}'")
+  endif()
+
+  string(MAKE_C_IDENTIFIER "${target}" type)
+  set(header ${CMAKE_BINARY_DIR}/unicorn_engines/${target}.hpp)
+  file(CONFIGURE OUTPUT ${header} CONTENT "// Generated by unicorn_add_engine(${target}) from
+// ${config}. Do not edit: change the config.json or the CMake call.
+#pragma once
+#include <unicorn/engine.hpp>
+
+namespace unicorn::engines {
+inline constexpr ModelDims k_${type}_model{
+    .name = \"${target}\", .hidden = ${hidden}, .layers = ${layers}, .heads = ${heads},
+    .kv_heads = ${kv_heads}, .head_dim = ${head_dim}, .ffn = ${ffn}, .vocab = ${vocab},
+    .sliding_window = ${window}, .global_every = ${pattern},
+    .rope_theta_local = float(${theta_local}), .rope_theta_global = float(${theta_global}),
+    .rope_scale_global = float(${scale_global}), .query_pre_attn_scalar = float(${qpas}),
+    .rms_eps = float(${eps}), .max_context = ${max_ctx}};
+struct ${type} {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(k_${type}_model, ${scheme}, ${E_CONTEXT}, ${E_PREFILL_CHUNK});
+};
+}  // namespace unicorn::engines
+")
+  unicorn_add_generator(${target} HEADER ${header} TYPE unicorn::engines::${type})
+endfunction()

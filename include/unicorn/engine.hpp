@@ -1,0 +1,53 @@
+// unicorn/engine.hpp — Engine<Deployment>: one Gemma 3 deployment, typed.
+//
+//   #include <unicorn/gemma27b.hpp>
+//   unicorn::Gemma3_27B engine;                 // Vulkan device, buffers, recorded passes
+//   engine.load("gemma-3-27b-it-q4_0.gguf");    // checked against the compiled layout
+//
+// The deployment type fixes model, scheme and budget at compile time; every
+// invariant is checked here with a message that says what to change, and the
+// run-time half (engine/core.hpp) receives the constexpr layout.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "unicorn/deployment.hpp"
+#include "unicorn/diag.hpp"
+#include "unicorn/engine/core.hpp"
+#include "unicorn/engine/loader.hpp"
+#include "unicorn/layout/layout.hpp"
+
+namespace unicorn {
+
+template <Deployment D>
+class Engine {
+ public:
+  static constexpr DeploymentConfig kConfig = D::kConfig;
+  static constexpr const auto& kLayout = kLayoutOf<D>;
+  static_assert(diag::check_deployment<D>());
+
+  // Opens the default Vulkan device (UNICORN_DEVICE / UNICORN_VALIDATION apply).
+  Engine() : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, kConfig, kLayout.view()) {}
+  explicit Engine(gpu::Context& ctx) : core_(ctx, kConfig, kLayout.view()) {}
+
+  // Loads a GGUF file or a Hugging Face directory; throws unicorn::Error naming
+  // the first mismatch with this engine.
+  LoadReport load(const std::filesystem::path& model, const LoadProgress& progress = {}) {
+    return load_model(core_, model, progress);
+  }
+
+  std::vector<float> forward_logits(std::span<const int32_t> tokens) { return core_.forward_logits(tokens); }
+  int32_t prefill(std::span<const int32_t> tokens) { return core_.prefill(tokens); }
+  int32_t decode(int32_t token) { return core_.decode(token); }
+  void reset() { core_.reset(); }
+  uint32_t position() const { return core_.position(); }
+  const gpu::Context& context() const { return core_.context(); }
+  detail::EngineCore& core() { return core_; }
+
+ private:
+  std::unique_ptr<gpu::Context> owned_ctx_;
+  detail::EngineCore core_;
+};
+
+}  // namespace unicorn

@@ -1,0 +1,433 @@
+// unicorn/engine/core.hpp — the run-time half of an engine: device buffers from
+// the static layout, the recorded forward pass, and the per-step protocol.
+//
+// Engine<Deployment> (engine.hpp) is a thin typed shell over this class, which
+// is not a template: one copy of this code serves every deployment (STYLE.md,
+// rule 1), and all sizes arrive as values taken from the constexpr layout.
+//
+// Two command buffers are recorded once, at start-up:
+//   prefill: a chunk of up to `prefill_chunk` tokens, matrix-matrix kernels;
+//   decode:  one token, matrix-vector kernels, then the greedy argmax.
+// Before each submission the host writes a StepHeader and the token ids into a
+// small host-visible buffer; nothing is re-recorded.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <unicorn/spirv.hpp>
+#include <vector>
+
+#include "unicorn/deployment.hpp"
+#include "unicorn/engine/kernels.hpp"
+#include "unicorn/error.hpp"
+#include "unicorn/gpu/context.hpp"
+#include "unicorn/gpu/kernel.hpp"
+#include "unicorn/gpu/memory.hpp"
+#include "unicorn/layout/layout.hpp"
+
+namespace unicorn::detail {
+
+// Mirrors shaders/include/step.glsl.
+struct StepHeader {
+  uint32_t n_tokens;
+  uint32_t start_pos;
+  uint32_t logit_begin;
+  uint32_t logit_count;
+};
+
+enum class SourceType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+class EngineCore {
+ public:
+  EngineCore(gpu::Context& ctx, const DeploymentConfig& config, LayoutView layout)
+      : ctx_(ctx),
+        cfg_(config),
+        layout_(layout),
+        kernels_(ctx),
+        sets_(ctx),
+        stream_(ctx) {
+    check_device_limits();
+    weights_ = gpu::BufferSet(ctx, layout.weight_slab_bytes, gpu::MemoryKind::DeviceLocal, "weights");
+    kv_ = gpu::BufferSet(ctx, layout.kv_slab_bytes, gpu::MemoryKind::DeviceLocal, "the KV cache");
+    std::vector<uint64_t> act_bytes;
+    for (const auto& a : layout.activations) act_bytes.push_back(a.bytes);
+    acts_ = gpu::BufferSet(ctx, act_bytes, gpu::MemoryKind::DeviceLocal, "activations");
+    const uint64_t step_bytes = sizeof(StepHeader) + 4ull * cfg_.prefill_chunk;
+    const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes};
+    host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
+    prefill_ = record_forward(cfg_.prefill_chunk);
+    decode_ = record_forward(1);
+  }
+
+  const DeploymentConfig& config() const { return cfg_; }
+  const LayoutView& layout() const { return layout_; }
+  gpu::Context& context() const { return ctx_; }
+  uint32_t position() const { return pos_; }
+  // Forget the sequence: the next tokens start at position 0.
+  void reset() { pos_ = 0; }
+
+  // Which recorded pass teacher forcing goes through.
+  enum class Pass { Prefill, Decode };
+
+  // Teacher forcing: runs `tokens` from the current position and returns the
+  // logits of every one of them, row-major [tokens.size(), vocab]. With
+  // Pass::Decode the tokens go one at a time through the decode pass, so tests
+  // check both recorded passes against the same reference.
+  std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill) {
+    check_tokens(tokens);
+    if (!logits_readback_) {
+      const uint64_t bytes[] = {layout_.activations[size_t(Act::Logits)].bytes};
+      logits_readback_ = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
+    }
+    const uint32_t V = cfg_.model.vocab;
+    std::vector<float> out(tokens.size() * size_t(V));
+    const uint32_t chunk = pass == Pass::Decode ? 1 : std::min(cfg_.prefill_chunk, layout_.logit_rows);
+    for (size_t done = 0; done < tokens.size(); done += chunk) {
+      const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
+      if (pass == Pass::Decode) decode(tokens[done]);
+      else run_chunk(tokens.subspan(done, n), 0, n);
+      const uint64_t bytes = uint64_t(n) * V * 4;
+      stream_.run_once([&](vk::CommandBuffer cb) {
+        cb.copyBuffer(acts_[size_t(Act::Logits)].handle, (*logits_readback_)[0].handle,
+                      vk::BufferCopy{0, 0, bytes});
+      });
+      std::memcpy(out.data() + done * V, (*logits_readback_)[0].mapped, bytes);
+    }
+    return out;
+  }
+
+  // Runs a prompt (in chunks) and returns the greedy next token.
+  int32_t prefill(std::span<const int32_t> tokens) {
+    check_tokens(tokens);
+    if (tokens.empty()) throw Error("prefill: the prompt is empty");
+    for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
+      const uint32_t n = uint32_t(std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done));
+      const bool last = done + n == tokens.size();
+      run_chunk(tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
+    }
+    return greedy_token();
+  }
+
+  // One decode step: feeds `token`, returns the greedy next token.
+  int32_t decode(int32_t token) {
+    const int32_t one[] = {token};
+    check_tokens(one);
+    write_step(one, 0, 1);
+    stream_.submit_and_wait(*decode_->commands);
+    pos_ += 1;
+    return greedy_token();
+  }
+
+  // --- loading (called by the loader, engine/loader.hpp) ---
+
+  // Copies raw bytes (already in the device format) into rows of a tensor part.
+  void upload(const TensorSlot& t, size_t part, std::span<const std::byte> bytes) {
+    const TensorPart& p = layout_.parts_of(t)[part];
+    if (bytes.size() != p.bytes)
+      throw Error("load: " + t.gguf_name() + " part " + std::to_string(part) + " has " +
+                  std::to_string(bytes.size()) + " bytes, expected " + std::to_string(p.bytes));
+    const gpu::Buffer& dst = slab_of(t, p);
+    for (uint64_t done = 0; done < bytes.size(); done += kStagingBytes) {
+      const uint64_t n = std::min<uint64_t>(kStagingBytes, bytes.size() - done);
+      std::memcpy(staging().mapped, bytes.data() + done, n);
+      stream_.run_once([&](vk::CommandBuffer cb) {
+        cb.copyBuffer(staging().handle, dst.handle, vk::BufferCopy{0, p.offset + done, n});
+      });
+    }
+  }
+
+  // Converts source rows (F32/F16/BF16, row-major, the part's rows) into the
+  // part's format on the GPU; `add` is added to every value first.
+  void convert(const TensorSlot& t, size_t part, std::span<const std::byte> source,
+               SourceType type, float add) {
+    const TensorPart& p = layout_.parts_of(t)[part];
+    const uint32_t src_elem = type == SourceType::F32 ? 4 : 2;
+    const uint64_t elems = p.rows * t.cols;
+    if (source.size() != elems * src_elem)
+      throw Error("load: " + t.gguf_name() + ": source has " + std::to_string(source.size()) +
+                  " bytes, expected " + std::to_string(elems * src_elem));
+    const uint32_t block = format_info(t.format).block_elems;
+    const kernels::Convert spec{uint32_t(type), add};
+    const auto& k = kernel(kernels::variant("convert", t.format), kernels::kConvertBindings, spec);
+    // Whole blocks per staging fill; 2-D grid so any count fits the group limits.
+    const uint64_t per_fill = kStagingBytes / (uint64_t(src_elem) * block) * block;
+    const gpu::Buffer& dst = slab_of(t, p);
+    const vk::DescriptorBufferInfo bufs[] = {staging().whole(), dst.range(p.offset, p.bytes)};
+    const vk::DescriptorSet set = sets_.make(k, bufs);
+    for (uint64_t done = 0; done < elems; done += per_fill) {
+      const uint64_t n = std::min<uint64_t>(per_fill, elems - done);
+      std::memcpy(staging().mapped, source.data() + done * src_elem, n * src_elem);
+      const uint32_t items = uint32_t(n / block), first = uint32_t(done / block);
+      const uint32_t groups = (items + 63) / 64;
+      const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + gx - 1) / gx;
+      stream_.run_once([&](vk::CommandBuffer cb) {
+        gpu::record(cb, {&k, set, {items, first}, {gx, gy, 1}}, false);
+      });
+    }
+  }
+
+ private:
+  static constexpr uint64_t kStagingBytes = 64ull << 20;
+
+  struct Graph {
+    vk::raii::CommandBuffer commands{nullptr};
+    size_t dispatches = 0;
+  };
+
+  const gpu::Buffer& staging() const { return host_[2]; }
+  const gpu::Buffer& slab_of(const TensorSlot& t, const TensorPart& p) const {
+    return t.arena == Arena::Weights ? weights_[p.slab] : kv_[p.slab];
+  }
+
+  void check_device_limits() const {
+    const auto& info = ctx_.info();
+    if (info.max_storage_buffer_range < kMaxBindingBytes)
+      throw Error("gpu: " + info.name + " binds at most " +
+                  std::to_string(info.max_storage_buffer_range) +
+                  " bytes per storage buffer; Vulkan guarantees 128 MiB");
+    if (info.min_storage_buffer_offset_alignment > kBindingAlign)
+      throw Error("gpu: " + info.name + " needs storage-buffer offsets aligned to " +
+                  std::to_string(info.min_storage_buffer_offset_alignment) + " bytes");
+  }
+
+  void check_tokens(std::span<const int32_t> tokens) const {
+    for (int32_t t : tokens)
+      if (t < 0 || uint32_t(t) >= cfg_.model.vocab)
+        throw Error("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                    std::to_string(cfg_.model.vocab) + ")");
+    if (uint64_t(pos_) + tokens.size() > cfg_.max_context)
+      throw Error("context full: " + std::to_string(tokens.size()) + " tokens at position " +
+                  std::to_string(pos_) + " exceed the context of " +
+                  std::to_string(cfg_.max_context) + " tokens");
+  }
+
+  void write_step(std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) {
+    const StepHeader h{uint32_t(tokens.size()), pos_, logit_begin, logit_count};
+    std::byte* p = host_[0].mapped;
+    std::memcpy(p, &h, sizeof h);
+    std::memcpy(p + sizeof h, tokens.data(), tokens.size_bytes());
+  }
+
+  void run_chunk(std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) {
+    write_step(tokens, logit_begin, logit_count);
+    stream_.submit_and_wait(*prefill_->commands);
+    pos_ += uint32_t(tokens.size());
+  }
+
+  int32_t greedy_token() const {
+    uint32_t id;
+    std::memcpy(&id, host_[1].mapped, 4);
+    if (id >= cfg_.model.vocab)
+      throw Error("the model produced no valid token (logits are NaN): check the weights file");
+    return int32_t(id);
+  }
+
+  template <class Spec>
+  const gpu::Kernel& kernel(const std::string& name, uint32_t bindings, const Spec& spec) {
+    const auto words = spirv::find(name);
+    if (words.empty()) throw Error("internal: no SPIR-V module named " + name);
+    return kernels_.get(name, words, bindings, spec);
+  }
+
+  vk::DescriptorBufferInfo act(Act a) const { return acts_[size_t(a)].whole(); }
+  vk::DescriptorBufferInfo step() const { return host_[0].whole(); }
+  vk::DescriptorBufferInfo part(const TensorSlot& t, const TensorPart& p) const {
+    return slab_of(t, p).range(p.offset, p.bytes);
+  }
+
+  // --- the forward pass, recorded for chunks of n tokens ---
+
+  class Recorder;
+  std::optional<Graph> record_forward(uint32_t n);
+
+  gpu::Context& ctx_;
+  DeploymentConfig cfg_;
+  LayoutView layout_;
+  gpu::KernelCache kernels_;
+  gpu::DescriptorArena sets_;
+  gpu::Stream stream_;
+  gpu::BufferSet weights_, kv_, acts_, host_;
+  std::optional<gpu::BufferSet> logits_readback_;
+  std::optional<Graph> prefill_, decode_;
+  uint32_t pos_ = 0;
+};
+
+// Builds the dispatch list for one chunk size. Each method is one step of the
+// Gemma 3 layer and says the shape of what it writes.
+class EngineCore::Recorder {
+ public:
+  Recorder(EngineCore& core, uint32_t n) : c_(core), n_(n), m_(core.cfg_.model) {}
+
+  std::vector<gpu::Dispatch> forward() {
+    embed();                                                   // x  [n, H]
+    for (uint32_t l = 0; l < m_.layers; ++l) layer(int(l));
+    final_norm();                                              // xn [logit rows, H]
+    linear(Act::Xn, Act::Logits, c_.layout_.weight(Role::Embedding), 1);  // [logit rows, V]
+    argmax();                                                  // next token ids
+    return std::move(d_);
+  }
+
+ private:
+  // The Gemma 3 decoder layer (Hugging Face Gemma3DecoderLayer).
+  void layer(int l) {
+    const auto& L = c_.layout_;
+    const AttentionKind kind = m_.layer_kind(uint32_t(l));
+    norm(Act::X, Act::Xn, L.weight(Role::AttnNorm, l), m_.hidden, 1, false);  // xn = norm(x)
+    linear(Act::Xn, Act::Q, L.weight(Role::AttnQ, l));       // q [n, heads * hd]
+    linear(Act::Xn, Act::K, L.weight(Role::AttnK, l));       // k [n, kv_heads * hd]
+    linear(Act::Xn, Act::V, L.weight(Role::AttnV, l));       // v [n, kv_heads * hd]
+    norm(Act::Q, Act::Q, L.weight(Role::AttnQNorm, l), m_.head_dim, m_.heads, false);
+    norm(Act::K, Act::K, L.weight(Role::AttnKNorm, l), m_.head_dim, m_.kv_heads, false);
+    rope(Act::Q, m_.heads, kind);
+    rope(Act::K, m_.kv_heads, kind);
+    kv_store(l, kind);                                       // cache[l] <- k, v
+    attention(l, kind);                                      // attn [n, heads * hd]
+    linear(Act::Attn, Act::Proj, L.weight(Role::AttnOut, l));// proj [n, H]
+    norm(Act::Proj, Act::X, L.weight(Role::PostAttnNorm, l), m_.hidden, 1, true);  // x += norm(proj)
+    norm(Act::X, Act::Xn, L.weight(Role::FfnNorm, l), m_.hidden, 1, false);         // xn = norm(x)
+    linear(Act::Xn, Act::Gate, L.weight(Role::FfnGate, l));  // gate [n, F]
+    linear(Act::Xn, Act::Up, L.weight(Role::FfnUp, l));      // up   [n, F]
+    geglu();                                                 // gate = gelu(gate) * up
+    linear(Act::Gate, Act::Proj, L.weight(Role::FfnDown, l));// proj [n, H]
+    norm(Act::Proj, Act::X, L.weight(Role::PostFfnNorm, l), m_.hidden, 1, true);    // x += norm(proj)
+  }
+
+  void embed() {
+    const TensorSlot& t = c_.layout_.weight(Role::Embedding);
+    const kernels::Embed spec{m_.hidden, std::sqrt(float(m_.hidden))};
+    const auto& k = c_.kernel(kernels::variant("embed", t.format), kernels::kEmbedBindings, spec);
+    for (const TensorPart& p : c_.layout_.parts_of(t)) {
+      const vk::DescriptorBufferInfo b[] = {c_.part(t, p), c_.step(), c_.act(Act::X)};
+      add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)}, {groups(m_.hidden, 64), n_, 1});
+    }
+  }
+
+  void norm(Act in, Act out, const TensorSlot& w, uint32_t dim, uint32_t per_token, bool accumulate,
+            uint32_t row_set = 0) {
+    const kernels::RmsNorm spec{dim, m_.rms_eps, accumulate ? 1u : 0u, row_set};
+    const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
+    const TensorPart& p = c_.layout_.parts_of(w)[0];
+    const vk::DescriptorBufferInfo b[] = {c_.act(in), c_.part(w, p), c_.act(out), c_.step()};
+    const uint32_t rows = row_set ? std::min(n_, c_.layout_.logit_rows) : n_;
+    add(k, b, {per_token}, {rows * per_token, 1, 1});
+  }
+
+  void final_norm() {
+    norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), m_.hidden, 1, false, 1);
+  }
+
+  // y = x W^T over every part of W: matrix-vector for one token, tiled matrix-matrix otherwise.
+  void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0) {
+    const kernels::Linear spec{uint32_t(w.cols), uint32_t(w.rows), row_set};
+    const bool vec = n_ == 1;
+    const auto& k = c_.kernel(kernels::variant(vec ? "matvec" : "matmul", w.format),
+                              kernels::kLinearBindings, spec);
+    const uint32_t rows_n = row_set ? std::min(n_, c_.layout_.logit_rows) : n_;
+    for (const TensorPart& p : c_.layout_.parts_of(w)) {
+      const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
+      const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows)};
+      if (vec) {
+        const uint32_t gx = std::min<uint32_t>(uint32_t(p.rows), 65535);
+        add(k, b, push, {gx, groups(uint32_t(p.rows), gx), rows_n});
+      } else {
+        add(k, b, push, {groups(uint32_t(p.rows), 16), groups(rows_n, 16), 1});
+      }
+    }
+  }
+
+  void rope(Act a, uint32_t heads, AttentionKind kind) {
+    const bool global = kind == AttentionKind::Global;
+    const kernels::Rope spec{heads, m_.head_dim,
+                             global ? m_.rope_theta_global : m_.rope_theta_local,
+                             global ? m_.rope_scale_global : 1.0f};
+    const auto& k = c_.kernel("rope", kernels::kRopeBindings, spec);
+    const vk::DescriptorBufferInfo b[] = {c_.act(a), c_.step()};
+    add(k, b, {}, {groups(heads * m_.head_dim / 2, 64), n_, 1});
+  }
+
+  // K and V caches of a layer have identical parts (ranges of kv heads).
+  void kv_store(int l, AttentionKind kind) {
+    const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
+    const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
+    const uint32_t slots = slots_of(kind);
+    const kernels::KvStore spec{m_.kv_heads, m_.head_dim, slots};
+    const auto& k = c_.kernel(kernels::variant("kv_store", kc.format), kernels::kKvStoreBindings, spec);
+    const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
+    for (size_t i = 0; i < kp.size(); ++i) {
+      const vk::DescriptorBufferInfo b[] = {c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]),
+                                            c_.part(vc, vp[i]), c_.step()};
+      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
+          {groups(uint32_t(kp[i].rows) * m_.head_dim, 64), n_, 1});
+    }
+  }
+
+  void attention(int l, AttentionKind kind) {
+    const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
+    const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
+    const kernels::Attention spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                  kind == AttentionKind::Local ? m_.sliding_window : 0u,
+                                  1.0f / std::sqrt(m_.query_pre_attn_scalar)};
+    const auto& k = c_.kernel(kernels::variant("attention", kc.format),
+                              kernels::kAttentionBindings, spec);
+    const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
+    const uint32_t group = m_.heads / m_.kv_heads;
+    for (size_t i = 0; i < kp.size(); ++i) {
+      const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
+                                            c_.act(Act::Attn), c_.step()};
+      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
+          {n_, uint32_t(kp[i].rows) * group, 1});
+    }
+  }
+
+  void geglu() {
+    const auto& k = c_.kernel("geglu", kernels::kGegluBindings, kernels::Geglu{m_.ffn});
+    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step()};
+    add(k, b, {}, {groups(m_.ffn, 64), n_, 1});
+  }
+
+  void argmax() {
+    const auto& k = c_.kernel("argmax", kernels::kArgmaxBindings, kernels::Argmax{m_.vocab});
+    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(), c_.step()};
+    add(k, b, {}, {std::min(n_, c_.layout_.logit_rows), 1, 1});
+  }
+
+  uint32_t slots_of(AttentionKind kind) const {
+    return kind == AttentionKind::Global ? c_.layout_.global_kv_slots : c_.layout_.local_kv_slots;
+  }
+  static uint32_t groups(uint32_t items, uint32_t per) { return (items + per - 1) / per; }
+
+  void add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push,
+           std::array<uint32_t, 3> g) {
+    d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}});
+  }
+
+  EngineCore& c_;
+  uint32_t n_;
+  const ModelDims& m_;
+  std::vector<gpu::Dispatch> d_;
+};
+
+inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n) {
+  const auto dispatches = Recorder(*this, n).forward();
+  Graph g;
+  g.commands = stream_.allocate();
+  g.commands.begin(vk::CommandBufferBeginInfo{});
+  // The previous submission's writes (KV cache, uploads) come before this pass.
+  gpu::Stream::full_barrier(*g.commands);
+  for (const auto& d : dispatches) gpu::record(*g.commands, d);
+  // The argmax result is read by the host after the fence.
+  const vk::MemoryBarrier to_host{.srcAccessMask = vk::AccessFlagBits::eShaderWrite,
+                                  .dstAccessMask = vk::AccessFlagBits::eHostRead};
+  g.commands.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                             vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
+  g.commands.end();
+  g.dispatches = dispatches.size();
+  return g;
+}
+
+}  // namespace unicorn::detail

@@ -1,0 +1,336 @@
+// unicorn/engine/loader.hpp — fill an engine's weights from a GGUF file or a
+// Hugging Face directory, after checking the file against the compiled layout.
+//
+// Decision 2 of DESIGN.md: every hyperparameter, and every tensor's name, shape
+// and type, must match the engine; the first mismatch is an error that names
+// the key or tensor, both values, and — when the file is another official
+// Gemma 3 size — the binary to use instead. Nothing is uploaded before the
+// whole file has been checked.
+//
+// GGUF tensors are already in the device format and are copied as they are.
+// Safetensors (BF16/F16/F32) are converted on the GPU to the scheme's format;
+// their norm weights become 1 + w, the GGUF convention the shaders read.
+#pragma once
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/for_each.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "unicorn/engine/core.hpp"
+#include "unicorn/io/gguf.hpp"
+#include "unicorn/io/hf_config.hpp"
+#include "unicorn/io/safetensors.hpp"
+#include "unicorn/io/tensor_names.hpp"
+
+namespace unicorn {
+
+struct LoadReport {
+  std::string format;   // "GGUF" or "safetensors"
+  uint64_t bytes = 0;   // weight bytes placed on the device
+  size_t tensors = 0;
+  size_t skipped = 0;   // vision-tower / projector tensors not loaded
+  double seconds = 0;
+};
+
+// Called as loading proceeds with (bytes done, bytes total).
+using LoadProgress = std::function<void(uint64_t, uint64_t)>;
+
+namespace detail {
+
+// Where each ModelDims field lives in the two file formats ("" = not stored).
+struct DimsKey {
+  std::string_view field, gguf, hf;
+};
+inline constexpr DimsKey kDimsKeys[] = {
+    {"hidden", "gemma3.embedding_length", "hidden_size"},
+    {"layers", "gemma3.block_count", "num_hidden_layers"},
+    {"heads", "gemma3.attention.head_count", "num_attention_heads"},
+    {"kv_heads", "gemma3.attention.head_count_kv", "num_key_value_heads"},
+    {"head_dim", "gemma3.attention.key_length", "head_dim"},
+    {"ffn", "gemma3.feed_forward_length", "intermediate_size"},
+    {"vocab", "token_embd.weight rows", "vocab_size"},
+    {"sliding_window", "gemma3.attention.sliding_window", "sliding_window"},
+    {"global_every", "", "sliding_window_pattern / layer_types"},
+    {"rope_theta_local", "", "rope_local_base_freq"},
+    {"rope_theta_global", "gemma3.rope.freq_base", "rope_theta"},
+    {"rope_scale_global", "gemma3.rope.scaling.factor", "rope_scaling.factor"},
+    {"query_pre_attn_scalar", "", "query_pre_attn_scalar"},
+    {"rms_eps", "gemma3.attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+    {"max_context", "gemma3.context_length", "max_position_embeddings"},
+};
+
+inline std::string_view dims_key(std::string_view field, bool gguf) {
+  for (const auto& k : kDimsKeys)
+    if (k.field == field) return gguf ? k.gguf : k.hf;
+  return field;
+}
+
+// The official size a file's dimensions belong to, for "use this binary" hints.
+inline std::string official_size_hint(const ModelDims& file) {
+  for (const ModelDims* m : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B})
+    if (m->hidden == file.hidden && m->layers == file.layers)
+      return std::string("; the file is ") + std::string(m->name) + ": use unicorn-" +
+             std::string(m->name);
+  return "";
+}
+
+template <class T>
+std::string show(const T& v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Compares every ModelDims field (Hana's list of fields) and names the first
+// that differs, with the key it comes from in the file.
+inline void check_dims(const ModelDims& file, const ModelDims& engine, const std::string& source,
+                       bool gguf) {
+  namespace hana = boost::hana;
+  hana::for_each(hana::accessors<ModelDims>(), [&](auto pair) {
+    const std::string_view field = hana::to<char const*>(hana::first(pair));
+    if (field == "name") return;
+    const auto a = hana::second(pair)(file);
+    const auto b = hana::second(pair)(engine);
+    bool same;
+    if constexpr (std::is_floating_point_v<decltype(a)>)
+      same = std::fabs(a - b) <= 1e-5f * std::max(std::fabs(a), std::fabs(b));
+    else
+      same = a == b;
+    if (!same)
+      throw Error(source + ": " + std::string(dims_key(field, gguf)) + " is " + show(a) +
+                  " but this engine (" + std::string(engine.name) + ") is compiled for " +
+                  show(b) + official_size_hint(file));
+  });
+}
+
+inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& engine) {
+  const std::string arch = g.try_string("general.architecture").value_or("(none)");
+  if (arch != "gemma3")
+    throw Error(g.name() + ": general.architecture is '" + arch +
+                "'; this engine runs Gemma 3 ('gemma3') files");
+  // GGUF does not store the local RoPE base, the layer pattern or the query
+  // scale: llama.cpp fixes them for gemma3 (10000, every 6th layer, and
+  // hidden/heads for 27B else head_dim), so they are taken from the engine.
+  ModelDims d = engine;
+  d.hidden = g.get_u32("gemma3.embedding_length");
+  d.layers = g.get_u32("gemma3.block_count");
+  d.heads = g.get_u32("gemma3.attention.head_count");
+  d.kv_heads = g.get_u32("gemma3.attention.head_count_kv");
+  d.head_dim = g.try_u32("gemma3.attention.key_length").value_or(d.heads ? d.hidden / d.heads : 0);
+  d.ffn = g.get_u32("gemma3.feed_forward_length");
+  d.sliding_window = g.get_u32("gemma3.attention.sliding_window");
+  d.rope_theta_global = g.try_f32("gemma3.rope.freq_base").value_or(1e6f);
+  d.rope_scale_global = g.try_f32("gemma3.rope.scaling.factor").value_or(1.0f);
+  d.rms_eps = g.get_f32("gemma3.attention.layer_norm_rms_epsilon");
+  d.max_context = g.get_u32("gemma3.context_length");
+  const io::GgufTensor* embd = g.find_tensor("token_embd.weight");
+  if (!embd || embd->dims.size() != 2)
+    throw Error(g.name() + ": tensor 'token_embd.weight' is missing or not 2-D");
+  d.vocab = uint32_t(embd->dims[1]);
+  return d;
+}
+
+inline ModelDims dims_from_hf(const io::HfTextConfig& c, const ModelDims& engine,
+                              const std::string& source) {
+  ModelDims d = engine;
+  d.hidden = c.hidden_size;
+  d.layers = c.num_hidden_layers;
+  d.heads = c.num_attention_heads;
+  d.kv_heads = c.num_key_value_heads;
+  d.head_dim = c.head_dim;
+  d.ffn = c.intermediate_size;
+  // Multimodal checkpoints add 64 image soft-token rows past the text vocabulary.
+  d.vocab = c.multimodal && c.vocab_size == 262208 ? 262144 : c.vocab_size;
+  d.sliding_window = c.sliding_window;
+  d.rope_theta_local = c.rope_theta_local;
+  d.rope_theta_global = c.rope_theta_global;
+  d.rope_scale_global = c.rope_scaling_factor_global;
+  d.query_pre_attn_scalar = c.query_pre_attn_scalar;
+  d.rms_eps = c.rms_norm_eps;
+  d.max_context = uint32_t(std::min<uint64_t>(c.max_position_embeddings, UINT32_MAX));
+  // Layer kinds: the engine supports "every Nth layer is global".
+  uint32_t first_global = 0;
+  for (size_t i = 0; i < c.layer_is_sliding.size() && !first_global; ++i)
+    if (!c.layer_is_sliding[i]) first_global = uint32_t(i + 1);
+  d.global_every = first_global ? first_global : d.layers + 1;
+  for (size_t i = 0; i < c.layer_is_sliding.size(); ++i)
+    if (c.layer_is_sliding[i] == ((i + 1) % d.global_every == 0))
+      throw Error(source + ": layer " + std::to_string(i) + " breaks the every-" +
+                  std::to_string(d.global_every) +
+                  "th-layer-global pattern, which is the only one this engine supports");
+  return d;
+}
+
+inline std::string shape_text(std::span<const uint64_t> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
+                            const LoadProgress& progress) {
+  const auto g = io::GgufFile::open(path);
+  const std::string src = path.filename().string();
+  const auto& L = core.layout();
+  check_dims(dims_from_gguf(g, core.config().model), core.config().model, src, true);
+
+  // Check every tensor before uploading any.
+  std::set<std::string> expected;
+  uint64_t total = 0;
+  for (const TensorSlot& t : L.tensors) {
+    if (t.arena != Arena::Weights) continue;
+    const std::string name = t.gguf_name();
+    expected.insert(name);
+    const io::GgufTensor* f = g.find_tensor(name);
+    if (!f) throw Error(src + ": tensor '" + name + "' is missing");
+    if (f->ggml_type != uint32_t(t.format)) {
+      const auto* ff = find_format(f->ggml_type);
+      throw Error(src + ": tensor '" + name + "' is " +
+                  (ff ? std::string(ff->name) : "ggml type " + std::to_string(f->ggml_type)) +
+                  " but this engine's scheme stores it as " + std::string(format_name(t.format)));
+    }
+    // GGUF dims are innermost first: [cols, rows], or [cols] for a vector.
+    const std::vector<uint64_t> want = t.rows == 1 ? std::vector<uint64_t>{t.cols}
+                                                   : std::vector<uint64_t>{t.cols, t.rows};
+    if (f->dims != want)
+      throw Error(src + ": tensor '" + name + "' has shape " + shape_text(f->dims) +
+                  ", this engine expects " + shape_text(want));
+    total += t.bytes;
+  }
+  for (const auto& f : g.tensors())
+    if (!expected.count(f.name))
+      throw Error(src + ": unexpected tensor '" + f.name + "' (not part of a Gemma 3 text model)");
+
+  uint64_t done = 0;
+  for (const TensorSlot& t : L.tensors) {
+    if (t.arena != Arena::Weights) continue;
+    const auto data = g.find_tensor(t.gguf_name())->data;
+    const uint64_t row = row_bytes(t.format, t.cols);
+    const auto parts = L.parts_of(t);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      core.upload(t, i, data.subspan(parts[i].row_begin * row, parts[i].bytes));
+      done += parts[i].bytes;
+      if (progress) progress(done, total);
+    }
+  }
+  return {"GGUF", total, expected.size(), 0, 0};
+}
+
+inline LoadReport load_hf(EngineCore& core, const std::filesystem::path& dir,
+                          const LoadProgress& progress) {
+  const auto config_path = dir / "config.json";
+  if (!std::filesystem::exists(config_path))
+    throw Error(dir.string() + ": no config.json (a Hugging Face model directory has one)");
+  const io::HfTextConfig hf = io::parse_hf_config(config_path);
+  io::check_gemma3_supported(hf, config_path.string());
+  const std::string src = dir.filename().string() + "/config.json";
+  check_dims(dims_from_hf(hf, core.config().model, src), core.config().model, src, false);
+
+  const auto st = io::SafetensorsModel::open(dir);
+  const auto& L = core.layout();
+  const std::string ssrc = dir.filename().string();
+
+  // Resolve and check every tensor before converting any.
+  struct Source {
+    const TensorSlot* slot;
+    const io::SafeTensor* tensor;
+    SourceType type;
+  };
+  std::vector<Source> sources;
+  std::set<std::string> used;
+  uint64_t total = 0;
+  for (const TensorSlot& t : L.tensors) {
+    if (t.arena != Arena::Weights) continue;
+    const std::string gguf = t.gguf_name();
+    const io::SafeTensor* f = nullptr;
+    for (auto layout : {io::HfLayout::CausalLM, io::HfLayout::Multimodal, io::HfLayout::MultimodalLegacy})
+      if (!f) f = st.find(io::gguf_to_hf_name(gguf, layout));
+    const std::string hf_name = io::gguf_to_hf_name(gguf);
+    if (!f) throw Error(ssrc + ": tensor '" + hf_name + "' is missing");
+    SourceType type;
+    if (f->dtype == "F32") type = SourceType::F32;
+    else if (f->dtype == "BF16") type = SourceType::BF16;
+    else if (f->dtype == "F16") type = SourceType::F16;
+    else throw Error(ssrc + ": tensor '" + f->name + "' has dtype " + f->dtype +
+                     "; expected BF16, F16 or F32");
+    const std::vector<uint64_t> want = t.rows == 1 ? std::vector<uint64_t>{t.cols}
+                                                   : std::vector<uint64_t>{t.rows, t.cols};
+    // Embedding rows past the text vocabulary (image soft tokens) are not loaded.
+    const bool extra_rows = t.role == Role::Embedding && f->shape.size() == 2 &&
+                            f->shape[0] >= t.rows && f->shape[1] == t.cols;
+    if (f->shape != want && !extra_rows)
+      throw Error(ssrc + ": tensor '" + f->name + "' has shape " + shape_text(f->shape) +
+                  ", this engine expects " + shape_text(want));
+    used.insert(f->name);
+    sources.push_back({&t, f, type});
+    total += t.bytes;
+  }
+  size_t skipped = 0;
+  for (const auto& f : st.tensors()) {
+    if (used.count(f.name)) continue;
+    switch (io::classify_hf_tensor(f.name)) {
+      case io::HfTensorKind::Vision: ++skipped; break;
+      case io::HfTensorKind::Text:
+        // A tied checkpoint may still store lm_head.weight (a copy of the embedding).
+        if (f.name.ends_with("lm_head.weight") && hf.tie_word_embeddings) {
+          ++skipped;
+          break;
+        }
+        throw Error(ssrc + ": tensor '" + f.name + "' is not used by a tied-embedding Gemma 3 "
+                    "text model");
+      case io::HfTensorKind::Unknown:
+        throw Error(ssrc + ": unexpected tensor '" + f.name + "' (not part of Gemma 3)");
+    }
+  }
+
+  uint64_t done = 0;
+  for (const auto& s : sources) {
+    const TensorSlot& t = *s.slot;
+    const uint64_t elem = s.type == SourceType::F32 ? 4 : 2;
+    const float add = is_norm(t.role) ? 1.0f : 0.0f;  // HF stores w, the engine 1 + w
+    const auto parts = L.parts_of(t);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const auto rows = s.tensor->data.subspan(parts[i].row_begin * t.cols * elem,
+                                               parts[i].rows * t.cols * elem);
+      core.convert(t, i, rows, s.type, add);
+      done += parts[i].bytes;
+      if (progress) progress(done, total);
+    }
+  }
+  return {"safetensors", total, sources.size(), skipped, 0};
+}
+
+}  // namespace detail
+
+// Loads a GGUF file, or a Hugging Face directory (config.json + safetensors).
+inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::path& path,
+                             const LoadProgress& progress = {}) {
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw Error(path.string() + ": no such file or directory");
+  LoadReport r;
+  if (std::filesystem::is_directory(path, ec)) {
+    r = detail::load_hf(core, path, progress);
+  } else if (path.filename() == "config.json") {
+    r = detail::load_hf(core, path.parent_path(), progress);
+  } else {
+    char magic[4] = {};
+    std::ifstream(path, std::ios::binary).read(magic, 4);
+    if (std::string_view(magic, 4) != "GGUF")
+      throw Error(path.string() + ": not a GGUF file (and not a Hugging Face directory with "
+                  "config.json)");
+    r = detail::load_gguf(core, path, progress);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace unicorn

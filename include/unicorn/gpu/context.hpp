@@ -1,0 +1,234 @@
+// unicorn/gpu/context.hpp — Vulkan instance, device, queue and memory.
+//
+// Any Vulkan 1.2 device with 16-bit storage runs the engine. The context picks a
+// device (UNICORN_DEVICE=<index> overrides; otherwise discrete > integrated >
+// virtual > CPU), opens one compute queue, and exposes the limits the layout
+// and the allocator respect. With UNICORN_VALIDATION=1 the Khronos validation
+// layer is enabled and every message of severity error is counted, so tests can
+// fail on any validation error.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+#include <vulkan/vulkan_raii.hpp>
+
+#include "unicorn/error.hpp"
+
+namespace unicorn::gpu {
+
+struct DeviceInfo {
+  std::string name;
+  vk::PhysicalDeviceType type;
+  uint32_t vendor_id;
+  uint64_t max_storage_buffer_range;
+  uint64_t max_memory_allocation_size;
+  uint64_t min_storage_buffer_offset_alignment;
+  uint32_t subgroup_size;
+  uint32_t max_shared_memory;
+  uint32_t max_workgroup_count[3];
+  float timestamp_period_ns;
+  uint64_t device_local_heap_bytes;
+  bool unified_memory;  // a DEVICE_LOCAL type is also HOST_VISIBLE (APUs, lavapipe)
+};
+
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string_view(v) != "0";
+}
+
+class Context {
+ public:
+  // Messages of severity error seen by the validation layer since start-up.
+  uint32_t validation_errors() const { return validation_errors_.load(); }
+  bool validation_enabled() const { return validation_; }
+  const DeviceInfo& info() const { return info_; }
+  const vk::raii::Device& device() const { return device_; }
+  const vk::raii::PhysicalDevice& physical() const { return physical_; }
+  const vk::raii::Queue& queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+
+  Context() : Context(env_flag("UNICORN_VALIDATION")) {}
+
+  explicit Context(bool validation) : validation_(validation) {
+    create_instance();
+    pick_physical_device();
+    create_device();
+  }
+
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // A memory type with all `required` flags; prefers one that also has `preferred`.
+  uint32_t memory_type(uint32_t type_bits, vk::MemoryPropertyFlags required,
+                       vk::MemoryPropertyFlags preferred = {}) const {
+    const auto props = physical_.getMemoryProperties();
+    std::optional<uint32_t> fallback;
+    for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
+      if (!(type_bits & (1u << i))) continue;
+      const auto flags = props.memoryTypes[i].propertyFlags;
+      if ((flags & required) != required) continue;
+      if ((flags & preferred) == preferred) return i;
+      if (!fallback) fallback = i;
+    }
+    if (!fallback) throw Error("gpu: no memory type with the required properties on " + info_.name);
+    return *fallback;
+  }
+
+ private:
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
+      VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+      const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+    auto* self = static_cast<Context*>(user);
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+      self->validation_errors_++;
+      std::cerr << "unicorn: Vulkan validation error: " << data->pMessage << "\n";
+    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+      std::cerr << "unicorn: Vulkan validation warning: " << data->pMessage << "\n";
+    }
+    return VK_FALSE;
+  }
+
+  void create_instance() {
+    const vk::ApplicationInfo app{.pApplicationName = "unicorn",
+                                  .applicationVersion = 1,
+                                  .pEngineName = "unicorn",
+                                  .engineVersion = 1,
+                                  .apiVersion = VK_API_VERSION_1_2};
+    std::vector<const char*> layers, extensions;
+    if (validation_) {
+      bool have_layer = false;
+      for (const auto& l : context_.enumerateInstanceLayerProperties())
+        if (std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation") have_layer = true;
+      if (!have_layer)
+        throw Error("gpu: UNICORN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
+                    "installed (Debian: apt-get install vulkan-validationlayers)");
+      layers.push_back("VK_LAYER_KHRONOS_validation");
+      extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    try {
+      instance_ = vk::raii::Instance(
+          context_, vk::InstanceCreateInfo{.pApplicationInfo = &app,
+                                           .enabledLayerCount = uint32_t(layers.size()),
+                                           .ppEnabledLayerNames = layers.data(),
+                                           .enabledExtensionCount = uint32_t(extensions.size()),
+                                           .ppEnabledExtensionNames = extensions.data()});
+    } catch (const vk::SystemError& e) {
+      throw Error(std::string("gpu: cannot create a Vulkan instance (is a Vulkan driver "
+                              "installed? Debian: mesa-vulkan-drivers): ") + e.what());
+    }
+    if (validation_) {
+      using S = vk::DebugUtilsMessageSeverityFlagBitsEXT;
+      using T = vk::DebugUtilsMessageTypeFlagBitsEXT;
+      messenger_ = vk::raii::DebugUtilsMessengerEXT(
+          instance_, vk::DebugUtilsMessengerCreateInfoEXT{
+                         .messageSeverity = S::eError | S::eWarning,
+                         .messageType = T::eGeneral | T::eValidation | T::ePerformance,
+                         .pfnUserCallback = &Context::on_message,
+                         .pUserData = this});
+    }
+  }
+
+  static int type_rank(vk::PhysicalDeviceType t) {
+    switch (t) {
+      case vk::PhysicalDeviceType::eDiscreteGpu: return 0;
+      case vk::PhysicalDeviceType::eIntegratedGpu: return 1;
+      case vk::PhysicalDeviceType::eVirtualGpu: return 2;
+      case vk::PhysicalDeviceType::eCpu: return 3;
+      default: return 4;
+    }
+  }
+
+  void pick_physical_device() {
+    vk::raii::PhysicalDevices devices(instance_);
+    if (devices.empty()) throw Error("gpu: no Vulkan device found");
+    size_t pick = 0;
+    if (const char* want = std::getenv("UNICORN_DEVICE")) {
+      pick = std::strtoul(want, nullptr, 10);
+      if (pick >= devices.size())
+        throw Error("gpu: UNICORN_DEVICE=" + std::string(want) + " but only " +
+                    std::to_string(devices.size()) + " Vulkan devices exist");
+    } else {
+      for (size_t i = 1; i < devices.size(); ++i)
+        if (type_rank(devices[i].getProperties().deviceType) <
+            type_rank(devices[pick].getProperties().deviceType))
+          pick = i;
+    }
+    physical_ = std::move(devices[pick]);
+
+    const auto chain = physical_.getProperties2<vk::PhysicalDeviceProperties2,
+                                                vk::PhysicalDeviceMaintenance3Properties,
+                                                vk::PhysicalDeviceSubgroupProperties>();
+    const auto& p = chain.get<vk::PhysicalDeviceProperties2>().properties;
+    info_.name = p.deviceName.data();
+    info_.type = p.deviceType;
+    info_.vendor_id = p.vendorID;
+    info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+    info_.max_memory_allocation_size =
+        chain.get<vk::PhysicalDeviceMaintenance3Properties>().maxMemoryAllocationSize;
+    info_.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+    info_.subgroup_size = chain.get<vk::PhysicalDeviceSubgroupProperties>().subgroupSize;
+    info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
+    for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+    info_.timestamp_period_ns = p.limits.timestampPeriod;
+    const auto mem = physical_.getMemoryProperties();
+    for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+      if (mem.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)
+        info_.device_local_heap_bytes = std::max<uint64_t>(info_.device_local_heap_bytes,
+                                                           mem.memoryHeaps[i].size);
+    for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+      const auto f = mem.memoryTypes[i].propertyFlags;
+      if ((f & vk::MemoryPropertyFlagBits::eDeviceLocal) &&
+          (f & vk::MemoryPropertyFlagBits::eHostVisible))
+        info_.unified_memory = info_.type != vk::PhysicalDeviceType::eDiscreteGpu;
+    }
+  }
+
+  void create_device() {
+    const auto families = physical_.getQueueFamilyProperties();
+    std::optional<uint32_t> family;
+    for (uint32_t i = 0; i < families.size(); ++i)
+      if (families[i].queueFlags & vk::QueueFlagBits::eCompute) {
+        // A compute-only family would do; a combined one is what every driver has.
+        family = i;
+        break;
+      }
+    if (!family) throw Error("gpu: " + info_.name + " has no compute queue");
+    queue_family_ = *family;
+
+    const auto features = physical_.getFeatures2<vk::PhysicalDeviceFeatures2,
+                                                 vk::PhysicalDeviceVulkan11Features,
+                                                 vk::PhysicalDeviceVulkan12Features>();
+    const auto& f11 = features.get<vk::PhysicalDeviceVulkan11Features>();
+    if (!f11.storageBuffer16BitAccess)
+      throw Error("gpu: " + info_.name + " lacks storageBuffer16BitAccess, which the engine "
+                  "needs for F16 and block-quantized weights");
+
+    const float priority = 1.0f;
+    const vk::DeviceQueueCreateInfo queue_info{
+        .queueFamilyIndex = queue_family_, .queueCount = 1, .pQueuePriorities = &priority};
+    vk::PhysicalDeviceVulkan11Features enable11{.storageBuffer16BitAccess = VK_TRUE};
+    vk::PhysicalDeviceFeatures2 enable{.pNext = &enable11};
+    device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{.pNext = &enable,
+                                                               .queueCreateInfoCount = 1,
+                                                               .pQueueCreateInfos = &queue_info});
+    queue_ = vk::raii::Queue(device_, queue_family_, 0);
+  }
+
+  bool validation_;
+  std::atomic<uint32_t> validation_errors_{0};
+  vk::raii::Context context_;
+  vk::raii::Instance instance_{nullptr};
+  vk::raii::DebugUtilsMessengerEXT messenger_{nullptr};
+  vk::raii::PhysicalDevice physical_{nullptr};
+  vk::raii::Device device_{nullptr};
+  vk::raii::Queue queue_{nullptr};
+  uint32_t queue_family_ = 0;
+  DeviceInfo info_{};
+};
+
+}  // namespace unicorn::gpu

@@ -1,0 +1,245 @@
+// unicorn/gpu/kernel.hpp — compute pipelines, descriptor sets, recording.
+//
+// A Kernel is one SPIR-V module specialised by a typed constants struct. Each
+// constants struct is a Hana struct whose fields, in order, are the shader's
+// `layout(constant_id = i)` values (0, 1, 2, ...): the struct is the single
+// place that says what a shader is specialised on, and a mismatch in count or
+// type against the module is caught by tests/kernel (every kernel is built there).
+// All bindings are storage buffers; per-dispatch integers go in push constants.
+#pragma once
+
+#include <array>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/members.hpp>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "unicorn/gpu/context.hpp"
+
+namespace unicorn::gpu {
+
+inline constexpr uint32_t kMaxPushWords = 8;
+using PushWords = std::array<uint32_t, kMaxPushWords>;
+
+// Flattens a Hana struct of 4-byte scalars into specialization-constant words.
+template <class Spec>
+std::vector<uint32_t> spec_words(const Spec& spec) {
+  std::vector<uint32_t> words;
+  boost::hana::for_each(boost::hana::members(spec), [&](const auto& v) {
+    static_assert(sizeof(v) == 4, "unicorn: specialization constants must be 32-bit scalars");
+    uint32_t w;
+    std::memcpy(&w, &v, 4);
+    words.push_back(w);
+  });
+  return words;
+}
+
+class Kernel {
+ public:
+  Kernel(const Context& ctx, std::string name, std::span<const uint32_t> spirv, uint32_t bindings,
+         std::span<const uint32_t> spec, const vk::raii::PipelineCache* cache = nullptr)
+      : name_(std::move(name)), bindings_(bindings) {
+    const auto& dev = ctx.device();
+    std::vector<vk::DescriptorSetLayoutBinding> b(bindings);
+    for (uint32_t i = 0; i < bindings; ++i)
+      b[i] = {.binding = i,
+              .descriptorType = vk::DescriptorType::eStorageBuffer,
+              .descriptorCount = 1,
+              .stageFlags = vk::ShaderStageFlagBits::eCompute};
+    set_layout_ = vk::raii::DescriptorSetLayout(
+        dev, vk::DescriptorSetLayoutCreateInfo{.bindingCount = bindings, .pBindings = b.data()});
+    const vk::PushConstantRange push{.stageFlags = vk::ShaderStageFlagBits::eCompute,
+                                     .offset = 0,
+                                     .size = kMaxPushWords * 4};
+    const vk::DescriptorSetLayout set_layout = *set_layout_;
+    layout_ = vk::raii::PipelineLayout(dev, vk::PipelineLayoutCreateInfo{
+                                                .setLayoutCount = 1,
+                                                .pSetLayouts = &set_layout,
+                                                .pushConstantRangeCount = 1,
+                                                .pPushConstantRanges = &push});
+    const vk::raii::ShaderModule module(
+        dev, vk::ShaderModuleCreateInfo{.codeSize = spirv.size_bytes(), .pCode = spirv.data()});
+    std::vector<vk::SpecializationMapEntry> entries(spec.size());
+    for (uint32_t i = 0; i < spec.size(); ++i)
+      entries[i] = vk::SpecializationMapEntry{.constantID = i, .offset = i * 4, .size = 4};
+    const vk::SpecializationInfo spec_info{.mapEntryCount = uint32_t(entries.size()),
+                                           .pMapEntries = entries.data(),
+                                           .dataSize = spec.size_bytes(),
+                                           .pData = spec.data()};
+    const vk::ComputePipelineCreateInfo info{
+        .stage = {.stage = vk::ShaderStageFlagBits::eCompute,
+                  .module = *module,
+                  .pName = "main",
+                  .pSpecializationInfo = &spec_info},
+        .layout = *layout_};
+    pipeline_ = cache ? vk::raii::Pipeline(dev, *cache, info) : vk::raii::Pipeline(dev, nullptr, info);
+  }
+
+  const std::string& name() const { return name_; }
+  uint32_t bindings() const { return bindings_; }
+  vk::DescriptorSetLayout set_layout() const { return *set_layout_; }
+  vk::PipelineLayout layout() const { return *layout_; }
+  vk::Pipeline pipeline() const { return *pipeline_; }
+
+ private:
+  std::string name_;
+  uint32_t bindings_;
+  vk::raii::DescriptorSetLayout set_layout_{nullptr};
+  vk::raii::PipelineLayout layout_{nullptr};
+  vk::raii::Pipeline pipeline_{nullptr};
+};
+
+// Pipelines keyed by (module name, constants): built once, shared by all users.
+class KernelCache {
+ public:
+  explicit KernelCache(const Context& ctx) : ctx_(ctx) {}
+
+  template <class Spec>
+  const Kernel& get(const std::string& name, std::span<const uint32_t> spirv, uint32_t bindings,
+                    const Spec& spec) {
+    auto words = spec_words(spec);
+    std::string key = name;
+    for (uint32_t w : words) key += ":" + std::to_string(w);
+    auto it = kernels_.find(key);
+    if (it == kernels_.end())
+      it = kernels_.emplace(key, std::make_unique<Kernel>(ctx_, name, spirv, bindings, words))
+               .first;
+    return *it->second;
+  }
+  size_t size() const { return kernels_.size(); }
+
+ private:
+  const Context& ctx_;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels_;
+};
+
+// Descriptor sets that live as long as the arena; pools are added as needed.
+class DescriptorArena {
+ public:
+  explicit DescriptorArena(const Context& ctx) : ctx_(ctx) {}
+
+  vk::DescriptorSet make(const Kernel& k, std::span<const vk::DescriptorBufferInfo> buffers) {
+    if (buffers.size() != k.bindings())
+      throw Error("gpu: kernel " + k.name() + " takes " + std::to_string(k.bindings()) +
+                  " buffers, got " + std::to_string(buffers.size()));
+    if (pools_.empty() || left_sets_ == 0 || left_buffers_ < buffers.size()) add_pool();
+    const vk::DescriptorSetLayout layout = k.set_layout();
+    auto sets = (*ctx_.device()).allocateDescriptorSets(vk::DescriptorSetAllocateInfo{
+        .descriptorPool = *pools_.back(), .descriptorSetCount = 1, .pSetLayouts = &layout});
+    std::vector<vk::WriteDescriptorSet> writes(buffers.size());
+    for (uint32_t i = 0; i < buffers.size(); ++i)
+      writes[i] = {.dstSet = sets[0],
+                   .dstBinding = i,
+                   .descriptorCount = 1,
+                   .descriptorType = vk::DescriptorType::eStorageBuffer,
+                   .pBufferInfo = &buffers[i]};
+    ctx_.device().updateDescriptorSets(writes, {});
+    --left_sets_;
+    left_buffers_ -= uint32_t(buffers.size());
+    return sets[0];
+  }
+
+ private:
+  static constexpr uint32_t kSetsPerPool = 1024, kBuffersPerPool = 8192;
+  void add_pool() {
+    const vk::DescriptorPoolSize size{vk::DescriptorType::eStorageBuffer, kBuffersPerPool};
+    pools_.emplace_back(ctx_.device(),
+                        vk::DescriptorPoolCreateInfo{.maxSets = kSetsPerPool,
+                                                     .poolSizeCount = 1,
+                                                     .pPoolSizes = &size});
+    left_sets_ = kSetsPerPool;
+    left_buffers_ = kBuffersPerPool;
+  }
+  const Context& ctx_;
+  std::vector<vk::raii::DescriptorPool> pools_;
+  uint32_t left_sets_ = 0, left_buffers_ = 0;
+};
+
+// One recorded kernel launch: what to run, on which buffers, how many groups.
+struct Dispatch {
+  const Kernel* kernel;
+  vk::DescriptorSet set;
+  PushWords push{};
+  uint32_t groups[3] = {1, 1, 1};
+};
+
+// Records dispatches with a compute→compute barrier after each, so every
+// kernel sees its predecessors' writes. (Independent dispatches — Q, K and V
+// projections — could share one barrier; that is a later optimisation.)
+inline void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true) {
+  cb.bindPipeline(vk::PipelineBindPoint::eCompute, d.kernel->pipeline());
+  cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, d.kernel->layout(), 0, d.set, {});
+  cb.pushConstants(d.kernel->layout(), vk::ShaderStageFlagBits::eCompute, 0,
+                   sizeof(PushWords), d.push.data());
+  cb.dispatch(d.groups[0], d.groups[1], d.groups[2]);
+  if (barrier) {
+    const vk::MemoryBarrier mb{.srcAccessMask = vk::AccessFlagBits::eShaderWrite,
+                               .dstAccessMask = vk::AccessFlagBits::eShaderRead |
+                                                vk::AccessFlagBits::eShaderWrite};
+    cb.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                       vk::PipelineStageFlagBits::eComputeShader, {}, mb, {}, {});
+  }
+}
+
+// A command pool, a fence and helpers to run recorded work and wait for it.
+class Stream {
+ public:
+  explicit Stream(const Context& ctx)
+      : ctx_(ctx),
+        pool_(ctx.device(),
+              vk::CommandPoolCreateInfo{
+                  .flags = vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
+                  .queueFamilyIndex = ctx.queue_family()}),
+        fence_(ctx.device(), vk::FenceCreateInfo{}) {}
+
+  vk::raii::CommandBuffer allocate() {
+    auto cbs = vk::raii::CommandBuffers(
+        ctx_.device(), vk::CommandBufferAllocateInfo{.commandPool = *pool_,
+                                                     .level = vk::CommandBufferLevel::ePrimary,
+                                                     .commandBufferCount = 1});
+    return std::move(cbs[0]);
+  }
+
+  void submit_and_wait(vk::CommandBuffer cb) {
+    const vk::SubmitInfo submit{.commandBufferCount = 1, .pCommandBuffers = &cb};
+    ctx_.queue().submit(submit, *fence_);
+    if (ctx_.device().waitForFences(*fence_, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
+      throw Error("gpu: waiting for the device failed");
+    ctx_.device().resetFences(*fence_);
+  }
+
+  // Records with `fn(cb)` into a one-time command buffer, submits and waits.
+  template <class F>
+  void run_once(F&& fn) {
+    auto cb = allocate();
+    cb.begin(vk::CommandBufferBeginInfo{.flags = vk::CommandBufferUsageFlagBits::eOneTimeSubmit});
+    // One-off work (uploads, read-backs) is ordered against everything before
+    // and after it on the queue: it is rare, so a full barrier costs nothing.
+    full_barrier(*cb);
+    fn(*cb);
+    full_barrier(*cb);
+    cb.end();
+    submit_and_wait(*cb);
+  }
+
+  static void full_barrier(vk::CommandBuffer cb) {
+    const vk::MemoryBarrier mb{.srcAccessMask = vk::AccessFlagBits::eMemoryWrite,
+                               .dstAccessMask = vk::AccessFlagBits::eMemoryRead |
+                                                vk::AccessFlagBits::eMemoryWrite |
+                                                vk::AccessFlagBits::eHostRead};
+    cb.pipelineBarrier(vk::PipelineStageFlagBits::eAllCommands,
+                       vk::PipelineStageFlagBits::eAllCommands | vk::PipelineStageFlagBits::eHost,
+                       {}, mb, {}, {});
+  }
+
+ private:
+  const Context& ctx_;
+  vk::raii::CommandPool pool_;
+  vk::raii::Fence fence_;
+};
+
+}  // namespace unicorn::gpu

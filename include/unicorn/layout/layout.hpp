@@ -1,0 +1,315 @@
+// unicorn/layout/layout.hpp — the static buffer layout of a deployment.
+//
+// Every weight tensor, the KV cache and every activation gets an offset and a
+// size at compile time. Memory is cut into slabs of at most kMaxBindingBytes:
+// 128 MiB is the smallest maxStorageBufferRange Vulkan allows (lavapipe's
+// value), so a layout that respects it binds on every device. A tensor larger
+// than a slab is split along its outermost dimension (weight rows, KV heads) into
+// parts; every kernel that reads it is dispatched once per part. At run time,
+// slabs are packed into allocations under the device's maxMemoryAllocationSize.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "unicorn/deployment.hpp"
+
+namespace unicorn {
+
+inline constexpr uint64_t kMaxBindingBytes = uint64_t{128} << 20;
+inline constexpr uint64_t kBindingAlign = 256;  // >= every device's minStorageBufferOffsetAlignment
+
+// Tensor roles, in the order llama.cpp writes a Gemma 3 GGUF layer.
+enum class Role : uint8_t {
+  Embedding, AttnNorm, AttnQ, AttnK, AttnV, AttnQNorm, AttnKNorm, AttnOut, PostAttnNorm,
+  FfnNorm, FfnGate, FfnUp, FfnDown, PostFfnNorm, OutputNorm, KCache, VCache,
+};
+inline constexpr Role kLayerWeightRoles[] = {
+    Role::AttnNorm, Role::AttnQ,    Role::AttnK,   Role::AttnV,  Role::AttnQNorm,
+    Role::AttnKNorm, Role::AttnOut, Role::PostAttnNorm, Role::FfnNorm, Role::FfnGate,
+    Role::FfnUp,    Role::FfnDown,  Role::PostFfnNorm};
+
+// The GGUF name stem of each role (llama.cpp's gemma3 names).
+constexpr std::string_view role_gguf_stem(Role r) {
+  switch (r) {
+    case Role::Embedding: return "token_embd";
+    case Role::AttnNorm: return "attn_norm";
+    case Role::AttnQ: return "attn_q";
+    case Role::AttnK: return "attn_k";
+    case Role::AttnV: return "attn_v";
+    case Role::AttnQNorm: return "attn_q_norm";
+    case Role::AttnKNorm: return "attn_k_norm";
+    case Role::AttnOut: return "attn_output";
+    case Role::PostAttnNorm: return "post_attention_norm";
+    case Role::FfnNorm: return "ffn_norm";
+    case Role::FfnGate: return "ffn_gate";
+    case Role::FfnUp: return "ffn_up";
+    case Role::FfnDown: return "ffn_down";
+    case Role::PostFfnNorm: return "post_ffw_norm";
+    case Role::OutputNorm: return "output_norm";
+    case Role::KCache: return "cache_k";
+    case Role::VCache: return "cache_v";
+  }
+  return "?";
+}
+
+constexpr bool is_norm(Role r) {
+  return r == Role::AttnNorm || r == Role::AttnQNorm || r == Role::AttnKNorm ||
+         r == Role::PostAttnNorm || r == Role::FfnNorm || r == Role::PostFfnNorm ||
+         r == Role::OutputNorm;
+}
+
+enum class Arena : uint8_t { Weights, KvCache };
+
+struct TensorSlot {
+  Role role;
+  int32_t layer;        // -1 for whole-model tensors
+  uint64_t rows;        // outermost dimension (GGUF ne[1]; KV: heads)
+  uint64_t cols;        // elements per row (GGUF ne[0]; KV: slots * head_dim)
+  Format format;
+  uint64_t bytes;
+  uint32_t first_part;
+  uint32_t part_count;
+  Arena arena;
+
+  std::string gguf_name() const {
+    std::string stem{role_gguf_stem(role)};
+    return layer < 0 ? stem + ".weight" : "blk." + std::to_string(layer) + "." + stem + ".weight";
+  }
+};
+
+// A contiguous run of whole rows of one tensor inside one slab.
+struct TensorPart {
+  uint32_t slab;
+  uint64_t offset;  // bytes from the slab's start, kBindingAlign-aligned
+  uint64_t row_begin;
+  uint64_t rows;
+  uint64_t bytes;
+};
+
+// Activation buffers, one slab each. Shapes are per prefill chunk of n tokens.
+enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, kCount };
+inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn", "proj",
+                                                 "gate", "up", "logits"};
+
+struct ActivationSlot {
+  uint64_t row_elems;  // f32 elements per token row
+  uint64_t rows;       // token rows it holds
+  uint64_t bytes;
+};
+
+struct ArenaSummary {
+  uint32_t slabs = 0;
+  uint64_t bytes = 0;
+};
+
+// Everything the run-time engine needs, as views of constexpr arrays.
+struct LayoutView {
+  std::span<const TensorSlot> tensors;
+  std::span<const TensorPart> parts;
+  std::span<const uint64_t> weight_slab_bytes;
+  std::span<const uint64_t> kv_slab_bytes;
+  std::span<const ActivationSlot> activations;
+  uint32_t logit_rows;  // positions whose logits one LM-head pass produces
+  uint32_t local_kv_slots, global_kv_slots;
+
+  const TensorSlot& weight(Role role, int layer = -1) const {
+    // Whole-model tensors first/last; layer tensors in kLayerWeightRoles order.
+    if (role == Role::Embedding) return tensors[0];
+    if (role == Role::OutputNorm) return tensors[tensors.size() - 1 - 2 * kv_layers()];
+    uint32_t i = 0;
+    while (kLayerWeightRoles[i] != role) ++i;
+    return tensors[1 + layer * std::size(kLayerWeightRoles) + i];
+  }
+  const TensorSlot& kv(Role role, int layer) const {
+    return tensors[tensors.size() - 2 * kv_layers() + 2 * layer + (role == Role::VCache)];
+  }
+  std::span<const TensorPart> parts_of(const TensorSlot& t) const {
+    return parts.subspan(t.first_part, t.part_count);
+  }
+  size_t kv_layers() const { return layers; }
+  uint32_t layers;
+};
+
+namespace detail {
+
+constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+constexpr size_t tensor_count(const DeploymentConfig& c) {
+  return 2 + c.model.layers * std::size(kLayerWeightRoles) + 2 * c.model.layers;
+}
+
+struct TensorShape {
+  Role role;
+  uint64_t rows, cols;
+  Format format;
+};
+
+constexpr uint32_t kv_slots(const DeploymentConfig& c, AttentionKind kind) {
+  // Local layers keep a ring of the last `window` positions plus one prefill
+  // chunk, so a chunk never overwrites keys its own first tokens still need.
+  const uint64_t ring = uint64_t{c.model.sliding_window} + c.prefill_chunk;
+  return kind == AttentionKind::Global || ring >= c.max_context ? c.max_context
+                                                                : static_cast<uint32_t>(ring);
+}
+
+constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r) {
+  const auto& m = c.model;
+  const auto& s = c.scheme;
+  switch (r) {
+    case Role::AttnQ: return {r, m.q_dim(), m.hidden, s.attention};
+    case Role::AttnK:
+    case Role::AttnV: return {r, m.kv_dim(), m.hidden, s.attention};
+    case Role::AttnOut: return {r, m.hidden, m.q_dim(), s.attention};
+    case Role::FfnGate:
+    case Role::FfnUp: return {r, m.ffn, m.hidden, s.ffn};
+    case Role::FfnDown: return {r, m.hidden, m.ffn, s.ffn};
+    case Role::AttnQNorm:
+    case Role::AttnKNorm: return {r, 1, m.head_dim, Format::F32};
+    default: return {r, 1, m.hidden, Format::F32};  // the other norms
+  }
+}
+
+// Visits every tensor in layout order: embedding, layers, output norm, KV cache.
+template <class F>
+constexpr void for_each_tensor(const DeploymentConfig& c, F&& f) {
+  const auto& m = c.model;
+  f(TensorShape{Role::Embedding, m.vocab, m.hidden, c.scheme.embedding}, -1, Arena::Weights);
+  for (uint32_t l = 0; l < m.layers; ++l)
+    for (Role r : kLayerWeightRoles) f(layer_shape(c, r), int(l), Arena::Weights);
+  f(TensorShape{Role::OutputNorm, 1, m.hidden, Format::F32}, -1, Arena::Weights);
+  for (uint32_t l = 0; l < m.layers; ++l) {
+    const uint64_t cols = uint64_t{kv_slots(c, m.layer_kind(l))} * m.head_dim;
+    f(TensorShape{Role::KCache, m.kv_heads, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
+    f(TensorShape{Role::VCache, m.kv_heads, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
+  }
+}
+
+constexpr uint64_t rows_per_part(const TensorShape& t) {
+  const uint64_t row = row_bytes(t.format, t.cols);
+  return row == 0 ? 1 : kMaxBindingBytes / row;
+}
+
+constexpr uint64_t part_count(const TensorShape& t) {
+  const uint64_t per = rows_per_part(t);
+  return per == 0 ? 0 : (t.rows + per - 1) / per;
+}
+
+constexpr size_t total_parts(const DeploymentConfig& c) {
+  size_t n = 0;
+  for_each_tensor(c, [&](const TensorShape& t, int, Arena) { n += part_count(t); });
+  return n;
+}
+
+// Slab packing: parts are placed in order; a new slab starts when the next part
+// would cross kMaxBindingBytes. Returns the number of slabs of an arena.
+template <class OnPart>
+constexpr uint32_t pack(const DeploymentConfig& c, Arena arena, OnPart&& on_part) {
+  uint32_t slab = 0;
+  uint64_t used = 0;
+  bool any = false;
+  for_each_tensor(c, [&](const TensorShape& t, int layer, Arena a) {
+    if (a != arena) return;
+    const uint64_t per = rows_per_part(t);
+    const uint64_t row = row_bytes(t.format, t.cols);
+    for (uint64_t r = 0; r < t.rows; r += per) {
+      const uint64_t rows = t.rows - r < per ? t.rows - r : per;
+      const uint64_t bytes = rows * row;
+      uint64_t at = align_up(used, kBindingAlign);
+      if (any && at + bytes > kMaxBindingBytes) {
+        ++slab;
+        at = 0;
+      }
+      any = true;
+      on_part(t, layer, TensorPart{slab, at, r, rows, bytes});
+      used = at + bytes;
+    }
+  });
+  return any ? slab + 1 : 0;
+}
+
+constexpr uint32_t slab_count(const DeploymentConfig& c, Arena a) {
+  return pack(c, a, [](auto&&...) {});
+}
+
+constexpr uint32_t logit_rows(const DeploymentConfig& c) {
+  const uint64_t fit = kMaxBindingBytes / (uint64_t{c.model.vocab} * 4);
+  return static_cast<uint32_t>(fit < c.prefill_chunk ? fit : c.prefill_chunk);
+}
+
+}  // namespace detail
+
+// The layout as constexpr arrays; NT tensors, NP parts, NW/NK weight/KV slabs.
+template <size_t NT, size_t NP, size_t NW, size_t NK>
+struct StaticLayout {
+  std::array<TensorSlot, NT> tensors{};
+  std::array<TensorPart, NP> parts{};
+  std::array<uint64_t, NW> weight_slab_bytes{};
+  std::array<uint64_t, NK> kv_slab_bytes{};
+  std::array<ActivationSlot, size_t(Act::kCount)> activations{};
+  uint32_t logit_rows = 0, local_kv_slots = 0, global_kv_slots = 0, layers = 0;
+
+  constexpr uint64_t weight_bytes() const { return sum(weight_slab_bytes); }
+  constexpr uint64_t kv_bytes() const { return sum(kv_slab_bytes); }
+  constexpr uint64_t activation_bytes() const {
+    uint64_t n = 0;
+    for (const auto& a : activations) n += a.bytes;
+    return n;
+  }
+  LayoutView view() const {
+    return {tensors, parts, weight_slab_bytes, kv_slab_bytes, activations,
+            logit_rows, local_kv_slots, global_kv_slots, layers};
+  }
+
+ private:
+  template <class A>
+  static constexpr uint64_t sum(const A& a) {
+    uint64_t n = 0;
+    for (auto v : a) n += v;
+    return n;
+  }
+};
+
+template <size_t NT, size_t NP, size_t NW, size_t NK>
+constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
+  StaticLayout<NT, NP, NW, NK> L;
+  size_t ti = 0, pi = 0;
+  // A tensor's parts arrive consecutively, the first with row_begin == 0.
+  for (Arena arena : {Arena::Weights, Arena::KvCache}) {
+    detail::pack(c, arena, [&](const detail::TensorShape& t, int layer, const TensorPart& p) {
+      if (p.row_begin == 0)
+        L.tensors[ti++] = TensorSlot{t.role, layer, t.rows, t.cols, t.format,
+                                     t.rows * row_bytes(t.format, t.cols), uint32_t(pi), 0, arena};
+      L.tensors[ti - 1].part_count++;
+      L.parts[pi++] = p;
+      auto slab_bytes = arena == Arena::Weights ? std::span<uint64_t>(L.weight_slab_bytes)
+                                                 : std::span<uint64_t>(L.kv_slab_bytes);
+      if (slab_bytes[p.slab] < p.offset + p.bytes) slab_bytes[p.slab] = p.offset + p.bytes;
+    });
+  }
+  // KV parts index their arena's slabs; weight and KV slabs are separate lists.
+  const auto& m = c.model;
+  const uint64_t n = c.prefill_chunk;
+  const uint64_t rows[] = {n, n, n, n, n, n, n, n, n, detail::logit_rows(c)};
+  const uint64_t elems[] = {m.hidden, m.hidden, m.q_dim(), m.kv_dim(), m.kv_dim(),
+                            m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab};
+  for (size_t a = 0; a < size_t(Act::kCount); ++a)
+    L.activations[a] = {elems[a], rows[a], elems[a] * rows[a] * 4};
+  L.logit_rows = detail::logit_rows(c);
+  L.local_kv_slots = detail::kv_slots(c, AttentionKind::Local);
+  L.global_kv_slots = detail::kv_slots(c, AttentionKind::Global);
+  L.layers = m.layers;
+  return L;
+}
+
+// The layout of deployment D, computed once at compile time.
+template <Deployment D>
+inline constexpr auto kLayoutOf =
+    build_layout<detail::tensor_count(D::kConfig), detail::total_parts(D::kConfig),
+                 detail::slab_count(D::kConfig, Arena::Weights),
+                 detail::slab_count(D::kConfig, Arena::KvCache)>(D::kConfig);
+
+}  // namespace unicorn

@@ -1,0 +1,67 @@
+// unicorn/layout/print.hpp — the compile-time layout, printed (the run-time
+// witness of every compile-time fact: `<binary> --layout`).
+#pragma once
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include "unicorn/deployment.hpp"
+#include "unicorn/layout/layout.hpp"
+
+namespace unicorn {
+
+inline std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
+  else if (b >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  return buf;
+}
+
+inline void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView& L) {
+  const auto& m = c.model;
+  uint64_t weights = 0, kv = 0, acts = 0;
+  for (auto b : L.weight_slab_bytes) weights += b;
+  for (auto b : L.kv_slab_bytes) kv += b;
+  for (const auto& a : L.activations) acts += a.bytes;
+  os << "model " << m.name << ": hidden " << m.hidden << ", " << m.layers << " layers ("
+     << m.global_layers() << " global, 1 in " << m.global_every << "), heads " << m.heads << "/"
+     << m.kv_heads << " x " << m.head_dim << ", ffn " << m.ffn << ", vocab " << m.vocab
+     << ", window " << m.sliding_window << "\n";
+  os << "scheme: embedding " << format_name(c.scheme.embedding) << ", attention "
+     << format_name(c.scheme.attention) << ", ffn " << format_name(c.scheme.ffn) << ", KV cache "
+     << format_name(c.scheme.kv_cache) << "; context " << c.max_context << ", prefill chunk "
+     << c.prefill_chunk << "\n";
+  os << "weights " << human_bytes(weights) << " in " << L.weight_slab_bytes.size()
+     << " slabs; KV cache " << human_bytes(kv) << " in " << L.kv_slab_bytes.size()
+     << " slabs (local layers keep " << L.local_kv_slots << " positions, global "
+     << L.global_kv_slots << "); activations " << human_bytes(acts) << "\n\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%-32s %-6s %12s %7s %5s %12s %10s\n", "tensor", "format",
+                "rows x cols", "", "slab", "offset", "bytes");
+  os << line;
+  for (const auto& t : L.tensors) {
+    const auto parts = L.parts_of(t);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const auto& p = parts[i];
+      const std::string name = (t.arena == Arena::KvCache ? "kv:" : "") + t.gguf_name() +
+                               (parts.size() > 1 ? "#" + std::to_string(i) : "");
+      std::snprintf(line, sizeof line, "%-32s %-6s %12llu x %-6llu %5u %12llu %10s\n",
+                    name.c_str(), std::string(format_name(t.format)).c_str(),
+                    (unsigned long long)p.rows, (unsigned long long)t.cols, p.slab,
+                    (unsigned long long)p.offset, human_bytes(p.bytes).c_str());
+      os << line;
+    }
+  }
+  os << "\nactivations (float32, per prefill chunk):\n";
+  for (size_t a = 0; a < L.activations.size(); ++a) {
+    std::snprintf(line, sizeof line, "  %-8s %6llu x %-7llu %10s\n",
+                  std::string(kActNames[a]).c_str(), (unsigned long long)L.activations[a].rows,
+                  (unsigned long long)L.activations[a].row_elems,
+                  human_bytes(L.activations[a].bytes).c_str());
+    os << line;
+  }
+}
+
+}  // namespace unicorn

@@ -1,0 +1,103 @@
+// unicorn/model/dims.hpp — Gemma 3 text-model dimensions as compile-time values.
+//
+// A ModelDims is a structural value: it can be a template argument, and every
+// field reaches the shaders as a specialization constant, never as a template
+// parameter of kernel code (STYLE.md: instantiate per code shape, not per size).
+// The loader checks a file's hyperparameters field by field against it, using
+// the Hana field list below, and names the first key that differs.
+#pragma once
+
+#include <boost/hana/define_struct.hpp>
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+namespace unicorn {
+
+enum class AttentionKind : uint8_t { Local, Global };
+
+struct ModelDims {
+  BOOST_HANA_DEFINE_STRUCT(ModelDims,
+    (std::string_view, name),
+    (uint32_t, hidden),            // d_model
+    (uint32_t, layers),
+    (uint32_t, heads),             // query heads
+    (uint32_t, kv_heads),          // key/value heads (GQA: heads % kv_heads == 0)
+    (uint32_t, head_dim),
+    (uint32_t, ffn),               // GeGLU intermediate size
+    (uint32_t, vocab),
+    (uint32_t, sliding_window),    // local layers attend to the last `sliding_window` positions
+    (uint32_t, global_every),      // layer l is global iff (l + 1) % global_every == 0 (Gemma 3: 6)
+    (float, rope_theta_local),
+    (float, rope_theta_global),
+    (float, rope_scale_global),    // linear RoPE scaling factor on global layers (1 = none)
+    (float, query_pre_attn_scalar),// attention scores are scaled by 1/sqrt(this)
+    (float, rms_eps),
+    (uint32_t, max_context));
+
+  constexpr AttentionKind layer_kind(uint32_t layer) const {
+    return (layer + 1) % global_every == 0 ? AttentionKind::Global : AttentionKind::Local;
+  }
+  constexpr uint32_t q_dim() const { return heads * head_dim; }
+  constexpr uint32_t kv_dim() const { return kv_heads * head_dim; }
+  constexpr uint32_t global_layers() const { return layers / global_every; }
+};
+
+// Official Gemma 3 sizes (text part), from Google's released config.json files.
+// The multimodal checkpoints (4B and up) declare vocab_size 262208: the 64 ids past
+// 262144 are image soft tokens with no text use; llama.cpp's GGUF files, and this
+// engine, keep the 262144 text rows.
+inline constexpr ModelDims kGemma3_270M{
+    .name = "gemma3-270m", .hidden = 640, .layers = 18, .heads = 4, .kv_heads = 1,
+    .head_dim = 256, .ffn = 2048, .vocab = 262144, .sliding_window = 512, .global_every = 6,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 1.f,
+    .query_pre_attn_scalar = 256.f, .rms_eps = 1e-6f, .max_context = 32768};
+
+inline constexpr ModelDims kGemma3_1B{
+    .name = "gemma3-1b", .hidden = 1152, .layers = 26, .heads = 4, .kv_heads = 1,
+    .head_dim = 256, .ffn = 6912, .vocab = 262144, .sliding_window = 512, .global_every = 6,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 1.f,
+    .query_pre_attn_scalar = 256.f, .rms_eps = 1e-6f, .max_context = 32768};
+
+inline constexpr ModelDims kGemma3_4B{
+    .name = "gemma3-4b", .hidden = 2560, .layers = 34, .heads = 8, .kv_heads = 4,
+    .head_dim = 256, .ffn = 10240, .vocab = 262144, .sliding_window = 1024, .global_every = 6,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
+    .query_pre_attn_scalar = 256.f, .rms_eps = 1e-6f, .max_context = 131072};
+
+inline constexpr ModelDims kGemma3_12B{
+    .name = "gemma3-12b", .hidden = 3840, .layers = 48, .heads = 16, .kv_heads = 8,
+    .head_dim = 256, .ffn = 15360, .vocab = 262144, .sliding_window = 1024, .global_every = 6,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
+    .query_pre_attn_scalar = 256.f, .rms_eps = 1e-6f, .max_context = 131072};
+
+// 27B scales queries by hidden/heads = 168, not head_dim = 128.
+inline constexpr ModelDims kGemma3_27B{
+    .name = "gemma3-27b", .hidden = 5376, .layers = 62, .heads = 32, .kv_heads = 16,
+    .head_dim = 128, .ffn = 21504, .vocab = 262144, .sliding_window = 1024, .global_every = 6,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
+    .query_pre_attn_scalar = 168.f, .rms_eps = 1e-6f, .max_context = 131072};
+
+// Tiny Gemma 3-architecture configs for tests. kGemma3Tiny has two global layers,
+// a window shorter than the golden prompt, GQA, linear RoPE scaling and a
+// query_pre_attn_scalar that differs from head_dim, so every branch is exercised.
+inline constexpr ModelDims kGemma3Tiny{
+    .name = "gemma3-tiny", .hidden = 96, .layers = 6, .heads = 4, .kv_heads = 2,
+    .head_dim = 32, .ffn = 192, .vocab = 512, .sliding_window = 16, .global_every = 3,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
+    .query_pre_attn_scalar = 24.f, .rms_eps = 1e-6f, .max_context = 256};
+
+// The built-in default model of the generator: Gemma 3 architecture with the real
+// 262144-token vocabulary, small enough to make with random weights at build time.
+inline constexpr ModelDims kGemma3Demo{
+    .name = "gemma3-demo", .hidden = 128, .layers = 6, .heads = 4, .kv_heads = 1,
+    .head_dim = 32, .ffn = 256, .vocab = 262144, .sliding_window = 64, .global_every = 6,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 1.f,
+    .query_pre_attn_scalar = 32.f, .rms_eps = 1e-6f, .max_context = 1024};
+
+// Invariants of the whole Gemma 3 family (STYLE.md rule 4): checked for every
+// deployment, with messages that name the model.
+constexpr bool heads_divide(const ModelDims& m) { return m.kv_heads > 0 && m.heads % m.kv_heads == 0; }
+constexpr bool head_dim_even(const ModelDims& m) { return m.head_dim % 2 == 0; }
+
+}  // namespace unicorn

@@ -1,0 +1,35 @@
+// unicorn/quant/scheme.hpp — which block format each tensor role uses.
+//
+// A scheme is a structural value. Norm weights are always F32 (they are tiny and
+// llama.cpp writes them so). The LM head is tied to the embedding (Gemma 3), so
+// it reads the embedding tensor in the embedding's format.
+#pragma once
+
+#include "unicorn/quant/formats.hpp"
+
+namespace unicorn {
+
+struct Scheme {
+  Format embedding;   // token_embd: gathered per token, and read whole as the LM head
+  Format attention;   // attn_q, attn_k, attn_v, attn_output
+  Format ffn;         // ffn_gate, ffn_up, ffn_down
+  Format kv_cache;    // F16 by default; F32 for reference checks
+
+  constexpr bool operator==(const Scheme&) const = default;
+};
+
+namespace schemes {
+// Every weight in one format, F16 KV cache: llama.cpp's `--outtype` files.
+constexpr Scheme all(Format f, Format kv = Format::F16) { return {f, f, f, kv}; }
+inline constexpr Scheme kF32 = all(Format::F32, Format::F32);  // reference checks
+inline constexpr Scheme kF16 = all(Format::F16);
+inline constexpr Scheme kBF16 = all(Format::BF16);
+inline constexpr Scheme kQ8_0 = all(Format::Q8_0);
+inline constexpr Scheme kQ4_0 = all(Format::Q4_0);
+// Google's official QAT GGUF releases: Q4_0 weights, F16 embedding.
+inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Format::F16};
+}  // namespace schemes
+
+constexpr bool is_kv_format(Format f) { return f == Format::F16 || f == Format::F32; }
+
+}  // namespace unicorn

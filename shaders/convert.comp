@@ -1,0 +1,83 @@
+#version 450
+// convert — turn F32/F16/BF16 source weights (safetensors) into the scheme's
+// device format, on the GPU, at load time. Block formats follow ggml's
+// reference quantizers exactly, so a tensor quantized here equals the same
+// tensor quantized by llama.cpp:
+//   Q8_0: d = max|x| / 127, q = round(x / d) (half away from zero)
+//   Q4_0: m = the x of largest |x|, d = m / -8, q = min(15, trunc(x / d + 8.5))
+// ADD is added to every source value first (Gemma norm weights: w -> 1 + w).
+// Dispatch: 2-D grid of 64-wide groups; one invocation per output element
+// (float formats) or per 32-element block (block formats).
+#extension GL_EXT_shader_16bit_storage : require
+
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint SRC = 0;      // 0: F32, 1: F16, 2: BF16
+layout(constant_id = 1) const float ADD = 0.0;
+
+layout(binding = 0) readonly buffer SrcBuf { uint src[]; };  // raw source bytes as words
+// count: elements (or blocks) in this dispatch; first: where they go in the
+// destination part, in elements (or blocks). The source starts at element 0.
+layout(push_constant) uniform Push { uint count; uint first; } pc;
+
+float source(uint i) {
+  if (SRC == 0) return uintBitsToFloat(src[i]) + ADD;
+  const uint half_bits = (src[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu;
+  if (SRC == 1) return unpackHalf2x16(half_bits).x + ADD;
+  return uintBitsToFloat(half_bits << 16) + ADD;
+}
+
+#if defined(FMT_F32)
+layout(binding = 1) writeonly buffer DstBuf { float dst[]; };
+void convert(uint i) { dst[pc.first + i] = source(i); }
+#elif defined(FMT_F16)
+layout(binding = 1) writeonly buffer DstBuf { float16_t dst[]; };
+void convert(uint i) { dst[pc.first + i] = float16_t(source(i)); }
+#elif defined(FMT_BF16)
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+void convert(uint i) {
+  const uint bits = floatBitsToUint(source(i));
+  dst[pc.first + i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);  // round to nearest even
+}
+#elif defined(FMT_Q8_0)
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+void convert(uint b) {
+  float x[32];
+  float amax = 0.0;
+  for (uint j = 0; j < 32; ++j) { x[j] = source(b * 32 + j); amax = max(amax, abs(x[j])); }
+  const float d = amax / 127.0;
+  const float id = d != 0.0 ? 1.0 / d : 0.0;
+  dst[(pc.first + b) * 17] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+  for (uint j = 0; j < 32; j += 2) {
+    const float v0 = x[j] * id, v1 = x[j + 1] * id;
+    const int q0 = int(sign(v0) * floor(abs(v0) + 0.5)), q1 = int(sign(v1) * floor(abs(v1) + 0.5));
+    dst[(pc.first + b) * 17 + 1 + j / 2] = uint16_t((uint(q0) & 0xffu) | ((uint(q1) & 0xffu) << 8));
+  }
+}
+#elif defined(FMT_Q4_0)
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+void convert(uint b) {
+  float x[32];
+  float amax = 0.0, m = 0.0;
+  for (uint j = 0; j < 32; ++j) {
+    x[j] = source(b * 32 + j);
+    if (amax < abs(x[j])) { amax = abs(x[j]); m = x[j]; }
+  }
+  const float d = m / -8.0;
+  const float id = d != 0.0 ? 1.0 / d : 0.0;
+  dst[(pc.first + b) * 9] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+  uint bytes[16];
+  for (uint j = 0; j < 16; ++j) {
+    const uint lo = uint(min(15, int(x[j] * id + 8.5)));
+    const uint hi = uint(min(15, int(x[j + 16] * id + 8.5)));
+    bytes[j] = lo | (hi << 4);
+  }
+  for (uint j = 0; j < 16; j += 2) dst[(pc.first + b) * 9 + 1 + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));
+}
+#else
+#error "convert.comp: define the target format"
+#endif
+
+void main() {
+  const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64;
+  if (i < pc.count) convert(i);
+}

@@ -1,0 +1,24 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// embed — x[t, :] = embedding[token_t, :] * sqrt(hidden), for the tokens of this
+// chunk whose id falls in the bound part of the embedding (split by rows).
+// Dispatch: (ceil(H / 64), n_tokens, 1) per embedding part.
+#define WEIGHT_BINDING 0
+#define STEP_BINDING 1
+#include "include/weights.glsl"
+#include "include/step.glsl"
+
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint H = 1;         // hidden size
+layout(constant_id = 1) const float SCALE = 1.0;  // sqrt(H) in float32, as Hugging Face's fp32 Gemma 3
+
+layout(binding = 2) writeonly buffer XBuf { float x[]; };  // [n, H]
+layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
+
+void main() {
+  const uint i = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
+  if (i >= H || t >= n_tokens) return;
+  const uint id = tokens[t];
+  if (id < pc.row_begin || id >= pc.row_begin + pc.rows) return;
+  x[t * H + i] = weight_at((id - pc.row_begin) * H + i) * SCALE;
+}

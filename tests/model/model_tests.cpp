@@ -1,0 +1,243 @@
+// Label golden (and loader): the tiny Gemma 3 model, end to end on the Vulkan
+// device, against Hugging Face transformers' fp32 logits (fixtures/tiny, made
+// by make_golden.py). Both file paths (safetensors converted on the GPU, GGUF
+// written by unicorn-convert) and both recorded passes (prefill, decode).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "unicorn/engine.hpp"
+
+namespace fs = std::filesystem;
+using namespace unicorn;
+
+namespace {
+
+// Tiny deployments: a 32-token prefill chunk, so the 96-token prompt takes three
+// chunks and the 16-position window's ring buffer wraps inside and across them.
+template <Format F, Format KV = Format::F32>
+struct Tiny {
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Tiny, schemes::all(F, KV), 256, 32);
+};
+
+fs::path fixtures() {
+  const char* dir = std::getenv("UNICORN_FIXTURES");
+  return dir ? fs::path(dir) : fs::path("tests/model/fixtures");
+}
+fs::path tiny_dir() { return fixtures() / "tiny"; }
+
+struct Golden {
+  std::vector<int32_t> prompt;
+  nlohmann::json json;
+  std::vector<float> logits(const std::string& fmt) const {
+    const auto path = tiny_dir() / ("logits_" + fmt + ".bin");
+    std::ifstream f(path, std::ios::binary);
+    std::vector<float> v(prompt.size() * kGemma3Tiny.vocab);
+    f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
+    if (!f)
+      throw std::runtime_error(path.string() + " is missing or short; regenerate with: "
+                               "python3 tests/model/make_golden.py OUT && cp OUT/tiny/* " +
+                               tiny_dir().string());
+    return v;
+  }
+  std::vector<int32_t> greedy(const std::string& fmt) const {
+    return json["greedy"][fmt].get<std::vector<int32_t>>();
+  }
+};
+
+const Golden& golden() {
+  static const Golden g = [] {
+    std::ifstream f(tiny_dir() / "golden.json");
+    Golden g;
+    g.json = nlohmann::json::parse(f);
+    g.prompt = g.json["prompt"].get<std::vector<int32_t>>();
+    return g;
+  }();
+  return g;
+}
+
+gpu::Context& context() {
+  static gpu::Context ctx;  // UNICORN_VALIDATION=1 from ctest
+  return ctx;
+}
+
+// max |a - b| / max |b|: the error relative to the logit scale.
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, double(std::fabs(b[i])));
+  }
+  return diff / scale;
+}
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("unicorn-model-tests-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// unicorn-convert --hf fixtures/tiny --type <fmt>, once per format.
+fs::path tiny_gguf(const std::string& type) {
+  const fs::path out = temp_dir() / ("tiny-" + type + ".gguf");
+  if (!fs::exists(out)) {
+    const char* convert = std::getenv("UNICORN_CONVERT");
+    if (!convert) throw std::runtime_error("UNICORN_CONVERT is not set (run through ctest)");
+    const std::string cmd = std::string(convert) + " --hf " + tiny_dir().string() + " --type " +
+                            type + " --out " + out.string() + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  }
+  return out;
+}
+
+class Model : public ::testing::Test {
+ protected:
+  void TearDown() override { EXPECT_EQ(context().validation_errors(), 0u) << "Vulkan validation errors"; }
+};
+
+template <class D>
+void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance) {
+  Engine<D> engine(context());
+  engine.load(model);
+  const auto& g = golden();
+  const auto ref = g.logits(fmt);
+
+  const auto prefill = engine.forward_logits(g.prompt);
+  const double e_prefill = relative_error(prefill, ref);
+  engine.reset();
+  const auto decode = engine.core().forward_logits(g.prompt, detail::EngineCore::Pass::Decode);
+  const double e_decode = relative_error(decode, ref);
+  std::printf("[ golden ] %-12s %-5s prefill %.2e  decode %.2e  (tolerance %.0e)\n",
+              model.filename().c_str(), fmt.c_str(), e_prefill, e_decode, tolerance);
+  EXPECT_LE(e_prefill, tolerance) << fmt << " prefill pass vs transformers";
+  EXPECT_LE(e_decode, tolerance) << fmt << " decode pass vs transformers";
+
+  // Greedy continuation: prefill, then decode steps feeding back each token.
+  engine.reset();
+  std::vector<int32_t> out{engine.prefill(g.prompt)};
+  while (out.size() < g.greedy(fmt).size()) out.push_back(engine.decode(out.back()));
+  EXPECT_EQ(out, g.greedy(fmt)) << fmt << " greedy continuation";
+}
+
+}  // namespace
+
+// --- safetensors: F32 weights converted to each format on the GPU ---
+TEST_F(Model, SafetensorsF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_dir(), "f32", 1e-3); }
+TEST_F(Model, SafetensorsBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_dir(), "bf16", 1e-3); }
+TEST_F(Model, SafetensorsQ8_0) { expect_matches_golden<Tiny<Format::Q8_0>>(tiny_dir(), "q8_0", 1e-3); }
+TEST_F(Model, SafetensorsQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_dir(), "q4_0", 1e-3); }
+
+// --- GGUF: the same weights written by unicorn-convert (ggml's quantizers) ---
+TEST_F(Model, GgufF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_gguf("F32"), "f32", 1e-3); }
+TEST_F(Model, GgufBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_gguf("BF16"), "bf16", 1e-3); }
+TEST_F(Model, GgufQ8_0) { expect_matches_golden<Tiny<Format::Q8_0>>(tiny_gguf("Q8_0"), "q8_0", 1e-3); }
+TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3); }
+
+// The default F16 KV cache: rounding keys and values to half precision costs
+// accuracy against the fp32 reference, but far less than a wrong kernel would.
+TEST_F(Model, F16KvCache) {
+  expect_matches_golden<Tiny<Format::Q8_0, Format::F16>>(tiny_dir(), "q8_0", 2e-3);
+}
+
+// --- loader errors: each names what is wrong ---
+namespace {
+template <class D = Tiny<Format::Q8_0>>
+std::string load_error(const fs::path& model) {
+  try {
+    Engine<D> engine(context());
+    engine.load(model);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << text
+}  // namespace
+
+TEST_F(Model, LoaderTruncatedGguf) {
+  const fs::path src = tiny_gguf("Q8_0"), cut = temp_dir() / "truncated.gguf";
+  fs::copy_file(src, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, fs::file_size(src) - 1000);
+  EXPECT_CONTAINS(load_error(cut), "truncated");
+}
+
+TEST_F(Model, LoaderWrongMagic) {
+  const fs::path bad = temp_dir() / "not-a-model.gguf";
+  std::ofstream(bad) << "this is not a model file at all";
+  EXPECT_CONTAINS(load_error(bad), "not a GGUF file");
+}
+
+TEST_F(Model, LoaderWrongTensorType) {
+  const std::string e = load_error(tiny_gguf("F16"));  // F16 file, Q8_0 engine
+  EXPECT_CONTAINS(e, "'token_embd.weight' is F16");
+  EXPECT_CONTAINS(e, "Q8_0");
+}
+
+TEST_F(Model, LoaderWrongTensorShape) {
+  // Same hyperparameters, but one tensor of another shape: rewrite the file.
+  const auto g = io::GgufFile::open(tiny_gguf("F32"));
+  io::GgufWriter w;
+  for (const auto& kv : g.metadata()) w.set(kv.key, kv.value);
+  std::vector<float> wrong(kGemma3Tiny.hidden * 2, 0.5f);
+  for (const auto& t : g.tensors()) {
+    if (t.name == "blk.0.ffn_norm.weight")
+      w.add_tensor(t.name, t.ggml_type, {kGemma3Tiny.hidden * 2},
+                   std::as_bytes(std::span(wrong)));
+    else
+      w.add_tensor(t.name, t.ggml_type, t.dims, t.data);
+  }
+  const fs::path bad = temp_dir() / "wrong-shape.gguf";
+  w.write(bad);
+  const std::string e = load_error<Tiny<Format::F32>>(bad);
+  EXPECT_CONTAINS(e, "'blk.0.ffn_norm.weight' has shape [192]");
+  EXPECT_CONTAINS(e, "expects [96]");
+}
+
+TEST_F(Model, LoaderConfigOfAnotherSize) {
+  // The tiny engine given a Gemma 3 1B config: names the key and the binary to use.
+  const fs::path dir = temp_dir() / "gemma3-1b-config";
+  fs::create_directories(dir);
+  auto cfg = nlohmann::json::parse(std::ifstream(tiny_dir() / "config.json"));
+  cfg["hidden_size"] = 1152;
+  cfg["num_hidden_layers"] = 26;
+  cfg.erase("layer_types");
+  std::ofstream(dir / "config.json") << cfg.dump();
+  const std::string e = load_error(dir);
+  EXPECT_CONTAINS(e, "hidden_size is 1152");
+  EXPECT_CONTAINS(e, "use unicorn-gemma3-1b");
+}
+
+TEST_F(Model, LoaderTruncatedSafetensors) {
+  const fs::path dir = temp_dir() / "truncated-hf";
+  fs::create_directories(dir);
+  fs::copy_file(tiny_dir() / "config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(tiny_dir() / "model.safetensors", dir / "model.safetensors",
+                fs::copy_options::overwrite_existing);
+  fs::resize_file(dir / "model.safetensors", fs::file_size(dir / "model.safetensors") / 2);
+  EXPECT_CONTAINS(load_error(dir), "model.safetensors");
+}
+
+TEST_F(Model, LoaderMissingFile) {
+  EXPECT_CONTAINS(load_error(temp_dir() / "nothing-here.gguf"), "no such file");
+}
+
+TEST_F(Model, PromptLongerThanContext) {
+  Engine<Tiny<Format::Q8_0>> engine(context());
+  engine.load(tiny_dir());
+  const std::vector<int32_t> prompt(257, 5);
+  try {
+    engine.prefill(prompt);
+    FAIL() << "an over-long prompt must be refused";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "exceed the context of 256 tokens");
+  }
+  EXPECT_EQ(engine.position(), 0u) << "a refused prompt must leave the sequence as it was";
+}

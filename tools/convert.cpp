@@ -1,0 +1,249 @@
+// unicorn-convert — write Gemma 3 GGUF files that llama.cpp and Unicorn both run.
+//
+//   unicorn-convert --hf DIR --type Q8_0 --out model.gguf      a Hugging Face checkpoint
+//   unicorn-convert --random gemma3-27b --type Q4_0 --out m.gguf   random weights, exact shapes
+//
+// --type sets every matrix's format; --embedding overrides the token embedding's
+// (Google's QAT releases: --type Q4_0 --embedding F16). Norm weights are F32 and
+// stored as 1 + w, as llama.cpp's converter does. Random files are for speed
+// measurements: speed does not depend on weight values.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "ggml_quantize.hpp"
+#include "unicorn/io/gguf.hpp"
+#include "unicorn/io/hf_config.hpp"
+#include "unicorn/io/safetensors.hpp"
+#include "unicorn/io/tensor_names.hpp"
+#include "unicorn/layout/layout.hpp"
+
+namespace {
+
+using namespace unicorn;
+
+Format parse_format(const std::string& s) {
+  for (const auto& f : kFormats)
+    if (f.name == s) return f.format;
+  throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0)");
+}
+
+void set_hparams(io::GgufWriter& w, const ModelDims& m, Format type, const std::string& name) {
+  w.set("general.architecture", "gemma3");
+  w.set("general.name", name);
+  w.set("general.quantization_version", uint32_t{2});
+  // llama.cpp's LLAMA_FTYPE: 0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 32 BF16.
+  const uint32_t ftype = type == Format::F32 ? 0 : type == Format::F16 ? 1
+                         : type == Format::Q4_0 ? 2 : type == Format::Q8_0 ? 7 : 32;
+  w.set("general.file_type", ftype);
+  w.set("gemma3.context_length", m.max_context);
+  w.set("gemma3.embedding_length", m.hidden);
+  w.set("gemma3.block_count", m.layers);
+  w.set("gemma3.feed_forward_length", m.ffn);
+  w.set("gemma3.attention.head_count", m.heads);
+  w.set("gemma3.attention.head_count_kv", m.kv_heads);
+  w.set("gemma3.attention.key_length", m.head_dim);
+  w.set("gemma3.attention.value_length", m.head_dim);
+  w.set("gemma3.attention.layer_norm_rms_epsilon", m.rms_eps);
+  w.set("gemma3.attention.sliding_window", m.sliding_window);
+  w.set("gemma3.rope.freq_base", m.rope_theta_global);
+  if (m.rope_scale_global != 1.0f) {
+    w.set("gemma3.rope.scaling.type", "linear");
+    w.set("gemma3.rope.scaling.factor", m.rope_scale_global);
+  }
+}
+
+Format format_of(Role r, Format type, Format embedding) {
+  if (is_norm(r)) return Format::F32;
+  return r == Role::Embedding ? embedding : type;
+}
+
+// The (role, layer, rows, cols) of every weight tensor, in llama.cpp's order.
+struct Spec {
+  std::string name;
+  Role role;
+  uint64_t rows, cols;
+};
+std::vector<Spec> tensor_specs(const ModelDims& m) {
+  const DeploymentConfig c = make_deployment(m, schemes::kF32, 1, 1);
+  std::vector<Spec> specs;
+  detail::for_each_tensor(c, [&](const detail::TensorShape& t, int layer, Arena a) {
+    if (a != Arena::Weights) return;
+    TensorSlot s{t.role, layer, t.rows, t.cols, t.format, 0, 0, 0, a};
+    specs.push_back({s.gguf_name(), t.role, t.rows, t.cols});
+  });
+  return specs;
+}
+
+int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
+               const std::filesystem::path& out) {
+  const auto hf = io::parse_hf_config(dir / "config.json");
+  io::check_gemma3_supported(hf, (dir / "config.json").string());
+  ModelDims m{};
+  m.hidden = hf.hidden_size;
+  m.layers = hf.num_hidden_layers;
+  m.heads = hf.num_attention_heads;
+  m.kv_heads = hf.num_key_value_heads;
+  m.head_dim = hf.head_dim;
+  m.ffn = hf.intermediate_size;
+  m.vocab = hf.multimodal && hf.vocab_size == 262208 ? 262144 : hf.vocab_size;
+  m.sliding_window = hf.sliding_window;
+  m.rope_theta_global = hf.rope_theta_global;
+  m.rope_scale_global = hf.rope_scaling_factor_global;
+  m.rms_eps = hf.rms_norm_eps;
+  m.max_context = uint32_t(hf.max_position_embeddings);
+
+  const auto st = io::SafetensorsModel::open(dir);
+  io::GgufWriter w;
+  set_hparams(w, m, type, dir.filename().string());
+  std::vector<std::vector<std::byte>> blobs;
+  blobs.reserve(st.tensors().size());
+  for (const auto& t : st.tensors()) {
+    if (io::classify_hf_tensor(t.name) != io::HfTensorKind::Text) continue;
+    const std::string name = *io::hf_to_gguf_name(t.name);
+    if (name == "output.weight") continue;  // tied to the embedding
+    uint64_t count = 1;
+    for (auto d : t.shape) count *= d;
+    auto dims = io::gguf_dims_from_hf_shape(t.shape);
+    if (name == "token_embd.weight" && dims[1] > m.vocab) {  // image soft-token rows
+      dims[1] = m.vocab;
+      count = dims[0] * dims[1];
+    }
+    std::vector<float> x(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      const std::byte* p = t.data.data();
+      if (t.dtype == "F32") std::memcpy(&x[i], p + 4 * i, 4);
+      else {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        if (t.dtype == "BF16") {
+          const uint32_t bits = uint32_t(h) << 16;
+          std::memcpy(&x[i], &bits, 4);
+        } else if (t.dtype == "F16") {
+          _Float16 f;
+          std::memcpy(&f, &h, 2);
+          x[i] = float(f);
+        } else {
+          throw Error(t.name + ": dtype " + t.dtype + " is not supported (BF16, F16, F32)");
+        }
+      }
+    }
+    const bool norm = io::gguf_norm_stores_one_plus_w(name);
+    if (norm)
+      for (auto& v : x) v += 1.0f;
+    const Format f = norm ? Format::F32 : name == "token_embd.weight" ? embedding : type;
+    blobs.emplace_back();
+    tools::quantize(f, x, blobs.back());
+    w.add_tensor(name, uint32_t(f), dims, blobs.back());
+  }
+  w.write(out);
+  std::cout << "wrote " << out.string() << " (" << st.tensors().size() << " tensors read)\n";
+  return 0;
+}
+
+// Random bytes in the tensor's format, with sane scales (no NaN/Inf), fast
+// enough for 27B: block formats get random quants and a small f16 scale.
+void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t seed,
+                   std::vector<std::byte>& out) {
+  std::mt19937_64 rng(seed);
+  const uint64_t bytes = rows * row_bytes(f, cols);
+  out.resize(bytes);
+  auto* p = reinterpret_cast<uint8_t*>(out.data());
+  if (norm) {
+    for (uint64_t i = 0; i < rows * cols; ++i) {
+      const float v = 1.0f + float(int(rng() % 2001) - 1000) / 4000.0f;
+      std::memcpy(p + 4 * i, &v, 4);
+    }
+    return;
+  }
+  const FormatInfo& fi = format_info(f);
+  const uint64_t blocks = bytes / fi.block_bytes;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    uint8_t* q = p + b * fi.block_bytes;
+    uint64_t r = rng();
+    for (uint32_t j = 0; j < fi.block_bytes; ++j) {
+      if (j % 8 == 0 && j) r = rng();
+      q[j] = uint8_t(r >> (8 * (j % 8)));
+    }
+    auto small = [&](uint8_t* at) {  // f16 / bf16 / f32 values of magnitude < ~0.06
+      const float v = float(int(rng() % 2001) - 1000) / 16000.0f;
+      if (f == Format::F32) std::memcpy(at, &v, 4);
+      else {
+        const uint16_t h = f == Format::BF16 ? tools::to_bf16_bits(v) : tools::to_f16_bits(v);
+        std::memcpy(at, &h, 2);
+      }
+    };
+    if (is_block_quantized(f)) {
+      const float d = float(int(rng() % 1000) + 1) / 200000.0f;
+      const uint16_t h = tools::to_f16_bits(d);
+      std::memcpy(q, &h, 2);
+    } else {
+      small(q);
+    }
+  }
+}
+
+int write_random(const std::string& model, Format type, Format embedding,
+                 const std::filesystem::path& out, uint64_t seed) {
+  const ModelDims* m = nullptr;
+  for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
+                             &kGemma3Tiny, &kGemma3Demo})
+    if (c->name == model) m = c;
+  if (!m) throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
+                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo)");
+  const auto specs = tensor_specs(*m);
+  std::vector<std::vector<std::byte>> blobs(specs.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < specs.size();) {
+        const auto& s = specs[i];
+        random_tensor(format_of(s.role, type, embedding), s.rows, s.cols, is_norm(s.role),
+                      seed * 1000003 + i, blobs[i]);
+      }
+    });
+  for (auto& t : pool) t.join();
+  io::GgufWriter w;
+  set_hparams(w, *m, type, std::string(m->name) + " random weights");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& s = specs[i];
+    std::vector<uint64_t> dims = s.rows == 1 ? std::vector<uint64_t>{s.cols}
+                                             : std::vector<uint64_t>{s.cols, s.rows};
+    w.add_tensor(s.name, uint32_t(format_of(s.role, type, embedding)), dims, blobs[i]);
+  }
+  w.write(out);
+  std::cout << "wrote " << out.string() << " (" << m->name << ", random weights)\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"unicorn-convert: write Gemma 3 GGUF files (llama.cpp-compatible)"};
+  std::string hf_dir, random_model, type = "Q8_0", embedding, out;
+  uint64_t seed = 1;
+  auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
+  auto* rnd = app.add_option("--random", random_model,
+                             "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
+                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo");
+  hf->excludes(rnd);
+  app.add_option("--type", type, "format of every matrix: F32, F16, BF16, Q8_0, Q4_0")->capture_default_str();
+  app.add_option("--embedding", embedding, "format of token_embd (default: --type)");
+  app.add_option("--out", out, "output .gguf file")->required();
+  app.add_option("--seed", seed, "seed for --random")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const Format t = parse_format(type);
+    const Format e = embedding.empty() ? t : parse_format(embedding);
+    if (!hf_dir.empty()) return convert_hf(hf_dir, t, e, out);
+    if (!random_model.empty()) return write_random(random_model, t, e, out, seed);
+    std::cerr << "unicorn-convert: give --hf DIR or --random MODEL\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "unicorn-convert: " << e.what() << "\n";
+    return 1;
+  }
+}
