@@ -17,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "unicorn/io/gguf.hpp"
 #include "unicorn/text/chat_template.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
 #include "unicorn/text/tokenizer.hpp"
 #include "unicorn/text/utf8.hpp"
 
@@ -300,6 +302,29 @@ TEST_F(Gemma3, GgufVocabWithScoresMatchesReference) {
     cmp.check(i, corpus_[i], expected_["ids"][i].get<std::vector<int32_t>>(), g.encode(corpus_[i]));
   std::cout << "[ tokenizer ] " << cmp.summary("GGUF vocab + scores (SentencePiece BPE)") << "\n";
   EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary("GGUF vocab + scores") << "\n" << cmp.first_diffs;
+}
+
+TEST_F(Gemma3, GgufFileLoadsThroughLoadTokenizer) {
+  // A GGUF holding only the vocabulary, as llama.cpp writes Gemma 3's; kept
+  // in the oracle directory for the unicorn-tokenize check that follows.
+  GgufVocab v = gguf_style_vocab(*tokenizer_);
+  unicorn::io::GgufWriter w;
+  w.set("general.architecture", "gemma3");
+  w.set("tokenizer.ggml.model", "llama");
+  w.set("tokenizer.ggml.tokens", v.tokens);
+  w.set("tokenizer.ggml.scores", v.scores);
+  w.set("tokenizer.ggml.token_type", v.types);
+  const fs::path path = oracle_dir_ / "gemma3-vocab.gguf";
+  w.write(path);
+  const Tokenizer g = unicorn::text::load_tokenizer(path);
+  EXPECT_EQ(g.vocab_size(), tokenizer_->vocab_size());
+  IdComparison cmp;
+  for (size_t i = 0; i < corpus_.size(); ++i)
+    cmp.check(i, corpus_[i], expected_["ids"][i].get<std::vector<int32_t>>(), g.encode(corpus_[i]));
+  EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary("GGUF file") << "\n" << cmp.first_diffs;
+  // tokenizer.json still loads through the same entry point.
+  EXPECT_EQ(unicorn::text::load_tokenizer(env_or_empty("UNICORN_GEMMA3_TOKENIZER_JSON")).encode("Hello world"),
+            (std::vector<int32_t>{9259, 1902}));
 }
 
 // Tests that need no data files.
