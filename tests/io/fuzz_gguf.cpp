@@ -23,8 +23,20 @@ void use_gguf(const unicorn::io::GgufFile& g) {
   volatile uint8_t sink = 0;
   for (const auto& t : g.tensors())
     for (const std::byte b : t.data) sink = sink ^ static_cast<uint8_t>(b);
+  // Every accessor on every key: each either converts or throws unicorn::Error.
   for (const auto& kv : g.metadata()) {
-    (void)g.try_string(kv.key).has_value();
+    const auto try_each = [&](auto&& accessor) {
+      try {
+        accessor(kv.key);
+      } catch (const unicorn::Error&) {
+      }
+    };
+    try_each([&](std::string_view k) { (void)g.try_u32(k); });
+    try_each([&](std::string_view k) { (void)g.try_f32(k); });
+    try_each([&](std::string_view k) { (void)g.try_string(k); });
+    try_each([&](std::string_view k) { (void)g.try_string_array(k); });
+    try_each([&](std::string_view k) { (void)g.try_f32_array(k); });
+    try_each([&](std::string_view k) { (void)g.try_i32_array(k); });
   }
   (void)sink;
 }
@@ -58,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   expect_only_unicorn_errors([&] {
     const auto* text = reinterpret_cast<const char*>(data);
     const auto json = nlohmann::json::parse(text, text + size, nullptr, /*allow_exceptions=*/false);
-    if (!json.is_discarded()) (void)unicorn::io::parse_hf_config(json, "fuzz.json");
+    if (!json.is_discarded()) (void)unicorn::io::parse_hf_config_json(json, "fuzz.json");
   });
   return 0;
 }

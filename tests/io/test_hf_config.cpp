@@ -97,7 +97,7 @@ TEST(HfConfig, OfficialTextOnlyLayout) {
 }
 
 TEST(HfConfig, MultimodalTextConfigTakesTransformersDefaults) {
-  const HfTextConfig c = parse_hf_config(json::parse(kGemma3_4B));
+  const HfTextConfig c = parse_hf_config_json(json::parse(kGemma3_4B));
   EXPECT_TRUE(c.multimodal);
   EXPECT_EQ(c.architectures, std::vector<std::string>{"Gemma3ForConditionalGeneration"});
   EXPECT_EQ(c.model_type, "gemma3_text");
@@ -132,7 +132,7 @@ TEST(HfConfig, Gemma27BShape) {
                       {"num_hidden_layers", 62}, {"num_key_value_heads", 16},
                       {"query_pre_attn_scalar", 168}, {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
                       {"sliding_window", 1024}};
-  const HfTextConfig c = parse_hf_config(j);
+  const HfTextConfig c = parse_hf_config_json(j);
   EXPECT_EQ(c.num_hidden_layers, 62u);
   EXPECT_EQ(c.head_dim, 128u);
   EXPECT_FLOAT_EQ(c.query_pre_attn_scalar, 168.0f);
@@ -142,7 +142,7 @@ TEST(HfConfig, Gemma27BShape) {
 }
 
 TEST(HfConfig, NewerLayoutWithLayerTypesAndRopeParameters) {
-  const HfTextConfig c = parse_hf_config(layout_b());
+  const HfTextConfig c = parse_hf_config_json(layout_b());
   EXPECT_EQ(c.num_hidden_layers, 18u);
   ASSERT_EQ(c.layer_is_sliding.size(), 18u);
   EXPECT_FALSE(c.layer_is_sliding[2]);  // from layer_types, not the pattern
@@ -157,13 +157,13 @@ TEST(HfConfig, NewerLayoutWithLayerTypesAndRopeParameters) {
   json j = layout_b();
   j.erase("layer_types");
   j["_sliding_window_pattern"] = 3;
-  EXPECT_EQ(parse_hf_config(j).layer_is_sliding, pattern(18, 3));
+  EXPECT_EQ(parse_hf_config_json(j).layer_is_sliding, pattern(18, 3));
 
   // Flat rope_parameters describe the global layers; the local base comes from the flat key.
   j = layout_b();
   j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 4.0}, {"rope_theta", 500000.0}};
   j["rope_local_base_freq"] = 20000;
-  HfTextConfig f = parse_hf_config(j);
+  HfTextConfig f = parse_hf_config_json(j);
   EXPECT_FLOAT_EQ(f.rope_theta_global, 5e5f);
   EXPECT_FLOAT_EQ(f.rope_scaling_factor_global, 4.0f);
   EXPECT_FLOAT_EQ(f.rope_theta_local, 2e4f);
@@ -172,7 +172,7 @@ TEST(HfConfig, NewerLayoutWithLayerTypesAndRopeParameters) {
   j = layout_b();
   j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}}};
   j["rope_theta"] = 2e6;
-  f = parse_hf_config(j);
+  f = parse_hf_config_json(j);
   EXPECT_FLOAT_EQ(f.rope_theta_global, 2e6f);
   EXPECT_FLOAT_EQ(f.rope_theta_local, 1e4f);
   EXPECT_FLOAT_EQ(f.rope_scaling_factor_global, 1.0f);
@@ -181,26 +181,26 @@ TEST(HfConfig, NewerLayoutWithLayerTypesAndRopeParameters) {
 TEST(HfConfig, OldStyleRopeScalingTypeKey) {
   json j = json::parse(kGemma3_1B);
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  EXPECT_FLOAT_EQ(parse_hf_config(j).rope_scaling_factor_global, 2.0f);
+  EXPECT_FLOAT_EQ(parse_hf_config_json(j).rope_scaling_factor_global, 2.0f);
 }
 
 TEST(HfConfig, UnsupportedRopeIsAnErrorNamingTheKey) {
   json j = json::parse(kGemma3_4B);
   j["text_config"]["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}};
-  expect_error([&] { parse_hf_config(j); },
+  expect_error([&] { parse_hf_config_json(j); },
                "config.json: 'text_config.rope_scaling.rope_type' is 'yarn'; this engine supports only 'linear'");
   j["text_config"]["rope_scaling"] = {{"rope_type", "linear"}};
-  expect_error([&] { parse_hf_config(j); }, "'text_config.rope_scaling.factor' is missing");
+  expect_error([&] { parse_hf_config_json(j); }, "'text_config.rope_scaling.factor' is missing");
   j["text_config"]["rope_scaling"] = {{"rope_type", "linear"}, {"factor", -1}};
-  expect_error([&] { parse_hf_config(j); }, "'text_config.rope_scaling.factor' must be positive");
+  expect_error([&] { parse_hf_config_json(j); }, "'text_config.rope_scaling.factor' must be positive");
 
   json b = layout_b();
   b["rope_parameters"]["full_attention"]["rope_type"] = "llama3";
-  expect_error([&] { parse_hf_config(b, "m/config.json"); },
+  expect_error([&] { parse_hf_config_json(b, "m/config.json"); },
                "m/config.json: 'rope_parameters.full_attention.rope_type' is 'llama3'");
   b = layout_b();
   b["rope_parameters"]["sliding_attention"] = {{"rope_type", "linear"}, {"factor", 8.0}};
-  expect_error([&] { parse_hf_config(b); }, "scales only the global (full-attention) layers");
+  expect_error([&] { parse_hf_config_json(b); }, "scales only the global (full-attention) layers");
 }
 
 TEST(HfConfig, BadValuesNameTheKey) {
@@ -209,51 +209,51 @@ TEST(HfConfig, BadValuesNameTheKey) {
     j[key] = std::move(value);
     return j;
   };
-  expect_error([&] { parse_hf_config(with("hidden_size", "big")); },
+  expect_error([&] { parse_hf_config_json(with("hidden_size", "big")); },
                "config.json: 'hidden_size' must be an integer in [0, 4294967295], got \"big\"");
-  expect_error([&] { parse_hf_config(with("hidden_size", -5)); }, "'hidden_size' must be an integer");
-  expect_error([&] { parse_hf_config(with("hidden_size", 1.5)); }, "'hidden_size' must be an integer");
-  expect_error([&] { parse_hf_config(with("hidden_size", 0)); }, "'hidden_size' must be positive");
-  EXPECT_EQ(parse_hf_config(with("hidden_size", 1152.0)).hidden_size, 1152u);
-  expect_error([&] { parse_hf_config(with("num_hidden_layers", 100000)); }, "'num_hidden_layers' = 100000 is absurd");
-  expect_error([&] { parse_hf_config(with("num_key_value_heads", 3)); },
+  expect_error([&] { parse_hf_config_json(with("hidden_size", -5)); }, "'hidden_size' must be an integer");
+  expect_error([&] { parse_hf_config_json(with("hidden_size", 1.5)); }, "'hidden_size' must be an integer");
+  expect_error([&] { parse_hf_config_json(with("hidden_size", 0)); }, "'hidden_size' must be positive");
+  EXPECT_EQ(parse_hf_config_json(with("hidden_size", 1152.0)).hidden_size, 1152u);
+  expect_error([&] { parse_hf_config_json(with("num_hidden_layers", 100000)); }, "'num_hidden_layers' = 100000 is absurd");
+  expect_error([&] { parse_hf_config_json(with("num_key_value_heads", 3)); },
                "'num_key_value_heads' = 3 does not divide num_attention_heads = 4");
-  expect_error([&] { parse_hf_config(with("rms_norm_eps", "x")); }, "'rms_norm_eps' must be a number");
-  expect_error([&] { parse_hf_config(with("rope_theta", -1)); }, "'rope_theta' must be positive");
-  expect_error([&] { parse_hf_config(with("sliding_window_pattern", 0)); }, "'sliding_window_pattern' must be at least 1");
-  expect_error([&] { parse_hf_config(with("layer_types", json::array({"full_attention"}))); },
+  expect_error([&] { parse_hf_config_json(with("rms_norm_eps", "x")); }, "'rms_norm_eps' must be a number");
+  expect_error([&] { parse_hf_config_json(with("rope_theta", -1)); }, "'rope_theta' must be positive");
+  expect_error([&] { parse_hf_config_json(with("sliding_window_pattern", 0)); }, "'sliding_window_pattern' must be at least 1");
+  expect_error([&] { parse_hf_config_json(with("layer_types", json::array({"full_attention"}))); },
                "'layer_types' must be an array of 26 entries (num_hidden_layers), got 1 entries");
   json types = json::array();
   for (int i = 0; i < 26; ++i) types.push_back("sliding_attention");
   types[7] = "chunked_attention";
-  expect_error([&] { parse_hf_config(with("layer_types", types)); },
+  expect_error([&] { parse_hf_config_json(with("layer_types", types)); },
                "'layer_types' entry 7 is \"chunked_attention\"");
-  expect_error([&] { parse_hf_config(with("model_type", "gemma2")); },
+  expect_error([&] { parse_hf_config_json(with("model_type", "gemma2")); },
                "'model_type' is 'gemma2', not Gemma 3");
-  expect_error([&] { parse_hf_config(with("rope_scaling", 8)); }, "'rope_scaling' must be an object, got 8");
-  expect_error([&] { parse_hf_config(with("text_config", json::array())); }, "'text_config' must be an object");
-  expect_error([&] { parse_hf_config(with("eos_token_id", json::array({1, "x"}))); }, "'eos_token_id' must be an integer");
-  expect_error([&] { parse_hf_config(with("tie_word_embeddings", 1)); }, "'tie_word_embeddings' must be true or false");
-  expect_error([&] { parse_hf_config(json::array()); }, "config.json: not a JSON object");
+  expect_error([&] { parse_hf_config_json(with("rope_scaling", 8)); }, "'rope_scaling' must be an object, got 8");
+  expect_error([&] { parse_hf_config_json(with("text_config", json::array())); }, "'text_config' must be an object");
+  expect_error([&] { parse_hf_config_json(with("eos_token_id", json::array({1, "x"}))); }, "'eos_token_id' must be an integer");
+  expect_error([&] { parse_hf_config_json(with("tie_word_embeddings", 1)); }, "'tie_word_embeddings' must be true or false");
+  expect_error([&] { parse_hf_config_json(json::array()); }, "config.json: not a JSON object");
 
   json nested = json::parse(kGemma3_4B);
   nested["text_config"]["hidden_size"] = "wide";
-  expect_error([&] { parse_hf_config(nested); }, "'text_config.hidden_size' must be an integer");
+  expect_error([&] { parse_hf_config_json(nested); }, "'text_config.hidden_size' must be an integer");
 }
 
 TEST(HfConfig, SoftcappingIsReportedAndRefused) {
   json j = json::parse(kGemma3_1B);
   j["final_logit_softcapping"] = 30.0;
   j["attn_logit_softcapping"] = 50.0;
-  const HfTextConfig c = parse_hf_config(j);
+  const HfTextConfig c = parse_hf_config_json(j);
   EXPECT_EQ(c.final_logit_softcapping, 30.0f);
   EXPECT_EQ(c.attn_logit_softcapping, 50.0f);
   expect_error([&] { check_gemma3_supported(c); }, "final_logit_softcapping = 30");
   j["final_logit_softcapping"] = nullptr;
-  expect_error([&] { check_gemma3_supported(parse_hf_config(j)); }, "attn_logit_softcapping = 50");
+  expect_error([&] { check_gemma3_supported(parse_hf_config_json(j)); }, "attn_logit_softcapping = 50");
   j["attn_logit_softcapping"] = nullptr;
   j["hidden_activation"] = "relu";
-  expect_error([&] { check_gemma3_supported(parse_hf_config(j)); }, "hidden_activation 'relu' is not supported");
+  expect_error([&] { check_gemma3_supported(parse_hf_config_json(j)); }, "hidden_activation 'relu' is not supported");
 }
 
 TEST(HfConfig, FileErrors) {

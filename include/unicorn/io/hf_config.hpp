@@ -291,7 +291,10 @@ inline std::vector<int64_t> read_eos(const HfFields& f) {
 }  // namespace detail
 
 // Parses a config.json already loaded; `source` names it in error messages.
-inline HfTextConfig parse_hf_config(const nlohmann::json& root, const std::string& source = "config.json") {
+// (A separate name: nlohmann::json and std::filesystem::path both convert from
+// a string literal, so one overloaded name would make parse_hf_config("x") ambiguous.)
+inline HfTextConfig parse_hf_config_json(const nlohmann::json& root,
+                                         const std::string& source = "config.json") {
   using D = detail::Gemma3TextDefaults;
   if (!root.is_object()) throw Error(source + ": not a JSON object");
   const detail::HfFields top(root, "", source);
@@ -373,7 +376,7 @@ inline HfTextConfig parse_hf_config(const nlohmann::json& root, const std::strin
 }
 
 inline HfTextConfig parse_hf_config(const std::filesystem::path& config_json) {
-  return parse_hf_config(read_json_file(config_json), config_json.string());
+  return parse_hf_config_json(read_json_file(config_json), config_json.string());
 }
 
 // Throws unicorn::Error when the config uses what Gemma 3 does not: logit
