@@ -15,14 +15,21 @@ layout(constant_id = 3) const float SCALE = 1.0;
 
 layout(binding = 0) buffer VecBuf { float v[]; };  // [n, HEADS * HD]
 
-// sin/cos of a large float32 angle: reduce by 2*pi split into two float32
-// parts (Cody-Waite) first, since GPU sin/cos lose accuracy far from zero.
+// sin/cos of a large float32 angle: reduce by 2*pi first, since GPU sin/cos lose
+// accuracy far from zero. Three-part Cody-Waite: C1 and C2 carry 8 significant
+// bits each, so k * C1 and k * C2 are exact for k < 2^16 (angles below ~4e5,
+// past Gemma 3's 128k context) and each subtraction is exact or nearly so,
+// whether or not the driver fuses them. (A two-part split with fma() relied on
+// a fused fma, which Vulkan does not guarantee: lavapipe computes it as a
+// multiply and an add, and the angle 1e5 came out 1.4e-3 off; tests/kernel.)
 void sincos_reduced(float a, out float s, out float c) {
-  const float two_pi_hi = 6.28318548202514648;   // float32(2*pi)
-  const float two_pi_lo = -1.7484556e-7;         // 2*pi - two_pi_hi
+  const float C1 = 6.28125;                // 2*pi, first 8 bits
+  const float C2 = 0.00193023681640625;    // next 8 bits
+  const float C3 = 5.0703634e-06;          // 2*pi - C1 - C2, to float32
   const float k = round(a * 0.159154943091895336);
-  precise float r = fma(-k, two_pi_hi, a);
-  r = fma(-k, two_pi_lo, r);
+  precise float r = a - k * C1;
+  r = r - k * C2;
+  r = r - k * C3;
   s = sin(r);
   c = cos(r);
 }

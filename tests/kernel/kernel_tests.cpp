@@ -1,0 +1,808 @@
+// Label kernel: every shader against the scalar CPU reference
+// (tests/reference/cpu_reference.hpp), in every weight and cache format, at odd
+// sizes, dispatched exactly as engine/core.hpp's Recorder does (same push
+// constants, same group counts). Each case gets fresh random inputs; outputs
+// are poisoned with NaN (0xff bytes) first, so an element the kernel should
+// write and did not, or one it should leave alone and wrote, is caught.
+// Failures print kernel, format and shape. The SPIR-V check at the end ties
+// every module's specialization constants to the kernels:: struct the engine
+// passes for it.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/members.hpp>
+#include <boost/hana/size.hpp>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <unicorn/spirv.hpp>
+#include <vector>
+
+#include "ggml_quantize.hpp"
+#include "reference/cpu_reference.hpp"
+#include "unicorn/engine/core.hpp"
+#include "unicorn/engine/kernels.hpp"
+#include "unicorn/gpu/context.hpp"
+#include "unicorn/gpu/kernel.hpp"
+#include "unicorn/gpu/memory.hpp"
+
+namespace unicorn {
+namespace {
+
+using detail::StepHeader;
+
+// ------------------------------------------------------------------ harness
+
+// One device for the whole process (validation from UNICORN_VALIDATION, as ctest sets it).
+struct Device {
+  gpu::Context ctx;
+  gpu::KernelCache kernels{ctx};
+  gpu::DescriptorArena sets{ctx};
+  gpu::Stream stream{ctx};
+};
+Device& device() {
+  static Device d;
+  return d;
+}
+
+// A mapped host-visible buffer (lavapipe and APUs run kernels on these directly).
+class HostBuffer {
+ public:
+  explicit HostBuffer(uint64_t bytes)
+      : set_(device().ctx, std::array<uint64_t, 1>{bytes}, gpu::MemoryKind::HostVisible,
+             "kernel test buffer") {
+    poison();
+  }
+  template <class T = float>
+  std::span<T> as() const {
+    return {reinterpret_cast<T*>(set_[0].mapped), size_t(set_[0].size / sizeof(T))};
+  }
+  std::span<std::byte> bytes() const { return as<std::byte>(); }
+  template <class T>
+  void fill(std::span<const T> v) const {
+    std::memcpy(set_[0].mapped, v.data(), std::min<size_t>(v.size_bytes(), set_[0].size));
+  }
+  void poison() const { std::memset(set_[0].mapped, 0xff, set_[0].size); }  // NaN in f32/f16/bf16
+  vk::DescriptorBufferInfo info() const { return set_[0].whole(); }
+
+ private:
+  gpu::BufferSet set_;
+};
+
+// The per-step buffer: StepHeader, then the token ids.
+HostBuffer step_buffer(StepHeader h, std::span<const uint32_t> tokens = {}) {
+  HostBuffer b(sizeof(StepHeader) + 4 * std::max<size_t>(tokens.size(), 1));
+  std::memcpy(b.bytes().data(), &h, sizeof h);
+  if (!tokens.empty()) std::memcpy(b.bytes().data() + sizeof h, tokens.data(), tokens.size_bytes());
+  return b;
+}
+
+uint32_t groups(uint32_t items, uint32_t per) { return (items + per - 1) / per; }
+
+// Runs one dispatch of `module` specialised by `spec` and waits; fails the test
+// on any validation error it caused.
+template <class Spec>
+void run(const std::string& module, uint32_t bindings, const Spec& spec,
+         std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
+         std::array<uint32_t, 3> g) {
+  Device& d = device();
+  const auto words = spirv::find(module);
+  ASSERT_FALSE(words.empty()) << "no SPIR-V module named " << module;
+  const uint32_t errors_before = d.ctx.validation_errors();
+  const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
+  std::vector<vk::DescriptorBufferInfo> infos;
+  for (const HostBuffer* b : buffers) infos.push_back(b->info());
+  const vk::DescriptorSet set = d.sets.make(k, infos);
+  d.stream.run_once([&](vk::CommandBuffer cb) {
+    gpu::record(cb, {&k, set, push, {g[0], g[1], g[2]}}, false);
+  });
+  EXPECT_EQ(d.ctx.validation_errors(), errors_before) << module << ": Vulkan validation errors";
+}
+
+// Fresh inputs for every case: one generator, seeded once, drawn from in order.
+std::mt19937& rng() {
+  static std::mt19937 r(20250611);
+  return r;
+}
+std::vector<float> random_floats(size_t n, float lo = -1.f, float hi = 1.f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng());
+  return v;
+}
+
+bool is_poison(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b == 0xffffffffu;
+}
+
+// Compares a [rows, cols] output with the reference. NaN in `want` marks an
+// element the kernel must not touch (it must still hold the poison). Error is
+// |got - want| / scale, scale = max |want| over the compared elements (the
+// output's scale; at least `floor`).
+::testing::AssertionResult compare(const std::string& what, std::span<const float> got,
+                                   std::span<const double> want, size_t cols, double tol,
+                                   double floor = 1e-30) {
+  double scale = floor;
+  for (double w : want)
+    if (!std::isnan(w)) scale = std::max(scale, std::abs(w));
+  double worst = -1;
+  size_t at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      if (!is_poison(got[i]))
+        return ::testing::AssertionFailure()
+               << what << ": wrote (" << i / cols << "," << i % cols << ") = " << got[i]
+               << ", which it must leave untouched";
+      continue;
+    }
+    if (std::isnan(got[i]))
+      return ::testing::AssertionFailure()
+             << what << ": (" << i / cols << "," << i % cols << ") is "
+             << (is_poison(got[i]) ? "not written (still poison)" : "NaN");
+    const double e = std::abs(got[i] - want[i]) / scale;
+    if (e > worst) worst = e, at = i;
+  }
+  if (worst > tol)
+    return ::testing::AssertionFailure()
+           << what << ": max rel err " << worst << " at (" << at / cols << "," << at % cols
+           << "): got " << got[at] << ", want " << want[at] << " (scale " << scale << ", tol "
+           << tol << ")";
+  return ::testing::AssertionSuccess();
+}
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = char(std::tolower(c));
+  return r;
+}
+
+const Format kAllFormats[] = {Format::F32, Format::F16, Format::BF16, Format::Q8_0, Format::Q4_0};
+
+// Random weights of [rows, K] in `format`, as ggml would store them.
+std::vector<std::byte> random_weights(Format format, size_t rows, size_t K) {
+  std::vector<std::byte> bytes;
+  tools::quantize(format, random_floats(rows * K), bytes);
+  return bytes;
+}
+
+// ------------------------------------------------- matvec / matmul (linear)
+
+struct LinearCase {
+  std::string kernel;  // "matvec" or "matmul"
+  Format format;
+  uint32_t K, M, n;
+  uint32_t row_set = 0;      // 1: rows counted by step.logit_count
+  uint32_t logit_count = 0;  // with row_set 1
+  std::string name() const {
+    std::ostringstream s;
+    s << kernels::variant(kernel.c_str(), format) << " K=" << K << " M=" << M << " n=" << n;
+    if (row_set) s << " ROW_SET=1 logit_count=" << logit_count;
+    return s.str();
+  }
+};
+
+class Linear : public ::testing::TestWithParam<LinearCase> {};
+
+// The weight goes in as two parts (rows [s, M) first, then [0, s)), each its own
+// buffer with push {row_begin, rows}, both writing into one [n, M] output: the
+// first dispatch must fill exactly its columns, the second the rest.
+TEST_P(Linear, MatchesReference) {
+  const LinearCase& c = GetParam();
+  const bool vec = c.kernel == "matvec";
+  const uint32_t active = c.row_set ? c.logit_count : c.n;
+  const auto bytes = random_weights(c.format, c.M, c.K);
+  const auto W = reference::dequantize(c.format, bytes, size_t(c.M) * c.K);  // [M, K]
+  const auto xs = random_floats(size_t(c.n) * c.K);                            // [n, K]
+  HostBuffer x(xs.size() * 4), y(size_t(c.n) * c.M * 4);
+  x.fill<float>(xs);
+  const auto step = step_buffer({c.n, 7, 0, c.logit_count});
+  const auto full = reference::linear(std::span(xs).first(size_t(active) * c.K), W, c.K, c.M);
+
+  // (Past 65535 rows, the first part is made large enough for matvec's 2-D grid.)
+  const uint32_t split = c.M > 65535 ? 100 : c.M / 3;
+  const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
+  std::vector<double> want(size_t(c.n) * c.M, NAN);  // [n, M]; NaN: untouched so far
+  const kernels::Linear spec{c.K, c.M, c.row_set};
+  for (int p = 0; p < 2; ++p) {
+    const uint32_t rb = part_begin[p], rows = part_rows[p];
+    if (rows == 0) continue;
+    const uint64_t rbytes = row_bytes(c.format, c.K);
+    HostBuffer w(rows * rbytes);
+    w.fill<std::byte>(std::span(bytes).subspan(rb * rbytes, rows * rbytes));
+    // Group counts as the Recorder: n here plays min(n, logit_rows), so with
+    // ROW_SET 1 the groups cover more rows than logit_count and must exit.
+    std::array<uint32_t, 3> g;
+    if (vec) {
+      const uint32_t gx = std::min<uint32_t>(rows, 65535);
+      g = {gx, groups(rows, gx), c.n};
+    } else {
+      g = {groups(rows, 16), groups(c.n, 16), 1};
+    }
+    run(kernels::variant(c.kernel.c_str(), c.format), kernels::kLinearBindings, spec,
+        {&w, &x, &y, &step}, {rb, rows}, g);
+    for (uint32_t t = 0; t < active; ++t)
+      for (uint32_t r = rb; r < rb + rows; ++r) want[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
+    ASSERT_TRUE(compare(c.name() + " part rows [" + std::to_string(rb) + "," +
+                            std::to_string(rb + rows) + ")",
+                        y.as<float>(), want, c.M, 1e-5));
+  }
+}
+
+std::vector<LinearCase> linear_cases() {
+  std::vector<LinearCase> v;
+  for (const char* kernel : {"matvec", "matmul"})
+    for (Format f : kAllFormats) {
+      const bool block = is_block_quantized(f);
+      for (uint32_t K : block ? std::array<uint32_t, 2>{96, 160} : std::array<uint32_t, 2>{77, 100})
+        for (uint32_t M : {1u, 37u, 130u}) {
+          const auto ns = std::string(kernel) == "matvec" ? std::vector<uint32_t>{1, 3}
+                                                          : std::vector<uint32_t>{1, 5, 19, 33};
+          for (uint32_t n : ns) v.push_back({kernel, f, K, M, n});
+        }
+      // The LM head: rows counted by logit_count (fewer than the chunk's tokens).
+      const uint32_t K = block ? 96 : 77;
+      if (std::string(kernel) == "matvec") {
+        v.push_back({kernel, f, K, 37, 3, 1, 1});
+        v.push_back({kernel, f, K, 37, 3, 1, 2});
+      } else {
+        v.push_back({kernel, f, K, 37, 19, 1, 5});
+        v.push_back({kernel, f, K, 130, 33, 1, 17});
+      }
+    }
+  // More rows than one grid dimension holds: matvec's (65535, 2, n) grid.
+  v.push_back({"matvec", Format::Q4_0, 32, 65700, 1});
+  return v;
+}
+
+std::string test_name(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernel, Linear, ::testing::ValuesIn(linear_cases()),
+                         [](const auto& info) { return test_name(info.param.name()); });
+
+// ------------------------------------------------------------------ convert
+
+struct ConvertCase {
+  Format target;
+  detail::SourceType source;
+  float add;
+  uint32_t first;  // destination offset, in elements (or blocks)
+  std::string name() const {
+    static const char* kSrc[] = {"F32", "F16", "BF16"};
+    std::ostringstream s;
+    s << kernels::variant("convert", target) << " from " << kSrc[uint32_t(source)]
+      << " ADD=" << add << " first=" << first;
+    return s.str();
+  }
+};
+
+class Convert : public ::testing::TestWithParam<ConvertCase> {};
+
+// Source values: random, plus (for the block formats) one block whose Q8_0
+// quants land exactly on .5 ties (d = 1: x = j - 15.5, max 127) and one block
+// of zeros (d = 0, the `id = 0` path; all ones with ADD = 1).
+std::vector<float> convert_source_values(size_t n) {
+  auto x = random_floats(n, -2.f, 2.f);
+  if (n >= 96) {
+    for (int j = 0; j < 32; ++j) x[32 + j] = j == 31 ? 127.f : float(j) - 15.5f;
+    for (int j = 0; j < 32; ++j) x[64 + j] = 0.f;
+  }
+  return x;
+}
+
+TEST_P(Convert, MatchesGgmlQuantizerBitForBit) {
+  const ConvertCase& c = GetParam();
+  const uint32_t block = format_info(c.target).block_elems;
+  const uint32_t count = block == 1 ? 1001 : 37;  // elements, or blocks
+  const size_t elems = size_t(count) * block;
+
+  // Source bytes as safetensors holds them, and the floats they decode to.
+  auto values = convert_source_values(elems);
+  std::vector<std::byte> src;
+  std::vector<float> decoded(elems);  // [elems] what the source bytes hold, + add
+  if (c.source == detail::SourceType::F32) {
+    tools::quantize(Format::F32, values, src);
+  } else {
+    tools::quantize(c.source == detail::SourceType::F16 ? Format::F16 : Format::BF16, values, src);
+  }
+  const auto src_format = c.source == detail::SourceType::F32   ? Format::F32
+                          : c.source == detail::SourceType::F16 ? Format::F16
+                                                                : Format::BF16;
+  const auto back = reference::dequantize(src_format, src, elems);
+  for (size_t i = 0; i < elems; ++i) decoded[i] = back[i] + c.add;  // float add, as the shader
+  std::vector<std::byte> want;
+  tools::quantize(c.target, decoded, want);
+
+  const uint64_t unit = format_info(c.target).block_bytes;
+  // One spare unit after the range: it must stay poison.
+  HostBuffer s((src.size() + 3) / 4 * 4), d((c.first + count + 1) * unit);
+  s.fill<std::byte>(src);
+  const uint32_t gs = groups(count, 64);
+  const uint32_t gx = std::min<uint32_t>(gs, 65535), gy = groups(gs, gx);
+  run(kernels::variant("convert", c.target), kernels::kConvertBindings,
+      kernels::Convert{uint32_t(c.source), c.add}, {&s, &d}, {count, c.first}, {gx, gy, 1});
+
+  const auto got = d.bytes();
+  for (uint64_t i = 0; i < c.first * unit; ++i)
+    ASSERT_EQ(uint8_t(got[i]), 0xff) << c.name() << ": wrote byte " << i << " before `first`";
+  for (uint64_t i = (c.first + count) * unit; i < got.size(); ++i)
+    ASSERT_EQ(uint8_t(got[i]), 0xff) << c.name() << ": wrote byte " << i << " past the range";
+  size_t differ = 0;
+  std::ostringstream first_diffs;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got[c.first * unit + i] != want[i]) {
+      if (differ < 8)
+        first_diffs << " byte " << i << " (block " << i / unit << "): got 0x" << std::hex
+                    << int(got[c.first * unit + i]) << " want 0x" << int(want[i]) << std::dec
+                    << ";";
+      ++differ;
+    }
+  EXPECT_EQ(differ, 0u) << c.name() << ": " << differ << " of " << want.size()
+                        << " bytes differ from tools::quantize:" << first_diffs.str();
+}
+
+std::vector<ConvertCase> convert_cases() {
+  std::vector<ConvertCase> v;
+  for (Format f : kAllFormats)
+    for (auto s : {detail::SourceType::F32, detail::SourceType::F16, detail::SourceType::BF16})
+      for (float add : {0.f, 1.f})
+        for (uint32_t first : {0u, 5u}) v.push_back({f, s, add, first});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernel, Convert, ::testing::ValuesIn(convert_cases()),
+                         [](const auto& info) { return test_name(info.param.name()); });
+
+// -------------------------------------------------------------------- embed
+
+struct EmbedCase {
+  Format format;
+  uint32_t H;
+  std::string name() const {
+    return kernels::variant("embed", format) + " H=" + std::to_string(H);
+  }
+};
+class Embed : public ::testing::TestWithParam<EmbedCase> {};
+
+// A 50-row table in two parts, rows [20, 50) dispatched first: it must write
+// exactly the tokens whose id falls in it; then rows [0, 20) fill in the rest.
+TEST_P(Embed, MatchesReference) {
+  const EmbedCase& c = GetParam();
+  const uint32_t V = 50, split = 20;
+  const std::vector<uint32_t> tokens = {3, 49, 20, 19, 0, 27, 27, 41, 5};
+  const uint32_t n = uint32_t(tokens.size());
+  const auto bytes = random_weights(c.format, V, c.H);
+  const auto table = reference::dequantize(c.format, bytes, size_t(V) * c.H);  // [V, H]
+  const float scale = std::sqrt(float(c.H));
+  const auto ref = reference::embed(table, c.H, tokens, scale);  // [n, H]
+  HostBuffer x(size_t(n + 1) * c.H * 4);  // one spare row past the chunk
+  const auto step = step_buffer({n, 0, 0, 0}, tokens);
+  const kernels::Embed spec{c.H, scale};
+  std::vector<double> want(size_t(n + 1) * c.H, NAN);
+  const uint32_t begins[] = {split, 0}, rows[] = {V - split, split};
+  const uint64_t rb = row_bytes(c.format, c.H);
+  for (int p = 0; p < 2; ++p) {
+    HostBuffer w(rows[p] * rb);
+    w.fill<std::byte>(std::span(bytes).subspan(begins[p] * rb, rows[p] * rb));
+    run(kernels::variant("embed", c.format), kernels::kEmbedBindings, spec, {&w, &step, &x},
+        {begins[p], rows[p]}, {groups(c.H, 64), n, 1});
+    for (uint32_t t = 0; t < n; ++t)
+      if (tokens[t] >= begins[p] && tokens[t] < begins[p] + rows[p])
+        for (uint32_t i = 0; i < c.H; ++i) want[size_t(t) * c.H + i] = ref[size_t(t) * c.H + i];
+    ASSERT_TRUE(compare(c.name() + " part rows [" + std::to_string(begins[p]) + "," +
+                            std::to_string(begins[p] + rows[p]) + ")",
+                        x.as<float>(), want, c.H, 1e-7));
+  }
+}
+
+std::vector<EmbedCase> embed_cases() {
+  std::vector<EmbedCase> v;
+  for (Format f : kAllFormats) {
+    v.push_back({f, 96});
+    if (!is_block_quantized(f)) v.push_back({f, 100});
+  }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, Embed, ::testing::ValuesIn(embed_cases()),
+                         [](const auto& info) { return test_name(info.param.name()); });
+
+// ------------------------------------------------------------------ rmsnorm
+
+struct NormCase {
+  uint32_t D, rows_per_token, accumulate, row_set;
+  bool in_place = false;  // in and out the same buffer (q_norm / k_norm)
+  std::string name() const {
+    std::ostringstream s;
+    s << "rmsnorm D=" << D << " rows_per_token=" << rows_per_token << " ACCUMULATE=" << accumulate
+      << " ROW_SET=" << row_set << (in_place ? " in_place" : "");
+    return s.str();
+  }
+};
+class RmsNorm : public ::testing::TestWithParam<NormCase> {};
+
+TEST_P(RmsNorm, MatchesReference) {
+  const NormCase& c = GetParam();
+  const uint32_t n = 7, logit_begin = 4, logit_count = 2;
+  const uint32_t per_row = c.rows_per_token, D = c.D;
+  const size_t row_elems = size_t(per_row) * D;
+  const auto xs = random_floats(n * row_elems, -3.f, 3.f);  // [n * rows_per_token, D]
+  const auto ws = random_floats(D, 0.5f, 1.5f);             // [D] = 1 + w_hf
+  const auto init = random_floats(n * row_elems);           // out's prior contents (ACCUMULATE)
+  HostBuffer x(xs.size() * 4), w(ws.size() * 4), y(xs.size() * 4);
+  x.fill<float>(xs);
+  w.fill<float>(ws);
+  if (c.accumulate) y.fill<float>(init);
+  const HostBuffer& out = c.in_place ? x : y;
+  const auto step = step_buffer({n, 0, logit_begin, logit_count});
+  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set};
+  // The Recorder dispatches min(n, logit_rows) * rows_per_token groups for ROW_SET 1; n here.
+  run("rmsnorm", kernels::kRmsNormBindings, spec, {&x, &w, &out, &step}, {per_row},
+      {n * per_row, 1, 1});
+
+  const uint32_t first = c.row_set ? logit_begin : 0, count = c.row_set ? logit_count : n;
+  std::vector<double> want(xs.size(), NAN);  // [n * rows_per_token, D]
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (c.in_place) want[i] = xs[i];
+    else if (c.accumulate) want[i] = init[i];
+  }
+  std::vector<double> ref(size_t(count) * row_elems);
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = c.accumulate ? init[i] : 0.0;
+  reference::rmsnorm(std::span(xs).subspan(first * row_elems, count * row_elems), ws, D,
+                     double(1e-6f), c.accumulate != 0, ref);
+  std::copy(ref.begin(), ref.end(), want.begin());  // ROW_SET 1: input row logit_begin + i -> row i
+  EXPECT_TRUE(compare(c.name(), out.as<float>(), want, D, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernel, RmsNorm,
+    ::testing::Values(NormCase{96, 1, 0, 0}, NormCase{96, 1, 1, 0}, NormCase{32, 4, 0, 0},
+                      NormCase{32, 4, 1, 0}, NormCase{32, 4, 0, 0, true},
+                      NormCase{1152, 1, 0, 0}, NormCase{1152, 1, 1, 0}, NormCase{96, 1, 0, 1},
+                      NormCase{1152, 1, 0, 1}, NormCase{96, 1, 1, 1}),
+    [](const auto& info) { return test_name(info.param.name()); });
+
+// --------------------------------------------------------------------- rope
+
+struct RopeCase {
+  uint32_t hd;
+  float theta, scale;
+  uint32_t start_pos;
+  std::string name() const {
+    std::ostringstream s;
+    s << "rope heads=4 hd=" << hd << " theta=" << theta << " scale=" << scale
+      << " start_pos=" << start_pos;
+    return s.str();
+  }
+  // theta^(2/hd) a power of two: every inv_freq, and p * inv_freq, is exact in float32.
+  bool exact_frequencies() const {
+    const double e = std::log2(double(theta)) * 2.0 / hd;
+    return e == std::round(e) && std::exp2(std::log2(double(theta))) == double(theta);
+  }
+};
+class Rope : public ::testing::TestWithParam<RopeCase> {};
+
+// Tolerance. The angle p * inv_freq is float32 by the model's definition, and
+// Vulkan's pow() is not correctly rounded: inv_freq may differ from the
+// reference's by a few ulp, which at p = 1e5 moves the angle by ~5e-3 rad (one
+// float32 ulp of the angle itself is 7.8e-3 there). So at large positions a
+// pair may rotate by up to angle * 2^-20 more or less than the reference, and
+// the test allows exactly that, plus 1e-4 absolute. Where every inv_freq is a
+// power of two (theta = 2^16, hd = 32; theta = 2^64, hd = 128) the angle is
+// exact, and only 1e-4 absolute is allowed: that pins the large-angle sin/cos
+// (the shader's Cody-Waite reduction) against double precision.
+TEST_P(Rope, MatchesReference) {
+  const RopeCase& c = GetParam();
+  const uint32_t heads = 4, n = 3, half = c.hd / 2;
+  const auto vs = random_floats(size_t(n + 1) * heads * c.hd);  // [n + 1, heads * hd]; row n spare
+  HostBuffer v(vs.size() * 4);
+  v.fill<float>(vs);
+  const auto step = step_buffer({n, c.start_pos, 0, 0});
+  run("rope", kernels::kRopeBindings, kernels::Rope{heads, c.hd, c.theta, c.scale}, {&v, &step},
+      {}, {groups(heads * c.hd / 2, 64), n, 1});
+  const size_t row = size_t(heads) * c.hd;
+  const auto want = reference::rope(std::span(vs).first(n * row), heads, c.hd, c.theta, c.scale,
+                                    c.start_pos);
+  const auto got = v.as<float>();
+  double worst = -1;
+  size_t at = 0;
+  for (size_t e = 0; e < want.size(); ++e) {
+    const size_t t = e / row, h = e % row / c.hd, i = e % c.hd % half;
+    const size_t base = (t * heads + h) * c.hd;
+    const double angle = reference::rope_angle(uint32_t(c.start_pos + t), uint32_t(i), c.hd,
+                                               c.theta, c.scale);
+    const double radius = std::hypot(vs[base + i], vs[base + i + half]);
+    const double tol = 1e-4 + (c.exact_frequencies() ? 0.0 : std::abs(angle) * 0x1p-20 * radius);
+    ASSERT_FALSE(std::isnan(got[e])) << c.name() << ": (" << e / row << "," << e % row
+                                     << ") not written";
+    const double err = std::abs(got[e] - want[e]) / tol;
+    if (err > worst) worst = err, at = e;
+  }
+  EXPECT_LE(worst, 1.0) << c.name() << ": error " << worst << " x tolerance at (" << at / row
+                        << "," << at % row << "): got " << got[at] << ", want " << want[at];
+  for (size_t e = n * row; e < got.size(); ++e)
+    ASSERT_TRUE(is_poison(got[e]) || got[e] == vs[e]) << c.name() << ": wrote the spare row";
+}
+
+std::vector<RopeCase> rope_cases() {
+  std::vector<RopeCase> v;
+  for (uint32_t hd : {32u, 256u})
+    for (float theta : {1e4f, 1e6f})
+      for (float scale : {1.f, 8.f})
+        for (uint32_t p : {0u, 100000u}) v.push_back({hd, theta, scale, p});
+  for (float scale : {1.f, 8.f}) {
+    v.push_back({32, 65536.f, scale, 100000});
+    v.push_back({128, 0x1p64f, scale, 100000});
+  }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, Rope, ::testing::ValuesIn(rope_cases()),
+                         [](const auto& info) { return test_name(info.param.name()); });
+
+// ------------------------------------------------------ kv_store + attention
+
+struct AttnCase {
+  Format kv;  // F16 or F32
+  uint32_t heads, kv_heads, hd, window;
+  std::vector<uint32_t> chunks;  // token counts of successive steps from position 0
+  std::string name() const {
+    std::ostringstream s;
+    s << "attention_" << lower(format_name(kv)) << " heads=" << heads << " kv=" << kv_heads
+      << " hd=" << hd << " WINDOW=" << window;
+    return s.str();
+  }
+};
+class Attention : public ::testing::TestWithParam<AttnCase> {};
+
+// A sequence of chunks from position 0: kv_store then attention per step,
+// per cache part (one part per kv head when there are several, so head_begin
+// > 0 is exercised). Local layers get the tightest ring the engine's rule
+// allows (window + longest chunk - 1 slots), so it wraps several times; global
+// layers hold every position. After each step the output is checked against
+// the reference over the whole history, and at the end the cache contents
+// themselves (position p in slot p % SLOTS, converted as float16_t/float).
+TEST_P(Attention, KvStoreAndAttentionMatchReference) {
+  const AttnCase& c = GetParam();
+  const bool f16 = c.kv == Format::F16;
+  const uint32_t total = std::accumulate(c.chunks.begin(), c.chunks.end(), 0u);
+  const uint32_t longest = *std::max_element(c.chunks.begin(), c.chunks.end());
+  const uint32_t slots = c.window ? c.window + longest - 1 : total;
+  const float scale = 1.0f / std::sqrt(float(c.hd));
+  const uint32_t group = c.heads / c.kv_heads;
+  const uint32_t parts = c.kv_heads;  // one kv head per part
+  const size_t kv_row = size_t(c.kv_heads) * c.hd, q_row = size_t(c.heads) * c.hd;
+  const size_t cache_elems = size_t(slots) * c.hd;  // per part: [1][SLOTS][HD]
+  const size_t elem = f16 ? 2 : 4;
+  std::vector<HostBuffer> kc, vc;
+  for (uint32_t p = 0; p < parts; ++p) {
+    kc.emplace_back(cache_elems * elem);
+    vc.emplace_back(cache_elems * elem);
+  }
+  auto round_kv = [&](float x) { return f16 ? float(static_cast<_Float16>(x)) : x; };
+  std::vector<float> k_hist, v_hist;  // [positions, kv_heads * hd], in cache precision
+  const kernels::KvStore store_spec{c.kv_heads, c.hd, slots};
+  const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale};
+  const std::string store = kernels::variant("kv_store", c.kv),
+                    attn = kernels::variant("attention", c.kv);
+
+  uint32_t pos = 0;
+  for (uint32_t n : c.chunks) {
+    const auto ks = random_floats(n * kv_row), vs = random_floats(n * kv_row);  // [n, kv * hd]
+    const auto qs = random_floats(n * q_row, -4.f, 4.f);                       // [n, heads * hd]
+    HostBuffer k(ks.size() * 4), v(vs.size() * 4), q(qs.size() * 4), o((n + 1) * q_row * 4);
+    k.fill<float>(ks);
+    v.fill<float>(vs);
+    q.fill<float>(qs);
+    const auto step = step_buffer({n, pos, 0, 0});
+    for (uint32_t p = 0; p < parts; ++p)
+      run(store, kernels::kKvStoreBindings, store_spec, {&k, &v, &kc[p], &vc[p], &step}, {p, 1},
+          {groups(c.hd, 64), n, 1});
+    for (uint32_t p = 0; p < parts; ++p)
+      run(attn, kernels::kAttentionBindings, attn_spec, {&q, &kc[p], &vc[p], &o, &step}, {p, 1},
+          {n, group, 1});
+    for (float x : ks) k_hist.push_back(round_kv(x));
+    for (float x : vs) v_hist.push_back(round_kv(x));
+    auto want = reference::attention(qs, k_hist, v_hist, c.heads, c.kv_heads, c.hd, c.window,
+                                     scale, pos);
+    want.resize(want.size() + q_row, NAN);  // the spare row stays poison
+    ASSERT_TRUE(compare(c.name() + " SLOTS=" + std::to_string(slots) + " start_pos=" +
+                            std::to_string(pos) + " n=" + std::to_string(n),
+                        o.as<float>(), want, q_row, 1e-5));
+    pos += n;
+  }
+
+  // The caches: slot s holds the latest position p with p % SLOTS == s.
+  for (uint32_t p = 0; p < parts; ++p)
+    for (uint32_t s = 0; s < std::min(slots, total); ++s) {
+      const uint32_t last = (total - 1 - s) / slots * slots + s;
+      for (uint32_t d = 0; d < c.hd; ++d) {
+        const size_t i = size_t(s) * c.hd + d, h = size_t(last) * kv_row + p * c.hd + d;
+        const float gk = f16 ? reference::half_to_float(kc[p].as<uint16_t>()[i]) : kc[p].as<float>()[i];
+        const float gv = f16 ? reference::half_to_float(vc[p].as<uint16_t>()[i]) : vc[p].as<float>()[i];
+        ASSERT_EQ(gk, k_hist[h]) << store << " kv head " << p << " slot " << s << " d " << d;
+        ASSERT_EQ(gv, v_hist[h]) << store << " kv head " << p << " slot " << s << " d " << d;
+      }
+    }
+}
+
+std::vector<AttnCase> attention_cases() {
+  // 97 positions: prefill chunks, decode steps, more than one 64-key tile.
+  const std::vector<uint32_t> chunks = {20, 1, 13, 1, 1, 30, 5, 1, 25};
+  std::vector<AttnCase> v;
+  for (Format kv : {Format::F16, Format::F32})
+    for (uint32_t window : {0u, 24u})
+      for (auto [h, kvh] : {std::pair{4u, 2u}, std::pair{8u, 1u}})
+        for (uint32_t hd : {32u, 256u}) v.push_back({kv, h, kvh, hd, window, chunks});
+  // A window wider than a tile, and a head_dim that is no multiple of 64.
+  v.push_back({Format::F16, 4, 2, 96, 70, chunks});
+  v.push_back({Format::F32, 4, 2, 96, 0, chunks});
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, Attention, ::testing::ValuesIn(attention_cases()),
+                         [](const auto& info) { return test_name(info.param.name()); });
+
+// -------------------------------------------------------------------- geglu
+
+class Geglu : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(Geglu, MatchesReference) {
+  const uint32_t F = GetParam(), n = 3;
+  const auto gs = random_floats(size_t(n + 1) * F, -6.f, 6.f);  // [n + 1, F]; row n spare
+  const auto us = random_floats(size_t(n + 1) * F);
+  HostBuffer g(gs.size() * 4), u(us.size() * 4);
+  g.fill<float>(gs);
+  u.fill<float>(us);
+  const auto step = step_buffer({n, 0, 0, 0});
+  run("geglu", kernels::kGegluBindings, kernels::Geglu{F}, {&g, &u, &step}, {},
+      {groups(F, 64), n, 1});
+  auto want = reference::geglu(std::span(gs).first(n * F), std::span(us).first(n * F));
+  want.insert(want.end(), gs.end() - F, gs.end());
+  EXPECT_TRUE(compare("geglu F=" + std::to_string(F) + " n=3", g.as<float>(), want, F, 1e-5));
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u),
+                         [](const auto& info) { return "geglu_F" + std::to_string(info.param); });
+
+// ------------------------------------------------------------------- argmax
+
+class Argmax : public ::testing::TestWithParam<uint32_t> {};
+
+// Rows: (0) small integers, so the maximum repeats (lowest index wins);
+// (1) continuous values with the maximum planted twice; (2) all equal -> 0;
+// (3) past logit_count: the kernel must not write it.
+TEST_P(Argmax, FirstMaximumOfEachLogitRow) {
+  const uint32_t V = GetParam(), rows = 4, logit_count = 3;
+  std::vector<float> logits(size_t(rows) * V);  // [rows, V]
+  std::uniform_int_distribution<int> small(0, 40);
+  for (uint32_t i = 0; i < V; ++i) logits[i] = float(small(rng()));
+  const auto cont = random_floats(V, -10.f, 10.f);
+  std::copy(cont.begin(), cont.end(), logits.begin() + V);
+  std::uniform_int_distribution<uint32_t> where(0, V - 1);
+  const uint32_t a = where(rng()), b = where(rng());
+  logits[V + a] = logits[V + b] = 11.f;
+  std::fill(logits.begin() + 2 * V, logits.begin() + 3 * V, 0.25f);
+  const auto last = random_floats(V);
+  std::copy(last.begin(), last.end(), logits.begin() + 3 * V);
+
+  HostBuffer l(logits.size() * 4), best(rows * 4);
+  l.fill<float>(logits);
+  const auto step = step_buffer({rows, 0, 0, logit_count});
+  run("argmax", kernels::kArgmaxBindings, kernels::Argmax{V}, {&l, &best, &step}, {},
+      {rows, 1, 1});
+  for (uint32_t r = 0; r < logit_count; ++r)
+    EXPECT_EQ(best.as<uint32_t>()[r], reference::argmax(std::span(logits).subspan(size_t(r) * V, V)))
+        << "argmax V=" << V << " row " << r;
+  EXPECT_EQ(best.as<uint32_t>()[3], 0xffffffffu) << "argmax V=" << V << ": wrote row 3, past logit_count";
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, Argmax, ::testing::Values(512u, 1000u, 262144u),
+                         [](const auto& info) { return "argmax_V" + std::to_string(info.param); });
+
+// ---------------------------------------------------------- SPIR-V vs structs
+
+// What the engine knows of a module: its constants struct's fields (is each a
+// float?) and its binding count, from the module name's kernel prefix.
+struct ModuleContract {
+  std::vector<bool> float_fields;
+  uint32_t bindings;
+};
+
+template <class Spec>
+ModuleContract contract(uint32_t bindings) {
+  ModuleContract m{{}, bindings};
+  boost::hana::for_each(boost::hana::members(Spec{}), [&](const auto& v) {
+    m.float_fields.push_back(std::is_same_v<std::decay_t<decltype(v)>, float>);
+  });
+  static_assert(decltype(boost::hana::size(boost::hana::members(Spec{})))::value > 0);
+  return m;
+}
+
+std::optional<ModuleContract> contract_of(std::string_view module) {
+  namespace k = kernels;
+  const std::pair<std::string_view, ModuleContract> table[] = {
+      {"embed_", contract<k::Embed>(k::kEmbedBindings)},
+      {"matvec_", contract<k::Linear>(k::kLinearBindings)},
+      {"matmul_", contract<k::Linear>(k::kLinearBindings)},
+      {"convert_", contract<k::Convert>(k::kConvertBindings)},
+      {"kv_store_", contract<k::KvStore>(k::kKvStoreBindings)},
+      {"attention_", contract<k::Attention>(k::kAttentionBindings)},
+      {"rmsnorm", contract<k::RmsNorm>(k::kRmsNormBindings)},
+      {"rope", contract<k::Rope>(k::kRopeBindings)},
+      {"geglu", contract<k::Geglu>(k::kGegluBindings)},
+      {"argmax", contract<k::Argmax>(k::kArgmaxBindings)},
+  };
+  for (const auto& [prefix, c] : table)
+    if (prefix.back() == '_' ? module.starts_with(prefix) : module == prefix) return c;
+  return std::nullopt;
+}
+
+// The module's spec constants (id -> is float) and highest binding + 1, read
+// from the SPIR-V: OpDecorate SpecId / Binding, OpSpecConstant* and OpType*.
+struct ModuleFacts {
+  std::map<uint32_t, bool> spec_ids;  // SpecId -> float?
+  uint32_t bindings = 0;
+};
+
+ModuleFacts parse_spirv(std::span<const uint32_t> w) {
+  constexpr uint32_t kOpTypeInt = 21, kOpTypeFloat = 22, kOpSpecConstantTrue = 48,
+                     kOpSpecConstantFalse = 49, kOpSpecConstant = 50, kOpDecorate = 71,
+                     kDecorationSpecId = 1, kDecorationBinding = 33;
+  std::map<uint32_t, uint32_t> spec_id_of;  // result id -> SpecId
+  std::map<uint32_t, uint32_t> type_of;     // spec constant id -> type id
+  std::map<uint32_t, bool> float_type;      // type id -> float?
+  ModuleFacts f;
+  for (size_t i = 5; i < w.size();) {
+    const uint32_t op = w[i] & 0xffff, count = w[i] >> 16;
+    if (count == 0 || i + count > w.size()) throw Error("SPIR-V: malformed instruction");
+    if (op == kOpDecorate && w[i + 2] == kDecorationSpecId) spec_id_of[w[i + 1]] = w[i + 3];
+    if (op == kOpDecorate && w[i + 2] == kDecorationBinding)
+      f.bindings = std::max(f.bindings, w[i + 3] + 1);
+    if (op == kOpTypeInt) float_type[w[i + 1]] = false;
+    if (op == kOpTypeFloat) float_type[w[i + 1]] = true;
+    if (op == kOpSpecConstant || op == kOpSpecConstantTrue || op == kOpSpecConstantFalse)
+      type_of[w[i + 2]] = w[i + 1];
+    i += count;
+  }
+  for (const auto& [id, spec_id] : spec_id_of) f.spec_ids[spec_id] = float_type[type_of[id]];
+  return f;
+}
+
+TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
+  ASSERT_GT(std::size(spirv::kModules), 0u);
+  for (const auto& m : spirv::kModules) {
+    SCOPED_TRACE(std::string(m.name));
+    const auto c = contract_of(m.name);
+    ASSERT_TRUE(c) << "module " << m.name
+                   << " has no kernels:: struct mapped in kernel_tests.cpp (contract_of)";
+    ASSERT_GE(m.words.size(), 5u);
+    ASSERT_EQ(m.words[0], 0x07230203u) << m.name << ": not SPIR-V";
+    const ModuleFacts f = parse_spirv(m.words);
+    uint32_t expect = 0;
+    for (const auto& [id, is_float] : f.spec_ids) {
+      EXPECT_EQ(id, expect) << m.name << ": constant_id " << id << " leaves a gap (expected "
+                            << expect << ")";
+      expect = id + 1;
+    }
+    ASSERT_EQ(f.spec_ids.size(), c->float_fields.size())
+        << m.name << " declares " << f.spec_ids.size()
+        << " specialization constants but its kernels:: struct has " << c->float_fields.size()
+        << " fields";
+    for (const auto& [id, is_float] : f.spec_ids)
+      if (id < c->float_fields.size())
+        EXPECT_EQ(is_float, c->float_fields[id])
+            << m.name << ": constant_id " << id << " is " << (is_float ? "float" : "an integer")
+            << " in the shader, the other in the struct";
+    EXPECT_EQ(f.bindings, c->bindings) << m.name << ": binding count differs from kernels::k*Bindings";
+  }
+}
+
+}  // namespace
+}  // namespace unicorn

@@ -1,0 +1,228 @@
+// tests/reference/cpu_reference.hpp — scalar CPU reference of every engine op.
+//
+// The engine has no CPU inference path (DESIGN.md decision 5); this one lives
+// in tests/ only, as the yardstick the shaders are measured against. Each op is
+// written from its definition (Hugging Face's Gemma 3, ggml's block layouts in
+// quant/formats.hpp), not from the shader: straightforward loops, results in
+// double. Callers: tests/kernel (each shader against its op), later the model
+// tests. Buffers are row-major; each carries its shape in a comment.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "unicorn/quant/formats.hpp"
+
+namespace unicorn::reference {
+
+// IEEE binary16 bits -> float, subnormals and specials included.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);  // inf / NaN
+  } else if (exp != 0) {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  } else {
+    const float v = std::ldexp(float(man), -24);  // subnormal (or zero): man * 2^-24
+    return sign ? -v : v;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline uint16_t load16(const std::byte* p) {  // little-endian, as GGUF
+  return uint16_t(uint16_t(p[0]) | (uint16_t(p[1]) << 8));
+}
+
+// The first n elements of `bytes` in `format`, as exact floats.
+//   Q8_0 block (34 bytes): f16 d, int8 q[32];            x = d * q
+//   Q4_0 block (18 bytes): f16 d, uint8 nibbles[16];     x = d * (q - 8),
+//        q[j] = low nibble of byte j (j < 16), high nibble of byte j-16 (j >= 16)
+inline std::vector<float> dequantize(Format format, std::span<const std::byte> bytes,
+                                     size_t n) {
+  if (row_bytes(format, n) > bytes.size())
+    throw std::invalid_argument("reference::dequantize: fewer bytes than n elements need");
+  std::vector<float> x(n);  // [n]
+  const std::byte* p = bytes.data();
+  switch (format) {
+    case Format::F32:
+      std::memcpy(x.data(), p, n * 4);
+      break;
+    case Format::F16:
+      for (size_t i = 0; i < n; ++i) x[i] = half_to_float(load16(p + 2 * i));
+      break;
+    case Format::BF16:
+      for (size_t i = 0; i < n; ++i) x[i] = bf16_to_float(load16(p + 2 * i));
+      break;
+    case Format::Q8_0:
+      for (size_t b = 0; b < n / 32; ++b) {
+        const std::byte* blk = p + b * 34;
+        const float d = half_to_float(load16(blk));
+        for (size_t j = 0; j < 32; ++j) x[b * 32 + j] = d * float(int8_t(blk[2 + j]));
+      }
+      break;
+    case Format::Q4_0:
+      for (size_t b = 0; b < n / 32; ++b) {
+        const std::byte* blk = p + b * 18;
+        const float d = half_to_float(load16(blk));
+        for (size_t j = 0; j < 32; ++j) {
+          const uint8_t byte = uint8_t(blk[2 + (j % 16)]);
+          const int q = j < 16 ? (byte & 15) : (byte >> 4);
+          x[b * 32 + j] = d * float(q - 8);
+        }
+      }
+      break;
+  }
+  return x;
+}
+
+// x[t, :] = table[tokens[t], :] * scale (Gemma scales embeddings by sqrt(hidden),
+// in float32). Computed in float, as the model defines it.
+inline std::vector<float> embed(std::span<const float> table,  // [vocab, H]
+                                size_t H, std::span<const uint32_t> tokens, float scale) {
+  std::vector<float> x(tokens.size() * H);  // [n, H]
+  for (size_t t = 0; t < tokens.size(); ++t)
+    for (size_t i = 0; i < H; ++i) x[t * H + i] = table[tokens[t] * H + i] * scale;
+  return x;
+}
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, or y += that with
+// `accumulate`. `w` multiplies as given: the device stores Gemma's (1 + w_hf).
+inline void rmsnorm(std::span<const float> x,  // [rows, D]
+                    std::span<const float> w,  // [D]
+                    size_t D, double eps, bool accumulate,
+                    std::span<double> y) {     // [rows, D]
+  const size_t rows = x.size() / D;
+  for (size_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (size_t i = 0; i < D; ++i) ss += double(x[r * D + i]) * x[r * D + i];
+    const double inv = 1.0 / std::sqrt(ss / double(D) + eps);
+    for (size_t i = 0; i < D; ++i) {
+      const double v = x[r * D + i] * inv * w[i];
+      y[r * D + i] = accumulate ? y[r * D + i] + v : v;
+    }
+  }
+}
+
+// y = x W^T: y[t, r] = sum_k x[t, k] * W[r, k].
+inline std::vector<double> linear(std::span<const float> x,  // [n, K]
+                                  std::span<const float> W,  // [M, K]
+                                  size_t K, size_t M) {
+  const size_t n = x.size() / K;
+  std::vector<double> y(n * M);  // [n, M]
+  for (size_t t = 0; t < n; ++t)
+    for (size_t r = 0; r < M; ++r) {
+      double acc = 0;
+      for (size_t k = 0; k < K; ++k) acc += double(x[t * K + k]) * W[r * K + k];
+      y[t * M + r] = acc;
+    }
+  return y;
+}
+
+// The rotary angle of pair i at position p, as Hugging Face's fp32 Gemma 3
+// defines it: inv_freq = 1 / theta^(2i / hd) in float32 (linear scaling divides
+// it by `scale`), angle = float32(p * inv_freq). The float32 roundings are part
+// of the model (they move the angle by up to ~4e-3 at p = 1e5); only the
+// rotation itself is then evaluated in double.
+inline float rope_angle(uint32_t p, uint32_t i, uint32_t hd, float theta, float scale) {
+  const float inv_freq = 1.0f / std::pow(theta, float(2 * i) / float(hd)) / scale;
+  return float(p) * inv_freq;
+}
+
+// NeoX / "rotate_half" RoPE: element i of a head pairs with i + hd/2; token t
+// is at position start_pos + t.
+inline std::vector<double> rope(std::span<const float> v,  // [n, heads * hd]
+                                uint32_t heads, uint32_t hd, float theta, float scale,
+                                uint32_t start_pos) {
+  const size_t n = v.size() / (size_t(heads) * hd);
+  const uint32_t half = hd / 2;
+  std::vector<double> out(v.size());  // [n, heads * hd]
+  for (size_t t = 0; t < n; ++t)
+    for (uint32_t h = 0; h < heads; ++h)
+      for (uint32_t i = 0; i < half; ++i) {
+        const double a = rope_angle(uint32_t(start_pos + t), i, hd, theta, scale);
+        const double c = std::cos(a), s = std::sin(a);
+        const size_t base = (t * heads + h) * hd;
+        const double x0 = v[base + i], x1 = v[base + i + half];
+        out[base + i] = x0 * c - x1 * s;
+        out[base + i + half] = x1 * c + x0 * s;
+      }
+  return out;
+}
+
+// Causal softmax attention with grouped-query heads. Token t of the chunk is at
+// position p = start_pos + t and attends to positions (p - window, p]
+// (window = 0: [0, p]). Query head h reads kv head h / (heads / kv_heads).
+// Keys and values are given for every absolute position 0..p, already rounded
+// to the cache's precision.
+inline std::vector<double> attention(std::span<const float> q,  // [n, heads * hd]
+                                     std::span<const float> k,  // [positions, kv_heads * hd]
+                                     std::span<const float> v,  // [positions, kv_heads * hd]
+                                     uint32_t heads, uint32_t kv_heads, uint32_t hd,
+                                     uint32_t window, double scale, uint32_t start_pos) {
+  const size_t n = q.size() / (size_t(heads) * hd);
+  const uint32_t group = heads / kv_heads;
+  std::vector<double> o(q.size());  // [n, heads * hd]
+  std::vector<double> w;
+  for (size_t t = 0; t < n; ++t) {
+    const uint32_t p = start_pos + uint32_t(t);
+    const uint32_t lo = window != 0 && p + 1 > window ? p + 1 - window : 0;
+    for (uint32_t h = 0; h < heads; ++h) {
+      const size_t qb = (t * heads + h) * hd;
+      const uint32_t kvh = h / group;
+      w.assign(p + 1 - lo, 0.0);
+      double m = -std::numeric_limits<double>::infinity();
+      for (uint32_t j = lo; j <= p; ++j) {
+        const size_t kb = (size_t(j) * kv_heads + kvh) * hd;
+        double s = 0;
+        for (uint32_t d = 0; d < hd; ++d) s += double(q[qb + d]) * scale * k[kb + d];
+        w[j - lo] = s;
+        m = std::max(m, s);
+      }
+      double sum = 0;
+      for (double& s : w) sum += (s = std::exp(s - m));
+      for (uint32_t d = 0; d < hd; ++d) {
+        double acc = 0;
+        for (uint32_t j = lo; j <= p; ++j)
+          acc += w[j - lo] * v[(size_t(j) * kv_heads + kvh) * hd + d];
+        o[qb + d] = acc / sum;
+      }
+    }
+  }
+  return o;
+}
+
+// Gemma's FFN activation: gelu_pytorch_tanh(gate) * up, elementwise.
+inline double gelu_tanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+inline std::vector<double> geglu(std::span<const float> gate,  // [n, F]
+                                 std::span<const float> up) {  // [n, F]
+  std::vector<double> y(gate.size());  // [n, F]
+  for (size_t i = 0; i < gate.size(); ++i) y[i] = gelu_tanh(gate[i]) * up[i];
+  return y;
+}
+
+// The index of the first maximum (torch.argmax's tie rule).
+inline uint32_t argmax(std::span<const float> row) {  // [V]
+  return uint32_t(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+}  // namespace unicorn::reference
