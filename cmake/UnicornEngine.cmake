@@ -14,18 +14,21 @@
 #   transformers' (layer_types, rope_parameters per layer type); multimodal
 #   configs are read from their text_config.
 
-set(UNICORN_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/.. CACHE INTERNAL "")
+# The generator's source: in the source tree, or beside this file once installed.
+if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/generate/main.cpp)
+  set(UNICORN_GENERATOR_SOURCE ${CMAKE_CURRENT_LIST_DIR}/../examples/generate/main.cpp)
+else()
+  set(UNICORN_GENERATOR_SOURCE ${CMAKE_CURRENT_LIST_DIR}/generate/main.cpp)
+endif()
+set(UNICORN_GENERATOR_SOURCE ${UNICORN_GENERATOR_SOURCE} CACHE INTERNAL "")
 
 function(unicorn_add_generator target)
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
-  add_executable(${target} ${UNICORN_SOURCE_DIR}/examples/generate/main.cpp)
-  target_link_libraries(${target} PRIVATE unicorn::unicorn)
+  add_executable(${target} ${UNICORN_GENERATOR_SOURCE})
+  target_link_libraries(${target} PRIVATE unicorn::unicorn CLI11::CLI11)
   target_compile_definitions(${target} PRIVATE
     UNICORN_DEPLOYMENT_HEADER="${G_HEADER}" UNICORN_DEPLOYMENT=${G_TYPE}
     UNICORN_BINARY_NAME="${target}")
-  if(TARGET CLI11::CLI11)
-    target_link_libraries(${target} PRIVATE CLI11::CLI11)
-  endif()
 endfunction()
 
 # Reads key `path...` of JSON `json` into `out`, or `default` when absent/null.

@@ -39,8 +39,10 @@ std::vector<int32_t> parse_ids(const std::string& list) {
 }
 
 // The tokenizer travels with the model: inside a GGUF file, or tokenizer.json
-// in a Hugging Face directory.
-unicorn::text::Tokenizer tokenizer_for(const std::filesystem::path& model) {
+// in a Hugging Face directory; --tokenizer overrides.
+unicorn::text::Tokenizer tokenizer_for(const std::filesystem::path& model,
+                                       const std::string& override_path) {
+  if (!override_path.empty()) return unicorn::text::load_tokenizer(override_path);
   if (std::filesystem::is_directory(model)) return unicorn::text::load_tokenizer(model / "tokenizer.json");
   return unicorn::text::load_tokenizer(model);
 }
@@ -57,11 +59,12 @@ void progress_bar(uint64_t done, uint64_t total) {
 int main(int argc, char** argv) {
   CLI::App app{std::string(UNICORN_BINARY_NAME) + ": Gemma 3 on Vulkan (" +
                std::string(Engine::kConfig.model.name) + ")"};
-  std::string model, prompt, tokens, logits_out;
+  std::string model, prompt, tokens, logits_out, tokenizer;
   int n_predict = 64;
   bool show_layout = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory");
   app.add_option("-p,--prompt", prompt, "prompt text");
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF file (default: the model's)");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate")->capture_default_str();
   app.add_option("--tokens", tokens, "teacher-forced token ids, e.g. 2,94,2245");
   app.add_option("--logits-out", logits_out,
@@ -75,7 +78,20 @@ int main(int argc, char** argv) {
       unicorn::print_layout(std::cout, Engine::kConfig, Engine::kLayout.view());
       return 0;
     }
-    if (model.empty()) throw unicorn::Error("--model is required");
+    if (model.empty()) {
+#ifdef UNICORN_DEFAULT_MODEL
+      model = UNICORN_DEFAULT_MODEL;
+      if (tokenizer.empty()) tokenizer = UNICORN_DEFAULT_TOKENIZER;
+      std::fprintf(stderr,
+                   "%s: no --model given: running the built-in demo model (Gemma 3 "
+                   "architecture, %u layers, random weights, real Gemma 3 tokenizer). Its text "
+                   "is noise by design; give --model for a real Gemma 3 file.\n",
+                   UNICORN_BINARY_NAME, Engine::kConfig.model.layers);
+#else
+      throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory); "
+                           "unicorn-generate runs a built-in demo model without one");
+#endif
+    }
     const auto t0 = Clock::now();
     Engine engine;
     const auto report = engine.load(model, progress_bar);
@@ -97,7 +113,7 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    const auto tok = tokenizer_for(model);
+    const auto tok = tokenizer_for(model, tokenizer);
     const auto ids = tok.encode(prompt, /*add_bos=*/true);
     unicorn::text::StreamDecoder stream(tok);
     const auto p0 = Clock::now();

@@ -15,4 +15,8 @@ struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = make_deployme
 struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, 32768); };
 struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, 32768); };
 
+// The built-in demo (unicorn-generate with no --model): Gemma 3 architecture and
+// the real tokenizer, 6 small layers of random weights made at build time.
+struct Gemma3_Demo { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Demo, schemes::kQ8_0, 1024, 128); };
+
 }  // namespace unicorn::deployments

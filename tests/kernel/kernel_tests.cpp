@@ -206,7 +206,7 @@ TEST_P(Linear, MatchesReference) {
   const auto step = step_buffer({c.n, 7, 0, c.logit_count});
   const auto full = reference::linear(std::span(xs).first(size_t(active) * c.K), W, c.K, c.M);
 
-  // (Past 65535 rows, the first part is made large enough for matvec's 2-D grid.)
+  // (For the large-M case the first part is the big one.)
   const uint32_t split = c.M > 65535 ? 100 : c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
   std::vector<double> want(size_t(c.n) * c.M, NAN);  // [n, M]; NaN: untouched so far
@@ -220,9 +220,10 @@ TEST_P(Linear, MatchesReference) {
     // Group counts as the Recorder: n here plays min(n, logit_rows), so with
     // ROW_SET 1 the groups cover more rows than logit_count and must exit.
     std::array<uint32_t, 3> g;
-    if (vec) {
-      const uint32_t gx = std::min<uint32_t>(rows, 65535);
-      g = {gx, groups(rows, gx), c.n};
+    if (vec) {  // one subgroup per row: 128 / subgroup size rows per workgroup
+      const uint32_t gs = groups(rows, 128 / device().ctx.info().subgroup_size);
+      const uint32_t gx = std::min<uint32_t>(gs, 65535);
+      g = {gx, groups(gs, gx), c.n};
     } else {
       g = {groups(rows, 16), groups(c.n, 16), 1};
     }
@@ -257,7 +258,7 @@ std::vector<LinearCase> linear_cases() {
         v.push_back({kernel, f, K, 130, 33, 1, 17});
       }
     }
-  // More rows than one grid dimension holds: matvec's (65535, 2, n) grid.
+  // An LM-head-sized row count (the 2-D grid starts past 65535 workgroups).
   v.push_back({"matvec", Format::Q4_0, 32, 65700, 1});
   return v;
 }

@@ -60,8 +60,8 @@ class EngineCore {
     const uint64_t step_bytes = sizeof(StepHeader) + 4ull * cfg_.prefill_chunk;
     const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes};
     host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
-    prefill_ = record_forward(cfg_.prefill_chunk);
-    decode_ = record_forward(1);
+    prefill_ = record_forward(cfg_.prefill_chunk, 1);
+    decode_ = record_forward(1, 1);
   }
 
   const DeploymentConfig& config() const { return cfg_; }
@@ -87,10 +87,11 @@ class EngineCore {
     const uint32_t V = cfg_.model.vocab;
     std::vector<float> out(tokens.size() * size_t(V));
     const uint32_t chunk = pass == Pass::Decode ? 1 : std::min(cfg_.prefill_chunk, layout_.logit_rows);
+    if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, chunk);
     for (size_t done = 0; done < tokens.size(); done += chunk) {
       const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
       if (pass == Pass::Decode) decode(tokens[done]);
-      else run_chunk(tokens.subspan(done, n), 0, n);
+      else run_chunk(*prefill_all_logits_, tokens.subspan(done, n), 0, n);
       const uint64_t bytes = uint64_t(n) * V * 4;
       stream_.run_once([&](vk::CommandBuffer cb) {
         cb.copyBuffer(acts_[size_t(Act::Logits)].handle, (*logits_readback_)[0].handle,
@@ -108,7 +109,7 @@ class EngineCore {
     for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
       const uint32_t n = uint32_t(std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done));
       const bool last = done + n == tokens.size();
-      run_chunk(tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
+      run_chunk(*prefill_, tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
     }
     return greedy_token();
   }
@@ -213,9 +214,10 @@ class EngineCore {
     std::memcpy(p + sizeof h, tokens.data(), tokens.size_bytes());
   }
 
-  void run_chunk(std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) {
+  void run_chunk(const Graph& graph, std::span<const int32_t> tokens, uint32_t logit_begin,
+                 uint32_t logit_count) {
     write_step(tokens, logit_begin, logit_count);
-    stream_.submit_and_wait(*prefill_->commands);
+    stream_.submit_and_wait(*graph.commands);
     pos_ += uint32_t(tokens.size());
   }
 
@@ -243,7 +245,8 @@ class EngineCore {
   // --- the forward pass, recorded for chunks of n tokens ---
 
   class Recorder;
-  std::optional<Graph> record_forward(uint32_t n);
+  // A pass over chunks of up to n tokens producing up to logit_rows rows of logits.
+  std::optional<Graph> record_forward(uint32_t n, uint32_t logit_rows);
 
   gpu::Context& ctx_;
   DeploymentConfig cfg_;
@@ -253,7 +256,9 @@ class EngineCore {
   gpu::Stream stream_;
   gpu::BufferSet weights_, kv_, acts_, host_;
   std::optional<gpu::BufferSet> logits_readback_;
-  std::optional<Graph> prefill_, decode_;
+  // Prompt chunks (logits of the last token only), single tokens, and, recorded
+  // on first use, prompt chunks with every token's logits (teacher forcing).
+  std::optional<Graph> prefill_, decode_, prefill_all_logits_;
   uint32_t pos_ = 0;
 };
 
@@ -261,7 +266,8 @@ class EngineCore {
 // Gemma 3 layer and says the shape of what it writes.
 class EngineCore::Recorder {
  public:
-  Recorder(EngineCore& core, uint32_t n) : c_(core), n_(n), m_(core.cfg_.model) {}
+  Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows)
+      : c_(core), n_(n), logit_rows_(logit_rows), m_(core.cfg_.model) {}
 
   std::vector<gpu::Dispatch> forward() {
     embed();                                                   // x  [n, H]
@@ -313,7 +319,7 @@ class EngineCore::Recorder {
     const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
     const TensorPart& p = c_.layout_.parts_of(w)[0];
     const vk::DescriptorBufferInfo b[] = {c_.act(in), c_.part(w, p), c_.act(out), c_.step()};
-    const uint32_t rows = row_set ? std::min(n_, c_.layout_.logit_rows) : n_;
+    const uint32_t rows = row_set ? logit_rows_ : n_;
     add(k, b, {per_token}, {rows * per_token, 1, 1});
   }
 
@@ -321,19 +327,22 @@ class EngineCore::Recorder {
     norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), m_.hidden, 1, false, 1);
   }
 
-  // y = x W^T over every part of W: matrix-vector for one token, tiled matrix-matrix otherwise.
+  // y = x W^T over every part of W: matrix-vector for one token and for the LM
+  // head (which usually needs one row of logits), tiled matrix-matrix otherwise.
   void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0) {
     const kernels::Linear spec{uint32_t(w.cols), uint32_t(w.rows), row_set};
-    const bool vec = n_ == 1;
+    const bool vec = n_ == 1 || row_set == 1;
+    const uint32_t rows_per_group = 128 / c_.ctx_.info().subgroup_size;
     const auto& k = c_.kernel(kernels::variant(vec ? "matvec" : "matmul", w.format),
                               kernels::kLinearBindings, spec);
-    const uint32_t rows_n = row_set ? std::min(n_, c_.layout_.logit_rows) : n_;
+    const uint32_t rows_n = row_set ? logit_rows_ : n_;
     for (const TensorPart& p : c_.layout_.parts_of(w)) {
       const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
       const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows)};
       if (vec) {
-        const uint32_t gx = std::min<uint32_t>(uint32_t(p.rows), 65535);
-        add(k, b, push, {gx, groups(uint32_t(p.rows), gx), rows_n});
+        const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
+        const uint32_t gx = std::min<uint32_t>(g, 65535);
+        add(k, b, push, {gx, groups(g, gx), rows_n});
       } else {
         add(k, b, push, {groups(uint32_t(p.rows), 16), groups(rows_n, 16), 1});
       }
@@ -393,7 +402,7 @@ class EngineCore::Recorder {
   void argmax() {
     const auto& k = c_.kernel("argmax", kernels::kArgmaxBindings, kernels::Argmax{m_.vocab});
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(), c_.step()};
-    add(k, b, {}, {std::min(n_, c_.layout_.logit_rows), 1, 1});
+    add(k, b, {}, {logit_rows_, 1, 1});
   }
 
   uint32_t slots_of(AttentionKind kind) const {
@@ -407,13 +416,13 @@ class EngineCore::Recorder {
   }
 
   EngineCore& c_;
-  uint32_t n_;
+  uint32_t n_, logit_rows_;
   const ModelDims& m_;
   std::vector<gpu::Dispatch> d_;
 };
 
-inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n) {
-  const auto dispatches = Recorder(*this, n).forward();
+inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows) {
+  const auto dispatches = Recorder(*this, n, logit_rows).forward();
   Graph g;
   g.commands = stream_.allocate();
   g.commands.begin(vk::CommandBufferBeginInfo{});

@@ -171,7 +171,16 @@ class Context {
     info_.max_memory_allocation_size =
         chain.get<vk::PhysicalDeviceMaintenance3Properties>().maxMemoryAllocationSize;
     info_.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
-    info_.subgroup_size = chain.get<vk::PhysicalDeviceSubgroupProperties>().subgroupSize;
+    const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
+    info_.subgroup_size = subgroup.subgroupSize;
+    // Reductions use subgroupAdd; every desktop and mobile driver of Vulkan 1.1+
+    // offers it in compute shaders, and the matvec kernel needs 128 / size rows.
+    const auto need = vk::SubgroupFeatureFlagBits::eBasic | vk::SubgroupFeatureFlagBits::eArithmetic;
+    if (!(subgroup.supportedStages & vk::ShaderStageFlagBits::eCompute) ||
+        (subgroup.supportedOperations & need) != need || subgroup.subgroupSize > 128 ||
+        128 % subgroup.subgroupSize != 0)
+      throw Error("gpu: " + info_.name + " lacks subgroup arithmetic in compute shaders "
+                  "(or has a subgroup size that does not divide 128)");
     info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
     for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
     info_.timestamp_period_ns = p.limits.timestampPeriod;

@@ -1,0 +1,33 @@
+# Install tree: headers (with the generated SPIR-V), the INTERFACE target, and a
+# package config, so a host app does:
+#   find_package(unicorn REQUIRED)
+#   target_link_libraries(app PRIVATE unicorn::unicorn)      #include <unicorn/gemma27b.hpp>
+# and can build engines from config.json files with unicorn_add_engine().
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/unicorn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${UNICORN_GENERATED_INCLUDE_DIR}/unicorn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
+install(TARGETS unicorn EXPORT unicornTargets)
+set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/unicorn)
+install(EXPORT unicornTargets NAMESPACE unicorn:: DESTINATION ${_cmake_dir})
+install(FILES cmake/UnicornEngine.cmake DESTINATION ${_cmake_dir})
+install(FILES examples/generate/main.cpp DESTINATION ${_cmake_dir}/generate)
+
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/unicornConfig.cmake.in [=[
+@PACKAGE_INIT@
+include(CMakeFindDependencyMacro)
+find_dependency(Vulkan)
+find_dependency(Boost 1.74)
+find_dependency(nlohmann_json 3)
+find_dependency(Threads)
+find_dependency(CLI11 CONFIG)
+include("${CMAKE_CURRENT_LIST_DIR}/unicornTargets.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/UnicornEngine.cmake")
+]=])
+configure_package_config_file(${CMAKE_CURRENT_BINARY_DIR}/unicornConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/unicornConfig.cmake INSTALL_DESTINATION ${_cmake_dir})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/unicornConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/unicornConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/unicornConfigVersion.cmake DESTINATION ${_cmake_dir})
