@@ -41,14 +41,17 @@ struct row_not_whole_blocks {
 template <uint32_t kv_format>
 struct kv_cache_format_unsupported {
   static_assert(kv_format == uint32_t(Format::F16) || kv_format == uint32_t(Format::F32),
-                "unicorn: the KV cache must be F16 or F32");
+                "unicorn: the KV cache must be F16 or F32 (no attention kernel reads a block "
+                "format); set the scheme's kv_cache to Format::F16, or Format::F32 for reference "
+                "checks");
   static constexpr bool ok = true;
 };
 
 template <uint32_t context, uint32_t model_context>
 struct context_longer_than_model {
   static_assert(context >= 1 && context <= model_context,
-                "unicorn: max_context must be between 1 and the model's trained context");
+                "unicorn: max_context must be between 1 and the model's trained context "
+                "(ModelDims::max_context); lower the deployment's max_context");
   static constexpr bool ok = true;
 };
 
