@@ -93,7 +93,13 @@ function(unicorn_add_engine target)
     endif()
     foreach(i RANGE ${last})
       string(JSON kind GET "${text}" layer_types ${i})
-      math(EXPR is_global "(${i} + 1) % ${pattern} == 0")
+      # math(EXPR) has no comparison operators: test the remainder instead.
+      math(EXPR rem "(${i} + 1) % ${pattern}")
+      if(rem EQUAL 0)
+        set(is_global TRUE)
+      else()
+        set(is_global FALSE)
+      endif()
       if((kind STREQUAL "full_attention") AND NOT is_global OR
          (kind STREQUAL "sliding_attention") AND is_global)
         message(FATAL_ERROR "unicorn_add_engine(${target}): ${config}: layer_types is not "
