@@ -1,9 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// matmul — Y[t, r] = dot(W[r, :], X[t, :]) for a chunk of tokens (prefill):
-// 16 weight rows x 16 tokens per workgroup, K walked in steps of 32 through
-// shared memory, weights dequantised once per tile and reused by 16 tokens.
-// Dispatch: (ceil(part rows / 16), ceil(n / 16), 1).
+// matmul — Y[t, r] = dot(W[r, :], X[t, :]) for a chunk of tokens (prefill).
+// A workgroup computes a 64-row x 64-token tile; each of its 256 threads a
+// 4 x 4 block of it, so every value read from shared memory feeds 4 products.
+// K is walked 32 at a time (one quant block): the weight tile is dequantised
+// once into shared memory and reused by 64 tokens.
+// Dispatch: (ceil(part rows / 64), ceil(n / 64), 1).
 #define WEIGHT_BINDING 0
 #include "include/weights.glsl"
 #define STEP_BINDING 3
@@ -18,27 +20,47 @@ layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
-shared float ws[16][33];
-shared float xs[16][33];
+const uint TILE = 64, STEP = 32;
+shared float ws[TILE][STEP + 1];  // weights [row][k], padded against bank conflicts
+shared float xs[TILE][STEP + 1];  // inputs  [token][k]
 
 void main() {
-  const uint lr = gl_LocalInvocationID.x, lt = gl_LocalInvocationID.y;  // row, token in tile
-  const uint r = gl_WorkGroupID.x * 16 + lr, t = gl_WorkGroupID.y * 16 + lt;
   const uint n = active_rows(ROW_SET);
-  if (gl_WorkGroupID.y * 16 >= n) return;  // whole tile past the chunk: uniform exit
-  const uint lin = lt * 16 + lr;  // 0..255: two loads each of a 16x32 tile
-  float acc = 0.0;
-  for (uint k0 = 0; k0 < K; k0 += 32) {
-    for (uint e = lin; e < 512; e += 256) {
-      const uint row = e / 32, col = e % 32;
-      const uint gr = gl_WorkGroupID.x * 16 + row, gk = k0 + col;
-      ws[row][col] = (gr < pc.rows && gk < K) ? weight_at(gr * K + gk) : 0.0;
-      const uint gt = gl_WorkGroupID.y * 16 + row;
-      xs[row][col] = (gt < n && gk < K) ? x[gt * K + gk] : 0.0;
+  const uint row0 = gl_WorkGroupID.x * TILE, tok0 = gl_WorkGroupID.y * TILE;
+  if (tok0 >= n) return;  // whole tile past the chunk: uniform exit
+  const uint tr = gl_LocalInvocationID.x, tt = gl_LocalInvocationID.y;  // 4x4 block: rows 4tr.., tokens 4tt..
+  const uint lin = tt * 16 + tr;
+  float acc[4][4];
+  for (uint i = 0; i < 4; ++i)
+    for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+
+  for (uint k0 = 0; k0 < K; k0 += STEP) {
+    // 64 x 32 of each tile, 8 elements per thread: thread -> (row = lin / 4, 8 columns).
+    const uint lr = lin / 4, lc = (lin % 4) * 8;
+    const uint gr = row0 + lr, gt = tok0 + lr;
+    for (uint e = 0; e < 8; ++e) {
+      const uint gk = k0 + lc + e;
+      ws[lr][lc + e] = (gr < pc.rows && gk < K) ? weight_at(gr * K + gk) : 0.0;
+      xs[lr][lc + e] = (gt < n && gk < K) ? x[gt * K + gk] : 0.0;
     }
     barrier();
-    for (uint j = 0; j < 32; ++j) acc += ws[lr][j] * xs[lt][j];
+    for (uint j = 0; j < STEP; ++j) {
+      float a[4], b[4];
+      for (uint i = 0; i < 4; ++i) {
+        a[i] = ws[tr * 4 + i][j];
+        b[i] = xs[tt * 4 + i][j];
+      }
+      for (uint i = 0; i < 4; ++i)
+        for (uint q = 0; q < 4; ++q) acc[i][q] += a[i] * b[q];
+    }
     barrier();
   }
-  if (r < pc.rows && t < n) y[t * M + pc.row_begin + r] = acc;
+  for (uint i = 0; i < 4; ++i) {
+    const uint r = row0 + tr * 4 + i;
+    if (r >= pc.rows) continue;
+    for (uint q = 0; q < 4; ++q) {
+      const uint t = tok0 + tt * 4 + q;
+      if (t < n) y[t * M + pc.row_begin + r] = acc[i][q];
+    }
+  }
 }

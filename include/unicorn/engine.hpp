@@ -41,6 +41,7 @@ class Engine {
   int32_t prefill(std::span<const int32_t> tokens) { return core_.prefill(tokens); }
   int32_t decode(int32_t token) { return core_.decode(token); }
   void reset() { core_.reset(); }
+  void set_sampling(const SamplingParams& p) { core_.set_sampling(p); }
   uint32_t position() const { return core_.position(); }
   const gpu::Context& context() const { return core_.context(); }
   detail::EngineCore& core() { return core_; }

@@ -10,15 +10,43 @@
 
 #extension GL_EXT_shader_16bit_storage : require
 
+// Float formats also get a 16-byte view of the same binding (W4), for kernels
+// that read WIDE_ELEMS consecutive weights with one load when rows allow it.
 #if defined(FMT_F32)
 layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf { float W[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf4 { uvec4 W4[]; };
 float weight_at(uint i) { return W[i]; }
+#define WIDE_ELEMS 4
+// Elements 4g .. 4g+3 of the part.
+void weights_wide(uint g, out float w[8]) {
+  const uvec4 v = W4[g];
+  w[0] = uintBitsToFloat(v.x); w[1] = uintBitsToFloat(v.y);
+  w[2] = uintBitsToFloat(v.z); w[3] = uintBitsToFloat(v.w);
+}
 #elif defined(FMT_F16)
 layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf { float16_t W[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf4 { uvec4 W4[]; };
 float weight_at(uint i) { return float(W[i]); }
+#define WIDE_ELEMS 8
+void weights_wide(uint g, out float w[8]) {
+  const uvec4 v = W4[g];
+  vec2 p = unpackHalf2x16(v.x); w[0] = p.x; w[1] = p.y;
+  p = unpackHalf2x16(v.y); w[2] = p.x; w[3] = p.y;
+  p = unpackHalf2x16(v.z); w[4] = p.x; w[5] = p.y;
+  p = unpackHalf2x16(v.w); w[6] = p.x; w[7] = p.y;
+}
 #elif defined(FMT_BF16)
 layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf { uint16_t W[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf4 { uvec4 W4[]; };
 float weight_at(uint i) { return uintBitsToFloat(uint(W[i]) << 16); }
+#define WIDE_ELEMS 8
+void weights_wide(uint g, out float w[8]) {
+  const uvec4 v = W4[g];
+  w[0] = uintBitsToFloat(v.x << 16); w[1] = uintBitsToFloat(v.x & 0xffff0000u);
+  w[2] = uintBitsToFloat(v.y << 16); w[3] = uintBitsToFloat(v.y & 0xffff0000u);
+  w[4] = uintBitsToFloat(v.z << 16); w[5] = uintBitsToFloat(v.z & 0xffff0000u);
+  w[6] = uintBitsToFloat(v.w << 16); w[7] = uintBitsToFloat(v.w & 0xffff0000u);
+}
 #elif defined(FMT_Q8_0)
 #define WEIGHT_BLOCK 32
 #define BLOCK_WORDS 17
@@ -31,6 +59,18 @@ float block_quant(uint b, uint j) {
   return float((q ^ 0x80) - 0x80);
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
+// dot(block b, x[0..32)), x given as 8 vec4; xsum = sum of x (unused here).
+float block_dot(uint b, vec4 xv[8], float xsum) {
+  const uint base = b * BLOCK_WORDS + 1;
+  float s = 0.0;
+  for (uint i = 0; i < 8; ++i) {
+    const uint w0 = uint(W[base + 2 * i]), w1 = uint(W[base + 2 * i + 1]);
+    const ivec4 q = ivec4(int(w0 << 24) >> 24, int(w0 << 16) >> 24, int(w1 << 24) >> 24,
+                          int(w1 << 16) >> 24);
+    s += dot(vec4(q), xv[i]);
+  }
+  return s * block_scale(b);
+}
 #elif defined(FMT_Q4_0)
 #define WEIGHT_BLOCK 32
 #define BLOCK_WORDS 9
@@ -43,10 +83,25 @@ float block_quant(uint b, uint j) {
   return float(j < 16u ? (byte_value & 15u) : (byte_value >> 4)) - 8.0;
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
+// dot(block b, x[0..32)) = d * (sum q x - 8 * sum x); x given as 8 vec4.
+float block_dot(uint b, vec4 xv[8], float xsum) {
+  const uint base = b * BLOCK_WORDS + 1;
+  float s = 0.0;
+  for (uint i = 0; i < 4; ++i) {  // bytes 4i .. 4i+3: low nibbles -> x[4i..], high -> x[16+4i..]
+    const uint w = uint(W[base + 2 * i]) | (uint(W[base + 2 * i + 1]) << 16);
+    const vec4 lo = vec4(w & 15u, (w >> 8) & 15u, (w >> 16) & 15u, (w >> 24) & 15u);
+    const vec4 hi = vec4((w >> 4) & 15u, (w >> 12) & 15u, (w >> 20) & 15u, w >> 28);
+    s += dot(lo, xv[i]) + dot(hi, xv[4 + i]);
+  }
+  return (s - 8.0 * xsum) * block_scale(b);
+}
 #else
 #error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0"
 #endif
 
 #ifndef WEIGHT_BLOCK
 #define WEIGHT_BLOCK 1
+#endif
+#ifndef WIDE_ELEMS
+#define WIDE_ELEMS 1
 #endif

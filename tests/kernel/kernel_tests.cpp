@@ -15,7 +15,9 @@
 #include <boost/hana/size.hpp>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -210,7 +212,8 @@ TEST_P(Linear, MatchesReference) {
   const uint32_t split = c.M > 65535 ? 100 : c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
   std::vector<double> want(size_t(c.n) * c.M, NAN);  // [n, M]; NaN: untouched so far
-  const kernels::Linear spec{c.K, c.M, c.row_set};
+  // matvec: several output rows per subgroup (the engine's count, and an odd one).
+  const uint32_t rows_per_subgroup = c.M % 2 ? kernels::kMatVecRows : 3;
   for (int p = 0; p < 2; ++p) {
     const uint32_t rb = part_begin[p], rows = part_rows[p];
     if (rows == 0) continue;
@@ -220,15 +223,21 @@ TEST_P(Linear, MatchesReference) {
     // Group counts as the Recorder: n here plays min(n, logit_rows), so with
     // ROW_SET 1 the groups cover more rows than logit_count and must exit.
     std::array<uint32_t, 3> g;
-    if (vec) {  // one subgroup per row: 128 / subgroup size rows per workgroup
-      const uint32_t gs = groups(rows, 128 / device().ctx.info().subgroup_size);
+    if (vec) {  // rows_per_subgroup rows per subgroup, 128 / subgroup size subgroups
+      const uint32_t gs =
+          groups(rows, rows_per_subgroup * 128 / device().ctx.info().subgroup_size);
       const uint32_t gx = std::min<uint32_t>(gs, 65535);
       g = {gx, groups(gs, gx), c.n};
     } else {
-      g = {groups(rows, 16), groups(c.n, 16), 1};
+      g = {groups(rows, 64), groups(c.n, 64), 1};  // 64 x 64 tiles
     }
-    run(kernels::variant(c.kernel.c_str(), c.format), kernels::kLinearBindings, spec,
-        {&w, &x, &y, &step}, {rb, rows}, g);
+    const auto name = kernels::variant(c.kernel.c_str(), c.format);
+    if (vec)
+      run(name, kernels::kLinearBindings, kernels::MatVec{c.K, c.M, c.row_set, rows_per_subgroup},
+          {&w, &x, &y, &step}, {rb, rows}, g);
+    else
+      run(name, kernels::kLinearBindings, kernels::Linear{c.K, c.M, c.row_set},
+          {&w, &x, &y, &step}, {rb, rows}, g);
     for (uint32_t t = 0; t < active; ++t)
       for (uint32_t r = rb; r < rb + rows; ++r) want[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
     ASSERT_TRUE(compare(c.name() + " part rows [" + std::to_string(rb) + "," +
@@ -245,7 +254,7 @@ std::vector<LinearCase> linear_cases() {
       for (uint32_t K : block ? std::array<uint32_t, 2>{96, 160} : std::array<uint32_t, 2>{77, 100})
         for (uint32_t M : {1u, 37u, 130u}) {
           const auto ns = std::string(kernel) == "matvec" ? std::vector<uint32_t>{1, 3}
-                                                          : std::vector<uint32_t>{1, 5, 19, 33};
+                                                          : std::vector<uint32_t>{1, 5, 19, 70};
           for (uint32_t n : ns) v.push_back({kernel, f, K, M, n});
         }
       // The LM head: rows counted by logit_count (fewer than the chunk's tokens).
@@ -673,14 +682,26 @@ TEST_P(Geglu, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u),
                          [](const auto& info) { return "geglu_F" + std::to_string(info.param); });
 
-// ------------------------------------------------------------------- argmax
+// ------------------------------------------------------------------- sample
 
-class Argmax : public ::testing::TestWithParam<uint32_t> {};
+// The sampler's parameters and penalty history, as the engine writes them.
+HostBuffer sampler_buffer(detail::SamplerState st, std::span<const uint32_t> history = {}) {
+  st.history_len = uint32_t(history.size());
+  HostBuffer b(sizeof st + 4 * std::max<size_t>(history.size(), 1));
+  std::vector<std::byte> bytes(sizeof st + 4 * history.size());
+  std::memcpy(bytes.data(), &st, sizeof st);
+  std::memcpy(bytes.data() + sizeof st, history.data(), history.size_bytes());
+  b.fill<std::byte>(bytes);
+  return b;
+}
+detail::SamplerState greedy_state() { return {0.f, 0, 1.f, 0.f, 1.f, 0, 0, 0}; }
 
-// Rows: (0) small integers, so the maximum repeats (lowest index wins);
-// (1) continuous values with the maximum planted twice; (2) all equal -> 0;
-// (3) past logit_count: the kernel must not write it.
-TEST_P(Argmax, FirstMaximumOfEachLogitRow) {
+class Greedy : public ::testing::TestWithParam<uint32_t> {};
+
+// Temperature 0 is argmax. Rows: (0) small integers, so the maximum repeats
+// (lowest index wins); (1) continuous values with the maximum planted twice;
+// (2) all equal -> 0; (3) past logit_count: the kernel must not write it.
+TEST_P(Greedy, FirstMaximumOfEachLogitRow) {
   const uint32_t V = GetParam(), rows = 4, logit_count = 3;
   std::vector<float> logits(size_t(rows) * V);  // [rows, V]
   std::uniform_int_distribution<int> small(0, 40);
@@ -697,15 +718,106 @@ TEST_P(Argmax, FirstMaximumOfEachLogitRow) {
   HostBuffer l(logits.size() * 4), best(rows * 4);
   l.fill<float>(logits);
   const auto step = step_buffer({rows, 0, 0, logit_count});
-  run("argmax", kernels::kArgmaxBindings, kernels::Argmax{V}, {&l, &best, &step}, {},
+  const auto params = sampler_buffer(greedy_state());
+  run("sample", kernels::kSampleBindings, kernels::Sample{V}, {&l, &best, &params, &step}, {},
       {rows, 1, 1});
   for (uint32_t r = 0; r < logit_count; ++r)
     EXPECT_EQ(best.as<uint32_t>()[r], reference::argmax(std::span(logits).subspan(size_t(r) * V, V)))
-        << "argmax V=" << V << " row " << r;
-  EXPECT_EQ(best.as<uint32_t>()[3], 0xffffffffu) << "argmax V=" << V << ": wrote row 3, past logit_count";
+        << "sample (greedy) V=" << V << " row " << r;
+  EXPECT_EQ(best.as<uint32_t>()[3], 0xffffffffu) << "sample V=" << V << ": wrote row 3, past logit_count";
 }
-INSTANTIATE_TEST_SUITE_P(Kernel, Argmax, ::testing::Values(512u, 1000u, 262144u),
-                         [](const auto& info) { return "argmax_V" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Kernel, Greedy, ::testing::Values(512u, 1000u, 262144u),
+                         [](const auto& info) { return "sample_greedy_V" + std::to_string(info.param); });
+
+// Draws `rows` samples at once (one per row, each its own random stream) from
+// the same logits; returns the chosen ids.
+std::vector<uint32_t> draw(const std::vector<float>& row, uint32_t rows, detail::SamplerState st,
+                           std::span<const uint32_t> history = {}) {
+  const uint32_t V = uint32_t(row.size());
+  std::vector<float> logits;
+  for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
+  HostBuffer l(logits.size() * 4), out(rows * 4);
+  l.fill<float>(logits);
+  const auto step = step_buffer({rows, 0, 0, rows});
+  const auto params = sampler_buffer(st, history);
+  run("sample", kernels::kSampleBindings, kernels::Sample{V}, {&l, &out, &params, &step}, {},
+      {rows, 1, 1});
+  const auto ids = out.as<uint32_t>();
+  return {ids.begin(), ids.end()};
+}
+
+// Frequencies follow softmax(l / T): three live tokens, 2048 draws, each
+// frequency within 5 standard deviations of its probability.
+TEST(Sample, FrequenciesFollowTheDistribution) {
+  std::vector<float> row(1000, -60.f);
+  row[10] = 2.0f, row[500] = 1.0f, row[999] = 0.0f;
+  const float T = 0.8f;
+  double z = 0;
+  for (float v : {2.0f, 1.0f, 0.0f}) z += std::exp(v / T);
+  std::map<uint32_t, int> count;
+  const int batches = 8, rows = 256;
+  for (int b = 0; b < batches; ++b)
+    for (uint32_t id : draw(row, rows, {T, 0, 1.f, 0.f, 1.f, 1234, uint32_t(b), 0})) count[id]++;
+  const double n = batches * rows;
+  for (auto [id, v] : {std::pair{10u, 2.0f}, {500u, 1.0f}, {999u, 0.0f}}) {
+    const double p = std::exp(v / T) / z, sd = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(count[id], n * p, 5 * sd) << "token " << id;
+  }
+  EXPECT_EQ(count[10] + count[500] + count[999], int(n)) << "a token of probability ~e^-75 was drawn";
+}
+
+// Every draw lies in the set that top-k, top-p and min-p keep (computed here
+// on the CPU), the same seed and counter give the same draws, another seed
+// other draws.
+TEST(Sample, FiltersAndSeeds) {
+  const uint32_t V = 5000;
+  const auto row = random_floats(V, -4.f, 4.f);
+  const detail::SamplerState st{0.9f, 40, 0.8f, 0.02f, 1.f, 77, 5, 0};
+  // Reference kept set: temperature, top-k, top-p, min-p (Hugging Face's order).
+  std::vector<uint32_t> order(V);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return row[a] > row[b]; });
+  const double m = row[order[0]];
+  std::vector<uint32_t> kept(order.begin(), order.begin() + st.top_k);
+  double total = 0, run_mass = 0;
+  for (uint32_t id : kept) total += std::exp((row[id] - m) / st.temperature);
+  size_t keep_p = 0;
+  while (run_mass < st.top_p * total) run_mass += std::exp((row[kept[keep_p++]] - m) / st.temperature);
+  kept.resize(keep_p);
+  std::erase_if(kept, [&](uint32_t id) { return std::exp((row[id] - m) / st.temperature) < st.min_p; });
+  const std::set<uint32_t> allowed(kept.begin(), kept.end());
+
+  const auto a = draw(row, 256, st), b = draw(row, 256, st);
+  auto other = st;
+  other.seed = 78;
+  const auto c = draw(row, 256, other);
+  EXPECT_EQ(a, b) << "same seed and counter must give the same tokens";
+  EXPECT_NE(a, c) << "another seed must give other tokens";
+  std::set<uint32_t> seen;
+  for (uint32_t id : a) {
+    EXPECT_TRUE(allowed.count(id)) << "drew token " << id << ", outside the " << allowed.size()
+                                   << " tokens top-k/top-p/min-p keep";
+    seen.insert(id);
+  }
+  EXPECT_GT(seen.size(), 3u) << "256 draws from " << allowed.size() << " tokens look degenerate";
+}
+
+// The repetition penalty divides positive logits and multiplies negative ones
+// of the history tokens (greedy here, so the effect is exact).
+TEST(Sample, RepetitionPenalty) {
+  std::vector<float> row(512, -50.f);
+  row[5] = 10.f, row[7] = 6.f, row[9] = -1.f, row[11] = -1.5f;
+  auto st = greedy_state();
+  st.repeat_penalty = 2.0f;
+  const uint32_t hist1[] = {5};
+  EXPECT_EQ(draw(row, 1, st, hist1)[0], 7u) << "10 / 2 = 5 < 6";
+  const uint32_t hist2[] = {5, 7};
+  EXPECT_EQ(draw(row, 1, st, hist2)[0], 5u) << "5 > 3";
+  std::vector<float> neg(512, -50.f);
+  neg[9] = -1.f, neg[11] = -1.5f;
+  const uint32_t hist3[] = {9};
+  EXPECT_EQ(draw(neg, 1, st, hist3)[0], 11u) << "-1 * 2 = -2 < -1.5";
+}
 
 // ---------------------------------------------------------- SPIR-V vs structs
 
@@ -730,7 +842,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
   namespace k = kernels;
   const std::pair<std::string_view, ModuleContract> table[] = {
       {"embed_", contract<k::Embed>(k::kEmbedBindings)},
-      {"matvec_", contract<k::Linear>(k::kLinearBindings)},
+      {"matvec_", contract<k::MatVec>(k::kLinearBindings)},
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
       {"kv_store_", contract<k::KvStore>(k::kKvStoreBindings)},
@@ -738,7 +850,8 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"rmsnorm", contract<k::RmsNorm>(k::kRmsNormBindings)},
       {"rope", contract<k::Rope>(k::kRopeBindings)},
       {"geglu", contract<k::Geglu>(k::kGegluBindings)},
-      {"argmax", contract<k::Argmax>(k::kArgmaxBindings)},
+      {"sample", contract<k::Sample>(k::kSampleBindings)},
+      {"bandwidth", ModuleContract{{}, 2}},
   };
   for (const auto& [prefix, c] : table)
     if (prefix.back() == '_' ? module.starts_with(prefix) : module == prefix) return c;

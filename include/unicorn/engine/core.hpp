@@ -7,13 +7,14 @@
 //
 // Two command buffers are recorded once, at start-up:
 //   prefill: a chunk of up to `prefill_chunk` tokens, matrix-matrix kernels;
-//   decode:  one token, matrix-vector kernels, then the greedy argmax.
+//   decode:  one token, matrix-vector kernels, then the sampler (greedy by default).
 // Before each submission the host writes a StepHeader and the token ids into a
 // small host-visible buffer; nothing is re-recorded.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -28,7 +29,9 @@
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
+#include "unicorn/gpu/timing.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/sampling.hpp"
 
 namespace unicorn::detail {
 
@@ -39,6 +42,19 @@ struct StepHeader {
   uint32_t logit_begin;
   uint32_t logit_count;
 };
+
+// Mirrors the Params block of shaders/sample.comp; the history follows it.
+struct SamplerState {
+  float temperature;
+  uint32_t top_k;
+  float top_p;
+  float min_p;
+  float repeat_penalty;
+  uint32_t seed;
+  uint32_t counter;
+  uint32_t history_len;
+};
+inline constexpr uint32_t kMaxPenaltyHistory = 1024;
 
 enum class SourceType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
 
@@ -58,18 +74,44 @@ class EngineCore {
     for (const auto& a : layout.activations) act_bytes.push_back(a.bytes);
     acts_ = gpu::BufferSet(ctx, act_bytes, gpu::MemoryKind::DeviceLocal, "activations");
     const uint64_t step_bytes = sizeof(StepHeader) + 4ull * cfg_.prefill_chunk;
-    const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes};
+    const uint64_t sampler_bytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
+    const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes, sampler_bytes};
     host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
     prefill_ = record_forward(cfg_.prefill_chunk, 1);
     decode_ = record_forward(1, 1);
   }
 
   const DeploymentConfig& config() const { return cfg_; }
+  // A context shorter than the compiled one (the KV cache is allocated for the
+  // compiled length; this only lowers the limit prompts are checked against).
+  void set_context_limit(uint32_t tokens) {
+    if (tokens == 0 || tokens > cfg_.max_context)
+      throw Error("context: " + std::to_string(tokens) + " tokens asked; this engine holds 1 to " +
+                  std::to_string(cfg_.max_context));
+    context_limit_ = tokens;
+  }
+  uint32_t context_limit() const { return context_limit_; }
   const LayoutView& layout() const { return layout_; }
   gpu::Context& context() const { return ctx_; }
   uint32_t position() const { return pos_; }
-  // Forget the sequence: the next tokens start at position 0.
-  void reset() { pos_ = 0; }
+  // Forget the sequence: the next tokens start at position 0, and the sampler's
+  // random stream and penalty history start over.
+  void reset() {
+    pos_ = 0;
+    recent_.clear();
+    sample_counter_ = 0;
+  }
+
+  // How prefill() and decode() choose tokens from now on (default: greedy).
+  void set_sampling(const SamplingParams& p) {
+    if (!(p.temperature >= 0) || !(p.top_p > 0 && p.top_p <= 1) || !(p.min_p >= 0 && p.min_p <= 1) ||
+        !(p.repeat_penalty > 0) || p.repeat_last_n > kMaxPenaltyHistory)
+      throw Error("sampling: temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0 "
+                  "and repeat-last-n <= " + std::to_string(kMaxPenaltyHistory) + " are required");
+    sampling_ = p;
+    sample_counter_ = 0;
+  }
+  const SamplingParams& sampling() const { return sampling_; }
 
   // Which recorded pass teacher forcing goes through.
   enum class Pass { Prefill, Decode };
@@ -80,6 +122,14 @@ class EngineCore {
   // check both recorded passes against the same reference.
   std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill) {
     check_tokens(tokens);
+    // Raw logits: the sampler's penalty (which edits logits in place) is off.
+    const SamplingParams saved = sampling_;
+    sampling_ = SamplingParams{};
+    struct Restore {
+      EngineCore& c;
+      SamplingParams p;
+      ~Restore() { c.sampling_ = p; }
+    } restore{*this, saved};
     if (!logits_readback_) {
       const uint64_t bytes[] = {layout_.activations[size_t(Act::Logits)].bytes};
       logits_readback_ = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
@@ -102,7 +152,7 @@ class EngineCore {
     return out;
   }
 
-  // Runs a prompt (in chunks) and returns the greedy next token.
+  // Runs a prompt (in chunks) and returns the next token (see set_sampling).
   int32_t prefill(std::span<const int32_t> tokens) {
     check_tokens(tokens);
     if (tokens.empty()) throw Error("prefill: the prompt is empty");
@@ -111,17 +161,53 @@ class EngineCore {
       const bool last = done + n == tokens.size();
       run_chunk(*prefill_, tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
     }
-    return greedy_token();
+    return chosen_token();
   }
 
-  // One decode step: feeds `token`, returns the greedy next token.
+  // One decode step: feeds `token`, returns the next token.
   int32_t decode(int32_t token) {
     const int32_t one[] = {token};
     check_tokens(one);
     write_step(one, 0, 1);
+    remember(one);
+    write_sampler();
     stream_.submit_and_wait(*decode_->commands);
     pos_ += 1;
-    return greedy_token();
+    return chosen_token();
+  }
+
+  // Device time per kernel of one pass, from timestamp queries: the decode pass
+  // for one token, else the prefill pass. The sequence position is unchanged.
+  struct KernelTime {
+    std::string kernel;
+    double ms = 0;
+    uint32_t dispatches = 0;
+  };
+  std::vector<KernelTime> profile(std::span<const int32_t> tokens) {
+    check_tokens(tokens);
+    const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
+    const uint32_t n = uint32_t(g.dispatches.size());
+    gpu::Timestamps ts(ctx_, n + 1);
+    write_step(tokens, uint32_t(tokens.size()) - 1, 1);
+    stream_.run_once([&](vk::CommandBuffer cb) {
+      ts.reset(cb);
+      ts.write(cb, 0);
+      for (uint32_t i = 0; i < n; ++i) {
+        gpu::record(cb, g.dispatches[i]);
+        ts.write(cb, i + 1);
+      }
+    });
+    const auto ns = ts.read_ns(n + 1);
+    std::vector<KernelTime> out;
+    for (uint32_t i = 0; i < n; ++i) {
+      const std::string& name = g.dispatches[i].kernel->name();
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& k) { return k.kernel == name; });
+      if (it == out.end()) it = out.insert(out.end(), KernelTime{name});
+      it->ms += (ns[i + 1] - ns[i]) * 1e-6;
+      it->dispatches++;
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+    return out;
   }
 
   // --- loading (called by the loader, engine/loader.hpp) ---
@@ -177,7 +263,7 @@ class EngineCore {
 
   struct Graph {
     vk::raii::CommandBuffer commands{nullptr};
-    size_t dispatches = 0;
+    std::vector<gpu::Dispatch> dispatches;
   };
 
   const gpu::Buffer& staging() const { return host_[2]; }
@@ -201,10 +287,10 @@ class EngineCore {
       if (t < 0 || uint32_t(t) >= cfg_.model.vocab)
         throw Error("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                     std::to_string(cfg_.model.vocab) + ")");
-    if (uint64_t(pos_) + tokens.size() > cfg_.max_context)
+    if (uint64_t(pos_) + tokens.size() > context_limit_)
       throw Error("context full: " + std::to_string(tokens.size()) + " tokens at position " +
                   std::to_string(pos_) + " exceed the context of " +
-                  std::to_string(cfg_.max_context) + " tokens");
+                  std::to_string(context_limit_) + " tokens");
   }
 
   void write_step(std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) {
@@ -217,11 +303,33 @@ class EngineCore {
   void run_chunk(const Graph& graph, std::span<const int32_t> tokens, uint32_t logit_begin,
                  uint32_t logit_count) {
     write_step(tokens, logit_begin, logit_count);
+    remember(tokens);
+    write_sampler();
     stream_.submit_and_wait(*graph.commands);
     pos_ += uint32_t(tokens.size());
   }
 
-  int32_t greedy_token() const {
+  // The penalty history: the last repeat_last_n tokens fed to the model.
+  void remember(std::span<const int32_t> tokens) {
+    for (int32_t t : tokens) recent_.push_back(t);
+    while (recent_.size() > sampling_.repeat_last_n) recent_.pop_front();
+  }
+
+  void write_sampler() {
+    std::vector<uint32_t> history;
+    if (sampling_.repeat_penalty != 1.0f)
+      for (int32_t t : recent_)  // distinct ids: the penalty applies once per token
+        if (std::find(history.begin(), history.end(), uint32_t(t)) == history.end())
+          history.push_back(uint32_t(t));
+    const SamplerState s{sampling_.temperature, sampling_.top_k,    sampling_.top_p,
+                         sampling_.min_p,       sampling_.repeat_penalty, sampling_.seed,
+                         sample_counter_++,     uint32_t(history.size())};
+    std::byte* p = host_[3].mapped;
+    std::memcpy(p, &s, sizeof s);
+    std::memcpy(p + sizeof s, history.data(), history.size() * 4);
+  }
+
+  int32_t chosen_token() const {
     uint32_t id;
     std::memcpy(&id, host_[1].mapped, 4);
     if (id >= cfg_.model.vocab)
@@ -260,6 +368,10 @@ class EngineCore {
   // on first use, prompt chunks with every token's logits (teacher forcing).
   std::optional<Graph> prefill_, decode_, prefill_all_logits_;
   uint32_t pos_ = 0;
+  uint32_t context_limit_ = cfg_.max_context;
+  SamplingParams sampling_;
+  std::deque<int32_t> recent_;
+  uint32_t sample_counter_ = 0;
 };
 
 // Builds the dispatch list for one chunk size. Each method is one step of the
@@ -274,7 +386,7 @@ class EngineCore::Recorder {
     for (uint32_t l = 0; l < m_.layers; ++l) layer(int(l));
     final_norm();                                              // xn [logit rows, H]
     linear(Act::Xn, Act::Logits, c_.layout_.weight(Role::Embedding), 1);  // [logit rows, V]
-    argmax();                                                  // next token ids
+    sample();                                                  // next token ids
     return std::move(d_);
   }
 
@@ -330,11 +442,13 @@ class EngineCore::Recorder {
   // y = x W^T over every part of W: matrix-vector for one token and for the LM
   // head (which usually needs one row of logits), tiled matrix-matrix otherwise.
   void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0) {
-    const kernels::Linear spec{uint32_t(w.cols), uint32_t(w.rows), row_set};
     const bool vec = n_ == 1 || row_set == 1;
-    const uint32_t rows_per_group = 128 / c_.ctx_.info().subgroup_size;
-    const auto& k = c_.kernel(kernels::variant(vec ? "matvec" : "matmul", w.format),
-                              kernels::kLinearBindings, spec);
+    const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
+    const uint32_t rows_per_group = kernels::kMatVecRows * 128 / c_.ctx_.info().subgroup_size;
+    const auto& k = vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kLinearBindings,
+                                    kernels::MatVec{K, M, row_set, kernels::kMatVecRows})
+                        : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
+                                    kernels::Linear{K, M, row_set});
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
     for (const TensorPart& p : c_.layout_.parts_of(w)) {
       const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
@@ -344,7 +458,7 @@ class EngineCore::Recorder {
         const uint32_t gx = std::min<uint32_t>(g, 65535);
         add(k, b, push, {gx, groups(g, gx), rows_n});
       } else {
-        add(k, b, push, {groups(uint32_t(p.rows), 16), groups(rows_n, 16), 1});
+        add(k, b, push, {groups(uint32_t(p.rows), 64), groups(rows_n, 64), 1});
       }
     }
   }
@@ -399,9 +513,10 @@ class EngineCore::Recorder {
     add(k, b, {}, {groups(m_.ffn, 64), n_, 1});
   }
 
-  void argmax() {
-    const auto& k = c_.kernel("argmax", kernels::kArgmaxBindings, kernels::Argmax{m_.vocab});
-    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(), c_.step()};
+  void sample() {
+    const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab});
+    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(),
+                                          c_.host_[3].whole(), c_.step()};
     add(k, b, {}, {logit_rows_, 1, 1});
   }
 
@@ -429,13 +544,13 @@ inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, u
   // The previous submission's writes (KV cache, uploads) come before this pass.
   gpu::Stream::full_barrier(*g.commands);
   for (const auto& d : dispatches) gpu::record(*g.commands, d);
-  // The argmax result is read by the host after the fence.
+  // The chosen token ids are read by the host after the fence.
   const vk::MemoryBarrier to_host{.srcAccessMask = vk::AccessFlagBits::eShaderWrite,
                                   .dstAccessMask = vk::AccessFlagBits::eHostRead};
   g.commands.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
                              vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
   g.commands.end();
-  g.dispatches = dispatches.size();
+  g.dispatches = dispatches;
   return g;
 }
 

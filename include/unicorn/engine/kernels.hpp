@@ -20,10 +20,16 @@ struct RmsNorm {
   BOOST_HANA_DEFINE_STRUCT(RmsNorm, (uint32_t, dim), (float, eps), (uint32_t, accumulate),
                            (uint32_t, row_set));
 };
-struct Linear {  // matvec and matmul
+struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set));
 };
+struct MatVec {
+  BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
+                           (uint32_t, row_set), (uint32_t, rows_per_subgroup));
+};
+// Output rows each matvec subgroup computes: x is loaded once for all of them.
+inline constexpr uint32_t kMatVecRows = 2;
 struct Rope {
   BOOST_HANA_DEFINE_STRUCT(Rope, (uint32_t, heads), (uint32_t, head_dim), (float, theta),
                            (float, scale));
@@ -39,8 +45,8 @@ struct Attention {
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn));
 };
-struct Argmax {
-  BOOST_HANA_DEFINE_STRUCT(Argmax, (uint32_t, vocab));
+struct Sample {
+  BOOST_HANA_DEFINE_STRUCT(Sample, (uint32_t, vocab));
 };
 struct Convert {
   BOOST_HANA_DEFINE_STRUCT(Convert, (uint32_t, source_type), (float, add));
@@ -56,6 +62,6 @@ inline std::string variant(const char* kernel, Format f) {
 // Binding counts, per shader (its `layout(binding = i)` declarations).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 4, kLinearBindings = 4,
                           kRopeBindings = 2, kKvStoreBindings = 5, kAttentionBindings = 5,
-                          kGegluBindings = 3, kArgmaxBindings = 3, kConvertBindings = 2;
+                          kGegluBindings = 3, kSampleBindings = 4, kConvertBindings = 2;
 
 }  // namespace unicorn::kernels

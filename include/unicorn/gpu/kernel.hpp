@@ -38,6 +38,10 @@ std::vector<uint32_t> spec_words(const Spec& spec) {
   return words;
 }
 
+// For shaders without specialization constants.
+struct NoConstants {};
+inline std::vector<uint32_t> spec_words(const NoConstants&) { return {}; }
+
 class Kernel {
  public:
   Kernel(const Context& ctx, std::string name, std::span<const uint32_t> spirv, uint32_t bindings,

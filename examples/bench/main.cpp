@@ -1,0 +1,187 @@
+// unicorn-bench — prompt processing and generation speed, like llama-bench's
+// pp512 / tg128, printed beside the decode roofline (measured read bandwidth /
+// bytes read per token).
+//
+//   unicorn-bench --model gemma3-27b-q4_0.gguf -p 512 -n 128 -r 5 [--json] [--profile]
+//
+// The engine for the file is picked from the deployments compiled in below
+// (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding}); their code is
+// shared (engine/core.hpp), so each entry costs only its constexpr layout.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "unicorn/engine.hpp"
+#include "unicorn/gpu/timing.hpp"
+
+namespace {
+
+using namespace unicorn;
+using Clock = std::chrono::steady_clock;
+
+// Room for llama-bench's pp512 and tg128 (less for the tiny test model).
+template <const ModelDims& M, Scheme S>
+struct Bench {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512);
+};
+template <const ModelDims& M>
+using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, Bench<M, schemes::kQ4_0_QAT>>;
+using Catalog = decltype(std::tuple_cat(Variants<kGemma3_270M>{}, Variants<kGemma3_1B>{},
+                                        Variants<kGemma3_4B>{}, Variants<kGemma3_12B>{},
+                                        Variants<kGemma3_27B>{}, Variants<kGemma3Tiny>{}));
+
+struct Options {
+  std::string model;
+  uint32_t prompt = 512, generate = 128, repetitions = 5;
+  bool json = false, profile = false;
+};
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+template <class D>
+bool matches(const io::GgufFile& g) {
+  const auto& c = D::kConfig;
+  const auto* embd = g.find_tensor("token_embd.weight");
+  const auto* q = g.find_tensor("blk.0.attn_q.weight");
+  return embd && q && g.try_u32("gemma3.embedding_length") == c.model.hidden &&
+         g.try_u32("gemma3.block_count") == c.model.layers &&
+         embd->ggml_type == uint32_t(c.scheme.embedding) && q->ggml_type == uint32_t(c.scheme.attention);
+}
+
+std::string fmt_stats(const Stats& s) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%9.1f ± %-7.1f", s.median, (s.max - s.min) / 2);
+  return b;
+}
+
+template <class D>
+int run(const Options& o) {
+  if (o.prompt + o.generate + 1 > D::kConfig.max_context)
+    throw Error("-p + -n must stay under the bench context of " +
+                std::to_string(D::kConfig.max_context) + " tokens");
+  gpu::Context ctx;
+  const double bandwidth = gpu::measure_read_bandwidth(ctx);
+  Engine<D> engine(ctx);
+  const auto t0 = Clock::now();
+  const LoadReport load = engine.load(o.model);
+  const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const uint64_t weight_bytes = engine.kLayout.weight_bytes();
+
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> token(3, int32_t(D::kConfig.model.vocab) - 1);
+  std::vector<int32_t> prompt(o.prompt);
+  for (auto& t : prompt) t = token(rng);
+
+  // Warm-up (driver shader compilation, caches), then timed repetitions.
+  std::vector<double> pp, tg;
+  for (uint32_t r = 0; r <= o.repetitions; ++r) {
+    engine.reset();
+    auto a = Clock::now();
+    int32_t next = engine.prefill(prompt);
+    const double pp_s = std::chrono::duration<double>(Clock::now() - a).count();
+    engine.reset();
+    next = engine.prefill(std::span(prompt).first(1));
+    a = Clock::now();
+    for (uint32_t i = 0; i < o.generate; ++i) next = engine.decode(next);
+    const double tg_s = std::chrono::duration<double>(Clock::now() - a).count();
+    if (r == 0) continue;
+    pp.push_back(o.prompt / pp_s);
+    tg.push_back(o.generate / tg_s);
+  }
+  const Stats pps = stats(pp), tgs = stats(tg);
+  const double roofline = bandwidth / double(weight_bytes);
+  const std::string device = ctx.info().name;
+
+  nlohmann::json j = {
+      {"model", std::string(D::kConfig.model.name)},
+      {"file", o.model},
+      {"scheme", {{"embedding", format_name(D::kConfig.scheme.embedding)},
+                  {"weights", format_name(D::kConfig.scheme.attention)},
+                  {"kv_cache", format_name(D::kConfig.scheme.kv_cache)}}},
+      {"device", device},
+      {"weight_bytes", weight_bytes},
+      {"read_bandwidth_gbps", bandwidth / 1e9},
+      {"pp", {{"tokens", o.prompt}, {"tokens_per_s", pps.median}, {"min", pps.min}, {"max", pps.max}}},
+      {"tg", {{"tokens", o.generate}, {"tokens_per_s", tgs.median}, {"min", tgs.min}, {"max", tgs.max}}},
+      {"roofline_tokens_per_s", roofline},
+      {"roofline_percent", 100.0 * tgs.median / roofline},
+      {"repetitions", o.repetitions},
+      {"load_seconds", load_s},
+      {"load_gbps", load.bytes / load_s / 1e9},
+  };
+  if (o.profile) {
+    nlohmann::json prof;
+    engine.reset();
+    for (const auto& [pass, n] : {std::pair{"decode", 1u}, std::pair{"prefill", o.prompt}}) {
+      std::vector<int32_t> ids(std::min<uint32_t>(n, D::kConfig.prefill_chunk), 5);
+      for (const auto& k : engine.core().profile(ids))
+        prof[pass].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
+    }
+    j["profile"] = prof;
+  }
+  if (o.json) {
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  std::printf("device: %s, read bandwidth %.0f GB/s (measured)\n", device.c_str(), bandwidth / 1e9);
+  std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
+              std::string(D::kConfig.model.name).c_str(), o.model.c_str(), weight_bytes / 1073741824.0,
+              load_s, load.bytes / load_s / 1e9);
+  std::printf("| test   | tokens/s (median ± half range, %u runs) | roofline | %% roofline |\n", o.repetitions);
+  std::printf("| pp%-4u | %s |          |            |\n", o.prompt, fmt_stats(pps).c_str());
+  std::printf("| tg%-4u | %s | %8.1f | %9.1f%% |\n", o.generate, fmt_stats(tgs).c_str(), roofline,
+              100.0 * tgs.median / roofline);
+  if (o.profile)
+    for (const auto& [pass, list] : j["profile"].items()) {
+      std::printf("profile, %s pass:\n", pass.c_str());
+      for (const auto& k : list)
+        std::printf("  %-16s %9.3f ms  (%u dispatches)\n", k["kernel"].template get<std::string>().c_str(),
+                    k["ms"].template get<double>(), k["dispatches"].template get<uint32_t>());
+    }
+  return 0;
+}
+
+template <size_t I = 0>
+int dispatch(const io::GgufFile& g, const Options& o) {
+  if constexpr (I == std::tuple_size_v<Catalog>) {
+    throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
+                "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding)");
+  } else {
+    using D = std::tuple_element_t<I, Catalog>;
+    if (matches<D>(g)) return run<D>(o);
+    return dispatch<I + 1>(g, o);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"unicorn-bench: prompt and generation tokens/s beside the bandwidth roofline"};
+  Options o;
+  app.add_option("-m,--model", o.model, "GGUF file")->required();
+  app.add_option("-p,--n-prompt", o.prompt, "prompt tokens (pp)")->capture_default_str();
+  app.add_option("-n,--n-gen", o.generate, "generated tokens (tg)")->capture_default_str();
+  app.add_option("-r,--repetitions", o.repetitions, "timed repetitions")->capture_default_str();
+  app.add_flag("--json", o.json, "JSON output");
+  app.add_flag("--profile", o.profile, "per-kernel device time (timestamp queries)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
+      throw Error("-p, -n and -r must be at least 1");
+    return dispatch(io::GgufFile::open(o.model), o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "unicorn-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,80 @@
+// unicorn/gpu/timing.hpp — device time from Vulkan timestamp queries, and the
+// device's measured read bandwidth (the decode roofline).
+#pragma once
+
+#include <algorithm>
+#include <unicorn/spirv.hpp>
+#include <vector>
+
+#include "unicorn/gpu/kernel.hpp"
+#include "unicorn/gpu/memory.hpp"
+
+namespace unicorn::gpu {
+
+class Timestamps {
+ public:
+  Timestamps(const Context& ctx, uint32_t count)
+      : ctx_(ctx),
+        count_(count),
+        pool_(ctx.device(), vk::QueryPoolCreateInfo{.queryType = vk::QueryType::eTimestamp,
+                                                    .queryCount = count}) {}
+
+  void reset(vk::CommandBuffer cb) { cb.resetQueryPool(*pool_, 0, count_); }
+  void write(vk::CommandBuffer cb, uint32_t index) {
+    cb.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool_, index);
+  }
+  // Nanoseconds of every query, after the work has completed.
+  std::vector<double> read_ns(uint32_t used) const {
+    std::vector<uint64_t> ticks(used);
+    const auto r = (*ctx_.device()).getQueryPoolResults(
+        *pool_, 0, used, ticks.size() * 8, ticks.data(), 8,
+        vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
+    if (r != vk::Result::eSuccess) throw Error("gpu: timestamp queries failed");
+    std::vector<double> ns(used);
+    for (uint32_t i = 0; i < used; ++i) ns[i] = double(ticks[i]) * ctx_.info().timestamp_period_ns;
+    return ns;
+  }
+
+ private:
+  const Context& ctx_;
+  uint32_t count_;
+  vk::raii::QueryPool pool_;
+};
+
+// Read bandwidth in bytes/s: the median of several reads of a buffer far
+// larger than any cache (1 GiB, or a quarter of the device-local heap).
+inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7) {
+  const uint64_t bytes = std::min<uint64_t>(uint64_t(1) << 30, ctx.info().device_local_heap_bytes / 4)
+                         / 16 * 16;
+  const uint64_t chunk = std::min<uint64_t>(bytes, ctx.info().max_storage_buffer_range / 16 * 16);
+  const uint32_t groups = 1024;
+  const uint64_t sizes[] = {chunk};
+  BufferSet src(ctx, sizes, MemoryKind::DeviceLocal, "bandwidth probe");
+  const uint64_t sum_sizes[] = {groups * 4ull};
+  BufferSet sums(ctx, sum_sizes, MemoryKind::DeviceLocal, "bandwidth sums");
+  KernelCache kernels(ctx);
+  DescriptorArena sets(ctx);
+  const Kernel& k = kernels.get("bandwidth", spirv::find("bandwidth"), 2, NoConstants{});
+  const vk::DescriptorBufferInfo b[] = {src[0].whole(), sums[0].whole()};
+  const vk::DescriptorSet set = sets.make(k, b);
+  Stream stream(ctx);
+  stream.run_once([&](vk::CommandBuffer cb) { cb.fillBuffer(src[0].handle, 0, VK_WHOLE_SIZE, 0x5a5a5a5a); });
+  const uint32_t passes = uint32_t(bytes / chunk);
+  Timestamps ts(ctx, 2);
+  std::vector<double> seconds;
+  for (int r = 0; r < repetitions + 1; ++r) {  // the first run warms up
+    stream.run_once([&](vk::CommandBuffer cb) {
+      ts.reset(cb);
+      ts.write(cb, 0);
+      for (uint32_t p = 0; p < passes; ++p)
+        record(cb, {&k, set, {uint32_t(chunk / 16)}, {groups, 1, 1}});
+      ts.write(cb, 1);
+    });
+    const auto ns = ts.read_ns(2);
+    if (r) seconds.push_back((ns[1] - ns[0]) * 1e-9);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return double(chunk) * passes / seconds[seconds.size() / 2];
+}
+
+}  // namespace unicorn::gpu

@@ -1,0 +1,92 @@
+// unicorn/text/generate.hpp — the text loop around an engine: feed a prompt,
+// stream text as tokens come back, stop at <eos>, <end_of_turn>, a stop string
+// or the token limit. Used by the generator and the chat; tokens are chosen on
+// the GPU (EngineCore::set_sampling), only their ids come back.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "unicorn/engine/core.hpp"
+#include "unicorn/text/tokenizer.hpp"
+
+namespace unicorn::text {
+
+struct GenerateOptions {
+  int max_tokens = 256;
+  std::vector<std::string> stop;  // user stop strings (not printed)
+};
+
+struct GenerateResult {
+  int prompt_tokens = 0;
+  int generated = 0;          // tokens produced (the stop token not counted)
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+  std::string text;           // what was streamed
+  std::string stopped_by;     // "eos", "end_of_turn", "stop string", "limit", "cancelled"
+  int32_t pending = -1;       // the last token produced, not yet fed to the model
+};
+
+// Appends `prompt` at the engine's current position and generates. `on_text`
+// receives complete UTF-8 text as it becomes final; text that might be the
+// start of a stop string is held back until it is known not to be.
+inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok,
+                               std::span<const int32_t> prompt, const GenerateOptions& opt,
+                               const std::function<void(std::string_view)>& on_text,
+                               const std::atomic<bool>* cancel = nullptr) {
+  using Clock = std::chrono::steady_clock;
+  GenerateResult r;
+  r.prompt_tokens = int(prompt.size());
+  auto t0 = Clock::now();
+  int32_t next = engine.prefill(prompt);
+  r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  StreamDecoder stream(tok, /*skip_special=*/true);
+  std::string held;  // decoded text not yet shown (a possible stop-string prefix)
+  auto emit = [&](std::string text, bool final) {
+    held += text;
+    for (const auto& s : opt.stop)
+      if (const size_t at = held.find(s); !s.empty() && at != std::string::npos) {
+        held.resize(at);
+        on_text(held);
+        r.text += held;
+        held.clear();
+        return true;  // stop string seen
+      }
+    size_t keep = 0;  // longest tail of `held` that starts some stop string
+    if (!final)
+      for (const auto& s : opt.stop)
+        for (size_t n = std::min(s.size() - 1, held.size()); n > keep; --n)
+          if (held.compare(held.size() - n, n, s, 0, n) == 0) {
+            keep = n;
+            break;
+          }
+    const std::string out = held.substr(0, held.size() - keep);
+    on_text(out);
+    r.text += out;
+    held.erase(0, held.size() - keep);
+    return false;
+  };
+
+  t0 = Clock::now();
+  r.stopped_by = "limit";
+  while (r.generated < opt.max_tokens) {
+    if (next == tok.eos_id()) { r.stopped_by = "eos"; break; }
+    if (next == tok.end_of_turn_id()) { r.stopped_by = "end_of_turn"; break; }
+    if (cancel && cancel->load()) { r.stopped_by = "cancelled"; break; }
+    ++r.generated;
+    if (emit(stream.feed(next), false)) { r.stopped_by = "stop string"; break; }
+    if (r.generated == opt.max_tokens) break;
+    if (engine.position() >= engine.context_limit()) { r.stopped_by = "context full"; break; }
+    next = engine.decode(next);
+  }
+  r.pending = next;
+  if (r.stopped_by != "stop string") emit(stream.flush(), true);
+  r.decode_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace unicorn::text

@@ -1,0 +1,186 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// sample — choose the next token of each logits row on the GPU; only its id
+// goes back to the host. In Hugging Face's order: repetition penalty, then
+// temperature, top-k, top-p, min-p, and a draw from what is left. Temperature
+// 0 is greedy (ties go to the lowest id, as torch.argmax). Thresholds are found
+// by bisection over the order-preserving integer image of the float logits, so
+// top-k keeps exactly the k largest (and their ties); the draw uses a counter-
+// based generator (seed, step, row), so the same seed gives the same tokens.
+// The penalty rewrites the logits of the history tokens in place.
+// Dispatch: (logit rows, 1, 1); rows past logit_count exit.
+#define STEP_BINDING 3
+#include "include/step.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint V = 1;
+const uint THREADS = 256;
+const uint SPAN = (V + THREADS - 1) / THREADS;  // contiguous logits per thread
+
+layout(binding = 0) buffer LogitsBuf { float logits[]; };       // [rows, V]
+layout(binding = 1) writeonly buffer OutBuf { uint chosen[]; };  // [rows]
+// Mirrors unicorn::detail::SamplerState (engine/core.hpp); written by the host.
+layout(binding = 2) readonly buffer Params {
+  float temperature;
+  uint top_k;          // 0: off
+  float top_p;         // 1: off
+  float min_p;         // 0: off
+  float repeat_penalty;// 1: off
+  uint seed;
+  uint counter;        // advances every step
+  uint history_len;
+  uint history[];      // distinct recent token ids the penalty applies to
+};
+
+shared float red_f[THREADS];
+shared uint red_u[THREADS];
+
+// Monotonic map float -> uint (larger float, larger uint), and back.
+uint order_key(float f) {
+  const uint b = floatBitsToUint(f);
+  return (b & 0x80000000u) != 0 ? ~b : b | 0x80000000u;
+}
+float from_key(uint k) {
+  return uintBitsToFloat((k & 0x80000000u) != 0 ? k & 0x7fffffffu : ~k);
+}
+
+float sum_all(float v) {
+  red_f[gl_LocalInvocationID.x] = v;
+  barrier();
+  for (uint s = THREADS / 2; s > 0; s >>= 1) {
+    if (gl_LocalInvocationID.x < s) red_f[gl_LocalInvocationID.x] += red_f[gl_LocalInvocationID.x + s];
+    barrier();
+  }
+  const float r = red_f[0];
+  barrier();
+  return r;
+}
+uint count_all(uint v) {
+  red_u[gl_LocalInvocationID.x] = v;
+  barrier();
+  for (uint s = THREADS / 2; s > 0; s >>= 1) {
+    if (gl_LocalInvocationID.x < s) red_u[gl_LocalInvocationID.x] += red_u[gl_LocalInvocationID.x + s];
+    barrier();
+  }
+  const uint r = red_u[0];
+  barrier();
+  return r;
+}
+
+// PCG hash: a 32-bit random value from (seed, counter, row).
+uint pcg(uint v) {
+  const uint state = v * 747796405u + 2891336453u;
+  const uint word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+  return (word >> 22u) ^ word;
+}
+
+void main() {
+  const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+  if (row >= logit_count) return;
+  const uint base = row * V, lo = tid * SPAN, hi = min(V, lo + SPAN);
+
+  // Repetition penalty (llama.cpp / CTRL): shrink positive logits, grow negative ones.
+  if (repeat_penalty != 1.0)
+    for (uint h = tid; h < history_len; h += THREADS) {
+      const uint id = history[h];
+      if (id < V) {
+        const float l = logits[base + id];
+        logits[base + id] = l > 0.0 ? l / repeat_penalty : l * repeat_penalty;
+      }
+    }
+  memoryBarrierBuffer();
+  barrier();
+
+  // Largest logit, and its lowest index.
+  float best = -1.0 / 0.0;
+  uint best_id = 0xffffffffu;
+  for (uint i = lo; i < hi; ++i)
+    if (logits[base + i] > best) { best = logits[base + i]; best_id = i; }
+  red_f[tid] = best;
+  red_u[tid] = best_id;
+  barrier();
+  for (uint s = THREADS / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+      const float ov = red_f[tid + s];
+      const uint oi = red_u[tid + s];
+      if (ov > red_f[tid] || (ov == red_f[tid] && oi < red_u[tid])) { red_f[tid] = ov; red_u[tid] = oi; }
+    }
+    barrier();
+  }
+  const float m = red_f[0];
+  const uint argmax = red_u[0];
+  barrier();
+  if (temperature <= 0.0 || !(m > -1.0 / 0.0)) {
+    if (tid == 0) chosen[row] = argmax;
+    return;
+  }
+  const float inv_t = 1.0 / temperature;
+
+  // Threshold on the logit: keep l >= cut.
+  uint cut = 0u;
+  // top-k: the largest key with at least k logits at or above it.
+  if (top_k > 0 && top_k < V) {
+    uint lo_k = 0u, hi_k = order_key(m);
+    while (lo_k < hi_k) {  // bisection over keys: at most 32 rounds
+      const uint mid = lo_k + (hi_k - lo_k + 1u) / 2u;
+      uint c = 0;
+      for (uint i = lo; i < hi; ++i) c += order_key(logits[base + i]) >= mid ? 1u : 0u;
+      if (count_all(c) >= top_k) lo_k = mid; else hi_k = mid - 1u;
+    }
+    cut = max(cut, lo_k);
+  }
+  // top-p: the largest key whose kept mass reaches top_p of the mass above `cut`.
+  if (top_p < 1.0) {
+    float total = 0.0;
+    for (uint i = lo; i < hi; ++i) {
+      const float l = logits[base + i];
+      if (order_key(l) >= cut) total += exp((l - m) * inv_t);
+    }
+    total = sum_all(total);
+    uint lo_p = cut, hi_p = order_key(m);
+    while (lo_p < hi_p) {
+      const uint mid = lo_p + (hi_p - lo_p + 1u) / 2u;
+      float s = 0.0;
+      for (uint i = lo; i < hi; ++i) {
+        const float l = logits[base + i];
+        if (order_key(l) >= mid) s += exp((l - m) * inv_t);
+      }
+      if (sum_all(s) >= top_p * total) lo_p = mid; else hi_p = mid - 1u;
+    }
+    cut = lo_p;
+  }
+  // min-p: p >= min_p * p(most likely), i.e. l >= m + T * ln(min_p).
+  if (min_p > 0.0) cut = max(cut, order_key(m + log(min_p) * temperature));
+
+  // Draw: u in [0, kept mass); find the token where the running sum passes u.
+  float mine = 0.0;
+  for (uint i = lo; i < hi; ++i) {
+    const float l = logits[base + i];
+    if (order_key(l) >= cut) mine += exp((l - m) * inv_t);
+  }
+  red_f[tid] = mine;
+  barrier();
+  if (tid == 0) {  // exclusive prefix over the 256 thread sums
+    float run = 0.0;
+    for (uint i = 0; i < THREADS; ++i) { const float v = red_f[i]; red_f[i] = run; run += v; }
+    red_u[0] = floatBitsToUint(run);
+  }
+  barrier();
+  const float total_kept = uintBitsToFloat(red_u[0]);
+  const float u = float(pcg(seed ^ pcg(counter ^ pcg(row))) >> 8) * (1.0 / 16777216.0) * total_kept;
+  const float start = red_f[tid];
+  if (u >= start && u < start + mine) {
+    float run = start;
+    uint pick = argmax;
+    for (uint i = lo; i < hi; ++i) {
+      const float l = logits[base + i];
+      if (order_key(l) < cut) continue;
+      pick = i;
+      run += exp((l - m) * inv_t);
+      if (run > u) break;
+    }
+    chosen[row] = pick;
+  } else if (tid == 0 && !(u < total_kept)) {
+    chosen[row] = argmax;  // rounding left u at the very end: the most likely token
+  }
+}

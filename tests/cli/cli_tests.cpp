@@ -1,0 +1,190 @@
+// Label cli: the generator binaries run as a person would run them — each
+// case checks the exit code and the message a user reads.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "unicorn/io/gguf.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs a shell command line; returns its exit code and output.
+Result run(const std::string& cmd) {
+  Result r{-1, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string stdout_of(const std::string& cmd) {
+  Result r{-1, ""};
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  pclose(p);
+  return r.out;
+}
+
+const std::string& gen() {
+  static const std::string g = env("UNICORN_GENERATE");
+  return g;
+}
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE((text).find(part), std::string::npos) << "expected \"" << (part) << "\" in:\n" << (text)
+
+fs::path tmp() {
+  static const fs::path d = [] {
+    fs::path p = fs::temp_directory_path() / ("unicorn-cli-" + std::to_string(::getpid()));
+    fs::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
+}  // namespace
+
+TEST(Cli, Help) {
+  const Result r = run(gen() + " --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* flag : {"--model", "--prompt", "--chat", "--temp", "--top-k", "--top-p",
+                           "--min-p", "--seed", "--ctx", "--n-predict", "--file"})
+    EXPECT_CONTAINS(r.out, flag);
+}
+
+TEST(Cli, BadFlag) {
+  const Result r = run(gen() + " --no-such-flag");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.out, "see --help");
+}
+
+TEST(Cli, DefaultModelNeedsNoDownload) {
+  const Result r = run(gen() + " -p 'Once upon a time' -n 12 --seed 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "built-in demo model");
+  EXPECT_CONTAINS(r.out, "Once upon a time");
+  EXPECT_CONTAINS(r.out, "generated");
+  EXPECT_CONTAINS(r.out, "tokens/s");
+}
+
+TEST(Cli, SameSeedSameText) {
+  const std::string cmd = gen() + " -p 'The weather today' -n 16 --temp 1.0 --top-k 0 --top-p 1 --min-p 0";
+  const std::string a = stdout_of(cmd + " --seed 11"), b = stdout_of(cmd + " --seed 11");
+  const std::string c = stdout_of(cmd + " --seed 12");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b) << "the same seed must give the same text";
+  EXPECT_NE(a, c) << "another seed should give other text (16 tokens drawn at temperature 1)";
+}
+
+TEST(Cli, PromptFromStdinAndFile) {
+  const fs::path f = tmp() / "prompt.txt";
+  std::ofstream(f) << "A prompt from a file";
+  const Result a = run(gen() + " -f " + f.string() + " -n 4 --temp 0");
+  EXPECT_EQ(a.code, 0) << a.out;
+  EXPECT_CONTAINS(a.out, "A prompt from a file");
+  const Result b = run("echo 'Piped prompt' | " + gen() + " -n 4 --temp 0");
+  EXPECT_EQ(b.code, 0) << b.out;
+  EXPECT_CONTAINS(b.out, "Piped prompt");
+}
+
+TEST(Cli, ChatTemplate) {
+  const Result r = run(gen() + " --chat -p 'Hello there' -n 6 --temp 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(Cli, GgufFile) {
+  const Result r = run(gen() + " --model " + env("UNICORN_DEMO_GGUF") + " --tokenizer " +
+                    env("UNICORN_TOKENIZER_JSON") + " -p 'Hi' -n 4 --temp 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "GGUF");
+}
+
+TEST(Cli, HuggingFaceDirectory) {
+  if (env("UNICORN_TINY_ENGINE").empty()) GTEST_SKIP() << "the tiny engine binary is not built";
+  const fs::path out = tmp() / "logits.f32";
+  const Result r = run(env("UNICORN_TINY_ENGINE") + " --model " + env("UNICORN_FIXTURES") +
+                    "/tiny --tokens 2,17,33,101 --logits-out " + out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "safetensors");
+  EXPECT_EQ(fs::file_size(out), 4u * 512 * 4) << "4 positions x 512 logits x 4 bytes";
+}
+
+TEST(Cli, FileForAnotherSizeNamesTheBinary) {
+  // A GGUF whose hyperparameters are Gemma 3 1B's: the demo engine must refuse
+  // it and name the binary built for it.
+  unicorn::io::GgufWriter w;
+  w.set("general.architecture", "gemma3");
+  w.set("gemma3.embedding_length", uint32_t{1152});
+  w.set("gemma3.block_count", uint32_t{26});
+  w.set("gemma3.feed_forward_length", uint32_t{6912});
+  w.set("gemma3.attention.head_count", uint32_t{4});
+  w.set("gemma3.attention.head_count_kv", uint32_t{1});
+  w.set("gemma3.attention.key_length", uint32_t{256});
+  w.set("gemma3.attention.sliding_window", uint32_t{512});
+  w.set("gemma3.attention.layer_norm_rms_epsilon", 1e-6f);
+  w.set("gemma3.context_length", uint32_t{32768});
+  std::vector<float> row(1152, 0.5f);
+  w.add_tensor("token_embd.weight", 0, {1152, 1}, std::as_bytes(std::span(row)));
+  const fs::path f = tmp() / "looks-like-1b.gguf";
+  w.write(f);
+  const Result r = run(gen() + " --model " + f.string() + " -p hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.out, "gemma3.embedding_length is 1152");
+  EXPECT_CONTAINS(r.out, "use unicorn-gemma3-1b");
+}
+
+TEST(Cli, MissingFile) {
+  const Result r = run(gen() + " --model /no/such/model.gguf -p hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.out, "no such file");
+}
+
+TEST(Cli, OfficialBinaryWithoutModel) {
+  const Result r = run(env("UNICORN_GEMMA3_1B") + " -p hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.out, "--model is required");
+}
+
+TEST(Cli, PromptLongerThanContext) {
+  std::string long_prompt;
+  for (int i = 0; i < 40; ++i) long_prompt += "many words here ";
+  const Result r = run(gen() + " --ctx 16 -p '" + long_prompt + "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.out, "the context holds 16");
+}
+
+TEST(Cli, InteractiveChatKeepsTheConversation) {
+  const Result r = run("printf 'Hello\\nAnd again\\n/quit\\n' | " + env("UNICORN_CHAT") + " -n 5 --temp 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "chat:");
+  // The second turn starts where the first ended: the context keeps growing.
+  const auto first = r.out.find("context "), second = r.out.find("context ", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.out;
+  const int used1 = std::stoi(r.out.substr(first + 8)), used2 = std::stoi(r.out.substr(second + 8));
+  EXPECT_GT(used2, used1) << "the second turn must extend the first, not start over";
+}
