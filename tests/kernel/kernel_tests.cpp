@@ -431,16 +431,20 @@ INSTANTIATE_TEST_SUITE_P(Kernel, Embed, ::testing::ValuesIn(embed_cases()),
 
 struct NormCase {
   uint32_t D, rows_per_token, accumulate, row_set;
-  bool in_place = false;  // in and out the same buffer (q_norm / k_norm)
+  bool in_place = false;  // in and out the same buffer
+  uint32_t chain = 0;     // then normalise the updated row with w2 into out2
   std::string name() const {
     std::ostringstream s;
     s << "rmsnorm D=" << D << " rows_per_token=" << rows_per_token << " ACCUMULATE=" << accumulate
-      << " ROW_SET=" << row_set << (in_place ? " in_place" : "");
+      << " ROW_SET=" << row_set << " CHAIN=" << chain << (in_place ? " in_place" : "");
     return s.str();
   }
 };
 class RmsNorm : public ::testing::TestWithParam<NormCase> {};
 
+// Six bindings always (in, w, out, step, w2, out2), as the Recorder binds them;
+// without CHAIN out2 must stay poison. With CHAIN the residual update
+// x += norm(y) * w is checked in `out` and norm(x) * w2 in `out2`.
 TEST_P(RmsNorm, MatchesReference) {
   const NormCase& c = GetParam();
   const uint32_t n = 7, logit_begin = 4, logit_count = 2;
@@ -448,16 +452,19 @@ TEST_P(RmsNorm, MatchesReference) {
   const size_t row_elems = size_t(per_row) * D;
   const auto xs = random_floats(n * row_elems, -3.f, 3.f);  // [n * rows_per_token, D]
   const auto ws = random_floats(D, 0.5f, 1.5f);             // [D] = 1 + w_hf
+  const auto w2s = random_floats(D, 0.5f, 1.5f);            // [D] the chained norm's weight
   const auto init = random_floats(n * row_elems);           // out's prior contents (ACCUMULATE)
-  HostBuffer x(xs.size() * 4), w(ws.size() * 4), y(xs.size() * 4);
+  HostBuffer x(xs.size() * 4), w(ws.size() * 4), y(xs.size() * 4), w2(w2s.size() * 4),
+      y2(xs.size() * 4);
   x.fill<float>(xs);
   w.fill<float>(ws);
+  w2.fill<float>(w2s);
   if (c.accumulate) y.fill<float>(init);
   const HostBuffer& out = c.in_place ? x : y;
   const auto step = step_buffer({n, 0, logit_begin, logit_count});
-  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set};
+  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set, c.chain};
   // The Recorder dispatches min(n, logit_rows) * rows_per_token groups for ROW_SET 1; n here.
-  run("rmsnorm", kernels::kRmsNormBindings, spec, {&x, &w, &out, &step}, {per_row},
+  run("rmsnorm", kernels::kRmsNormBindings, spec, {&x, &w, &out, &step, &w2, &y2}, {per_row},
       {n * per_row, 1, 1});
 
   const uint32_t first = c.row_set ? logit_begin : 0, count = c.row_set ? logit_count : n;
@@ -466,12 +473,20 @@ TEST_P(RmsNorm, MatchesReference) {
     if (c.in_place) want[i] = xs[i];
     else if (c.accumulate) want[i] = init[i];
   }
+  std::vector<double> want2(xs.size(), NAN);  // out2: untouched without CHAIN
   std::vector<double> ref(size_t(count) * row_elems);
   for (size_t i = 0; i < ref.size(); ++i) ref[i] = c.accumulate ? init[i] : 0.0;
-  reference::rmsnorm(std::span(xs).subspan(first * row_elems, count * row_elems), ws, D,
-                     double(1e-6f), c.accumulate != 0, ref);
+  const auto in = std::span(xs).subspan(first * row_elems, count * row_elems);
+  if (c.chain) {
+    std::vector<double> ref2(ref.size());
+    reference::rmsnorm_chain(in, ws, w2s, D, double(1e-6f), ref, ref2);
+    std::copy(ref2.begin(), ref2.end(), want2.begin());
+  } else {
+    reference::rmsnorm(in, ws, D, double(1e-6f), c.accumulate != 0, ref);
+  }
   std::copy(ref.begin(), ref.end(), want.begin());  // ROW_SET 1: input row logit_begin + i -> row i
-  EXPECT_TRUE(compare(c.name(), out.as<float>(), want, D, 1e-5));
+  EXPECT_TRUE(compare(c.name() + " out", out.as<float>(), want, D, 1e-5));
+  EXPECT_TRUE(compare(c.name() + " out2", y2.as<float>(), want2, D, 1e-5));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -479,19 +494,55 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(NormCase{96, 1, 0, 0}, NormCase{96, 1, 1, 0}, NormCase{32, 4, 0, 0},
                       NormCase{32, 4, 1, 0}, NormCase{32, 4, 0, 0, true},
                       NormCase{1152, 1, 0, 0}, NormCase{1152, 1, 1, 0}, NormCase{96, 1, 0, 1},
-                      NormCase{1152, 1, 0, 1}, NormCase{96, 1, 1, 1}),
+                      NormCase{1152, 1, 0, 1}, NormCase{96, 1, 1, 1}, NormCase{1000, 1, 1, 0},
+                      // CHAIN: x += norm(y) * w; xn = norm(x) * w2 (and without ACCUMULATE).
+                      NormCase{96, 1, 1, 0, false, 1}, NormCase{1152, 1, 1, 0, false, 1},
+                      NormCase{1000, 1, 1, 0, false, 1}, NormCase{96, 1, 0, 0, false, 1},
+                      NormCase{32, 4, 1, 0, false, 1},
+                      // Gemma 3 27B's hidden size: 21 elements per thread.
+                      NormCase{5376, 1, 1, 0, false, 1}),
     [](const auto& info) { return test_name(info.param.name()); });
 
-// --------------------------------------------------------------------- rope
+// ---------------------------------------------------------------- attn_prep
+
+// A KV cache part as raw element bits (f16 in the low half), so contents can be
+// checked bit for bit; all ones is the poison an unwritten element holds.
+uint32_t kv_bits(const HostBuffer& b, bool f16, size_t i) {
+  return f16 ? b.as<uint16_t>()[i] : b.as<uint32_t>()[i];
+}
+uint32_t to_kv_bits(float x, bool f16) {
+  if (f16) {
+    const _Float16 h = static_cast<_Float16>(x);
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+  }
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float from_kv_bits(uint32_t u, bool f16) {
+  if (f16) return reference::half_to_float(uint16_t(u));
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// How far a cache element stored from the float32 value `want` +- `tol` may lie
+// from `want`: an f16 cache adds half an f16 ulp (2^-11 relative, 2^-25 in the
+// subnormal range).
+double kv_tolerance(double want, double tol, bool f16) {
+  return tol + (f16 ? (std::abs(want) + tol) * 0x1p-11 + 0x1p-25 : 0.0);
+}
 
 struct RopeCase {
   uint32_t hd;
   float theta, scale;
   uint32_t start_pos;
+  Format kv = Format::F32;
   std::string name() const {
     std::ostringstream s;
-    s << "rope heads=4 hd=" << hd << " theta=" << theta << " scale=" << scale
-      << " start_pos=" << start_pos;
+    s << kernels::variant("attn_prep", kv) << " rope heads=4 kv=2 hd=" << hd << " theta=" << theta
+      << " scale=" << scale << " start_pos=" << start_pos;
     return s.str();
   }
   // theta^(2/hd) a power of two: every inv_freq, and p * inv_freq, is exact in float32.
@@ -502,46 +553,97 @@ struct RopeCase {
 };
 class Rope : public ::testing::TestWithParam<RopeCase> {};
 
+// RoPE accuracy, through attn_prep: q_norm / k_norm (reference::rmsnorm per
+// head), then the rotation; queries checked in place, keys in the cache (slot
+// p % SLOTS of a 5-slot ring), values there bit for bit.
 // Tolerance. The angle p * inv_freq is float32 by the model's definition, and
 // Vulkan's pow() is not correctly rounded: inv_freq may differ from the
 // reference's by a few ulp, which at p = 1e5 moves the angle by ~5e-3 rad (one
 // float32 ulp of the angle itself is 7.8e-3 there). So at large positions a
 // pair may rotate by up to angle * 2^-20 more or less than the reference, and
-// the test allows exactly that, plus 1e-4 absolute. Where every inv_freq is a
-// power of two (theta = 2^16, hd = 32; theta = 2^64, hd = 128) the angle is
-// exact, and only 1e-4 absolute is allowed: that pins the large-angle sin/cos
-// (the shader's Cody-Waite reduction) against double precision.
+// the test allows exactly that (times the normalised pair's radius), plus 1e-4
+// absolute. Where every inv_freq is a power of two (theta = 2^16, hd = 32;
+// theta = 2^64, hd = 128) the angle is exact, and only 1e-4 absolute is
+// allowed: that pins the large-angle sin/cos (the shader's Cody-Waite
+// reduction) against double precision. The norm's float32 error (~1e-6 of
+// values below ~4) is far inside 1e-4; an f16 cache adds half an f16 ulp.
 TEST_P(Rope, MatchesReference) {
   const RopeCase& c = GetParam();
-  const uint32_t heads = 4, n = 3, half = c.hd / 2;
-  const auto vs = random_floats(size_t(n + 1) * heads * c.hd);  // [n + 1, heads * hd]; row n spare
-  HostBuffer v(vs.size() * 4);
+  const bool f16 = c.kv == Format::F16;
+  const uint32_t heads = 4, kvh = 2, n = 3, slots = 5, half = c.hd / 2;
+  const float eps = 1e-6f;
+  const size_t q_row = size_t(heads) * c.hd, kv_row = size_t(kvh) * c.hd;
+  const auto qs = random_floats(n * q_row, -2.f, 2.f), ks = random_floats(n * kv_row, -2.f, 2.f),
+             vs = random_floats(n * kv_row, -2.f, 2.f);
+  const auto qw = random_floats(c.hd, 0.5f, 1.5f), kw = random_floats(c.hd, 0.5f, 1.5f);
+  // q has a spare row n: it must stay poison (the dispatch covers one token more).
+  HostBuffer q((n + 1) * q_row * 4), k(ks.size() * 4), v(vs.size() * 4), qwb(c.hd * 4),
+      kwb(c.hd * 4), kc(kv_row * slots * (f16 ? 2 : 4)), vc(kv_row * slots * (f16 ? 2 : 4));
+  q.fill<float>(qs);
+  k.fill<float>(ks);
   v.fill<float>(vs);
+  qwb.fill<float>(qw);
+  kwb.fill<float>(kw);
   const auto step = step_buffer({n, c.start_pos, 0, 0});
-  run("rope", kernels::kRopeBindings, kernels::Rope{heads, c.hd, c.theta, c.scale}, {&v, &step},
-      {}, {groups(heads * c.hd / 2, 64), n, 1});
-  const size_t row = size_t(heads) * c.hd;
-  const auto want = reference::rope(std::span(vs).first(n * row), heads, c.hd, c.theta, c.scale,
-                                    c.start_pos);
-  const auto got = v.as<float>();
-  double worst = -1;
-  size_t at = 0;
-  for (size_t e = 0; e < want.size(); ++e) {
-    const size_t t = e / row, h = e % row / c.hd, i = e % c.hd % half;
-    const size_t base = (t * heads + h) * c.hd;
-    const double angle = reference::rope_angle(uint32_t(c.start_pos + t), uint32_t(i), c.hd,
-                                               c.theta, c.scale);
-    const double radius = std::hypot(vs[base + i], vs[base + i + half]);
-    const double tol = 1e-4 + (c.exact_frequencies() ? 0.0 : std::abs(angle) * 0x1p-20 * radius);
-    ASSERT_FALSE(std::isnan(got[e])) << c.name() << ": (" << e / row << "," << e % row
-                                     << ") not written";
-    const double err = std::abs(got[e] - want[e]) / tol;
-    if (err > worst) worst = err, at = e;
-  }
-  EXPECT_LE(worst, 1.0) << c.name() << ": error " << worst << " x tolerance at (" << at / row
-                        << "," << at % row << "): got " << got[at] << ", want " << want[at];
-  for (size_t e = n * row; e < got.size(); ++e)
-    ASSERT_TRUE(is_poison(got[e]) || got[e] == vs[e]) << c.name() << ": wrote the spare row";
+  run(kernels::variant("attn_prep", c.kv), kernels::kAttnPrepBindings,
+      kernels::AttnPrep{heads, kvh, c.hd, slots, c.theta, c.scale, eps},
+      {&q, &k, &v, &kc, &vc, &step, &qwb, &kwb}, {0, kvh}, {n + 1, heads + kvh, 1});
+
+  // Checks one [n, nheads * hd] tensor: got(t, e) against norm + rope of `in`.
+  auto check = [&](const char* what, std::span<const float> in, std::span<const float> w,
+                   uint32_t nheads, auto&& got) {
+    const size_t row = size_t(nheads) * c.hd;
+    const auto want = reference::norm_rope(in, w, nheads, c.hd, double(eps), c.theta, c.scale,
+                                           c.start_pos);
+    std::vector<double> normed(in.size());
+    reference::rmsnorm(in, w, c.hd, double(eps), false, normed);
+    double worst = -1;
+    size_t at = 0;
+    float got_at = 0;
+    for (size_t e = 0; e < want.size(); ++e) {
+      const size_t t = e / row, h = e % row / c.hd, i = e % c.hd % half;
+      const size_t base = (t * nheads + h) * c.hd;
+      const double angle = reference::rope_angle(uint32_t(c.start_pos + t), uint32_t(i), c.hd,
+                                                 c.theta, c.scale);
+      const double radius = std::hypot(normed[base + i], normed[base + i + half]);
+      const double tol =
+          1e-4 + (c.exact_frequencies() ? 0.0 : std::abs(angle) * 0x1p-20 * radius);
+      const float g = got(t, e % row);
+      if (std::isnan(g)) {
+        ADD_FAILURE() << c.name() << " " << what << ": (" << t << "," << e % row
+                      << ") not written";
+        return;
+      }
+      const double err = std::abs(g - want[e]) / kv_tolerance(want[e], tol, f16 && what[0] == 'k');
+      if (err > worst) worst = err, at = e, got_at = g;
+    }
+    EXPECT_LE(worst, 1.0) << c.name() << " " << what << ": error " << worst
+                          << " x tolerance at (" << at / row << "," << at % row << "): got "
+                          << got_at << ", want " << want[at];
+  };
+  check("q", qs, qw, heads, [&](size_t t, size_t e) { return q.as<float>()[t * q_row + e]; });
+  // Cache: [kv head][slot][hd]; token t went to slot (start_pos + t) % SLOTS.
+  auto cache_index = [&](size_t t, size_t e) {
+    return (e / c.hd * slots + (c.start_pos + t) % slots) * c.hd + e % c.hd;
+  };
+  check("keys", ks, kw, kvh,
+        [&](size_t t, size_t e) { return from_kv_bits(kv_bits(kc, f16, cache_index(t, e)), f16); });
+  std::set<size_t> written;
+  for (size_t t = 0; t < n; ++t)
+    for (size_t e = 0; e < kv_row; ++e) {
+      const size_t i = cache_index(t, e);
+      written.insert(i);
+      ASSERT_EQ(kv_bits(vc, f16, i), to_kv_bits(vs[t * kv_row + e], f16))
+          << c.name() << ": value (" << t << "," << e << ") in the cache";
+    }
+  const uint32_t poison = f16 ? 0xffffu : 0xffffffffu;
+  for (size_t i = 0; i < kv_row * slots; ++i)
+    if (!written.count(i)) {
+      ASSERT_EQ(kv_bits(kc, f16, i), poison) << c.name() << ": wrote key cache element " << i;
+      ASSERT_EQ(kv_bits(vc, f16, i), poison) << c.name() << ": wrote value cache element " << i;
+    }
+  for (size_t e = n * q_row; e < (n + 1) * q_row; ++e)
+    ASSERT_TRUE(is_poison(q.as<float>()[e])) << c.name() << ": wrote q's spare row";
 }
 
 std::vector<RopeCase> rope_cases() {
@@ -554,95 +656,186 @@ std::vector<RopeCase> rope_cases() {
     v.push_back({32, 65536.f, scale, 100000});
     v.push_back({128, 0x1p64f, scale, 100000});
   }
+  // An f16 cache at a large position, and Gemma 3's 128k-context end.
+  v.push_back({256, 1e6f, 8.f, 100000, Format::F16});
+  v.push_back({128, 0x1p64f, 1.f, 100000, Format::F16});
+  v.push_back({256, 1e6f, 8.f, 131069});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Rope, ::testing::ValuesIn(rope_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
 
-// ------------------------------------------------------ kv_store + attention
+// ----------------------------------------------------- attn_prep + attention
 
 struct AttnCase {
   Format kv;  // F16 or F32
   uint32_t heads, kv_heads, hd, window;
   std::vector<uint32_t> chunks;  // token counts of successive steps from position 0
+  std::vector<uint32_t> parts = {};  // kv heads per cache part; empty: one per part
   std::string name() const {
     std::ostringstream s;
     s << "attention_" << lower(format_name(kv)) << " heads=" << heads << " kv=" << kv_heads
       << " hd=" << hd << " WINDOW=" << window;
+    if (!parts.empty()) {
+      s << " parts=";
+      for (uint32_t p : parts) s << p << "_";
+    }
     return s.str();
   }
 };
 class Attention : public ::testing::TestWithParam<AttnCase> {};
 
-// A sequence of chunks from position 0: kv_store then attention per step,
-// per cache part (one part per kv head when there are several, so head_begin
-// > 0 is exercised). Local layers get the tightest ring the engine's rule
-// allows (window + longest chunk - 1 slots), so it wraps several times; global
-// layers hold every position. After each step the output is checked against
-// the reference over the whole history, and at the end the cache contents
-// themselves (position p in slot p % SLOTS, converted as float16_t/float).
-TEST_P(Attention, KvStoreAndAttentionMatchReference) {
+// A sequence of chunks from position 0: attn_prep then attention per step, per
+// cache part (by default one part per kv head, so head_begin > 0 — no query
+// groups — is exercised; some cases give a part several heads). Local layers
+// get the tightest ring the engine's rule allows (window + longest chunk - 1
+// slots), so it wraps several times; global layers hold every position. Each
+// attn_prep dispatch covers one token more than the chunk (the Recorder records
+// for the longest chunk). After each step: the queries, normed and rotated in
+// place, and the keys this step wrote, against reference::norm_rope (keys within
+// float32 error plus the cache's rounding); the values, and every cache element
+// this step must not touch, bit for bit; the output against reference::attention
+// over the whole history of reference queries and keys (normed, rotated,
+// rounded to the cache's precision).
+TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   const AttnCase& c = GetParam();
   const bool f16 = c.kv == Format::F16;
   const uint32_t total = std::accumulate(c.chunks.begin(), c.chunks.end(), 0u);
   const uint32_t longest = *std::max_element(c.chunks.begin(), c.chunks.end());
   const uint32_t slots = c.window ? c.window + longest - 1 : total;
   const float scale = 1.0f / std::sqrt(float(c.hd));
+  const float theta = c.window ? 1e4f : 1e6f, rope_scale = c.window ? 1.f : 8.f, eps = 1e-6f;
   const uint32_t group = c.heads / c.kv_heads;
-  const uint32_t parts = c.kv_heads;  // one kv head per part
+  std::vector<uint32_t> part_heads = c.parts;
+  if (part_heads.empty()) part_heads.assign(c.kv_heads, 1);
+  ASSERT_EQ(std::accumulate(part_heads.begin(), part_heads.end(), 0u), c.kv_heads);
+  const uint32_t parts = uint32_t(part_heads.size());
+  std::vector<uint32_t> part_begin(parts, 0);
+  for (uint32_t p = 1; p < parts; ++p) part_begin[p] = part_begin[p - 1] + part_heads[p - 1];
   const size_t kv_row = size_t(c.kv_heads) * c.hd, q_row = size_t(c.heads) * c.hd;
-  const size_t cache_elems = size_t(slots) * c.hd;  // per part: [1][SLOTS][HD]
   const size_t elem = f16 ? 2 : 4;
   std::vector<HostBuffer> kc, vc;
+  std::vector<std::vector<uint32_t>> want_kc, want_vc;  // expected bits; per part [heads][SLOTS][HD]
+  const uint32_t poison = f16 ? 0xffffu : 0xffffffffu;
   for (uint32_t p = 0; p < parts; ++p) {
+    const size_t cache_elems = size_t(part_heads[p]) * slots * c.hd;
     kc.emplace_back(cache_elems * elem);
     vc.emplace_back(cache_elems * elem);
+    want_kc.emplace_back(cache_elems, poison);
+    want_vc.emplace_back(cache_elems, poison);
   }
   auto round_kv = [&](float x) { return f16 ? float(static_cast<_Float16>(x)) : x; };
-  std::vector<float> k_hist, v_hist;  // [positions, kv_heads * hd], in cache precision
-  const kernels::KvStore store_spec{c.kv_heads, c.hd, slots};
+  std::vector<float> k_hist, v_hist;  // [positions, kv_heads * hd], reference, in cache precision
+  std::vector<float> k_stored;  // [positions, kv_heads * hd], what attn_prep stored (checked)
+  size_t rounded_other_way = 0;
+  const auto qw = random_floats(c.hd, 0.5f, 1.5f), kw = random_floats(c.hd, 0.5f, 1.5f);
+  HostBuffer qwb(c.hd * 4), kwb(c.hd * 4);
+  qwb.fill<float>(qw);
+  kwb.fill<float>(kw);
+  const kernels::AttnPrep prep_spec{c.heads, c.kv_heads, c.hd, slots, theta, rope_scale, eps};
   const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale};
-  const std::string store = kernels::variant("kv_store", c.kv),
+  const std::string prep = kernels::variant("attn_prep", c.kv),
                     attn = kernels::variant("attention", c.kv);
 
   uint32_t pos = 0;
   for (uint32_t n : c.chunks) {
-    const auto ks = random_floats(n * kv_row), vs = random_floats(n * kv_row);  // [n, kv * hd]
-    const auto qs = random_floats(n * q_row, -4.f, 4.f);                       // [n, heads * hd]
-    HostBuffer k(ks.size() * 4), v(vs.size() * 4), q(qs.size() * 4), o((n + 1) * q_row * 4);
+    const std::string at = c.name() + " SLOTS=" + std::to_string(slots) +
+                           " start_pos=" + std::to_string(pos) + " n=" + std::to_string(n);
+    const auto ks = random_floats(n * kv_row, -2.f, 2.f), vs = random_floats(n * kv_row);
+    const auto qs = random_floats(n * q_row, -4.f, 4.f);  // [n, heads * hd]
+    // q and o have a spare row n: it must stay poison.
+    HostBuffer k(ks.size() * 4), v(vs.size() * 4), q((n + 1) * q_row * 4), o((n + 1) * q_row * 4);
     k.fill<float>(ks);
     v.fill<float>(vs);
     q.fill<float>(qs);
     const auto step = step_buffer({n, pos, 0, 0});
     for (uint32_t p = 0; p < parts; ++p)
-      run(store, kernels::kKvStoreBindings, store_spec, {&k, &v, &kc[p], &vc[p], &step}, {p, 1},
-          {groups(c.hd, 64), n, 1});
-    for (uint32_t p = 0; p < parts; ++p)
-      run(attn, kernels::kAttentionBindings, attn_spec, {&q, &kc[p], &vc[p], &o, &step}, {p, 1},
-          {n, group, 1});
-    for (float x : ks) k_hist.push_back(round_kv(x));
+      run(prep, kernels::kAttnPrepBindings, prep_spec,
+          {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_heads[p]},
+          {n + 1, (part_begin[p] == 0 ? c.heads : 0) + part_heads[p], 1});
+
+    // Queries in place, keys in the cache: within 1e-5 (float32 error of values
+    // below ~4) plus the angle's float32 error (angle * 2^-20 * the normed pair's
+    // radius, as in the Rope test), plus the cache's rounding for keys.
+    const auto q_ref = reference::norm_rope(qs, qw, c.heads, c.hd, double(eps), theta, rope_scale, pos);
+    const auto k_ref = reference::norm_rope(ks, kw, c.kv_heads, c.hd, double(eps), theta, rope_scale, pos);
+    std::vector<double> q_normed(qs.size()), k_normed(ks.size());
+    reference::rmsnorm(qs, qw, c.hd, double(eps), false, q_normed);
+    reference::rmsnorm(ks, kw, c.hd, double(eps), false, k_normed);
+    auto rope_tol = [&](std::span<const double> normed, size_t t, size_t e) {  // e: [heads * hd]
+      const uint32_t half = c.hd / 2, i = uint32_t(e % c.hd % half);
+      const size_t base = t * (normed.size() / n) + e / c.hd * c.hd;
+      const double angle = reference::rope_angle(pos + uint32_t(t), i, c.hd, theta, rope_scale);
+      return 1e-5 + angle * 0x1p-20 * std::hypot(normed[base + i], normed[base + i + half]);
+    };
+    for (uint32_t t = 0; t < n; ++t)
+      for (size_t e = 0; e < q_row; ++e) {
+        const float got = q.as<float>()[t * q_row + e];
+        ASSERT_LE(std::abs(got - q_ref[t * q_row + e]), rope_tol(q_normed, t, e))
+            << at << ": query (" << t << "," << e << ") after attn_prep: got " << got << ", want "
+            << q_ref[t * q_row + e];
+      }
+    for (size_t e = n * q_row; e < (n + 1) * q_row; ++e)
+      ASSERT_TRUE(is_poison(q.as<float>()[e])) << at << ": attn_prep wrote q's spare row";
+    // The attention reference's keys: the reference's, rounded to the cache's
+    // precision. Where an f16 cache element rounded the other way (the float32
+    // result and the exact one straddle a rounding boundary: one f16 ulp, a few
+    // elements in a thousand) it takes the cache's value, which the check
+    // above has pinned to the exact key.
+    const size_t hist_begin = k_hist.size();
+    k_stored.resize(hist_begin + k_ref.size());
+    for (double x : k_ref) k_hist.push_back(round_kv(float(x)));
     for (float x : vs) v_hist.push_back(round_kv(x));
-    auto want = reference::attention(qs, k_hist, v_hist, c.heads, c.kv_heads, c.hd, c.window,
+    for (uint32_t t = 0; t < n; ++t)
+      for (uint32_t p = 0; p < parts; ++p)
+        for (uint32_t h = 0; h < part_heads[p]; ++h)
+          for (uint32_t d = 0; d < c.hd; ++d) {
+            const size_t i = (size_t(h) * slots + (pos + t) % slots) * c.hd + d;
+            const size_t e = t * kv_row + size_t(part_begin[p] + h) * c.hd + d;
+            const uint32_t bits = kv_bits(kc[p], f16, i);
+            const float got = from_kv_bits(bits, f16);
+            ASSERT_LE(std::abs(got - k_ref[e]),
+                      kv_tolerance(k_ref[e], rope_tol(k_normed, t, e % kv_row), f16))
+                << at << ": key of token " << t << " kv head " << part_begin[p] + h << " d " << d
+                << ": got " << got << ", want " << k_ref[e];
+            if (f16 && got != k_hist[hist_begin + e]) ++rounded_other_way, k_hist[hist_begin + e] = got;
+            k_stored[hist_begin + e] = got;
+            want_kc[p][i] = bits;
+            want_vc[p][i] = to_kv_bits(vs[e], f16);
+          }
+    // The caches, whole: this step's values, and nothing else changed.
+    for (uint32_t p = 0; p < parts; ++p)
+      for (size_t i = 0; i < want_kc[p].size(); ++i) {
+        ASSERT_EQ(kv_bits(kc[p], f16, i), want_kc[p][i]) << at << ": key cache part " << p << " element " << i;
+        ASSERT_EQ(kv_bits(vc[p], f16, i), want_vc[p][i]) << at << ": value cache part " << p << " element " << i;
+      }
+
+    for (uint32_t p = 0; p < parts; ++p)
+      run(attn, kernels::kAttentionBindings, attn_spec, {&q, &kc[p], &vc[p], &o, &step},
+          {part_begin[p], part_heads[p]}, {n, part_heads[p] * group, 1});
+    std::vector<float> q_ref_f(q_ref.begin(), q_ref.end());
+    auto want = reference::attention(q_ref_f, k_hist, v_hist, c.heads, c.kv_heads, c.hd, c.window,
                                      scale, pos);
     want.resize(want.size() + q_row, NAN);  // the spare row stays poison
-    ASSERT_TRUE(compare(c.name() + " SLOTS=" + std::to_string(slots) + " start_pos=" +
-                            std::to_string(pos) + " n=" + std::to_string(n),
-                        o.as<float>(), want, q_row, 1e-5));
+    ASSERT_TRUE(compare(at, o.as<float>(), want, q_row, 1e-5));
     pos += n;
   }
+  EXPECT_LE(rounded_other_way, k_hist.size() / 100) << c.name() << ": f16 keys rounded the other way";
 
-  // The caches: slot s holds the latest position p with p % SLOTS == s.
+  // The caches: slot s holds the latest position p with p % SLOTS == s, bit for bit.
   for (uint32_t p = 0; p < parts; ++p)
-    for (uint32_t s = 0; s < std::min(slots, total); ++s) {
-      const uint32_t last = (total - 1 - s) / slots * slots + s;
-      for (uint32_t d = 0; d < c.hd; ++d) {
-        const size_t i = size_t(s) * c.hd + d, h = size_t(last) * kv_row + p * c.hd + d;
-        const float gk = f16 ? reference::half_to_float(kc[p].as<uint16_t>()[i]) : kc[p].as<float>()[i];
-        const float gv = f16 ? reference::half_to_float(vc[p].as<uint16_t>()[i]) : vc[p].as<float>()[i];
-        ASSERT_EQ(gk, k_hist[h]) << store << " kv head " << p << " slot " << s << " d " << d;
-        ASSERT_EQ(gv, v_hist[h]) << store << " kv head " << p << " slot " << s << " d " << d;
+    for (uint32_t h = 0; h < part_heads[p]; ++h)
+      for (uint32_t s = 0; s < std::min(slots, total); ++s) {
+        const uint32_t last = (total - 1 - s) / slots * slots + s;
+        for (uint32_t d = 0; d < c.hd; ++d) {
+          const size_t i = (size_t(h) * slots + s) * c.hd + d;
+          const size_t e = size_t(last) * kv_row + size_t(part_begin[p] + h) * c.hd + d;
+          ASSERT_EQ(from_kv_bits(kv_bits(vc[p], f16, i), f16), v_hist[e])
+              << prep << " kv head " << part_begin[p] + h << " slot " << s << " d " << d;
+          ASSERT_EQ(from_kv_bits(kv_bits(kc[p], f16, i), f16), k_stored[e])
+              << prep << " key, kv head " << part_begin[p] + h << " slot " << s << " d " << d;
+        }
       }
-    }
 }
 
 std::vector<AttnCase> attention_cases() {
@@ -656,6 +849,10 @@ std::vector<AttnCase> attention_cases() {
   // A window wider than a tile, and a head_dim that is no multiple of 64.
   v.push_back({Format::F16, 4, 2, 96, 70, chunks});
   v.push_back({Format::F32, 4, 2, 96, 0, chunks});
+  // Cache parts of several kv heads: the second starts at head 1 (no query groups).
+  v.push_back({Format::F16, 8, 4, 64, 24, chunks, {1, 3}});
+  v.push_back({Format::F32, 8, 4, 256, 0, chunks, {3, 1}});
+  v.push_back({Format::F32, 8, 4, 32, 24, chunks, {4}});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Attention, ::testing::ValuesIn(attention_cases()),
@@ -696,13 +893,63 @@ HostBuffer sampler_buffer(detail::SamplerState st, std::span<const uint32_t> his
 }
 detail::SamplerState greedy_state() { return {0.f, 0, 1.f, 0.f, 1.f, 0, 0, 0}; }
 
-class Greedy : public ::testing::TestWithParam<uint32_t> {};
+// logits_max then sample, dispatched as the Recorder does ((PARTS, rows, 1),
+// then (rows, 1, 1)), on `l` [rows, V] (penalised in place) with the sampler
+// parameters `params`; `dispatch_rows` plays the graph's logit rows. Returns
+// the partials buffer [rows, PARTS] of vec2 (max, index bits).
+HostBuffer logits_max_then_sample(const HostBuffer& l, const HostBuffer& out, const HostBuffer& params,
+                                  uint32_t V, uint32_t parts, uint32_t dispatch_rows,
+                                  uint32_t logit_count) {
+  HostBuffer partials(size_t(dispatch_rows) * parts * 8);
+  const auto step = step_buffer({dispatch_rows, 0, 0, logit_count});
+  run("logits_max", kernels::kLogitsMaxBindings, kernels::LogitsMax{V, parts},
+      {&l, &partials, &params, &step}, {}, {parts, dispatch_rows, 1});
+  run("sample", kernels::kSampleBindings, kernels::Sample{V, parts},
+      {&l, &out, &params, &step, &partials}, {}, {dispatch_rows, 1, 1});
+  return partials;
+}
+
+// logits_max's partial results of one row: slice j = [j * SLICE, min(V, +SLICE)),
+// SLICE = ceil(V / PARTS); (largest logit, its lowest index), or (-inf, ~0u)
+// for an empty slice. Checked bit for bit.
+::testing::AssertionResult check_partials(const std::string& what, const HostBuffer& partials,
+                                          uint32_t row, std::span<const float> logits,
+                                          uint32_t parts) {
+  const uint32_t V = uint32_t(logits.size()), slice = (V + parts - 1) / parts;
+  const auto got = partials.as<uint32_t>();
+  for (uint32_t j = 0; j < parts; ++j) {
+    const uint32_t lo = std::min(V, j * slice), hi = std::min(V, lo + slice);
+    float m = -INFINITY;
+    uint32_t id = 0xffffffffu;
+    if (lo < hi) id = lo + reference::argmax(logits.subspan(lo, hi - lo)), m = logits[id];
+    uint32_t mb;
+    std::memcpy(&mb, &m, 4);
+    const size_t at = (size_t(row) * parts + j) * 2;
+    if (got[at] != mb || got[at + 1] != id) {
+      float gm;
+      std::memcpy(&gm, &got[at], 4);
+      return ::testing::AssertionFailure()
+             << what << ": partial of row " << row << " slice " << j << " [" << lo << "," << hi
+             << ") is (" << gm << ", " << got[at + 1] << "), want (" << m << ", " << id << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct GreedyCase {
+  uint32_t V, parts;
+};
+class Greedy : public ::testing::TestWithParam<GreedyCase> {};
 
 // Temperature 0 is argmax. Rows: (0) small integers, so the maximum repeats
-// (lowest index wins); (1) continuous values with the maximum planted twice;
-// (2) all equal -> 0; (3) past logit_count: the kernel must not write it.
+// (lowest index wins, also across slices); (1) continuous values with the
+// maximum planted twice; (2) all equal -> 0; (3) continuous, the maximum the
+// very last logit (in the last, possibly short, slice); (4) past logit_count:
+// neither kernel may write it. logits_max's partials are checked too.
 TEST_P(Greedy, FirstMaximumOfEachLogitRow) {
-  const uint32_t V = GetParam(), rows = 4, logit_count = 3;
+  const uint32_t V = GetParam().V, parts = GetParam().parts, rows = 5, logit_count = 4;
+  const std::string what = "logits_max+sample (greedy) V=" + std::to_string(V) +
+                           " PARTS=" + std::to_string(parts);
   std::vector<float> logits(size_t(rows) * V);  // [rows, V]
   std::uniform_int_distribution<int> small(0, 40);
   for (uint32_t i = 0; i < V; ++i) logits[i] = float(small(rng()));
@@ -712,36 +959,57 @@ TEST_P(Greedy, FirstMaximumOfEachLogitRow) {
   const uint32_t a = where(rng()), b = where(rng());
   logits[V + a] = logits[V + b] = 11.f;
   std::fill(logits.begin() + 2 * V, logits.begin() + 3 * V, 0.25f);
+  const auto cont2 = random_floats(V, -10.f, 10.f);
+  std::copy(cont2.begin(), cont2.end(), logits.begin() + 3 * V);
+  logits[4 * V - 1] = 10.5f;
   const auto last = random_floats(V);
-  std::copy(last.begin(), last.end(), logits.begin() + 3 * V);
+  std::copy(last.begin(), last.end(), logits.begin() + 4 * V);
 
   HostBuffer l(logits.size() * 4), best(rows * 4);
   l.fill<float>(logits);
-  const auto step = step_buffer({rows, 0, 0, logit_count});
   const auto params = sampler_buffer(greedy_state());
-  run("sample", kernels::kSampleBindings, kernels::Sample{V}, {&l, &best, &params, &step}, {},
-      {rows, 1, 1});
-  for (uint32_t r = 0; r < logit_count; ++r)
-    EXPECT_EQ(best.as<uint32_t>()[r], reference::argmax(std::span(logits).subspan(size_t(r) * V, V)))
-        << "sample (greedy) V=" << V << " row " << r;
-  EXPECT_EQ(best.as<uint32_t>()[3], 0xffffffffu) << "sample V=" << V << ": wrote row 3, past logit_count";
+  const auto partials = logits_max_then_sample(l, best, params, V, parts, rows, logit_count);
+  for (uint32_t r = 0; r < logit_count; ++r) {
+    const auto row = std::span<const float>(logits).subspan(size_t(r) * V, V);
+    EXPECT_TRUE(check_partials(what, partials, r, row, parts));
+    EXPECT_EQ(best.as<uint32_t>()[r], reference::argmax(row)) << what << " row " << r;
+  }
+  EXPECT_EQ(best.as<uint32_t>()[3], V - 1) << what << ": the maximum in the last slice";
+  for (uint32_t j = 0; j < parts * 2; ++j)
+    EXPECT_EQ(partials.as<uint32_t>()[size_t(logit_count) * parts * 2 + j], 0xffffffffu)
+        << what << ": logits_max wrote row 4, past logit_count";
+  EXPECT_EQ(best.as<uint32_t>()[4], 0xffffffffu) << what << ": sample wrote row 4, past logit_count";
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (l.as<float>()[i] != logits[i]) {
+      ADD_FAILURE() << what << ": logits_max changed logit " << i << " without a penalty";
+      break;
+    }
 }
-INSTANTIATE_TEST_SUITE_P(Kernel, Greedy, ::testing::Values(512u, 1000u, 262144u),
-                         [](const auto& info) { return "sample_greedy_V" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Kernel, Greedy,
+    ::testing::Values(GreedyCase{512, kernels::kLogitParts}, GreedyCase{1000, kernels::kLogitParts},
+                      // V % PARTS != 0: the last slice holds one logit, two slices none.
+                      GreedyCase{1001, kernels::kLogitParts},
+                      GreedyCase{100, kernels::kLogitParts},  // V < PARTS: many empty slices
+                      GreedyCase{5000, 7},                     // short last slice (710 of 715)
+                      GreedyCase{262144, kernels::kLogitParts}),
+    [](const auto& info) {
+      return "sample_greedy_V" + std::to_string(info.param.V) + "_PARTS" +
+             std::to_string(info.param.parts);
+    });
 
 // Draws `rows` samples at once (one per row, each its own random stream) from
 // the same logits; returns the chosen ids.
 std::vector<uint32_t> draw(const std::vector<float>& row, uint32_t rows, detail::SamplerState st,
-                           std::span<const uint32_t> history = {}) {
+                           std::span<const uint32_t> history = {},
+                           uint32_t parts = kernels::kLogitParts) {
   const uint32_t V = uint32_t(row.size());
   std::vector<float> logits;
   for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
   HostBuffer l(logits.size() * 4), out(rows * 4);
   l.fill<float>(logits);
-  const auto step = step_buffer({rows, 0, 0, rows});
   const auto params = sampler_buffer(st, history);
-  run("sample", kernels::kSampleBindings, kernels::Sample{V}, {&l, &out, &params, &step}, {},
-      {rows, 1, 1});
+  logits_max_then_sample(l, out, params, V, parts, rows, rows);
   const auto ids = out.as<uint32_t>();
   return {ids.begin(), ids.end()};
 }
@@ -819,6 +1087,63 @@ TEST(Sample, RepetitionPenalty) {
   EXPECT_EQ(draw(neg, 1, st, hist3)[0], 11u) << "-1 * 2 = -2 < -1.5";
 }
 
+// logits_max applies the penalty in place, each slice its own history tokens:
+// a history longer than the workgroup (300 ids over a 5001-logit row whose last
+// slice is short, the row maximum among them), checked against
+// reference::repetition_penalty element by element (untouched logits bit for
+// bit), with the partials and the greedy choice over the penalised row.
+TEST(Sample, RepetitionPenaltyAcrossSlices) {
+  const uint32_t V = 5001, parts = kernels::kLogitParts, rows = 2;
+  auto row = random_floats(V, -8.f, 8.f);
+  std::vector<uint32_t> ids(V);
+  std::iota(ids.begin(), ids.end(), 0u);
+  std::shuffle(ids.begin(), ids.end(), rng());
+  std::vector<uint32_t> history(ids.begin(), ids.begin() + 300);  // distinct, as the engine's
+  std::erase(history, V - 1);
+  history.push_back(V - 1);  // the last slice, which holds only this logit
+  row[V - 1] = 9.f;  // the maximum, penalised to 9 / 1.5 = 6
+  const uint32_t top = reference::argmax(row);
+  auto st = greedy_state();
+  st.repeat_penalty = 1.5f;
+  std::vector<float> logits;
+  for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
+  HostBuffer l(logits.size() * 4), out(rows * 4);
+  l.fill<float>(logits);
+  const auto params = sampler_buffer(st, history);
+  const auto partials = logits_max_then_sample(l, out, params, V, parts, rows, rows);
+  auto want = row;
+  reference::repetition_penalty(want, history, st.repeat_penalty);
+  const std::set<uint32_t> penalised(history.begin(), history.end());
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t i = 0; i < V; ++i) {
+      const float got = l.as<float>()[size_t(r) * V + i];
+      if (penalised.count(i))
+        ASSERT_NEAR(got, want[i], std::abs(want[i]) * 1e-6) << "row " << r << " logit " << i;
+      else
+        ASSERT_EQ(got, want[i]) << "row " << r << " logit " << i << " is not in the history";
+    }
+    const auto got_row = l.as<float>().subspan(size_t(r) * V, V);
+    EXPECT_TRUE(check_partials("logits_max (penalty)", partials, r, got_row, parts));
+    EXPECT_EQ(out.as<uint32_t>()[r], reference::argmax(want)) << "row " << r;
+  }
+  EXPECT_NE(reference::argmax(want), top) << "the test's premise: the penalty moves the maximum";
+}
+
+// Sampling (temperature > 0) draws from the penalised logits: token 3 leads by
+// 0.1 before the penalty and trails token 4 by ~2.9 after it; at T = 0.1
+// (e^-29 odds) all 64 draws are 4; without the penalty they are mixed (73% 3).
+TEST(Sample, PenaltyAppliesToDraws) {
+  std::vector<float> row(3000, -60.f);
+  row[3] = 3.0f, row[4] = 2.9f;
+  detail::SamplerState st{0.1f, 0, 1.f, 0.f, 100.f, 99, 1, 0};
+  const uint32_t hist[] = {3};
+  for (uint32_t id : draw(row, 64, st, hist)) ASSERT_EQ(id, 4u);
+  st.repeat_penalty = 1.f;
+  std::set<uint32_t> seen;
+  for (uint32_t id : draw(row, 64, st, hist)) seen.insert(id);
+  EXPECT_EQ(seen, (std::set<uint32_t>{3, 4}));
+}
+
 // ---------------------------------------------------------- SPIR-V vs structs
 
 // What the engine knows of a module: its constants struct's fields (is each a
@@ -845,11 +1170,11 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"matvec_", contract<k::MatVec>(k::kLinearBindings)},
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
-      {"kv_store_", contract<k::KvStore>(k::kKvStoreBindings)},
+      {"attn_prep_", contract<k::AttnPrep>(k::kAttnPrepBindings)},
       {"attention_", contract<k::Attention>(k::kAttentionBindings)},
       {"rmsnorm", contract<k::RmsNorm>(k::kRmsNormBindings)},
-      {"rope", contract<k::Rope>(k::kRopeBindings)},
       {"geglu", contract<k::Geglu>(k::kGegluBindings)},
+      {"logits_max", contract<k::LogitsMax>(k::kLogitsMaxBindings)},
       {"sample", contract<k::Sample>(k::kSampleBindings)},
       {"bandwidth", ModuleContract{{}, 2}},
   };

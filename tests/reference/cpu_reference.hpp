@@ -120,6 +120,26 @@ inline void rmsnorm(std::span<const float> x,  // [rows, D]
   }
 }
 
+// rmsnorm with CHAIN (Gemma's post-norm feeding the residual stream, then the
+// next sub-layer's pre-norm, in one step): x[r, :] += norm(y[r, :]) * w, then
+// xn[r, :] = norm(x[r, :]) * w2 over the updated row. x holds the residual's
+// prior contents on entry and the updated rows on return.
+inline void rmsnorm_chain(std::span<const float> y,   // [rows, D]
+                          std::span<const float> w,   // [D]
+                          std::span<const float> w2,  // [D]
+                          size_t D, double eps,
+                          std::span<double> x,        // [rows, D], updated in place
+                          std::span<double> xn) {     // [rows, D]
+  rmsnorm(y, w, D, eps, true, x);
+  const size_t rows = y.size() / D;
+  for (size_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (size_t i = 0; i < D; ++i) ss += x[r * D + i] * x[r * D + i];
+    const double inv = 1.0 / std::sqrt(ss / double(D) + eps);
+    for (size_t i = 0; i < D; ++i) xn[r * D + i] = x[r * D + i] * inv * w2[i];
+  }
+}
+
 // y = x W^T: y[t, r] = sum_k x[t, k] * W[r, k].
 inline std::vector<double> linear(std::span<const float> x,  // [n, K]
                                   std::span<const float> W,  // [M, K]
@@ -147,9 +167,10 @@ inline float rope_angle(uint32_t p, uint32_t i, uint32_t hd, float theta, float 
 
 // NeoX / "rotate_half" RoPE: element i of a head pairs with i + hd/2; token t
 // is at position start_pos + t.
-inline std::vector<double> rope(std::span<const float> v,  // [n, heads * hd]
-                                uint32_t heads, uint32_t hd, float theta, float scale,
-                                uint32_t start_pos) {
+template <class T>
+inline std::vector<double> rope_rows(std::span<const T> v,  // [n, heads * hd]
+                                     uint32_t heads, uint32_t hd, float theta, float scale,
+                                     uint32_t start_pos) {
   const size_t n = v.size() / (size_t(heads) * hd);
   const uint32_t half = hd / 2;
   std::vector<double> out(v.size());  // [n, heads * hd]
@@ -164,6 +185,23 @@ inline std::vector<double> rope(std::span<const float> v,  // [n, heads * hd]
         out[base + i + half] = x1 * c + x0 * s;
       }
   return out;
+}
+inline std::vector<double> rope(std::span<const float> v,  // [n, heads * hd]
+                                uint32_t heads, uint32_t hd, float theta, float scale,
+                                uint32_t start_pos) {
+  return rope_rows(v, heads, hd, theta, scale, start_pos);
+}
+
+// Gemma 3's query/key preparation: each head RMS-normalised on its own
+// (q_norm / k_norm; `w` [hd] holds 1 + w_hf, as rmsnorm), then RoPE. In double
+// throughout (the angle itself rounded as rope_angle says).
+inline std::vector<double> norm_rope(std::span<const float> v,  // [n, heads * hd]
+                                     std::span<const float> w,  // [hd]
+                                     uint32_t heads, uint32_t hd, double eps, float theta,
+                                     float scale, uint32_t start_pos) {
+  std::vector<double> normed(v.size());  // [n * heads, hd]
+  rmsnorm(v, w, hd, eps, false, normed);
+  return rope_rows(std::span<const double>(normed), heads, hd, theta, scale, start_pos);
 }
 
 // Causal softmax attention with grouped-query heads. Token t of the chunk is at
@@ -218,6 +256,20 @@ inline std::vector<double> geglu(std::span<const float> gate,  // [n, F]
   std::vector<double> y(gate.size());  // [n, F]
   for (size_t i = 0; i < gate.size(); ++i) y[i] = gelu_tanh(gate[i]) * up[i];
   return y;
+}
+
+// The repetition penalty (CTRL / llama.cpp), in float as the logits are: the
+// logit of each distinct history token is divided by `penalty` when positive,
+// multiplied by it otherwise.
+inline void repetition_penalty(std::span<float> logits,  // [V]
+                               std::span<const uint32_t> history, float penalty) {
+  std::vector<uint32_t> ids(history.begin(), history.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (uint32_t id : ids) {
+    float& l = logits[id];
+    l = l > 0.0f ? l / penalty : l * penalty;
+  }
 }
 
 // The index of the first maximum (torch.argmax's tie rule).
