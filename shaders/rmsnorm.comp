@@ -1,46 +1,76 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// rmsnorm — y = x / sqrt(mean(x^2) + eps) * w, one workgroup per row. The
+// weight holds (1 + w_hf): llama.cpp's GGUF convention, and what the
+// safetensors loader writes.
+//   ACCUMULATE: the normalised row is added to `out` (Gemma's post-norms feed
+//     the residual stream: x += norm(f(x))).
+//   CHAIN: then the updated residual row is normalised again with w2 into out2
+//     — the next sub-layer's pre-norm — so "x += norm(y); xn = norm(x)" is one
+//     dispatch instead of two.
+//   ROW_SET = 1 (the final norm): only the rows whose logits are wanted; input
+//     row logit_begin + i goes to output row i.
+// Each thread keeps its elements in registers between the passes.
+// Dispatch: (rows, 1, 1). `in` and `out` may be the same buffer.
 #define STEP_BINDING 3
 #include "include/step.glsl"
-// rmsnorm — y = x / sqrt(mean(x^2) + eps) * w, row by row. The weight holds
-// (1 + w_hf): llama.cpp's GGUF convention, and what the safetensors loader
-// writes. With ACCUMULATE the normalised row is added to `out` (Gemma's
-// post-norms feed the residual stream: x += norm(f(x))).
-// Also used per head for q_norm/k_norm (rows = tokens * heads, D = head_dim).
-// With ROW_SET = 1 (the final norm) it normalises only the rows whose logits are
-// wanted: input row logit_begin + i goes to output row i.
-// Dispatch: (rows, 1, 1). `in` and `out` may be the same buffer.
 
-layout(local_size_x = 64) in;
+layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint D = 1;
 layout(constant_id = 1) const float EPS = 1e-6;
 layout(constant_id = 2) const uint ACCUMULATE = 0;
 layout(constant_id = 3) const uint ROW_SET = 0;  // 0: every token row; 1: logit rows
+layout(constant_id = 4) const uint CHAIN = 0;
 
 layout(binding = 0) readonly buffer InBuf { float x[]; };
 layout(binding = 1) readonly buffer WBuf { float w[]; };
 layout(binding = 2) buffer OutBuf { float y[]; };
+layout(binding = 4) readonly buffer W2Buf { float w2[]; };
+layout(binding = 5) writeonly buffer Out2Buf { float y2[]; };
 layout(push_constant) uniform Push { uint rows_per_token; } pc;
 
+const uint PER = (D + 255) / 256;  // elements per thread
 shared float partial[64];
+
+float row_sum(float v) {
+  v = subgroupAdd(v);
+  if (subgroupElect()) partial[gl_SubgroupID] = v;
+  barrier();
+  float s = 0.0;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) s += partial[i];
+  barrier();
+  return s;
+}
 
 void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   if (row >= active_rows(ROW_SET) * pc.rows_per_token) return;
   const uint base = row * D;
   const uint in_base = (ROW_SET == 0 ? row : logit_begin + row) * D;
+  float v[PER];
   float ss = 0.0;
-  for (uint i = tid; i < D; i += 64) ss += x[in_base + i] * x[in_base + i];
-  partial[tid] = ss;
-  barrier();
-  for (uint s = 32; s > 0; s >>= 1) {
-    if (tid < s) partial[tid] += partial[tid + s];
-    barrier();
+  for (uint e = 0; e < PER; ++e) {
+    const uint i = tid + e * 256;
+    v[e] = i < D ? x[in_base + i] : 0.0;
+    ss += v[e] * v[e];
   }
-  const float inv = inversesqrt(partial[0] / float(D) + EPS);
-  for (uint i = tid; i < D; i += 64) {
-    const float v = x[in_base + i] * inv * w[i];
-    if (ACCUMULATE != 0) y[base + i] += v;
-    else y[base + i] = v;
+  const float inv = inversesqrt(row_sum(ss) / float(D) + EPS);
+  float ss2 = 0.0;
+  for (uint e = 0; e < PER; ++e) {
+    const uint i = tid + e * 256;
+    if (i >= D) break;
+    float r = v[e] * inv * w[i];
+    if (ACCUMULATE != 0) r += y[base + i];
+    y[base + i] = r;
+    v[e] = r;
+    ss2 += r * r;
+  }
+  if (CHAIN == 0) return;
+  const float inv2 = inversesqrt(row_sum(ss2) / float(D) + EPS);
+  for (uint e = 0; e < PER; ++e) {
+    const uint i = tid + e * 256;
+    if (i < D) y2[base + i] = v[e] * inv2 * w2[i];
   }
 }

@@ -1,23 +1,26 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // sample — choose the next token of each logits row on the GPU; only its id
-// goes back to the host. In Hugging Face's order: repetition penalty, then
-// temperature, top-k, top-p, min-p, and a draw from what is left. Temperature
-// 0 is greedy (ties go to the lowest id, as torch.argmax). Thresholds are found
+// goes back to the host. In Hugging Face's order: repetition penalty (applied
+// by logits_max.comp, which runs first and leaves each slice's maximum in
+// `partials`), then temperature, top-k, top-p, min-p, and a draw from what is
+// left. Temperature 0 is greedy (ties go to the lowest id, as torch.argmax)
+// and reads only the partial maxima. Thresholds are found
 // by bisection over the order-preserving integer image of the float logits, so
 // top-k keeps exactly the k largest (and their ties); the draw uses a counter-
 // based generator (seed, step, row), so the same seed gives the same tokens.
-// The penalty rewrites the logits of the history tokens in place.
-// Dispatch: (logit rows, 1, 1); rows past logit_count exit.
+// Dispatch: (logit rows, 1, 1), after logits_max; rows past logit_count exit.
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint V = 1;
+layout(constant_id = 1) const uint PARTS = 1;  // logits_max workgroups per row
 const uint THREADS = 256;
 const uint SPAN = (V + THREADS - 1) / THREADS;  // contiguous logits per thread
 
-layout(binding = 0) buffer LogitsBuf { float logits[]; };       // [rows, V]
+layout(binding = 0) readonly buffer LogitsBuf { float logits[]; };  // [rows, V], penalised
+layout(binding = 4) readonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
 layout(binding = 1) writeonly buffer OutBuf { uint chosen[]; };  // [rows]
 // Mirrors unicorn::detail::SamplerState (engine/core.hpp); written by the host.
 layout(binding = 2) readonly buffer Params {
@@ -79,23 +82,14 @@ void main() {
   if (row >= logit_count) return;
   const uint base = row * V, lo = tid * SPAN, hi = min(V, lo + SPAN);
 
-  // Repetition penalty (llama.cpp / CTRL): shrink positive logits, grow negative ones.
-  if (repeat_penalty != 1.0)
-    for (uint h = tid; h < history_len; h += THREADS) {
-      const uint id = history[h];
-      if (id < V) {
-        const float l = logits[base + id];
-        logits[base + id] = l > 0.0 ? l / repeat_penalty : l * repeat_penalty;
-      }
-    }
-  memoryBarrierBuffer();
-  barrier();
-
-  // Largest logit, and its lowest index.
+  // Largest logit, and its lowest index, from logits_max's partial results.
   float best = -1.0 / 0.0;
   uint best_id = 0xffffffffu;
-  for (uint i = lo; i < hi; ++i)
-    if (logits[base + i] > best) { best = logits[base + i]; best_id = i; }
+  for (uint p = tid; p < PARTS; p += THREADS) {
+    const vec2 part = partials[row * PARTS + p];
+    const uint id = floatBitsToUint(part.y);
+    if (part.x > best || (part.x == best && id < best_id)) { best = part.x; best_id = id; }
+  }
   red_f[tid] = best;
   red_u[tid] = best_id;
   barrier();

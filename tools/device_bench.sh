@@ -22,7 +22,7 @@ for spec in "$@"; do
   if [ ! -f "$file" ]; then
     start=$(date +%s.%N)
     "$bin/unicorn-convert" --random "$model" --type "$type" ${embedding:+--embedding "$embedding"} --out "$file" >/dev/null || exit 1
-    echo "$spec: wrote $(du -h "$file" | cut -f1) in $(echo "$(date +%s.%N) - $start" | bc) s"
+    echo "$spec: wrote $(du -h "$file" | cut -f1) in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
   fi
   name=$(basename "$file" .gguf)
   "$bin/unicorn-bench" --model "$file" -p 512 -n 128 -r ${REPS:-5} --json ${PROFILE:+--profile} > "$out/$name.json" 2> "$out/$name.err"

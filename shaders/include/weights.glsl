@@ -59,18 +59,6 @@ float block_quant(uint b, uint j) {
   return float((q ^ 0x80) - 0x80);
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
-// dot(block b, x[0..32)), x given as 8 vec4; xsum = sum of x (unused here).
-float block_dot(uint b, vec4 xv[8], float xsum) {
-  const uint base = b * BLOCK_WORDS + 1;
-  float s = 0.0;
-  for (uint i = 0; i < 8; ++i) {
-    const uint w0 = uint(W[base + 2 * i]), w1 = uint(W[base + 2 * i + 1]);
-    const ivec4 q = ivec4(int(w0 << 24) >> 24, int(w0 << 16) >> 24, int(w1 << 24) >> 24,
-                          int(w1 << 16) >> 24);
-    s += dot(vec4(q), xv[i]);
-  }
-  return s * block_scale(b);
-}
 #elif defined(FMT_Q4_0)
 #define WEIGHT_BLOCK 32
 #define BLOCK_WORDS 9
@@ -83,18 +71,6 @@ float block_quant(uint b, uint j) {
   return float(j < 16u ? (byte_value & 15u) : (byte_value >> 4)) - 8.0;
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
-// dot(block b, x[0..32)) = d * (sum q x - 8 * sum x); x given as 8 vec4.
-float block_dot(uint b, vec4 xv[8], float xsum) {
-  const uint base = b * BLOCK_WORDS + 1;
-  float s = 0.0;
-  for (uint i = 0; i < 4; ++i) {  // bytes 4i .. 4i+3: low nibbles -> x[4i..], high -> x[16+4i..]
-    const uint w = uint(W[base + 2 * i]) | (uint(W[base + 2 * i + 1]) << 16);
-    const vec4 lo = vec4(w & 15u, (w >> 8) & 15u, (w >> 16) & 15u, (w >> 24) & 15u);
-    const vec4 hi = vec4((w >> 4) & 15u, (w >> 12) & 15u, (w >> 20) & 15u, w >> 28);
-    s += dot(lo, xv[i]) + dot(hi, xv[4 + i]);
-  }
-  return (s - 8.0 * xsum) * block_scale(b);
-}
 #else
 #error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0"
 #endif

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "unicorn/io/gguf.hpp"
 
 namespace fs = std::filesystem;
@@ -187,4 +189,32 @@ TEST(Cli, InteractiveChatKeepsTheConversation) {
   ASSERT_NE(second, std::string::npos) << r.out;
   const int used1 = std::stoi(r.out.substr(first + 8)), used2 = std::stoi(r.out.substr(second + 8));
   EXPECT_GT(used2, used1) << "the second turn must extend the first, not start over";
+}
+
+// unicorn-bench on a tiny random model: it runs, and its JSON has the fields
+// the performance reports use (speeds, bandwidth, roofline, profile).
+TEST(Cli, BenchJson) {
+  const fs::path model = tmp() / "tiny-q8_0.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  const std::string out = stdout_of(env("UNICORN_BENCH") + " -m " + model.string() +
+                                    " -p 16 -n 8 -r 2 --json --profile");
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+  for (const char* key : {"model", "device", "weight_bytes", "read_bandwidth_gbps", "pp", "tg",
+                          "roofline_tokens_per_s", "roofline_percent", "load_seconds", "profile"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["model"], "gemma3-tiny");
+  EXPECT_GT(j["tg"]["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["pp"]["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["roofline_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["read_bandwidth_gbps"].get<double>(), 0);
+  EXPECT_FALSE(j["profile"]["decode"].empty());
+}
+
+TEST(Cli, BenchRefusesAnUnknownFile) {
+  const fs::path f = tmp() / "not-a-model.gguf";
+  std::ofstream(f) << "nope";
+  const Result r = run(env("UNICORN_BENCH") + " -m " + f.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.out, "not a GGUF file");
 }

@@ -77,6 +77,9 @@ class EngineCore {
     const uint64_t sampler_bytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
     const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes, sampler_bytes};
     host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
+    const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * layout.logit_rows};
+    partial_set_ = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials");
+    partials_ = partial_set_[0];
     prefill_ = record_forward(cfg_.prefill_chunk, 1);
     decode_ = record_forward(1, 1);
   }
@@ -193,7 +196,7 @@ class EngineCore {
       ts.reset(cb);
       ts.write(cb, 0);
       for (uint32_t i = 0; i < n; ++i) {
-        gpu::record(cb, g.dispatches[i]);
+        gpu::record(cb, g.dispatches[i], g.dispatches[i].barrier_after);
         ts.write(cb, i + 1);
       }
     });
@@ -362,11 +365,21 @@ class EngineCore {
   gpu::KernelCache kernels_;
   gpu::DescriptorArena sets_;
   gpu::Stream stream_;
-  gpu::BufferSet weights_, kv_, acts_, host_;
+  gpu::BufferSet weights_, kv_, acts_, host_, partial_set_;
+  gpu::Buffer partials_;  // per-slice logit maxima, [logit rows, kLogitParts]
   std::optional<gpu::BufferSet> logits_readback_;
   // Prompt chunks (logits of the last token only), single tokens, and, recorded
   // on first use, prompt chunks with every token's logits (teacher forcing).
   std::optional<Graph> prefill_, decode_, prefill_all_logits_;
+  // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
+  // defaults are the measured best. UNICORN_MATVEC_ROWS overrides.
+  struct Tuning {
+    uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
+    static uint32_t env_or(const char* name, uint32_t fallback) {
+      const char* v = std::getenv(name);
+      return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : fallback;
+    }
+  } tuning_;
   uint32_t pos_ = 0;
   uint32_t context_limit_ = cfg_.max_context;
   SamplingParams sampling_;
@@ -391,28 +404,29 @@ class EngineCore::Recorder {
   }
 
  private:
-  // The Gemma 3 decoder layer (Hugging Face Gemma3DecoderLayer).
+  // The Gemma 3 decoder layer (Hugging Face Gemma3DecoderLayer). Fused where it
+  // saves dispatches: each post-norm adds into the residual stream and then
+  // computes the next pre-norm in the same kernel; q/k norm, RoPE and the cache
+  // write are one kernel. Projections reading the same input run back to back
+  // without a barrier between them.
   void layer(int l) {
     const auto& L = c_.layout_;
     const AttentionKind kind = m_.layer_kind(uint32_t(l));
-    norm(Act::X, Act::Xn, L.weight(Role::AttnNorm, l), m_.hidden, 1, false);  // xn = norm(x)
-    linear(Act::Xn, Act::Q, L.weight(Role::AttnQ, l));       // q [n, heads * hd]
-    linear(Act::Xn, Act::K, L.weight(Role::AttnK, l));       // k [n, kv_heads * hd]
-    linear(Act::Xn, Act::V, L.weight(Role::AttnV, l));       // v [n, kv_heads * hd]
-    norm(Act::Q, Act::Q, L.weight(Role::AttnQNorm, l), m_.head_dim, m_.heads, false);
-    norm(Act::K, Act::K, L.weight(Role::AttnKNorm, l), m_.head_dim, m_.kv_heads, false);
-    rope(Act::Q, m_.heads, kind);
-    rope(Act::K, m_.kv_heads, kind);
-    kv_store(l, kind);                                       // cache[l] <- k, v
-    attention(l, kind);                                      // attn [n, heads * hd]
-    linear(Act::Attn, Act::Proj, L.weight(Role::AttnOut, l));// proj [n, H]
-    norm(Act::Proj, Act::X, L.weight(Role::PostAttnNorm, l), m_.hidden, 1, true);  // x += norm(proj)
-    norm(Act::X, Act::Xn, L.weight(Role::FfnNorm, l), m_.hidden, 1, false);         // xn = norm(x)
-    linear(Act::Xn, Act::Gate, L.weight(Role::FfnGate, l));  // gate [n, F]
-    linear(Act::Xn, Act::Up, L.weight(Role::FfnUp, l));      // up   [n, F]
-    geglu();                                                 // gate = gelu(gate) * up
-    linear(Act::Gate, Act::Proj, L.weight(Role::FfnDown, l));// proj [n, H]
-    norm(Act::Proj, Act::X, L.weight(Role::PostFfnNorm, l), m_.hidden, 1, true);    // x += norm(proj)
+    const bool last = uint32_t(l) + 1 == m_.layers;
+    if (l == 0) norm(Act::X, Act::Xn, L.weight(Role::AttnNorm, 0));  // xn = norm(x) [n, H]
+    linear(Act::Xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);     // q [n, heads * hd]
+    linear(Act::Xn, Act::K, L.weight(Role::AttnK, l), 0, false);     // k [n, kv_heads * hd]
+    linear(Act::Xn, Act::V, L.weight(Role::AttnV, l));               // v [n, kv_heads * hd]
+    attn_prep(l, kind);                        // q, k normed and rotated; cache[l] <- k, v
+    attention(l, kind);                        // attn [n, heads * hd]
+    linear(Act::Attn, Act::Proj, L.weight(Role::AttnOut, l));        // proj [n, H]
+    add_norm(L.weight(Role::PostAttnNorm, l), &L.weight(Role::FfnNorm, l));  // x += norm(proj); xn = norm(x)
+    linear(Act::Xn, Act::Gate, L.weight(Role::FfnGate, l), 0, false);  // gate [n, F]
+    linear(Act::Xn, Act::Up, L.weight(Role::FfnUp, l));                // up   [n, F]
+    geglu();                                   // gate = gelu(gate) * up
+    linear(Act::Gate, Act::Proj, L.weight(Role::FfnDown, l));        // proj [n, H]
+    // x += norm(proj); and, but after the last layer, the next layer's xn = norm(x)
+    add_norm(L.weight(Role::PostFfnNorm, l), last ? nullptr : &L.weight(Role::AttnNorm, l + 1));
   }
 
   void embed() {
@@ -425,28 +439,36 @@ class EngineCore::Recorder {
     }
   }
 
-  void norm(Act in, Act out, const TensorSlot& w, uint32_t dim, uint32_t per_token, bool accumulate,
-            uint32_t row_set = 0) {
-    const kernels::RmsNorm spec{dim, m_.rms_eps, accumulate ? 1u : 0u, row_set};
+  // out = norm(in) * w over token rows (row_set 0) or logit rows (row_set 1).
+  void norm(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0) {
+    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0};
     const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
-    const TensorPart& p = c_.layout_.parts_of(w)[0];
-    const vk::DescriptorBufferInfo b[] = {c_.act(in), c_.part(w, p), c_.act(out), c_.step()};
-    const uint32_t rows = row_set ? logit_rows_ : n_;
-    add(k, b, {per_token}, {rows * per_token, 1, 1});
+    const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
+    const vk::DescriptorBufferInfo b[] = {c_.act(in), wb, c_.act(out), c_.step(), wb, c_.act(out)};
+    add(k, b, {1}, {row_set ? logit_rows_ : n_, 1, 1});
   }
 
-  void final_norm() {
-    norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), m_.hidden, 1, false, 1);
+  // x += norm(proj) * w; then, with `next`, xn = norm(x) * next.
+  void add_norm(const TensorSlot& w, const TensorSlot* next) {
+    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u};
+    const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
+    const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
+    const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
+    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Proj), wb, c_.act(Act::X), c_.step(), nb,
+                                          c_.act(Act::Xn)};
+    add(k, b, {1}, {n_, 1, 1});
   }
+
+  void final_norm() { norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), 1); }
 
   // y = x W^T over every part of W: matrix-vector for one token and for the LM
   // head (which usually needs one row of logits), tiled matrix-matrix otherwise.
-  void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0) {
+  void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0, bool barrier = true) {
     const bool vec = n_ == 1 || row_set == 1;
     const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
-    const uint32_t rows_per_group = kernels::kMatVecRows * 128 / c_.ctx_.info().subgroup_size;
+    const uint32_t rows_per_group = c_.tuning_.matvec_rows * 128 / c_.ctx_.info().subgroup_size;
     const auto& k = vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kLinearBindings,
-                                    kernels::MatVec{K, M, row_set, kernels::kMatVecRows})
+                                    kernels::MatVec{K, M, row_set, c_.tuning_.matvec_rows})
                         : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
                                     kernels::Linear{K, M, row_set});
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
@@ -456,36 +478,34 @@ class EngineCore::Recorder {
       if (vec) {
         const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
         const uint32_t gx = std::min<uint32_t>(g, 65535);
-        add(k, b, push, {gx, groups(g, gx), rows_n});
+        add(k, b, push, {gx, groups(g, gx), rows_n}, barrier);
       } else {
-        add(k, b, push, {groups(uint32_t(p.rows), 64), groups(rows_n, 64), 1});
+        add(k, b, push, {groups(uint32_t(p.rows), 64), groups(rows_n, 64), 1}, barrier);
       }
     }
   }
 
-  void rope(Act a, uint32_t heads, AttentionKind kind) {
+  // q/k norm, RoPE, and the cache write, per part of the layer's cache (ranges
+  // of kv heads; the first part's dispatch also does the query heads).
+  void attn_prep(int l, AttentionKind kind) {
+    const auto& L = c_.layout_;
+    const TensorSlot& kc = L.kv(Role::KCache, l);
+    const TensorSlot& vc = L.kv(Role::VCache, l);
     const bool global = kind == AttentionKind::Global;
-    const kernels::Rope spec{heads, m_.head_dim,
-                             global ? m_.rope_theta_global : m_.rope_theta_local,
-                             global ? m_.rope_scale_global : 1.0f};
-    const auto& k = c_.kernel("rope", kernels::kRopeBindings, spec);
-    const vk::DescriptorBufferInfo b[] = {c_.act(a), c_.step()};
-    add(k, b, {}, {groups(heads * m_.head_dim / 2, 64), n_, 1});
-  }
-
-  // K and V caches of a layer have identical parts (ranges of kv heads).
-  void kv_store(int l, AttentionKind kind) {
-    const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
-    const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
-    const uint32_t slots = slots_of(kind);
-    const kernels::KvStore spec{m_.kv_heads, m_.head_dim, slots};
-    const auto& k = c_.kernel(kernels::variant("kv_store", kc.format), kernels::kKvStoreBindings, spec);
-    const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
+    const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                 global ? m_.rope_theta_global : m_.rope_theta_local,
+                                 global ? m_.rope_scale_global : 1.0f, m_.rms_eps};
+    const auto& k = c_.kernel(kernels::variant("attn_prep", kc.format), kernels::kAttnPrepBindings, spec);
+    const TensorSlot& qn = L.weight(Role::AttnQNorm, l);
+    const TensorSlot& kn = L.weight(Role::AttnKNorm, l);
+    const auto kp = L.parts_of(kc), vp = L.parts_of(vc);
     for (size_t i = 0; i < kp.size(); ++i) {
-      const vk::DescriptorBufferInfo b[] = {c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]),
-                                            c_.part(vc, vp[i]), c_.step()};
+      const vk::DescriptorBufferInfo b[] = {
+          c_.act(Act::Q), c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
+          c_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
+      const uint32_t q_groups = kp[i].row_begin == 0 ? m_.heads : 0;
       add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
-          {groups(uint32_t(kp[i].rows) * m_.head_dim, 64), n_, 1});
+          {n_, q_groups + uint32_t(kp[i].rows), 1});
     }
   }
 
@@ -513,10 +533,17 @@ class EngineCore::Recorder {
     add(k, b, {}, {groups(m_.ffn, 64), n_, 1});
   }
 
+  // Penalty and per-slice maxima over many workgroups, then the choice.
   void sample() {
-    const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab});
+    const uint32_t parts = kernels::kLogitParts;
+    const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
+                               kernels::LogitsMax{m_.vocab, parts});
+    const vk::DescriptorBufferInfo bm[] = {c_.act(Act::Logits), c_.partials_.whole(),
+                                           c_.host_[3].whole(), c_.step()};
+    add(km, bm, {}, {parts, logit_rows_, 1});
+    const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab, parts});
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(),
-                                          c_.host_[3].whole(), c_.step()};
+                                          c_.host_[3].whole(), c_.step(), c_.partials_.whole()};
     add(k, b, {}, {logit_rows_, 1, 1});
   }
 
@@ -526,8 +553,8 @@ class EngineCore::Recorder {
   static uint32_t groups(uint32_t items, uint32_t per) { return (items + per - 1) / per; }
 
   void add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push,
-           std::array<uint32_t, 3> g) {
-    d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}});
+           std::array<uint32_t, 3> g, bool barrier = true) {
+    d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}, barrier});
   }
 
   EngineCore& c_;
@@ -543,7 +570,7 @@ inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, u
   g.commands.begin(vk::CommandBufferBeginInfo{});
   // The previous submission's writes (KV cache, uploads) come before this pass.
   gpu::Stream::full_barrier(*g.commands);
-  for (const auto& d : dispatches) gpu::record(*g.commands, d);
+  for (const auto& d : dispatches) gpu::record(*g.commands, d, d.barrier_after);
   // The chosen token ids are read by the host after the fence.
   const vk::MemoryBarrier to_host{.srcAccessMask = vk::AccessFlagBits::eShaderWrite,
                                   .dstAccessMask = vk::AccessFlagBits::eHostRead};

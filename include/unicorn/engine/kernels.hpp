@@ -18,7 +18,7 @@ struct Embed {
 };
 struct RmsNorm {
   BOOST_HANA_DEFINE_STRUCT(RmsNorm, (uint32_t, dim), (float, eps), (uint32_t, accumulate),
-                           (uint32_t, row_set));
+                           (uint32_t, row_set), (uint32_t, chain));
 };
 struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
@@ -29,13 +29,14 @@ struct MatVec {
                            (uint32_t, row_set), (uint32_t, rows_per_subgroup));
 };
 // Output rows each matvec subgroup computes: x is loaded once for all of them.
+// More rows reuse x more but leave fewer subgroups in flight; measured on the
+// H100 with Gemma 3 27B Q4_0 (tools/matvec_sweep.sh), tg64: 1 row 49.8 t/s,
+// 2 rows 58.1 t/s (4 and 8 rows, measured only with this kernel's predecessor,
+// were slower there than 1 and 2).
 inline constexpr uint32_t kMatVecRows = 2;
-struct Rope {
-  BOOST_HANA_DEFINE_STRUCT(Rope, (uint32_t, heads), (uint32_t, head_dim), (float, theta),
-                           (float, scale));
-};
-struct KvStore {
-  BOOST_HANA_DEFINE_STRUCT(KvStore, (uint32_t, kv_heads), (uint32_t, head_dim), (uint32_t, slots));
+struct AttnPrep {  // q/k norm + RoPE + KV cache write
+  BOOST_HANA_DEFINE_STRUCT(AttnPrep, (uint32_t, heads), (uint32_t, kv_heads), (uint32_t, head_dim),
+                           (uint32_t, slots), (float, theta), (float, scale), (float, eps));
 };
 struct Attention {
   BOOST_HANA_DEFINE_STRUCT(Attention, (uint32_t, heads), (uint32_t, kv_heads),
@@ -45,9 +46,14 @@ struct Attention {
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn));
 };
-struct Sample {
-  BOOST_HANA_DEFINE_STRUCT(Sample, (uint32_t, vocab));
+struct LogitsMax {
+  BOOST_HANA_DEFINE_STRUCT(LogitsMax, (uint32_t, vocab), (uint32_t, parts));
 };
+struct Sample {
+  BOOST_HANA_DEFINE_STRUCT(Sample, (uint32_t, vocab), (uint32_t, parts));
+};
+// Workgroups logits_max splits a row into (their maxima feed the sampler).
+inline constexpr uint32_t kLogitParts = 128;
 struct Convert {
   BOOST_HANA_DEFINE_STRUCT(Convert, (uint32_t, source_type), (float, add));
 };
@@ -60,8 +66,8 @@ inline std::string variant(const char* kernel, Format f) {
 }
 
 // Binding counts, per shader (its `layout(binding = i)` declarations).
-inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 4, kLinearBindings = 4,
-                          kRopeBindings = 2, kKvStoreBindings = 5, kAttentionBindings = 5,
-                          kGegluBindings = 3, kSampleBindings = 4, kConvertBindings = 2;
+inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
+                          kAttnPrepBindings = 8, kAttentionBindings = 5, kGegluBindings = 3,
+                          kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
 
 }  // namespace unicorn::kernels

@@ -169,11 +169,11 @@ struct Dispatch {
   vk::DescriptorSet set;
   PushWords push{};
   uint32_t groups[3] = {1, 1, 1};
+  bool barrier_after = true;  // false when the next dispatch does not read this one's output
 };
 
-// Records dispatches with a compute→compute barrier after each, so every
-// kernel sees its predecessors' writes. (Independent dispatches — Q, K and V
-// projections — could share one barrier; that is a later optimisation.)
+// Records a dispatch, with a compute→compute barrier after it unless told
+// otherwise, so every kernel sees its predecessors' writes.
 inline void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true) {
   cb.bindPipeline(vk::PipelineBindPoint::eCompute, d.kernel->pipeline());
   cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, d.kernel->layout(), 0, d.set, {});

@@ -1,0 +1,70 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// logits_max — the first step of choosing a token, spread over many
+// workgroups: apply the repetition penalty to the history tokens in this
+// workgroup's slice of the row (CTRL/llama.cpp: positive logits divided,
+// negative multiplied), then write the slice's largest logit and its lowest
+// index. shaders/sample.comp finishes from these partial results, so greedy
+// decoding never has one workgroup scan a 262144-entry row.
+// Dispatch: (PARTS, logit rows, 1); rows past logit_count exit.
+#define STEP_BINDING 3
+#include "include/step.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint V = 1;
+layout(constant_id = 1) const uint PARTS = 1;  // workgroups per row
+const uint SLICE = (V + PARTS - 1) / PARTS;
+
+layout(binding = 0) buffer LogitsBuf { float logits[]; };  // [rows, V]
+layout(binding = 1) writeonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
+layout(binding = 2) readonly buffer Params {  // SamplerState, as in sample.comp
+  float temperature;
+  uint top_k;
+  float top_p;
+  float min_p;
+  float repeat_penalty;
+  uint seed;
+  uint counter;
+  uint history_len;
+  uint history[];
+};
+
+shared float best_v[256];
+shared uint best_i[256];
+
+void main() {
+  const uint part = gl_WorkGroupID.x, row = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
+  if (row >= logit_count) return;
+  const uint base = row * V, lo = part * SLICE, hi = min(V, lo + SLICE);
+  if (repeat_penalty != 1.0) {
+    for (uint h = tid; h < history_len; h += 256) {
+      const uint id = history[h];
+      if (id >= lo && id < hi) {
+        const float l = logits[base + id];
+        logits[base + id] = l > 0.0 ? l / repeat_penalty : l * repeat_penalty;
+      }
+    }
+    memoryBarrierBuffer();
+    barrier();
+  }
+  float bv = -1.0 / 0.0;
+  uint bi = 0xffffffffu;
+  for (uint i = lo + tid; i < hi; i += 256) {
+    const float l = logits[base + i];
+    if (l > bv) { bv = l; bi = i; }  // strided scan keeps each thread's first maximum
+  }
+  best_v[tid] = bv;
+  best_i[tid] = bi;
+  barrier();
+  for (uint s = 128; s > 0; s >>= 1) {
+    if (tid < s) {
+      const float ov = best_v[tid + s];
+      const uint oi = best_i[tid + s];
+      if (ov > best_v[tid] || (ov == best_v[tid] && oi < best_i[tid])) { best_v[tid] = ov; best_i[tid] = oi; }
+    }
+    barrier();
+  }
+  if (tid == 0) partials[row * PARTS + part] = vec2(best_v[0], uintBitsToFloat(best_i[0]));
+}
