@@ -19,6 +19,7 @@
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/model/from_hf.hpp"
 
 namespace {
 
@@ -81,19 +82,7 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
                const std::filesystem::path& out) {
   const auto hf = io::parse_hf_config(dir / "config.json");
   io::check_gemma3_supported(hf, (dir / "config.json").string());
-  ModelDims m{};
-  m.hidden = hf.hidden_size;
-  m.layers = hf.num_hidden_layers;
-  m.heads = hf.num_attention_heads;
-  m.kv_heads = hf.num_key_value_heads;
-  m.head_dim = hf.head_dim;
-  m.ffn = hf.intermediate_size;
-  m.vocab = hf.multimodal && hf.vocab_size == 262208 ? 262144 : hf.vocab_size;
-  m.sliding_window = hf.sliding_window;
-  m.rope_theta_global = hf.rope_theta_global;
-  m.rope_scale_global = hf.rope_scaling_factor_global;
-  m.rms_eps = hf.rms_norm_eps;
-  m.max_context = uint32_t(hf.max_position_embeddings);
+  const ModelDims m = dims_from_hf(hf, ModelDims{}, (dir / "config.json").string());
 
   const auto st = io::SafetensorsModel::open(dir);
   io::GgufWriter w;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -217,4 +218,32 @@ TEST(Cli, BenchRefusesAnUnknownFile) {
   const Result r = run(env("UNICORN_BENCH") + " -m " + f.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.out, "not a GGUF file");
+}
+
+// Ctrl-C during an answer stops that answer, not the program: the chat then
+// takes the next message and exits normally.
+TEST(Cli, InterruptStopsTheAnswerNotTheChat) {
+  const fs::path dir = tmp(), script = dir / "interrupt.sh";
+  std::ofstream(script) << "cd " << dir.string() << " && rm -f in chat.out && mkfifo in\n"
+                        << env("UNICORN_CHAT") << " -n 40 --temp 0 < in > chat.out 2>&1 &\n"
+                        << R"(pid=$!
+exec 3>in
+echo 'Tell me a long story' >&3
+for i in $(seq 600); do grep -q '^chat:' chat.out 2>/dev/null && break; sleep 0.1; done
+sleep 2   # the answer is being generated now
+kill -INT $pid
+sleep 1
+echo 'Another message' >&3
+echo /quit >&3
+exec 3>&-
+wait $pid
+echo "rc=$?" >> chat.out
+)";
+  ASSERT_EQ(std::system(("bash " + script.string()).c_str()), 0);
+  std::ifstream f(dir / "chat.out");
+  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_CONTAINS(out, ", stopped;");
+  const auto first = out.find("tokens/s"), second = out.find("tokens/s", first + 1);
+  EXPECT_NE(second, std::string::npos) << "no answer to the message after Ctrl-C:\n" << out;
+  EXPECT_CONTAINS(out, "rc=0");
 }
