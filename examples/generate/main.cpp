@@ -87,7 +87,7 @@ int chat_loop(Engine& engine, const unicorn::text::Tokenizer& tok, const std::st
     try {
       const auto r = session.answer(line, opt, [](std::string_view s) { std::cout << s << std::flush; },
                                     &g_interrupt);
-      std::cout << "\n";
+      std::cout << std::endl;
       std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
                    r.generated / std::max(r.decode_seconds, 1e-9),
                    r.stopped_by == "cancelled" ? ", stopped" : "", engine.position(),
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     const auto r = unicorn::text::generate(
         engine.core(), tok, ids, {.max_tokens = n_predict, .stop = stop},
         [](std::string_view s) { std::cout << s << std::flush; });
-    std::cout << "\n";
+    std::cout << std::endl;  // flushed before the stats line on stderr
     std::fprintf(stderr,
                  "load %.2f s; prompt %d tokens at %.1f tokens/s; generated %d tokens at %.1f "
                  "tokens/s (stopped: %s; seed %u)\n",
