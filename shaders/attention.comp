@@ -3,21 +3,29 @@
 // attention — causal softmax attention of one query head over the cache, with
 // grouped-query heads and, on local layers, a sliding window. Token t at
 // position p attends to positions (p - WINDOW, p] on local layers, [0, p] on
-// global ones — Hugging Face's Gemma 3 masks. Keys are visited in tiles of 64
-// with an online softmax, so any context length works in fixed shared memory.
+// global ones — Hugging Face's Gemma 3 masks.
 // One workgroup per (token, query head) of the kv heads in the bound part.
+// Each subgroup walks its own share of the keys, BATCH consecutive keys at a
+// time (all their loads issued together: memory latency, not bandwidth, bounds
+// a decode step), with its own online softmax; its lanes split the head
+// dimension, so key and value rows are read in whole cache lines. The
+// subgroups' (max, sum, output) meet in shared memory at the end — no barrier
+// inside the loop, and any context length in fixed shared memory.
 // Dispatch: (n_tokens, heads_in_part * HEADS / KVH, 1).
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #define STEP_BINDING 4
 #include "include/step.glsl"
 
-layout(local_size_x = 64) in;
+layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint HEADS = 1;
 layout(constant_id = 1) const uint KVH = 1;
 layout(constant_id = 2) const uint HD = 64;      // <= 256
 layout(constant_id = 3) const uint SLOTS = 1;
 layout(constant_id = 4) const uint WINDOW = 0;   // 0: global layer
 layout(constant_id = 5) const float SCALE = 1.0; // query_pre_attn_scalar^-0.5
+layout(constant_id = 6) const uint SG = 32;      // the device's subgroup size (>= 8)
 
 #if defined(KV_F16)
 #define KV_T float16_t
@@ -31,10 +39,12 @@ layout(binding = 2) readonly buffer VCache { KV_T vc[]; };
 layout(binding = 3) writeonly buffer OBuf { float o[]; };    // [n, HEADS * HD]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-const uint TILE = 64;
-const uint PER_THREAD = (HD + 63) / 64;
+const uint THREADS = 128, BATCH = 4;
+const uint MAX_SUBGROUPS = THREADS / 8;  // subgroups of >= 8 lanes (host-checked)
+const uint LANE_DIMS = (HD + SG - 1) / SG;  // head dims per lane
 shared float qs[HD];
-shared float score[TILE];
+shared float sg_max[MAX_SUBGROUPS], sg_sum[MAX_SUBGROUPS];
+shared float sg_out[MAX_SUBGROUPS * HD];
 
 void main() {
   const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
@@ -45,48 +55,62 @@ void main() {
   const uint p = start_pos + t;
   const uint lo = (WINDOW != 0 && p + 1 > WINDOW) ? p + 1 - WINDOW : 0;
   const uint qb = t * HEADS * HD + head * HD;
-  for (uint d = tid; d < HD; d += 64) qs[d] = q[qb + d] * SCALE;
+  for (uint d = tid; d < HD; d += THREADS) qs[d] = q[qb + d] * SCALE;
   barrier();
 
-  float m = -1.0 / 0.0, l = 0.0;
-  float acc[PER_THREAD];
-  for (uint i = 0; i < PER_THREAD; ++i) acc[i] = 0.0;
+  const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, NS = THREADS / SG;
   const uint cache_base = kvh_local * SLOTS * HD;
+  float m = -1.0 / 0.0, l = 0.0;
+  float acc[LANE_DIMS];  // dims lane, lane + SG, ...
+  for (uint e = 0; e < LANE_DIMS; ++e) acc[e] = 0.0;
 
-  for (uint j0 = lo; j0 <= p; j0 += TILE) {
-    const uint j = j0 + tid;
-    float s = -1.0 / 0.0;
-    if (j <= p) {
-      const uint kb = cache_base + (j % SLOTS) * HD;
-      s = 0.0;
-      for (uint d = 0; d < HD; ++d) s += qs[d] * float(kc[kb + d]);
+  for (uint j0 = lo + sg * BATCH; j0 <= p; j0 += NS * BATCH) {
+    float s[BATCH];
+    for (uint b = 0; b < BATCH; ++b) {
+      const uint kb = cache_base + (min(j0 + b, p) % SLOTS) * HD;
+      float part = 0.0;
+      for (uint e = 0; e < LANE_DIMS; ++e) {
+        const uint d = lane + e * SG;
+        if (d < HD) part += qs[d] * float(kc[kb + d]);
+      }
+      s[b] = part;
     }
-    score[tid] = s;
-    barrier();
-    float tile_max = -1.0 / 0.0;
-    const uint count = min(TILE, p + 1 - j0);
-    for (uint i = 0; i < count; ++i) tile_max = max(tile_max, score[i]);
-    const float m_new = max(m, tile_max);
-    const float correction = exp(m - m_new);  // 0 on the first tile (m = -inf)
-    barrier();
-    score[tid] = tid < count ? exp(s - m_new) : 0.0;
-    barrier();
-    float tile_sum = 0.0;
-    for (uint i = 0; i < count; ++i) tile_sum += score[i];
-    l = l * correction + tile_sum;
-    for (uint a = 0; a < PER_THREAD; ++a) {
-      const uint d = tid + a * 64;
-      if (d >= HD) break;
-      float sum = 0.0;
-      for (uint i = 0; i < count; ++i)
-        sum += score[i] * float(vc[cache_base + ((j0 + i) % SLOTS) * HD + d]);
-      acc[a] = acc[a] * correction + sum;
+    float m_new = m;
+    for (uint b = 0; b < BATCH; ++b) {
+      s[b] = j0 + b <= p ? subgroupAdd(s[b]) : -1.0 / 0.0;
+      m_new = max(m_new, s[b]);
+    }
+    const float correction = exp(m - m_new);  // 0 on the first batch (m = -inf)
+    l *= correction;
+    for (uint e = 0; e < LANE_DIMS; ++e) acc[e] *= correction;
+    for (uint b = 0; b < BATCH; ++b) {
+      if (j0 + b > p) break;
+      const float w = exp(s[b] - m_new);
+      l += w;
+      const uint vb = cache_base + ((j0 + b) % SLOTS) * HD;
+      for (uint e = 0; e < LANE_DIMS; ++e) {
+        const uint d = lane + e * SG;
+        if (d < HD) acc[e] += w * float(vc[vb + d]);
+      }
     }
     m = m_new;
-    barrier();
   }
-  for (uint a = 0; a < PER_THREAD; ++a) {
-    const uint d = tid + a * 64;
-    if (d < HD) o[qb + d] = acc[a] / l;
+
+  // Combine the subgroups: out = sum_g e^(m_g - M) acc_g / sum_g e^(m_g - M) l_g.
+  if (subgroupElect()) { sg_max[sg] = m; sg_sum[sg] = l; }
+  for (uint e = 0; e < LANE_DIMS; ++e) {
+    const uint d = lane + e * SG;
+    if (d < HD) sg_out[sg * HD + d] = acc[e];
+  }
+  barrier();
+  float M = -1.0 / 0.0;
+  for (uint g = 0; g < NS; ++g) M = max(M, sg_max[g]);
+  float total = 0.0;
+  for (uint g = 0; g < NS; ++g) total += sg_max[g] == -1.0 / 0.0 ? 0.0 : exp(sg_max[g] - M) * sg_sum[g];
+  for (uint d = tid; d < HD; d += THREADS) {
+    float sum = 0.0;
+    for (uint g = 0; g < NS; ++g)
+      if (sg_max[g] != -1.0 / 0.0) sum += exp(sg_max[g] - M) * sg_out[g * HD + d];
+    o[qb + d] = sum / total;
   }
 }

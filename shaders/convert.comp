@@ -6,18 +6,25 @@
 //   Q8_0: d = max|x| / 127, q = round(x / d) (half away from zero)
 //   Q4_0: m = the x of largest |x|, d = m / -8, q = min(15, trunc(x / d + 8.5))
 // ADD is added to every source value first (Gemma norm weights: w -> 1 + w).
+// Block formats are written in the device's planar layout (weights.glsl).
+// SRC 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
+// and only moves them into that layout.
 // Dispatch: 2-D grid of 64-wide groups; one invocation per output element
 // (float formats) or per 32-element block (block formats).
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint SRC = 0;      // 0: F32, 1: F16, 2: BF16
+layout(constant_id = 0) const uint SRC = 0;      // 0: F32, 1: F16, 2: BF16, 3: ggml blocks
 layout(constant_id = 1) const float ADD = 0.0;
 
 layout(binding = 0) readonly buffer SrcBuf { uint src[]; };  // raw source bytes as words
 // count: elements (or blocks) in this dispatch; first: where they go in the
-// destination part, in elements (or blocks). The source starts at element 0.
-layout(push_constant) uniform Push { uint count; uint first; } pc;
+// destination part, in elements (or blocks); part_blocks: blocks in the whole
+// destination part (where its scales begin). The source starts at element 0.
+layout(push_constant) uniform Push { uint count; uint first; uint part_blocks; } pc;
+
+// Source uint16 i (ggml blocks, SRC 3).
+uint source_half(uint i) { return (src[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu; }
 
 float source(uint i) {
   if (SRC == 0) return uintBitsToFloat(src[i]) + ADD;
@@ -40,22 +47,36 @@ void convert(uint i) {
 }
 #elif defined(FMT_Q8_0)
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+// Planar: quants of block b at uint16 16b .., its scale at 16 * part_blocks + b.
 void convert(uint b) {
+  const uint quants = (pc.first + b) * 16, scale = pc.part_blocks * 16 + pc.first + b;
+  if (SRC == 3) {  // ggml block: 17 uint16, scale first
+    dst[scale] = uint16_t(source_half(b * 17));
+    for (uint j = 0; j < 16; ++j) dst[quants + j] = uint16_t(source_half(b * 17 + 1 + j));
+    return;
+  }
   float x[32];
   float amax = 0.0;
   for (uint j = 0; j < 32; ++j) { x[j] = source(b * 32 + j); amax = max(amax, abs(x[j])); }
   const float d = amax / 127.0;
   const float id = d != 0.0 ? 1.0 / d : 0.0;
-  dst[(pc.first + b) * 17] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+  dst[scale] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
   for (uint j = 0; j < 32; j += 2) {
     const float v0 = x[j] * id, v1 = x[j + 1] * id;
     const int q0 = int(sign(v0) * floor(abs(v0) + 0.5)), q1 = int(sign(v1) * floor(abs(v1) + 0.5));
-    dst[(pc.first + b) * 17 + 1 + j / 2] = uint16_t((uint(q0) & 0xffu) | ((uint(q1) & 0xffu) << 8));
+    dst[quants + j / 2] = uint16_t((uint(q0) & 0xffu) | ((uint(q1) & 0xffu) << 8));
   }
 }
 #elif defined(FMT_Q4_0)
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+// Planar: quants of block b at uint16 8b .., its scale at 8 * part_blocks + b.
 void convert(uint b) {
+  const uint quants = (pc.first + b) * 8, scale = pc.part_blocks * 8 + pc.first + b;
+  if (SRC == 3) {  // ggml block: 9 uint16, scale first
+    dst[scale] = uint16_t(source_half(b * 9));
+    for (uint j = 0; j < 8; ++j) dst[quants + j] = uint16_t(source_half(b * 9 + 1 + j));
+    return;
+  }
   float x[32];
   float amax = 0.0, m = 0.0;
   for (uint j = 0; j < 32; ++j) {
@@ -64,14 +85,14 @@ void convert(uint b) {
   }
   const float d = m / -8.0;
   const float id = d != 0.0 ? 1.0 / d : 0.0;
-  dst[(pc.first + b) * 9] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+  dst[scale] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
   uint bytes[16];
   for (uint j = 0; j < 16; ++j) {
     const uint lo = uint(min(15, int(x[j] * id + 8.5)));
     const uint hi = uint(min(15, int(x[j + 16] * id + 8.5)));
     bytes[j] = lo | (hi << 4);
   }
-  for (uint j = 0; j < 16; j += 2) dst[(pc.first + b) * 9 + 1 + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));
+  for (uint j = 0; j < 16; j += 2) dst[quants + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));
 }
 #else
 #error "convert.comp: define the target format"

@@ -3,17 +3,18 @@
 // embed — x[t, :] = embedding[token_t, :] * sqrt(hidden), for the tokens of this
 // chunk whose id falls in the bound part of the embedding (split by rows).
 // Dispatch: (ceil(H / 64), n_tokens, 1) per embedding part.
-#define WEIGHT_BINDING 0
-#define STEP_BINDING 1
-#include "include/weights.glsl"
-#include "include/step.glsl"
-
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint H = 1;         // hidden size
 layout(constant_id = 1) const float SCALE = 1.0;  // sqrt(H) in float32, as Hugging Face's fp32 Gemma 3
+layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
+
+#define WEIGHT_BINDING 0
+#define WEIGHT_PART_BLOCKS (pc.rows * (H / 32u))
+#include "include/weights.glsl"
+#define STEP_BINDING 1
+#include "include/step.glsl"
 
 layout(binding = 2) writeonly buffer XBuf { float x[]; };  // [n, H]
-layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 void main() {
   const uint i = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;

@@ -11,13 +11,7 @@ layout(constant_id = 0) const uint F = 1;
 layout(binding = 0) buffer GateBuf { float g[]; };
 layout(binding = 1) readonly buffer UpBuf { float u[]; };
 
-float gelu_tanh(float x) {
-  const float k = 0.7978845608028654;  // sqrt(2 / pi)
-  // tanh saturates to +-1 well before |z| = 10; clamping keeps exp() finite on
-  // drivers whose tanh is exp-based.
-  const float z = clamp(k * (x + 0.044715 * x * x * x), -10.0, 10.0);
-  return 0.5 * x * (1.0 + tanh(z));
-}
+#include "include/gelu.glsl"
 
 void main() {
   const uint i = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;

@@ -6,19 +6,20 @@
 // K is walked 32 at a time (one quant block): the weight tile is dequantised
 // once into shared memory and reused by 64 tokens.
 // Dispatch: (ceil(part rows / 64), ceil(n / 64), 1).
-#define WEIGHT_BINDING 0
-#include "include/weights.glsl"
-#define STEP_BINDING 3
-#include "include/step.glsl"
-
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(constant_id = 0) const uint K = 32;
 layout(constant_id = 1) const uint M = 1;
 layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows (LM head)
+layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
+
+#define WEIGHT_BINDING 0
+#define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
+#include "include/weights.glsl"
+#define STEP_BINDING 3
+#include "include/step.glsl"
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
-layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 const uint TILE = 64, STEP = 32;
 shared float ws[TILE][STEP + 1];  // weights [row][k], padded against bank conflicts

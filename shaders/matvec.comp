@@ -3,118 +3,213 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 // matvec — y[t, r] = dot(W[r, :], x[t, :]) for a few token rows (decode, and the
-// LM head). Each subgroup owns ROWS output rows; its lanes walk the rows
-// together, load each slice of x once and use it for all ROWS rows,
-// dequantising inside the dot product so weights are read once. Reduction is
-// subgroupAdd: no shared memory, no barriers.
+// LM head). Decode reads every weight once per token, so this kernel is the
+// decode roofline: it must keep enough bytes in flight, in wide loads, and
+// spend few instructions per weight.
+//
+// Lanes are grouped into row groups of LANES lanes: a fraction of a subgroup
+// (LANES divides the subgroup size) or several whole subgroups (LANES a
+// multiple of it, at most the 128-lane workgroup: split-K for long rows, more
+// loads in flight per row). Each row group owns ROWS output rows; its lane l
+// takes blocks l, l + LANES, ... of all ROWS rows, UNROLL blocks per pass: one
+// 16-byte load of quants per block and row (the device layout is planar, see
+// weights.glsl), and each block's 32 inputs loaded once for all ROWS rows.
+// Reduction: subgroupAdd, then shared memory across a row group's subgroups.
+// PAIR = 1 (block formats, decode FFN): binding 4 holds the up projection of
+// the same shape; each row group computes its rows of gate and of up from the
+// same inputs and writes gelu_tanh(gate) * up — three dispatches in one.
 // Dispatch: (min(G, 65535), ceil(G / 65535), n_tokens), where
-// G = ceil(rows / (ROWS * subgroups per workgroup)), subgroups = 128 / size.
-#define WEIGHT_BINDING 0
-#include "include/weights.glsl"
-#define STEP_BINDING 3
-#include "include/step.glsl"
-
+// G = ceil(rows / (ROWS * 128 / LANES)).
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint K = 32;  // row length (input features)
 layout(constant_id = 1) const uint M = 1;   // output features of the whole tensor
 layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows (LM head)
-layout(constant_id = 3) const uint ROWS = 1;     // output rows per subgroup
+layout(constant_id = 3) const uint ROWS = 1;     // output rows per row group
+layout(constant_id = 4) const uint LANES = 32;   // lanes per row group
+layout(constant_id = 5) const uint UNROLL = 1;   // blocks per lane per pass (1 or 2)
+layout(constant_id = 6) const uint PAIR = 0;     // 1: y = gelu(W x) * (W2 x)
+layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
+
+#define WEIGHT_BINDING 0
+#define WEIGHT2_BINDING 4
+#define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
+#include "include/weights.glsl"
+#include "include/gelu.glsl"
+#define STEP_BINDING 3
+#include "include/step.glsl"
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 16 bytes at a time
-layout(binding = 1) readonly buffer XBuf2 { vec2 x2[]; };  // and 8 bytes at a time
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
-layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
+// Quant bits become floats without an int->float conversion (a slow
+// instruction on NVIDIA): OR-ing bits into the mantissa of 2^23 gives
+// 2^23 + v * 2^s exactly, for a field of value v at bit s (s + width <= 23).
+// Subtracting 2^23 (plus the format's zero point, times 2^s) leaves
+// (q - zero) * 2^s, and the 2^-s goes into the input, once per block for all
+// rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0) or 0, 8 (Q8_0).
+const uint kMagic = 0x4B000000u;  // 2^23 as float bits
+float field(uint word, uint mask, float offset) {
+  return uintBitsToFloat((word & mask) | kMagic) - offset;
+}
+float field_signed(uint word, uint mask, uint sign_bit, float offset) {
+  return uintBitsToFloat((word & mask) ^ (sign_bit | kMagic)) - offset;
+}
+
+#if defined(FMT_Q4_0)
+// 2^23 + 8 * 2^s: the magic and Q4_0's zero point of 8, at s = 0, 4, 8, 12.
+const float kQ4Offset0 = 8388616.0, kQ4Offset4 = 8388736.0, kQ4Offset8 = 8390656.0,
+            kQ4Offset12 = 8421376.0;
+// Byte j of a block holds element j (low nibble) and j + 16 (high nibble). In
+// quant word k, bits 0-3, 4-7, 8-11, 12-15 are elements 4k, 4k+16, 4k+1,
+// 4k+17, and the same again in the upper half for 4k+2, 4k+18, 4k+3, 4k+19.
+// lo = inputs 4k..4k+3 scaled by (1, 2^-8, 1, 2^-8); hi = inputs 4k+16..4k+19
+// scaled by (2^-4, 2^-12, 2^-4, 2^-12).
+float word_dot(uint w, vec4 lo, vec4 hi) {
+  const uint u = w >> 16;
+  return field(w, 0x000Fu, kQ4Offset0) * lo.x + field(w, 0x00F0u, kQ4Offset4) * hi.x +
+         field(w, 0x0F00u, kQ4Offset8) * lo.y + field(w, 0xF000u, kQ4Offset12) * hi.y +
+         field(u, 0x000Fu, kQ4Offset0) * lo.z + field(u, 0x00F0u, kQ4Offset4) * hi.z +
+         field(u, 0x0F00u, kQ4Offset8) * lo.w + field(u, 0xF000u, kQ4Offset12) * hi.w;
+}
+#elif defined(FMT_Q8_0)
+// 2^23 + 128 * 2^s: int8 q is read as q + 128 (sign bit flipped), at s = 0, 8.
+const float kQ8Offset0 = 8388736.0, kQ8Offset8 = 8421376.0;
+// Quant word k of half h holds elements 16h + 4k .. +3; inputs scaled by
+// (1, 2^-8, 1, 2^-8).
+float word_dot(uint w, vec4 xs) {
+  const uint u = w >> 16;
+  return field_signed(w, 0x00FFu, 0x0080u, kQ8Offset0) * xs.x +
+         field_signed(w, 0xFF00u, 0x8000u, kQ8Offset8) * xs.y +
+         field_signed(u, 0x00FFu, 0x0080u, kQ8Offset0) * xs.z +
+         field_signed(u, 0xFF00u, 0x8000u, kQ8Offset8) * xs.w;
+}
+#endif
+
+// Accumulators: ROWS rows, and with PAIR the same rows of the second tensor.
+const uint NR = WEIGHT_BLOCK == 32 ? ROWS * (1 + PAIR) : ROWS;
+shared float partial[512];  // [subgroup][accumulator]: NR * 128 / subgroup size <= 512 (host-checked)
+
+// The value row i of this row group writes, from its reduced accumulators.
+float row_output(float a, float b) { return NR > ROWS ? gelu_tanh(a) * b : a; }
 
 void main() {
   const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  const uint r0 = (group * gl_NumSubgroups + gl_SubgroupID) * ROWS;
-  const uint t = gl_WorkGroupID.z, lane = gl_SubgroupInvocationID;
-  if (r0 >= pc.rows || t >= active_rows(ROW_SET)) return;  // whole subgroups exit together
-  float acc[ROWS];
-  for (uint i = 0; i < ROWS; ++i) acc[i] = 0.0;
+  const uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
+  // Row group of this lane within the dispatch, and the lane's place in it.
+  const uint groups_per_wg = 128 / LANES;
+  const uint wg_lane = gl_SubgroupID * S + lane;
+  const uint rg = group * groups_per_wg + wg_lane / LANES, l = wg_lane % LANES;
+  const uint r0 = rg * ROWS;
+  const uint t = gl_WorkGroupID.z;
+  if (t >= active_rows(ROW_SET)) return;  // uniform: the whole workgroup has one t
+  // Rows past the part compute on its last row and write nothing: every lane
+  // stays active for the reductions.
+  uint row[ROWS];
+  for (uint i = 0; i < ROWS; ++i) row[i] = min(r0 + i, pc.rows - 1);
+  float acc[NR];
+  for (uint i = 0; i < NR; ++i) acc[i] = 0.0;
 #if WEIGHT_BLOCK == 32
-  // Eight lanes share a block, four elements each, so neighbouring lanes read
-  // neighbouring bytes of weights and of x (whole cache lines per load); a
-  // subgroup walks gl_SubgroupSize / 8 blocks of each of its rows at a time.
   const uint blocks = K / 32;  // K is a multiple of 32, so x rows are 16-byte aligned
-  const uint q = lane % 8, step = gl_SubgroupSize / 8;
-  // UNROLL blocks per lane per pass, all loads issued before any use: enough
-  // bytes in flight to cover memory latency (one block at a time reached only
-  // a quarter of the H100's bandwidth).
-  const uint UNROLL = 4;
-  for (uint b0 = lane / 8; b0 < blocks; b0 += UNROLL * step) {
+  for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES) {
 #if defined(FMT_Q4_0)
-    // Lane q: quant bytes 2q, 2q+1 -> elements 2q, 2q+1 (low nibbles) and
-    // 16+2q, 17+2q (high nibbles); sum (q - 8) x = sum q x - 8 sum x.
-    vec4 xv[UNROLL];
-    uint w[UNROLL][ROWS];
-    float d[UNROLL][ROWS];
-    for (uint u = 0; u < UNROLL; ++u) {
-      const uint b = min(b0 + u * step, blocks - 1);  // clamped: past-the-end slots add 0 below
-      xv[u] = vec4(x2[(t * K + b * 32) / 2 + q], x2[(t * K + b * 32 + 16) / 2 + q]);
-      for (uint i = 0; i < ROWS; ++i) {
-        const uint blk = min(r0 + i, pc.rows - 1) * blocks + b;
-        w[u][i] = uint(W[blk * BLOCK_WORDS + 1 + q]);
-        d[u][i] = block_scale(blk);
+    uvec4 q[UNROLL][NR];
+    float d[UNROLL][NR];
+    for (uint u = 0; u < UNROLL; ++u)  // all weight loads first: bytes in flight
+      for (uint i = 0; i < NR; ++i) {
+        const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
+        q[u][i] = i < ROWS ? block_quants(blk) : block_quants2(blk);
+        d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
       }
+    // Inputs one quant word at a time, for all rows: few registers, so ROWS
+    // can grow (each input is loaded once per ROWS rows).
+    for (uint u = 0; u < UNROLL; ++u) {
+      const uint b = b0 + u * LANES;
+      if (b >= blocks) break;
+      const uint xb = (t * K + b * 32) / 4;
+      float part[NR];
+      for (uint i = 0; i < NR; ++i) part[i] = 0.0;
+      for (uint k = 0; k < 4; ++k) {
+        const vec4 lo = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+        const vec4 hi = x4[xb + 4 + k] * vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 16.0, 1.0 / 4096.0);
+        for (uint i = 0; i < NR; ++i) part[i] += word_dot(q[u][i][k], lo, hi);
+      }
+      for (uint i = 0; i < NR; ++i) acc[i] += d[u][i] * part[i];
     }
-    for (uint u = 0; u < UNROLL; ++u) {
-      if (b0 + u * step >= blocks) break;
-      const float xs = xv[u].x + xv[u].y + xv[u].z + xv[u].w;
-      for (uint i = 0; i < ROWS; ++i) {
-        const uint v = w[u][i];
-        acc[i] += (dot(vec4(v & 15u, (v >> 8) & 15u, (v >> 4) & 15u, (v >> 12) & 15u), xv[u]) - 8.0 * xs) * d[u][i];
+#else  // Q8_0
+    uvec4 q0[UNROLL][NR], q1[UNROLL][NR];
+    float d[UNROLL][NR];
+    for (uint u = 0; u < UNROLL; ++u)
+      for (uint i = 0; i < NR; ++i) {
+        const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
+        q0[u][i] = i < ROWS ? block_quants(blk, 0) : block_quants2(blk, 0);
+        q1[u][i] = i < ROWS ? block_quants(blk, 1) : block_quants2(blk, 1);
+        d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
       }
-    }
-#else  // Q8_0: lane q: quant bytes 4q .. 4q+3 -> elements 4q .. 4q+3
-    vec4 xv[UNROLL];
-    uint w0[UNROLL][ROWS], w1[UNROLL][ROWS];
-    float d[UNROLL][ROWS];
     for (uint u = 0; u < UNROLL; ++u) {
-      const uint b = min(b0 + u * step, blocks - 1);
-      xv[u] = x4[(t * K + b * 32) / 4 + q];
-      for (uint i = 0; i < ROWS; ++i) {
-        const uint blk = min(r0 + i, pc.rows - 1) * blocks + b;
-        w0[u][i] = uint(W[blk * BLOCK_WORDS + 1 + 2 * q]);
-        w1[u][i] = uint(W[blk * BLOCK_WORDS + 2 + 2 * q]);
-        d[u][i] = block_scale(blk);
+      const uint b = b0 + u * LANES;
+      if (b >= blocks) break;
+      const uint xb = (t * K + b * 32) / 4;
+      float part[NR];
+      for (uint i = 0; i < NR; ++i) part[i] = 0.0;
+      for (uint k = 0; k < 4; ++k) {
+        const vec4 x0 = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+        const vec4 x1 = x4[xb + 4 + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+        for (uint i = 0; i < NR; ++i)
+          part[i] += word_dot(q0[u][i][k], x0) + word_dot(q1[u][i][k], x1);
       }
-    }
-    for (uint u = 0; u < UNROLL; ++u) {
-      if (b0 + u * step >= blocks) break;
-      for (uint i = 0; i < ROWS; ++i) {
-        const ivec4 v = ivec4(int(w0[u][i] << 24) >> 24, int(w0[u][i] << 16) >> 24,
-                              int(w1[u][i] << 24) >> 24, int(w1[u][i] << 16) >> 24);
-        acc[i] += dot(vec4(v), xv[u]) * d[u][i];
-      }
+      for (uint i = 0; i < NR; ++i) acc[i] += d[u][i] * part[i];
     }
 #endif
   }
 #else
   if (K % WIDE_ELEMS == 0 && WIDE_ELEMS > 1) {  // whole rows of 16-byte groups
     const uint groups_per_row = K / WIDE_ELEMS;
-    for (uint g = lane; g < groups_per_row; g += gl_SubgroupSize) {
+    for (uint g = l; g < groups_per_row; g += LANES) {
       float xs[8];
       for (uint e = 0; e < WIDE_ELEMS; ++e) xs[e] = x[t * K + g * WIDE_ELEMS + e];
       for (uint i = 0; i < ROWS; ++i) {
-        if (r0 + i >= pc.rows) break;
         float w[8];
-        weights_wide((r0 + i) * groups_per_row + g, w);
+        weights_wide(row[i] * groups_per_row + g, w);
         for (uint e = 0; e < WIDE_ELEMS; ++e) acc[i] += w[e] * xs[e];
       }
     }
   } else {
-    for (uint k = lane; k < K; k += gl_SubgroupSize) {
+    for (uint k = l; k < K; k += LANES) {
       const float xk = x[t * K + k];
-      for (uint i = 0; i < ROWS; ++i)
-        if (r0 + i < pc.rows) acc[i] += weight_at((r0 + i) * K + k) * xk;
+      for (uint i = 0; i < ROWS; ++i) acc[i] += weight_at(row[i] * K + k) * xk;
     }
   }
 #endif
-  for (uint i = 0; i < ROWS; ++i) {
-    const float s = subgroupAdd(acc[i]);
-    if (subgroupElect() && r0 + i < pc.rows) y[t * M + pc.row_begin + r0 + i] = s;
+  if (LANES <= S) {
+    // Row groups within a subgroup: one reduction per row group and
+    // accumulator, the lanes of the other row groups adding 0.
+    const uint slots = S / LANES, slot = lane / LANES;
+    const uint rg0 = rg - slot;  // the subgroup's first row group
+    for (uint s = 0; s < slots; ++s) {
+      float total[NR];
+      for (uint i = 0; i < NR; ++i) total[i] = subgroupAdd(slot == s ? acc[i] : 0.0);
+      for (uint i = 0; i < ROWS; ++i) {
+        const uint r = (rg0 + s) * ROWS + i;
+        if (l == 0 && slot == s && r < pc.rows)
+          y[t * M + pc.row_begin + r] = row_output(total[i], total[(i + ROWS) % NR]);
+      }
+    }
+  } else {
+    // Row groups of several subgroups: partial sums meet in shared memory.
+    for (uint i = 0; i < NR; ++i) {
+      const float total = subgroupAdd(acc[i]);
+      if (subgroupElect()) partial[gl_SubgroupID * NR + i] = total;
+    }
+    barrier();
+    if (l < ROWS && r0 + l < pc.rows) {
+      const uint first = gl_SubgroupID - gl_SubgroupID % (LANES / S);
+      float a = 0.0, b = 0.0;
+      for (uint sg = 0; sg < LANES / S; ++sg) {
+        a += partial[(first + sg) * NR + l];
+        b += partial[(first + sg) * NR + (l + ROWS) % NR];
+      }
+      y[t * M + pc.row_begin + r0 + l] = row_output(a, b);
+    }
   }
 }

@@ -49,20 +49,26 @@ void main() {
   if (row >= active_rows(ROW_SET) * pc.rows_per_token) return;
   const uint base = row * D;
   const uint in_base = (ROW_SET == 0 ? row : logit_begin + row) * D;
-  float v[PER];
+  // Every load is issued before the first reduction, so the dispatch waits on
+  // memory once rather than once per pass (a dependent DRAM round trip costs
+  // more than this whole row's arithmetic).
+  float v[PER], wv[PER], yv[PER], w2v[PER];
   float ss = 0.0;
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
-    v[e] = i < D ? x[in_base + i] : 0.0;
-    ss += v[e] * v[e];
+    const bool in_row = i < D;
+    v[e] = in_row ? x[in_base + i] : 0.0;
+    wv[e] = in_row ? w[i] : 0.0;
+    yv[e] = ACCUMULATE != 0 && in_row ? y[base + i] : 0.0;
+    w2v[e] = CHAIN != 0 && in_row ? w2[i] : 0.0;
   }
+  for (uint e = 0; e < PER; ++e) ss += v[e] * v[e];
   const float inv = inversesqrt(row_sum(ss) / float(D) + EPS);
   float ss2 = 0.0;
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
     if (i >= D) break;
-    float r = v[e] * inv * w[i];
-    if (ACCUMULATE != 0) r += y[base + i];
+    const float r = v[e] * inv * wv[e] + yv[e];
     y[base + i] = r;
     v[e] = r;
     ss2 += r * r;
@@ -71,6 +77,6 @@ void main() {
   const float inv2 = inversesqrt(row_sum(ss2) / float(D) + EPS);
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
-    if (i < D) y2[base + i] = v[e] * inv2 * w2[i];
+    if (i < D) y2[base + i] = v[e] * inv2 * w2v[e];
   }
 }

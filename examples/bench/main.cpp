@@ -125,8 +125,12 @@ int run(const Options& o) {
     engine.reset();
     for (const auto& [pass, n] : {std::pair{"decode", 1u}, std::pair{"prefill", o.prompt}}) {
       std::vector<int32_t> ids(std::min<uint32_t>(n, D::kConfig.prefill_chunk), 5);
-      for (const auto& k : engine.core().profile(ids))
+      const auto p = engine.core().profile(ids);
+      for (const auto& k : p.kernels)
         prof[pass].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
+      if (pass == std::string_view("decode"))  // every dispatch of a decode step, in order
+        for (const auto& d : p.dispatches)
+          j["profile_decode_dispatches"].push_back({{"kernel", d.kernel}, {"us", d.us}, {"groups", d.groups}});
     }
     j["profile"] = prof;
   }

@@ -1,12 +1,19 @@
-// weights.glsl — read one weight tensor part in any GGUF block format.
+// weights.glsl — read one weight tensor part in any of the engine's formats.
 //
 // The includer defines WEIGHT_BINDING and exactly one of FMT_F32, FMT_F16,
 // FMT_BF16, FMT_Q8_0, FMT_Q4_0 (the build compiles one SPIR-V module per
 // format). Elements are indexed from the start of the bound part, row-major,
-// so element i of row r is r * K + i. Block formats (ggml's, bit for bit):
-//   Q8_0 block = 17 uint16: f16 scale, then 32 int8      x = d * q
-//   Q4_0 block =  9 uint16: f16 scale, then 16 bytes     x = d * (q - 8), where
-//        q[j] is the low nibble of byte j for j < 16, the high nibble of byte j-16 after.
+// so element i of row r is r * K + i; block b of a block format is elements
+// 32b .. 32b+31 (row r's blocks are r * K/32 ..).
+//
+// Block formats hold ggml's values bit for bit, but on the device each part is
+// planar: all quants first, then all scales (see quant/formats.hpp), so a
+// block's quants are one aligned 16- or 32-byte load. The includer defines
+// WEIGHT_PART_BLOCKS, an expression for the blocks in the bound part (e.g.
+// pc.rows * (K / 32)), before including this file; it locates the scales.
+//   Q8_0: quants 32 int8 per block, then f16 scales     x = d * q
+//   Q4_0: quants 16 bytes per block, then f16 scales    x = d * (q - 8), where
+//         q[j] is the low nibble of byte j for j < 16, the high nibble of byte j-16 after.
 
 #extension GL_EXT_shader_16bit_storage : require
 
@@ -49,24 +56,30 @@ void weights_wide(uint g, out float w[8]) {
 }
 #elif defined(FMT_Q8_0)
 #define WEIGHT_BLOCK 32
-#define BLOCK_WORDS 17
+#define QUANT_BYTES 32
 layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf { uint16_t W[]; };
-float block_scale(uint b) { return unpackHalf2x16(uint(W[b * BLOCK_WORDS])).x; }
+layout(binding = WEIGHT_BINDING) readonly buffer WeightQuants { uvec4 Wq[]; };
+float block_scale(uint b) { return unpackHalf2x16(uint(W[(WEIGHT_PART_BLOCKS) * 16u + b])).x; }
+// Quants of block b: bytes 16h .. 16h+15 (elements 16h ..) for h = 0, 1.
+uvec4 block_quants(uint b, uint h) { return Wq[2u * b + h]; }
 // Raw quant j of block b, as a float (int8).
 float block_quant(uint b, uint j) {
-  const uint word = uint(W[b * BLOCK_WORDS + 1 + (j >> 1)]);
+  const uint word = uint(W[b * 16u + (j >> 1)]);
   const int q = int((word >> ((j & 1u) * 8u)) & 0xffu);
   return float((q ^ 0x80) - 0x80);
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
 #elif defined(FMT_Q4_0)
 #define WEIGHT_BLOCK 32
-#define BLOCK_WORDS 9
+#define QUANT_BYTES 16
 layout(binding = WEIGHT_BINDING) readonly buffer WeightBuf { uint16_t W[]; };
-float block_scale(uint b) { return unpackHalf2x16(uint(W[b * BLOCK_WORDS])).x; }
+layout(binding = WEIGHT_BINDING) readonly buffer WeightQuants { uvec4 Wq[]; };
+float block_scale(uint b) { return unpackHalf2x16(uint(W[(WEIGHT_PART_BLOCKS) * 8u + b])).x; }
+// Quants of block b: 16 bytes, byte j holding elements j (low nibble) and j+16.
+uvec4 block_quants(uint b) { return Wq[b]; }
 float block_quant(uint b, uint j) {
   const uint byte_index = j & 15u;
-  const uint word = uint(W[b * BLOCK_WORDS + 1 + (byte_index >> 1)]);
+  const uint word = uint(W[b * 8u + (byte_index >> 1)]);
   const uint byte_value = (word >> ((byte_index & 1u) * 8u)) & 0xffu;
   return float(j < 16u ? (byte_value & 15u) : (byte_value >> 4)) - 8.0;
 }
@@ -80,4 +93,18 @@ float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 3
 #endif
 #ifndef WIDE_ELEMS
 #define WIDE_ELEMS 1
+#endif
+
+// A second tensor of the same format and shape (matvec's fused gate and up),
+// when the includer defines WEIGHT2_BINDING.
+#if defined(WEIGHT2_BINDING) && defined(FMT_Q8_0)
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Buf { uint16_t W2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 Wq2[]; };
+float block_scale2(uint b) { return unpackHalf2x16(uint(W2[(WEIGHT_PART_BLOCKS) * 16u + b])).x; }
+uvec4 block_quants2(uint b, uint h) { return Wq2[2u * b + h]; }
+#elif defined(WEIGHT2_BINDING) && defined(FMT_Q4_0)
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Buf { uint16_t W2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 Wq2[]; };
+float block_scale2(uint b) { return unpackHalf2x16(uint(W2[(WEIGHT_PART_BLOCKS) * 8u + b])).x; }
+uvec4 block_quants2(uint b) { return Wq2[b]; }
 #endif

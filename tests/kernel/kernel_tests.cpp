@@ -212,20 +212,24 @@ TEST_P(Linear, MatchesReference) {
   const uint32_t split = c.M > 65535 ? 100 : c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
   std::vector<double> want(size_t(c.n) * c.M, NAN);  // [n, M]; NaN: untouched so far
-  // matvec: several output rows per subgroup (the engine's count, and an odd one).
-  const uint32_t rows_per_subgroup = c.M % 2 ? kernels::kMatVecRows : 3;
+  // matvec: several output rows per row group (the engine's count, and an odd
+  // one); for the first part, row groups of several subgroups (split-K) with two
+  // blocks per pass, for the second, row groups of half a subgroup.
+  const uint32_t rows_per_group = c.M % 2 ? kernels::kMatVecRows : 3;
+  const uint32_t sg = device().ctx.info().subgroup_size;
   for (int p = 0; p < 2; ++p) {
     const uint32_t rb = part_begin[p], rows = part_rows[p];
     if (rows == 0) continue;
     const uint64_t rbytes = row_bytes(c.format, c.K);
     HostBuffer w(rows * rbytes);
-    w.fill<std::byte>(std::span(bytes).subspan(rb * rbytes, rows * rbytes));
+    w.fill<std::byte>(
+        reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
     // Group counts as the Recorder: n here plays min(n, logit_rows), so with
     // ROW_SET 1 the groups cover more rows than logit_count and must exit.
     std::array<uint32_t, 3> g;
-    if (vec) {  // rows_per_subgroup rows per subgroup, 128 / subgroup size subgroups
-      const uint32_t gs =
-          groups(rows, rows_per_subgroup * 128 / device().ctx.info().subgroup_size);
+    const uint32_t lanes = p == 0 ? 128 : sg / 2, unroll = p == 0 ? 2 : 1;
+    if (vec) {  // rows_per_group rows per row group, 128 / lanes row groups per workgroup
+      const uint32_t gs = groups(rows, rows_per_group * 128 / lanes);
       const uint32_t gx = std::min<uint32_t>(gs, 65535);
       g = {gx, groups(gs, gx), c.n};
     } else {
@@ -233,8 +237,9 @@ TEST_P(Linear, MatchesReference) {
     }
     const auto name = kernels::variant(c.kernel.c_str(), c.format);
     if (vec)
-      run(name, kernels::kLinearBindings, kernels::MatVec{c.K, c.M, c.row_set, rows_per_subgroup},
-          {&w, &x, &y, &step}, {rb, rows}, g);
+      run(name, kernels::kMatVecBindings,
+          kernels::MatVec{c.K, c.M, c.row_set, rows_per_group, lanes, unroll, 0},
+          {&w, &x, &y, &step, &w}, {rb, rows}, g);
     else
       run(name, kernels::kLinearBindings, kernels::Linear{c.K, c.M, c.row_set},
           {&w, &x, &y, &step}, {rb, rows}, g);
@@ -289,7 +294,7 @@ struct ConvertCase {
   float add;
   uint32_t first;  // destination offset, in elements (or blocks)
   std::string name() const {
-    static const char* kSrc[] = {"F32", "F16", "BF16"};
+    static const char* kSrc[] = {"F32", "F16", "BF16", "ggml blocks"};
     std::ostringstream s;
     s << kernels::variant("convert", target) << " from " << kSrc[uint32_t(source)]
       << " ADD=" << add << " first=" << first;
@@ -317,33 +322,37 @@ TEST_P(Convert, MatchesGgmlQuantizerBitForBit) {
   const uint32_t count = block == 1 ? 1001 : 37;  // elements, or blocks
   const size_t elems = size_t(count) * block;
 
-  // Source bytes as safetensors holds them, and the floats they decode to.
+  // Source bytes as safetensors holds them (or, for ggml blocks, as a GGUF file
+  // does), and the target's bytes as ggml's quantizer makes them.
   auto values = convert_source_values(elems);
-  std::vector<std::byte> src;
-  std::vector<float> decoded(elems);  // [elems] what the source bytes hold, + add
-  if (c.source == detail::SourceType::F32) {
-    tools::quantize(Format::F32, values, src);
+  std::vector<std::byte> src, want;
+  if (c.source == detail::SourceType::GgmlBlocks) {
+    tools::quantize(c.target, values, src);
+    want = src;
   } else {
-    tools::quantize(c.source == detail::SourceType::F16 ? Format::F16 : Format::BF16, values, src);
+    const auto src_format = c.source == detail::SourceType::F32   ? Format::F32
+                            : c.source == detail::SourceType::F16 ? Format::F16
+                                                                  : Format::BF16;
+    tools::quantize(src_format, values, src);
+    const auto back = reference::dequantize(src_format, src, elems);
+    std::vector<float> decoded(elems);  // [elems] what the source bytes hold, + add
+    for (size_t i = 0; i < elems; ++i) decoded[i] = back[i] + c.add;  // float add, as the shader
+    tools::quantize(c.target, decoded, want);
   }
-  const auto src_format = c.source == detail::SourceType::F32   ? Format::F32
-                          : c.source == detail::SourceType::F16 ? Format::F16
-                                                                : Format::BF16;
-  const auto back = reference::dequantize(src_format, src, elems);
-  for (size_t i = 0; i < elems; ++i) decoded[i] = back[i] + c.add;  // float add, as the shader
-  std::vector<std::byte> want;
-  tools::quantize(c.target, decoded, want);
 
+  // The destination part: `first` units, the range, one spare unit that must
+  // stay poison; read back in ggml's layout to compare.
   const uint64_t unit = format_info(c.target).block_bytes;
-  // One spare unit after the range: it must stay poison.
-  HostBuffer s((src.size() + 3) / 4 * 4), d((c.first + count + 1) * unit);
+  const uint32_t part_units = c.first + count + 1;
+  HostBuffer s((src.size() + 3) / 4 * 4), d(part_units * unit);
   s.fill<std::byte>(src);
   const uint32_t gs = groups(count, 64);
   const uint32_t gx = std::min<uint32_t>(gs, 65535), gy = groups(gs, gx);
   run(kernels::variant("convert", c.target), kernels::kConvertBindings,
-      kernels::Convert{uint32_t(c.source), c.add}, {&s, &d}, {count, c.first}, {gx, gy, 1});
+      kernels::Convert{uint32_t(c.source), c.add}, {&s, &d}, {count, c.first, part_units},
+      {gx, gy, 1});
 
-  const auto got = d.bytes();
+  const auto got = reference::from_device_layout(c.target, d.bytes());
   for (uint64_t i = 0; i < c.first * unit; ++i)
     ASSERT_EQ(uint8_t(got[i]), 0xff) << c.name() << ": wrote byte " << i << " before `first`";
   for (uint64_t i = (c.first + count) * unit; i < got.size(); ++i)
@@ -368,6 +377,9 @@ std::vector<ConvertCase> convert_cases() {
     for (auto s : {detail::SourceType::F32, detail::SourceType::F16, detail::SourceType::BF16})
       for (float add : {0.f, 1.f})
         for (uint32_t first : {0u, 5u}) v.push_back({f, s, add, first});
+  // GGUF blocks moving into the planar device layout.
+  for (Format f : {Format::Q8_0, Format::Q4_0})
+    for (uint32_t first : {0u, 5u}) v.push_back({f, detail::SourceType::GgmlBlocks, 0.f, first});
   return v;
 }
 
@@ -404,7 +416,8 @@ TEST_P(Embed, MatchesReference) {
   const uint64_t rb = row_bytes(c.format, c.H);
   for (int p = 0; p < 2; ++p) {
     HostBuffer w(rows[p] * rb);
-    w.fill<std::byte>(std::span(bytes).subspan(begins[p] * rb, rows[p] * rb));
+    w.fill<std::byte>(
+        reference::to_device_layout(c.format, std::span(bytes).subspan(begins[p] * rb, rows[p] * rb)));
     run(kernels::variant("embed", c.format), kernels::kEmbedBindings, spec, {&w, &step, &x},
         {begins[p], rows[p]}, {groups(c.H, 64), n, 1});
     for (uint32_t t = 0; t < n; ++t)
@@ -733,7 +746,8 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   qwb.fill<float>(qw);
   kwb.fill<float>(kw);
   const kernels::AttnPrep prep_spec{c.heads, c.kv_heads, c.hd, slots, theta, rope_scale, eps};
-  const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale};
+  const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
+                                     device().ctx.info().subgroup_size};
   const std::string prep = kernels::variant("attn_prep", c.kv),
                     attn = kernels::variant("attention", c.kv);
 
@@ -857,6 +871,61 @@ std::vector<AttnCase> attention_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Attention, ::testing::ValuesIn(attention_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
+
+// ------------------------------------------- matvec, fused gate, up, GeGLU
+
+struct PairCase {
+  Format format;
+  uint32_t K, F, lanes;  // lanes 0: the engine's choice
+};
+class MatVecPair : public ::testing::TestWithParam<PairCase> {};
+
+// gate = gelu(x Wg^T) * (x Wu^T) for one token, in two parts ([s, F) first),
+// against the reference linear and geglu.
+TEST_P(MatVecPair, MatchesLinearThenGeglu) {
+  const PairCase& c = GetParam();
+  const auto gate_w = random_weights(c.format, c.F, c.K), up_w = random_weights(c.format, c.F, c.K);
+  const auto G = reference::dequantize(c.format, gate_w, size_t(c.F) * c.K);
+  const auto U = reference::dequantize(c.format, up_w, size_t(c.F) * c.K);
+  const auto xs = random_floats(c.K, -2.f, 2.f);
+  const auto g = reference::linear(xs, G, c.K, c.F), u = reference::linear(xs, U, c.K, c.F);
+  const std::vector<float> gf(g.begin(), g.end()), uf(u.begin(), u.end());
+  const auto full = reference::geglu(gf, uf);
+  HostBuffer x(xs.size() * 4), y(size_t(c.F) * 4);
+  x.fill<float>(xs);
+  const auto step = step_buffer({1, 3, 0, 0});
+  const uint32_t sg = device().ctx.info().subgroup_size, rows = kernels::kMatVecRows;
+  const uint32_t lanes = c.lanes ? c.lanes : kernels::matvec_lanes(c.format, c.K, c.F, rows, sg);
+  const uint32_t split = c.F / 3, begins[] = {split, 0}, counts[] = {c.F - split, split};
+  const uint64_t rb = row_bytes(c.format, c.K);
+  std::vector<double> want(c.F, NAN);
+  for (int p = 0; p < 2; ++p) {
+    HostBuffer wg(counts[p] * rb), wu(counts[p] * rb);
+    wg.fill<std::byte>(reference::to_device_layout(
+        c.format, std::span(gate_w).subspan(begins[p] * rb, counts[p] * rb)));
+    wu.fill<std::byte>(reference::to_device_layout(
+        c.format, std::span(up_w).subspan(begins[p] * rb, counts[p] * rb)));
+    const uint32_t gs = groups(counts[p], rows * 128 / lanes);
+    run(kernels::variant("matvec", c.format), kernels::kMatVecBindings,
+        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1}, {&wg, &x, &y, &step, &wu},
+        {begins[p], counts[p]}, {gs, 1, 1});
+    for (uint32_t r = begins[p]; r < begins[p] + counts[p]; ++r) want[r] = full[r];
+    ASSERT_TRUE(compare(kernels::variant("matvec", c.format) + " pair K=" + std::to_string(c.K) +
+                            " F=" + std::to_string(c.F) + " lanes=" + std::to_string(lanes),
+                        y.as<float>(), want, c.F, 1e-5));
+  }
+}
+std::vector<PairCase> pair_cases() {
+  std::vector<PairCase> v;
+  for (Format f : {Format::Q8_0, Format::Q4_0})
+    for (uint32_t lanes : {0u, 128u}) v.push_back({f, 160, 301, lanes});
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, MatVecPair, ::testing::ValuesIn(pair_cases()),
+                         [](const auto& info) {
+                           return test_name(kernels::variant("matvec", info.param.format) +
+                                            " lanes " + std::to_string(info.param.lanes));
+                         });
 
 // -------------------------------------------------------------------- geglu
 
@@ -1167,7 +1236,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
   namespace k = kernels;
   const std::pair<std::string_view, ModuleContract> table[] = {
       {"embed_", contract<k::Embed>(k::kEmbedBindings)},
-      {"matvec_", contract<k::MatVec>(k::kLinearBindings)},
+      {"matvec_", contract<k::MatVec>(k::kMatVecBindings)},
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
       {"attn_prep_", contract<k::AttnPrep>(k::kAttnPrepBindings)},
@@ -1239,7 +1308,12 @@ TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
         EXPECT_EQ(is_float, c->float_fields[id])
             << m.name << ": constant_id " << id << " is " << (is_float ? "float" : "an integer")
             << " in the shader, the other in the struct";
-    EXPECT_EQ(f.bindings, c->bindings) << m.name << ": binding count differs from kernels::k*Bindings";
+    // matvec's float variants never fuse a pair, so they leave its binding 4
+    // unused (a pipeline layout may hold more bindings than a module uses).
+    const bool float_matvec = std::string_view(m.name).starts_with("matvec_") &&
+                              !std::string_view(m.name).ends_with("_0");
+    EXPECT_EQ(f.bindings, c->bindings - (float_matvec ? 1 : 0))
+        << m.name << ": binding count differs from kernels::k*Bindings";
   }
 }
 

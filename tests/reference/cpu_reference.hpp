@@ -50,6 +50,36 @@ inline uint16_t load16(const std::byte* p) {  // little-endian, as GGUF
   return uint16_t(uint16_t(p[0]) | (uint16_t(p[1]) << 8));
 }
 
+// The device layout of one tensor part (shaders/include/weights.glsl) from
+// ggml's bytes: float formats unchanged; block formats planar, every block's
+// quants (16 or 32 bytes) first, then every block's f16 scale.
+inline std::vector<std::byte> to_device_layout(Format format, std::span<const std::byte> ggml) {
+  const FormatInfo f = format_info(format);
+  if (!is_block_quantized(format)) return {ggml.begin(), ggml.end()};
+  const size_t blocks = ggml.size() / f.block_bytes, quant = f.block_bytes - 2;
+  std::vector<std::byte> out(ggml.size());
+  for (size_t b = 0; b < blocks; ++b) {
+    const std::byte* block = ggml.data() + b * f.block_bytes;
+    std::memcpy(out.data() + blocks * quant + 2 * b, block, 2);
+    std::memcpy(out.data() + b * quant, block + 2, quant);
+  }
+  return out;
+}
+
+// The inverse: ggml's bytes of a part held in the device layout.
+inline std::vector<std::byte> from_device_layout(Format format, std::span<const std::byte> dev) {
+  const FormatInfo f = format_info(format);
+  if (!is_block_quantized(format)) return {dev.begin(), dev.end()};
+  const size_t blocks = dev.size() / f.block_bytes, quant = f.block_bytes - 2;
+  std::vector<std::byte> out(dev.size());
+  for (size_t b = 0; b < blocks; ++b) {
+    std::byte* block = out.data() + b * f.block_bytes;
+    std::memcpy(block, dev.data() + blocks * quant + 2 * b, 2);
+    std::memcpy(block + 2, dev.data() + b * quant, quant);
+  }
+  return out;
+}
+
 // The first n elements of `bytes` in `format`, as exact floats.
 //   Q8_0 block (34 bytes): f16 d, int8 q[32];            x = d * q
 //   Q4_0 block (18 bytes): f16 d, uint8 nibbles[16];     x = d * (q - 8),

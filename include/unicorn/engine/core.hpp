@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <cstring>
@@ -56,7 +57,9 @@ struct SamplerState {
 };
 inline constexpr uint32_t kMaxPenaltyHistory = 1024;
 
-enum class SourceType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+// What convert() reads: float source values, or (GgmlBlocks) ggml blocks of
+// the target format itself, which only move into the device layout.
+enum class SourceType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, GgmlBlocks = 3 };
 
 class EngineCore {
  public:
@@ -181,12 +184,23 @@ class EngineCore {
 
   // Device time per kernel of one pass, from timestamp queries: the decode pass
   // for one token, else the prefill pass. The sequence position is unchanged.
+  // Timestamps between dispatches serialise them, so the sum exceeds a pass's
+  // real time; `dispatches` keeps each one (in order) for a closer look.
   struct KernelTime {
     std::string kernel;
     double ms = 0;
     uint32_t dispatches = 0;
   };
-  std::vector<KernelTime> profile(std::span<const int32_t> tokens) {
+  struct DispatchTime {
+    std::string kernel;
+    double us = 0;
+    std::array<uint32_t, 3> groups;
+  };
+  struct Profile {
+    std::vector<KernelTime> kernels;  // slowest first
+    std::vector<DispatchTime> dispatches;
+  };
+  Profile profile(std::span<const int32_t> tokens) {
     check_tokens(tokens);
     const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
     const uint32_t n = uint32_t(g.dispatches.size());
@@ -201,26 +215,34 @@ class EngineCore {
       }
     });
     const auto ns = ts.read_ns(n + 1);
-    std::vector<KernelTime> out;
+    Profile out;
     for (uint32_t i = 0; i < n; ++i) {
-      const std::string& name = g.dispatches[i].kernel->name();
-      auto it = std::find_if(out.begin(), out.end(), [&](const auto& k) { return k.kernel == name; });
-      if (it == out.end()) it = out.insert(out.end(), KernelTime{name});
-      it->ms += (ns[i + 1] - ns[i]) * 1e-6;
+      const gpu::Dispatch& d = g.dispatches[i];
+      const std::string& name = d.kernel->name();
+      const double dt = double(ns[i + 1] - ns[i]);
+      out.dispatches.push_back({name, dt * 1e-3, {d.groups[0], d.groups[1], d.groups[2]}});
+      auto it = std::find_if(out.kernels.begin(), out.kernels.end(),
+                             [&](const auto& k) { return k.kernel == name; });
+      if (it == out.kernels.end()) it = out.kernels.insert(out.kernels.end(), KernelTime{name});
+      it->ms += dt * 1e-6;
       it->dispatches++;
     }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+    std::sort(out.kernels.begin(), out.kernels.end(),
+              [](const auto& a, const auto& b) { return a.ms > b.ms; });
     return out;
   }
 
   // --- loading (called by the loader, engine/loader.hpp) ---
 
-  // Copies raw bytes (already in the device format) into rows of a tensor part.
+  // Copies a part's rows as a GGUF file stores them into the device. Float
+  // formats are copied as they are; block formats go through the GPU into the
+  // planar device layout (quants, then scales: see shaders/include/weights.glsl).
   void upload(const TensorSlot& t, size_t part, std::span<const std::byte> bytes) {
     const TensorPart& p = layout_.parts_of(t)[part];
     if (bytes.size() != p.bytes)
       throw Error("load: " + t.gguf_name() + " part " + std::to_string(part) + " has " +
                   std::to_string(bytes.size()) + " bytes, expected " + std::to_string(p.bytes));
+    if (is_block_quantized(t.format)) return convert_part(t, p, bytes, SourceType::GgmlBlocks, 0);
     const gpu::Buffer& dst = slab_of(t, p);
     for (uint64_t done = 0; done < bytes.size(); done += kStagingBytes) {
       const uint64_t n = std::min<uint64_t>(kStagingBytes, bytes.size() - done);
@@ -236,33 +258,45 @@ class EngineCore {
   void convert(const TensorSlot& t, size_t part, std::span<const std::byte> source,
                SourceType type, float add) {
     const TensorPart& p = layout_.parts_of(t)[part];
-    const uint32_t src_elem = type == SourceType::F32 ? 4 : 2;
     const uint64_t elems = p.rows * t.cols;
-    if (source.size() != elems * src_elem)
+    const uint64_t want = elems * (type == SourceType::F32 ? 4 : 2);
+    if (source.size() != want)
       throw Error("load: " + t.gguf_name() + ": source has " + std::to_string(source.size()) +
-                  " bytes, expected " + std::to_string(elems * src_elem));
-    const uint32_t block = format_info(t.format).block_elems;
-    const kernels::Convert spec{uint32_t(type), add};
-    const auto& k = kernel(kernels::variant("convert", t.format), kernels::kConvertBindings, spec);
-    // Whole blocks per staging fill; 2-D grid so any count fits the group limits.
-    const uint64_t per_fill = kStagingBytes / (uint64_t(src_elem) * block) * block;
-    const gpu::Buffer& dst = slab_of(t, p);
-    const vk::DescriptorBufferInfo bufs[] = {staging().whole(), dst.range(p.offset, p.bytes)};
-    const vk::DescriptorSet set = sets_.make(k, bufs);
-    for (uint64_t done = 0; done < elems; done += per_fill) {
-      const uint64_t n = std::min<uint64_t>(per_fill, elems - done);
-      std::memcpy(staging().mapped, source.data() + done * src_elem, n * src_elem);
-      const uint32_t items = uint32_t(n / block), first = uint32_t(done / block);
-      const uint32_t groups = (items + 63) / 64;
-      const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + gx - 1) / gx;
-      stream_.run_once([&](vk::CommandBuffer cb) {
-        gpu::record(cb, {&k, set, {items, first}, {gx, gy, 1}}, false);
-      });
-    }
+                  " bytes, expected " + std::to_string(want));
+    convert_part(t, p, source, type, add);
   }
 
  private:
   static constexpr uint64_t kStagingBytes = 64ull << 20;
+
+  // Runs shaders/convert.comp over a part, one staging buffer of whole source
+  // blocks at a time (a 2-D grid, so any count fits the group limits).
+  void convert_part(const TensorSlot& t, const TensorPart& p, std::span<const std::byte> source,
+                    SourceType type, float add) {
+    const FormatInfo f = format_info(t.format);
+    const uint64_t elems = p.rows * t.cols;
+    // Source bytes per destination unit (an element, or a block of block_elems).
+    const uint64_t unit_bytes = type == SourceType::GgmlBlocks ? f.block_bytes
+                                : type == SourceType::F32      ? 4 * f.block_elems
+                                                               : 2 * f.block_elems;
+    const uint64_t units = elems / f.block_elems;
+    const kernels::Convert spec{uint32_t(type), add};
+    const auto& k = kernel(kernels::variant("convert", t.format), kernels::kConvertBindings, spec);
+    const uint64_t per_fill = kStagingBytes / unit_bytes;
+    const gpu::Buffer& dst = slab_of(t, p);
+    const vk::DescriptorBufferInfo bufs[] = {staging().whole(), dst.range(p.offset, p.bytes)};
+    const vk::DescriptorSet set = sets_.make(k, bufs);
+    for (uint64_t done = 0; done < units; done += per_fill) {
+      const uint64_t n = std::min<uint64_t>(per_fill, units - done);
+      std::memcpy(staging().mapped, source.data() + done * unit_bytes, n * unit_bytes);
+      const uint32_t groups = uint32_t((n + 63) / 64);
+      const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + gx - 1) / gx;
+      stream_.run_once([&](vk::CommandBuffer cb) {
+        gpu::record(cb, {&k, set, {uint32_t(n), uint32_t(done), uint32_t(units)}, {gx, gy, 1}},
+                    false);
+      });
+    }
+  }
 
   struct Graph {
     vk::raii::CommandBuffer commands{nullptr};
@@ -280,6 +314,9 @@ class EngineCore {
       throw Error("gpu: " + info.name + " binds at most " +
                   std::to_string(info.max_storage_buffer_range) +
                   " bytes per storage buffer; Vulkan guarantees 128 MiB");
+    if (info.subgroup_size < 8 || info.subgroup_size > 128)
+      throw Error("gpu: " + info.name + " has subgroups of " + std::to_string(info.subgroup_size) +
+                  " lanes; the kernels need 8 to 128");
     if (info.min_storage_buffer_offset_alignment > kBindingAlign)
       throw Error("gpu: " + info.name + " needs storage-buffer offsets aligned to " +
                   std::to_string(info.min_storage_buffer_offset_alignment) + " bytes");
@@ -375,6 +412,8 @@ class EngineCore {
   // defaults are the measured best. UNICORN_MATVEC_ROWS overrides.
   struct Tuning {
     uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
+    uint32_t matvec_lanes = env_or("UNICORN_MATVEC_LANES", 0);  // 0: kernels::matvec_lanes
+    uint32_t matvec_unroll = env_or("UNICORN_MATVEC_UNROLL", kernels::kMatVecUnroll);
     static uint32_t env_or(const char* name, uint32_t fallback) {
       const char* v = std::getenv(name);
       return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : fallback;
@@ -421,9 +460,7 @@ class EngineCore::Recorder {
     attention(l, kind);                        // attn [n, heads * hd]
     linear(Act::Attn, Act::Proj, L.weight(Role::AttnOut, l));        // proj [n, H]
     add_norm(L.weight(Role::PostAttnNorm, l), &L.weight(Role::FfnNorm, l));  // x += norm(proj); xn = norm(x)
-    linear(Act::Xn, Act::Gate, L.weight(Role::FfnGate, l), 0, false);  // gate [n, F]
-    linear(Act::Xn, Act::Up, L.weight(Role::FfnUp, l));                // up   [n, F]
-    geglu();                                   // gate = gelu(gate) * up
+    gate_up(l);                                // gate = gelu(xn Wg) * (xn Wu)  [n, F]
     linear(Act::Gate, Act::Proj, L.weight(Role::FfnDown, l));        // proj [n, H]
     // x += norm(proj); and, but after the last layer, the next layer's xn = norm(x)
     add_norm(L.weight(Role::PostFfnNorm, l), last ? nullptr : &L.weight(Role::AttnNorm, l + 1));
@@ -463,26 +500,55 @@ class EngineCore::Recorder {
 
   // y = x W^T over every part of W: matrix-vector for one token and for the LM
   // head (which usually needs one row of logits), tiled matrix-matrix otherwise.
-  void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0, bool barrier = true) {
+  // With `pair` (matrix-vector, block formats): y = gelu(x W^T) * (x pair^T).
+  void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0, bool barrier = true,
+              const TensorSlot* pair = nullptr) {
     const bool vec = n_ == 1 || row_set == 1;
     const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
-    const uint32_t rows_per_group = c_.tuning_.matvec_rows * 128 / c_.ctx_.info().subgroup_size;
-    const auto& k = vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kLinearBindings,
-                                    kernels::MatVec{K, M, row_set, c_.tuning_.matvec_rows})
+    const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
+    uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
+    if (!lanes || !is_block_quantized(w.format)) lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+    if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
+      rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+    const uint32_t unroll = c_.tuning_.matvec_unroll == 2 ? 2 : 1;
+    const uint32_t rows_per_group = rows * 128 / lanes;  // 128-lane workgroups
+    const auto& k = vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
+                                    kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1})
                         : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
                                     kernels::Linear{K, M, row_set});
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
-    for (const TensorPart& p : c_.layout_.parts_of(w)) {
-      const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
+    const auto parts = c_.layout_.parts_of(w);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const TensorPart& p = parts[i];
+      const auto wp = c_.part(w, p);
       const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows)};
       if (vec) {
+        const auto second = pair ? c_.part(*pair, c_.layout_.parts_of(*pair)[i]) : wp;
+        const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), second};
         const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
         const uint32_t gx = std::min<uint32_t>(g, 65535);
         add(k, b, push, {gx, groups(g, gx), rows_n}, barrier);
       } else {
+        const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
         add(k, b, push, {groups(uint32_t(p.rows), 64), groups(rows_n, 64), 1}, barrier);
       }
     }
+  }
+
+  // gate = gelu(xn W_gate^T) * (xn W_up^T): one fused matrix-vector dispatch
+  // when decoding block-format weights split alike, else gate, up, geglu.
+  void gate_up(int l) {
+    const TensorSlot& gate = c_.layout_.weight(Role::FfnGate, l);
+    const TensorSlot& up = c_.layout_.weight(Role::FfnUp, l);
+    const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
+    bool alike = n_ == 1 && is_block_quantized(gate.format) && gate.format == up.format &&
+                 gp.size() == upp.size();
+    for (size_t i = 0; alike && i < gp.size(); ++i)
+      alike = gp[i].row_begin == upp[i].row_begin && gp[i].rows == upp[i].rows;
+    if (alike) return linear(Act::Xn, Act::Gate, gate, 0, true, &up);
+    linear(Act::Xn, Act::Gate, gate, 0, false);  // gate [n, F]
+    linear(Act::Xn, Act::Up, up);                 // up   [n, F]
+    geglu();                                      // gate = gelu(gate) * up
   }
 
   // q/k norm, RoPE, and the cache write, per part of the layer's cache (ranges
@@ -514,7 +580,8 @@ class EngineCore::Recorder {
     const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
     const kernels::Attention spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                   kind == AttentionKind::Local ? m_.sliding_window : 0u,
-                                  1.0f / std::sqrt(m_.query_pre_attn_scalar)};
+                                  1.0f / std::sqrt(m_.query_pre_attn_scalar),
+                                  c_.ctx_.info().subgroup_size};
     const auto& k = c_.kernel(kernels::variant("attention", kc.format),
                               kernels::kAttentionBindings, spec);
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);

@@ -26,14 +26,39 @@ struct Linear {  // matmul
 };
 struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
-                           (uint32_t, row_set), (uint32_t, rows_per_subgroup));
+                           (uint32_t, row_set), (uint32_t, rows_per_group),
+                           (uint32_t, lanes_per_group), (uint32_t, unroll), (uint32_t, pair));
 };
-// Output rows each matvec subgroup computes: x is loaded once for all of them.
-// More rows reuse x more but leave fewer subgroups in flight; measured on the
-// H100 with Gemma 3 27B Q4_0 (tools/matvec_sweep.sh), tg64: 1 row 49.8 t/s,
-// 2 rows 58.1 t/s (4 and 8 rows, measured only with this kernel's predecessor,
-// were slower there than 1 and 2).
-inline constexpr uint32_t kMatVecRows = 2;
+// The matvec shape: output rows per row group (its inputs are loaded once for
+// all of them), lanes per row group, blocks per lane per pass. Measured on the
+// H100 with tools/matvec_sweep.sh; UNICORN_MATVEC_ROWS, _LANES and _UNROLL
+// override them for such sweeps.
+inline constexpr uint32_t kMatVecRows = 4;
+inline constexpr uint32_t kMatVecUnroll = 1;
+// Lanes per row group. A subgroup of 32 (or the device's smaller one) per row
+// group, and more — split-K over whole subgroups, up to the 128-lane
+// workgroup — while the matrix has fewer than kMatVecLanesAtWork lanes at work:
+// a small matrix (a 1B or 4B projection, any down projection) otherwise
+// leaves most of a large GPU idle and its few lanes waiting on memory one
+// block after another. Never more lanes than a row has blocks.
+inline constexpr uint64_t kMatVecLanesAtWork = 65536;
+constexpr uint32_t matvec_lanes(Format format, uint32_t in_features, uint32_t out_rows,
+                                uint32_t rows_per_group, uint32_t subgroup_size) {
+  uint32_t lanes = subgroup_size < 32 ? subgroup_size : 32;
+  if (!is_block_quantized(format)) return lanes;
+  const uint32_t blocks = in_features / 32;
+  const uint64_t row_groups = (uint64_t(out_rows) + rows_per_group - 1) / rows_per_group;
+  while (lanes < 128 && lanes < blocks && row_groups * lanes < kMatVecLanesAtWork) lanes *= 2;
+  return lanes;
+}
+// Whether a lanes count fits the kernel: it divides the subgroup, or is a
+// multiple of it within the 128-lane workgroup; rows fit its shared memory.
+// (`rows` counts accumulators: twice the rows for the fused gate/up pair.)
+constexpr bool matvec_shape_ok(uint32_t lanes, uint32_t rows, uint32_t subgroup_size) {
+  const bool lanes_ok = lanes && lanes <= 128 && 128 % lanes == 0 &&
+                        (subgroup_size % lanes == 0 || lanes % subgroup_size == 0);
+  return lanes_ok && rows >= 1 && rows * 128 / subgroup_size <= 512;
+}
 struct AttnPrep {  // q/k norm + RoPE + KV cache write
   BOOST_HANA_DEFINE_STRUCT(AttnPrep, (uint32_t, heads), (uint32_t, kv_heads), (uint32_t, head_dim),
                            (uint32_t, slots), (float, theta), (float, scale), (float, eps));
@@ -41,7 +66,7 @@ struct AttnPrep {  // q/k norm + RoPE + KV cache write
 struct Attention {
   BOOST_HANA_DEFINE_STRUCT(Attention, (uint32_t, heads), (uint32_t, kv_heads),
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
-                           (float, scale));
+                           (float, scale), (uint32_t, subgroup_size));
 };
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn));
@@ -66,7 +91,9 @@ inline std::string variant(const char* kernel, Format f) {
 }
 
 // Binding counts, per shader (its `layout(binding = i)` declarations).
+// matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
+                          kMatVecBindings = 5,
                           kAttnPrepBindings = 8, kAttentionBindings = 5, kGegluBindings = 3,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
 

@@ -1,7 +1,14 @@
 // unicorn/quant/formats.hpp — the block formats weights take on the device.
 //
-// They are GGUF's (ggml's) formats bit for bit, so a GGUF file maps straight
-// into device memory and the same file runs in llama.cpp for comparison.
+// They are GGUF's (ggml's) formats bit for bit, so the same GGUF file runs in
+// llama.cpp for comparison and every value is ggml's. Block formats are held
+// planar on the device: within each tensor part, every block's quants first
+// (16 bytes for Q4_0, 32 for Q8_0), then every block's f16 scale — same bytes,
+// same total size, but a block's quants are one aligned 16-byte load, which
+// decoding needs to stream weights near the memory bandwidth (ggml's 18- and
+// 34-byte blocks are only 2-byte aligned). The loader moves GGUF blocks into
+// this layout on the GPU (shaders/convert.comp); shaders read it through
+// shaders/include/weights.glsl.
 // The numeric values of Format are ggml_type ids as written in GGUF files.
 #pragma once
 
