@@ -3,15 +3,22 @@
 // bytes read per token).
 //
 //   unicorn-bench --model gemma3-27b-q4_0.gguf -p 512 -n 128 -r 5 [--json] [--profile]
+//   unicorn-bench --model gemma3-1b-q4_0.gguf --placement gtt     # weights in host memory
 //
 // The engine for the file is picked from the deployments compiled in below
-// (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding}); their code is
-// shared (engine/core.hpp), so each entry costs only its constexpr layout.
+// (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement); their
+// code is shared (engine/core.hpp), so each entry costs only its constexpr layout.
+//
+// --placement: vram (everything device-local, the default); gtt (every weight in
+// Gtt — host-visible system memory the GPU reads, over PCIe on a discrete GPU —
+// with the KV cache and activations in Vram); gtt-ffn (Q4_0 only: the FFN
+// weights in Gtt). The roofline then uses each pool's measured read bandwidth.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -23,14 +30,32 @@ namespace {
 using namespace unicorn;
 using Clock = std::chrono::steady_clock;
 
+enum class BenchPlacement { Vram, Gtt, GttFfn };
+constexpr std::string_view placement_name(BenchPlacement p) {
+  return p == BenchPlacement::Vram ? "vram" : p == BenchPlacement::Gtt ? "gtt" : "gtt-ffn";
+}
+constexpr Placement placement_of(BenchPlacement p) {
+  switch (p) {
+    case BenchPlacement::Vram: return placement::everything_in(Pool::Vram);
+    case BenchPlacement::Gtt: return placement::Weights<Pool::Gtt>::kPlacement;
+    case BenchPlacement::GttFfn: return placement::Ffn<Pool::Gtt>::kPlacement;
+  }
+  return {};
+}
+
 // Room for llama-bench's pp512 and tg128 (less for the tiny test model).
-template <const ModelDims& M, Scheme S>
+template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram>
 struct Bench {
   static constexpr DeploymentConfig kConfig =
-      make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512);
+      make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512).placed(placement_of(P));
+  static constexpr BenchPlacement kPlacement = P;
 };
 template <const ModelDims& M>
-using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, Bench<M, schemes::kQ4_0_QAT>>;
+using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, Bench<M, schemes::kQ4_0_QAT>,
+                            Bench<M, schemes::kQ4_0, BenchPlacement::Gtt>,
+                            Bench<M, schemes::kQ8_0, BenchPlacement::Gtt>,
+                            Bench<M, schemes::kQ4_0_QAT, BenchPlacement::Gtt>,
+                            Bench<M, schemes::kQ4_0, BenchPlacement::GttFfn>>;
 using Catalog = decltype(std::tuple_cat(Variants<kGemma3_270M>{}, Variants<kGemma3_1B>{},
                                         Variants<kGemma3_4B>{}, Variants<kGemma3_12B>{},
                                         Variants<kGemma3_27B>{}, Variants<kGemma3Tiny>{}));
@@ -39,6 +64,7 @@ struct Options {
   std::string model;
   uint32_t prompt = 512, generate = 128, repetitions = 5;
   bool json = false, profile = false;
+  BenchPlacement placement = BenchPlacement::Vram;
 };
 
 struct Stats {
@@ -72,6 +98,14 @@ int run(const Options& o) {
                 std::to_string(D::kConfig.max_context) + " tokens");
   gpu::Context ctx;
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
+  constexpr const Budget& budget = Engine<D>::kBudget;
+  const auto weights_in = [&](Pool p) {
+    const auto& g = budget[p].group_bytes;
+    return g[size_t(Group::Embeddings)] + g[size_t(Group::Attention)] + g[size_t(Group::Ffn)];
+  };
+  const uint64_t gtt_weight_bytes = weights_in(Pool::Gtt);
+  const double gtt_bandwidth =
+      gtt_weight_bytes ? gpu::measure_read_bandwidth(ctx, 7, gpu::MemoryKind::Gtt) : 0.0;
   Engine<D> engine(ctx);
   const auto t0 = Clock::now();
   const LoadReport load = engine.load(o.model);
@@ -100,7 +134,9 @@ int run(const Options& o) {
     tg.push_back(o.generate / tg_s);
   }
   const Stats pps = stats(pp), tgs = stats(tg);
-  const double roofline = bandwidth / double(weight_bytes);
+  // Decode reads every weight once per token, each from its pool.
+  const double roofline =
+      1.0 / (weights_in(Pool::Vram) / bandwidth + (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
   const std::string device = ctx.info().name;
 
   nlohmann::json j = {
@@ -110,8 +146,11 @@ int run(const Options& o) {
                   {"weights", format_name(D::kConfig.scheme.attention)},
                   {"kv_cache", format_name(D::kConfig.scheme.kv_cache)}}},
       {"device", device},
+      {"placement", std::string(placement_name(D::kPlacement))},
       {"weight_bytes", weight_bytes},
+      {"weight_bytes_gtt", gtt_weight_bytes},
       {"read_bandwidth_gbps", bandwidth / 1e9},
+      {"gtt_read_bandwidth_gbps", gtt_bandwidth / 1e9},
       {"pp", {{"tokens", o.prompt}, {"tokens_per_s", pps.median}, {"min", pps.min}, {"max", pps.max}}},
       {"tg", {{"tokens", o.generate}, {"tokens_per_s", tgs.median}, {"min", tgs.min}, {"max", tgs.max}}},
       {"roofline_tokens_per_s", roofline},
@@ -139,6 +178,10 @@ int run(const Options& o) {
     return 0;
   }
   std::printf("device: %s, read bandwidth %.0f GB/s (measured)\n", device.c_str(), bandwidth / 1e9);
+  if (gtt_weight_bytes)
+    std::printf("placement %s: %.2f GiB of weights in Gtt, read at %.1f GB/s (measured)\n",
+                std::string(placement_name(D::kPlacement)).c_str(), gtt_weight_bytes / 1073741824.0,
+                gtt_bandwidth / 1e9);
   std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
               std::string(D::kConfig.model.name).c_str(), o.model.c_str(), weight_bytes / 1073741824.0,
               load_s, load.bytes / load_s / 1e9);
@@ -160,10 +203,11 @@ template <size_t I = 0>
 int dispatch(const io::GgufFile& g, const Options& o) {
   if constexpr (I == std::tuple_size_v<Catalog>) {
     throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
-                "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding)");
+                "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding) with --placement " +
+                std::string(placement_name(o.placement)) + " (gtt-ffn: Q4_0 files only)");
   } else {
     using D = std::tuple_element_t<I, Catalog>;
-    if (matches<D>(g)) return run<D>(o);
+    if (D::kPlacement == o.placement && matches<D>(g)) return run<D>(o);
     return dispatch<I + 1>(g, o);
   }
 }
@@ -179,6 +223,11 @@ int main(int argc, char** argv) {
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions")->capture_default_str();
   app.add_flag("--json", o.json, "JSON output");
   app.add_flag("--profile", o.profile, "per-kernel device time (timestamp queries)");
+  app.add_option("--placement", o.placement,
+                 "vram: everything device-local; gtt: every weight in Gtt (host-visible system "
+                 "memory); gtt-ffn: FFN weights in Gtt (Q4_0); default vram")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, BenchPlacement>{
+          {"vram", BenchPlacement::Vram}, {"gtt", BenchPlacement::Gtt}, {"gtt-ffn", BenchPlacement::GttFfn}}));
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)

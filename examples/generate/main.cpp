@@ -4,6 +4,7 @@
 //   unicorn-gemma3-1b --model gemma-3-1b-it-q4_0.gguf --chat -p "Why is the sky blue?"
 //   unicorn-gemma3-1b --model DIR --tokens 2,94,2245 --logits-out logits.f32
 //   unicorn-gemma3-1b --layout
+//   unicorn-gemma3-27b-phoenix-ffn-gtt --placement
 //
 // Exit codes: 0 success; 1 a run-time error (bad file, device, context);
 // 2 bad command line. Errors are one line on stderr.
@@ -21,6 +22,7 @@
 
 #include UNICORN_DEPLOYMENT_HEADER
 #include "unicorn/layout/print.hpp"
+#include "unicorn/placement/print.hpp"
 #include "unicorn/text/chat_session.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/generate.hpp"
@@ -120,7 +122,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> stop;
   int n_predict = 256;
   uint32_t ctx = Engine::kConfig.max_context;
-  bool chat = false, show_layout = false, interactive = false;
+  bool chat = false, show_layout = false, show_placement = false, interactive = false;
 #ifdef UNICORN_START_INTERACTIVE
   interactive = true;
 #endif
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", tokens, "teacher forcing: comma-separated token ids");
   app.add_option("--logits-out", logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
   app.add_flag("--layout", show_layout, "print the compile-time layout and exit");
+  app.add_flag("--placement", show_placement, "print the compile-time bytes per memory pool and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -158,6 +161,10 @@ int main(int argc, char** argv) {
   try {
     if (show_layout) {
       unicorn::print_layout(std::cout, Engine::kConfig, Engine::kLayout.view());
+      return 0;
+    }
+    if (show_placement) {
+      unicorn::print_placement(std::cout, Engine::kConfig, Engine::kBudget);
       return 0;
     }
     if (!logits_out.empty() && tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");

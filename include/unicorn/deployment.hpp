@@ -1,11 +1,21 @@
-// unicorn/deployment.hpp — a deployment: model, scheme and run-time budget.
+// unicorn/deployment.hpp — a deployment: model, scheme, run-time budget, and
+// where its memory lives.
 //
 // A config is a value; a deployment is a type (STYLE.md). A deployment type is
 // any type with `static constexpr DeploymentConfig kConfig`. The engine, the
 // layout and every compile-time check are derived from that one value.
+//
+//   make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, 32768)
+//       .on(profiles::Phoenix<GiB(16)>{})
+//       .placed(placement::Attention<Pool::Vram>::Embeddings<Pool::Vram>::Ffn<Pool::Gtt>{})
+//
+// With neither .on() nor .placed() a deployment is "everything in Vram" on the
+// generic profile, whose pools are unbounded: it compiles and runs as before.
 #pragma once
 
 #include "unicorn/model/dims.hpp"
+#include "unicorn/placement/placement.hpp"
+#include "unicorn/placement/profiles.hpp"
 #include "unicorn/quant/scheme.hpp"
 
 namespace unicorn {
@@ -15,6 +25,32 @@ struct DeploymentConfig {
   Scheme scheme;
   uint32_t max_context;    // KV cache length in positions (<= model.max_context)
   uint32_t prefill_chunk;  // prompt tokens per prefill pass (matrix-matrix work)
+  Placement placement = placement::everything_in(Pool::Vram);
+  HardwareProfile hardware = profiles::kGeneric;
+  // Sequences served at once: the KV cache and activations are budgeted this
+  // many times in the per-pool totals (the engine itself runs one today).
+  uint32_t streams = 1;
+
+  // Copies with one change.
+  constexpr DeploymentConfig placed(const Placement& p) const {
+    DeploymentConfig c = *this;
+    c.placement = p;
+    return c;
+  }
+  template <PlacementType P>
+  constexpr DeploymentConfig placed(P) const { return placed(P::kPlacement); }
+  constexpr DeploymentConfig on(const HardwareProfile& h) const {
+    DeploymentConfig c = *this;
+    c.hardware = h;
+    return c;
+  }
+  template <HardwareProfileType H>
+  constexpr DeploymentConfig on(H) const { return on(H::kProfile); }
+  constexpr DeploymentConfig with_streams(uint32_t n) const {
+    DeploymentConfig c = *this;
+    c.streams = n;
+    return c;
+  }
 };
 
 template <class D>

@@ -4,12 +4,21 @@
 // so the compiler's "required from here" line shows them, and whose
 // static_assert sentence starts with "unicorn:" and says what to change.
 // check_deployment<D>() instantiates every check for a deployment type.
+//
+// Placement checks (check_placement<D>) run in a fixed order and stop at the
+// first failure, so each misplacement gets one message: a CPU path; an NPU
+// placement on a machine without an NPU; a tensor kind the NPU could not run;
+// a pool overflow (NpuSram included, before the next check); NPU kernels not
+// built. The numbers are bytes: pool totals from kBudgetOf<D>, capacities
+// from the deployment's hardware profile.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "unicorn/deployment.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/placement/budget.hpp"
 
 namespace unicorn::diag {
 
@@ -70,6 +79,130 @@ struct activation_exceeds_binding {
   static constexpr bool ok = true;
 };
 
+// --- placement (placement/, budget.hpp) ---
+
+template <Group group, uint64_t bytes_needed>
+struct cpu_pool_needs_a_cpu_path {
+  static_assert(bytes_needed == 0,
+                "unicorn: Pool::Cpu would need a CPU path, and no inference op has a CPU "
+                "implementation in this engine (every op is a Vulkan kernel); place this tensor "
+                "group in Gtt instead: system memory the GPU reads");
+  static constexpr bool ok = true;
+};
+
+template <uint64_t bytes_needed, uint64_t bytes_available>
+struct npu_sram_on_a_machine_without_npu {
+  static_assert(bytes_needed == 0,
+                "unicorn: the placement puts tensors in NpuSram, but the hardware profile has "
+                "no NPU (NpuSram holds 0 bytes); use profiles::Phoenix or profiles::StrixPoint, "
+                "or move the group to Vram or Gtt");
+  static constexpr bool ok = true;
+};
+
+template <Group group, uint64_t bytes_needed>
+struct npu_cannot_run_this_tensor_kind {
+  static_assert(group == Group::Attention,
+                "unicorn: NpuSram can hold attention weights only — the only tensor kind an NPU "
+                "kernel of this design would run (Q/K/V/O projections of a few layers); FFN "
+                "weights, embeddings, the KV cache and activations are read by GPU kernels, "
+                "so place them in Vram or Gtt");
+  static constexpr bool ok = true;
+};
+
+template <uint64_t bytes_needed, uint64_t bytes_available>
+struct vram_overflow {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: the Vram pool overflows: the placement needs more bytes in Vram than "
+                "the hardware profile has (template arguments: bytes needed, bytes available); "
+                "move FFN weights to Gtt (placement::Ffn<Pool::Gtt>), pick a larger VRAM "
+                "carve-out, or lower max_context");
+  static constexpr bool ok = true;
+};
+
+template <uint64_t bytes_needed, uint64_t bytes_available>
+struct gtt_overflow {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: the Gtt pool overflows: the placement needs more bytes in Gtt than the "
+                "hardware profile has (template arguments: bytes needed, bytes available); "
+                "move groups to Vram, pick a smaller model or scheme, or lower max_context");
+  static constexpr bool ok = true;
+};
+
+template <uint64_t bytes_needed, uint64_t bytes_available>
+struct vram_and_gtt_overflow_one_heap {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: the Vram and Gtt pools overflow the one heap of system memory they "
+                "share on this profile (template arguments: bytes needed, bytes available); "
+                "pick a smaller model or scheme, or lower max_context");
+  static constexpr bool ok = true;
+};
+
+template <uint64_t bytes_needed, uint64_t bytes_available>
+struct npu_sram_overflow {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: the NpuSram pool overflows: the NPU's on-chip memory holds a few MiB "
+                "(template arguments: bytes needed, bytes available); place fewer layers' "
+                "attention in NpuSram, or none");
+  static constexpr bool ok = true;
+};
+
+template <Group group, uint64_t bytes_needed, uint64_t bytes_available>
+struct npu_kernels_not_built {
+  static_assert(bytes_needed == 0,
+                "unicorn: NpuSram placement fits, but the NPU attention kernels are not built "
+                "in this engine (npu_kernels/ has no build, XRT is not used yet), so nothing "
+                "can run from NPU SRAM; keep attention in Vram or Gtt");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t first_layer, uint32_t last_layer, uint32_t model_layers>
+struct placement_layers_out_of_range {
+  static_assert(first_layer < last_layer && last_layer <= model_layers,
+                "unicorn: a placement segment names layers [first, last) outside the model's "
+                "layers; fix the segment's Layers{first, last}");
+  static constexpr bool ok = true;
+};
+
+constexpr bool over(uint64_t need, uint64_t have) { return have != kUnbounded && need > have; }
+
+template <Deployment D>
+constexpr bool check_placement() {
+  constexpr DeploymentConfig c = D::kConfig;
+  constexpr HardwareProfile h = c.hardware;
+  constexpr Budget b = kBudgetOf<D>;
+  constexpr uint64_t npu = b.need(Pool::NpuSram);
+  constexpr uint64_t npu_attention = b[Pool::NpuSram].group_bytes[size_t(Group::Attention)];
+  constexpr uint64_t shared = b.need(Pool::Vram) + b.need(Pool::Gtt);
+  static_assert([]<size_t... I>(std::index_sequence<I...>) {
+    constexpr const auto& segments = D::kConfig.placement.segments;
+    return (placement_layers_out_of_range<segments[I].layers.first, segments[I].layers.last,
+                                          D::kConfig.model.layers>::ok && ...);
+  }(std::make_index_sequence<c.placement.segment_count>{}));
+  if constexpr (b.need(Pool::Cpu) != 0) {
+    static_assert(cpu_pool_needs_a_cpu_path<b[Pool::Cpu].first_group(), b.need(Pool::Cpu)>::ok);
+  } else if constexpr (npu != 0 && !h.has_npu) {
+    static_assert(npu_sram_on_a_machine_without_npu<npu, h.capacity_of(Pool::NpuSram)>::ok);
+  } else if constexpr (npu != npu_attention) {
+    static_assert(npu_cannot_run_this_tensor_kind<
+                  b[Pool::NpuSram].group_bytes[size_t(Group::Embeddings)] ? Group::Embeddings
+                  : b[Pool::NpuSram].group_bytes[size_t(Group::Ffn)]      ? Group::Ffn
+                  : b[Pool::NpuSram].group_bytes[size_t(Group::KvCache)]  ? Group::KvCache
+                                                                          : Group::Activations,
+                  npu - npu_attention>::ok);
+  } else if constexpr (over(b.need(Pool::Vram), h.capacity_of(Pool::Vram))) {
+    static_assert(vram_overflow<b.need(Pool::Vram), h.capacity_of(Pool::Vram)>::ok);
+  } else if constexpr (over(b.need(Pool::Gtt), h.capacity_of(Pool::Gtt))) {
+    static_assert(gtt_overflow<b.need(Pool::Gtt), h.capacity_of(Pool::Gtt)>::ok);
+  } else if constexpr (h.vram_and_gtt_share_one_heap && over(shared, h.capacity_of(Pool::Vram))) {
+    static_assert(vram_and_gtt_overflow_one_heap<shared, h.capacity_of(Pool::Vram)>::ok);
+  } else if constexpr (over(npu, h.capacity_of(Pool::NpuSram))) {
+    static_assert(npu_sram_overflow<npu, h.capacity_of(Pool::NpuSram)>::ok);
+  } else if constexpr (npu != 0) {
+    static_assert(npu_kernels_not_built<Group::Attention, npu, h.capacity_of(Pool::NpuSram)>::ok);
+  }
+  return true;
+}
+
 template <Deployment D>
 constexpr bool check_deployment() {
   constexpr DeploymentConfig c = D::kConfig;
@@ -89,6 +222,7 @@ constexpr bool check_deployment() {
                                            kMaxBindingBytes>::ok);
   static_assert(activation_exceeds_binding<uint32_t(Act::Q), L.activations[size_t(Act::Q)].bytes,
                                            kMaxBindingBytes>::ok);
+  static_assert(check_placement<D>());
   return true;
 }
 

@@ -4,7 +4,9 @@
 //   unicorn::Gemma3_27B engine;                 // Vulkan device, buffers, recorded passes
 //   engine.load("gemma-3-27b-it-q4_0.gguf");    // checked against the compiled layout
 //
-// The deployment type fixes model, scheme and budget at compile time; every
+// The deployment type fixes model, scheme, budget and placement (which pool
+// each tensor group lives in, checked against a hardware profile) at compile
+// time; every
 // invariant is checked here with a message that says what to change, and the
 // run-time half (engine/core.hpp) receives the constexpr layout.
 #pragma once
@@ -17,6 +19,7 @@
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/loader.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/placement/budget.hpp"
 
 namespace unicorn {
 
@@ -25,6 +28,7 @@ class Engine {
  public:
   static constexpr DeploymentConfig kConfig = D::kConfig;
   static constexpr const auto& kLayout = kLayoutOf<D>;
+  static constexpr const Budget& kBudget = kBudgetOf<D>;  // bytes per pool and tensor group
   static_assert(diag::check_deployment<D>());
 
   // Opens the default Vulkan device (UNICORN_DEVICE / UNICORN_VALIDATION apply).

@@ -212,6 +212,59 @@ TEST(Cli, BenchJson) {
   EXPECT_FALSE(j["profile"]["decode"].empty());
 }
 
+// --placement gtt: every weight in host-visible memory; the bench measures
+// that memory's read bandwidth too and names the placement.
+TEST(Cli, BenchGttPlacement) {
+  const fs::path model = tmp() / "tiny-q8_0-gtt.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  const std::string out = stdout_of(env("UNICORN_BENCH") + " -m " + model.string() +
+                                    " -p 16 -n 8 -r 2 --json --placement gtt");
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+  EXPECT_EQ(j["placement"], "gtt");
+  // Every weight is in Gtt (the pool total rounds each part up to 256 bytes).
+  EXPECT_GE(j["weight_bytes_gtt"].get<uint64_t>(), j["weight_bytes"].get<uint64_t>());
+  EXPECT_LE(j["weight_bytes_gtt"].get<uint64_t>(), j["weight_bytes"].get<uint64_t>() * 101 / 100);
+  EXPECT_GT(j["gtt_read_bandwidth_gbps"].get<double>(), 0);
+  EXPECT_GT(j["tg"]["tokens_per_s"].get<double>(), 0);
+  const Result bad = run(env("UNICORN_BENCH") + " -m " + model.string() + " --placement gtt-ffn");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_CONTAINS(bad.out, "gtt-ffn: Q4_0 files only");
+}
+
+// --placement prints the compile-time bytes per pool, with no model file: the
+// demo engine (generic profile) and each placement experiment in configs/.
+TEST(Cli, PlacementTable) {
+  const Result r = run(gen() + " --placement");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "placement of gemma3-demo");
+  EXPECT_CONTAINS(r.out, "Vram");
+  EXPECT_CONTAINS(r.out, "unbounded");
+}
+
+TEST(Cli, PlacementExperiments) {
+  struct Case {
+    const char* env;
+    std::vector<std::string> lines;
+  };
+  const Case cases[] = {
+      {"UNICORN_EXPERIMENT_27B_GTT",
+       {"on AMD Phoenix (Radeon 780M + XDNA1 NPU)", "Vram       512.0 MiB", "19.15 GiB   12.35 GiB    20561734656"}},
+      {"UNICORN_EXPERIMENT_27B_FFN_GTT",
+       {"Vram       16.00 GiB    2.63 GiB    2.15 GiB           -    3.11 GiB", "Gtt        16.00 GiB           -           -   11.27 GiB"}},
+      {"UNICORN_EXPERIMENT_1B_VRAM", {"placement of gemma3-1b", "Vram        2.00 GiB", "1329144320"}},
+  };
+  for (const Case& c : cases) {
+    if (env(c.env).empty()) {
+      ADD_FAILURE() << c.env << " is not set (configure with UNICORN_BUILD_PLACEMENT_EXPERIMENTS=ON)";
+      continue;
+    }
+    const Result r = run(env(c.env) + " --placement");
+    EXPECT_EQ(r.code, 0) << r.out;
+    for (const auto& line : c.lines) EXPECT_CONTAINS(r.out, line);
+  }
+}
+
 TEST(Cli, BenchRefusesAnUnknownFile) {
   const fs::path f = tmp() / "not-a-model.gguf";
   std::ofstream(f) << "nope";

@@ -241,3 +241,93 @@ TEST_F(Model, PromptLongerThanContext) {
   }
   EXPECT_EQ(engine.position(), 0u) << "a refused prompt must leave the sequence as it was";
 }
+
+// --- placement: tensors in Gtt live in host-visible memory, and the forward
+// pass reads them there ---
+namespace {
+// The FFN of layers 2..5 and the embedding (also the LM head) in Gtt.
+template <Format F>
+struct TinyGtt {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3Tiny, schemes::all(F, Format::F32), 256, 32)
+          .placed(placement::everything_in(Pool::Vram)
+                      .with(Group::Ffn, Layers{2, 6}, Pool::Gtt)
+                      .with(Group::Embeddings, Pool::Gtt));
+};
+
+template <class D>
+void expect_slabs_in_their_pools() {
+  Engine<D> engine(context());
+  const auto& L = Engine<D>::kLayout;
+  size_t gtt = 0;
+  for (size_t i = 0; i < L.weight_slab_pools.size(); ++i) {
+    // Gtt slabs are mapped (host-visible); Vram slabs are device-local and never mapped.
+    EXPECT_EQ(engine.core().weight_slab(i).mapped != nullptr, L.weight_slab_pools[i] == Pool::Gtt)
+        << "weight slab " << i;
+    gtt += L.weight_slab_pools[i] == Pool::Gtt;
+  }
+  EXPECT_GE(gtt, 1u);
+  for (const auto& t : L.tensors)
+    EXPECT_EQ(t.pool, t.role == Role::Embedding || t.role == Role::OutputNorm ||
+                              (group_of(t.role) == Group::Ffn && t.layer >= 2)
+                          ? Pool::Gtt
+                          : Pool::Vram)
+        << t.gguf_name();
+}
+}  // namespace
+
+TEST_F(Model, GttPlacementSlabsAreHostVisible) { expect_slabs_in_their_pools<TinyGtt<Format::Q8_0>>(); }
+// Safetensors: converted on the GPU straight into the Gtt slabs.
+TEST_F(Model, GttPlacementSafetensorsQ8_0) {
+  expect_matches_golden<TinyGtt<Format::Q8_0>>(tiny_dir(), "q8_0", 1e-3);
+}
+// GGUF: the host writes Gtt slabs through their mapping (no staging copy).
+TEST_F(Model, GttPlacementGgufQ4_0) {
+  expect_matches_golden<TinyGtt<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3);
+}
+
+// The run-time heap check, with made-up heaps: names the pool, the bytes
+// needed and available, and the shortfall.
+TEST(Placement, HeapCheckNamesThePoolAndTheShortfall) {
+  const gpu::Context::Heap heaps[] = {{.size = 512ull << 20, .available = 500ull << 20, .device_local = true},
+                                      {.size = 32ull << 30, .available = 30ull << 30, .device_local = false}};
+  const gpu::PoolNeed fits[] = {{Pool::Vram, 400ull << 20, 0}, {Pool::Gtt, 20ull << 30, 1}};
+  EXPECT_NO_THROW(gpu::check_pools_fit("fake APU", fits, heaps));
+  const gpu::PoolNeed vram_over[] = {{Pool::Vram, 8ull << 30, 0}, {Pool::Gtt, 1ull << 30, 1}};
+  try {
+    gpu::check_pools_fit("fake APU", vram_over, heaps);
+    FAIL() << "8 GiB in a 512 MiB heap must be refused";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "fake APU");
+    EXPECT_CONTAINS(e.what(), "pool Vram needs 8.00 GiB (8589934592 bytes)");
+    EXPECT_CONTAINS(e.what(), "has 0.49 GiB (524288000 bytes) available");
+    EXPECT_CONTAINS(e.what(), "short by 7.51 GiB");
+  }
+  // One heap for both pools (lavapipe, APUs whose types share a heap): summed.
+  const gpu::PoolNeed shared[] = {{Pool::Vram, 20ull << 30, 1}, {Pool::Gtt, 20ull << 30, 1}};
+  try {
+    gpu::check_pools_fit("fake", shared, heaps);
+    FAIL() << "40 GiB in a 30 GiB heap must be refused";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "pool Vram + Gtt needs 40.00 GiB");
+  }
+}
+
+// The same check on the real device, before anything is allocated: Gemma 3 27B
+// in F32 with a 128K context for 8 streams (272 GiB) fits no machine here.
+namespace {
+struct Huge {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3_27B, schemes::kF32, 131072).with_streams(8);
+};
+}  // namespace
+TEST_F(Model, LayoutLargerThanTheDeviceIsRefused) {
+  try {
+    Engine<Huge> engine(context());
+    FAIL() << "a 272 GiB layout must be refused";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "the placement does not fit");
+    EXPECT_CONTAINS(e.what(), "pool Vram");
+    EXPECT_CONTAINS(e.what(), "short by");
+  }
+}

@@ -32,6 +32,7 @@
 #include "unicorn/gpu/memory.hpp"
 #include "unicorn/gpu/timing.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/placement/budget.hpp"
 #include "unicorn/sampling.hpp"
 
 namespace unicorn::detail {
@@ -71,11 +72,12 @@ class EngineCore {
         sets_(ctx),
         stream_(ctx) {
     check_device_limits();
-    weights_ = gpu::BufferSet(ctx, layout.weight_slab_bytes, gpu::MemoryKind::DeviceLocal, "weights");
-    kv_ = gpu::BufferSet(ctx, layout.kv_slab_bytes, gpu::MemoryKind::DeviceLocal, "the KV cache");
+    check_pools_fit();
+    allocate_by_pool(layout.weight_slab_bytes, layout.weight_slab_pools, weight_sets_, weight_slabs_, "weights");
+    allocate_by_pool(layout.kv_slab_bytes, layout.kv_slab_pools, kv_sets_, kv_slabs_, "the KV cache");
     std::vector<uint64_t> act_bytes;
     for (const auto& a : layout.activations) act_bytes.push_back(a.bytes);
-    acts_ = gpu::BufferSet(ctx, act_bytes, gpu::MemoryKind::DeviceLocal, "activations");
+    acts_ = gpu::BufferSet(ctx, act_bytes, gpu::memory_kind_of(layout.activation_pool), "activations");
     const uint64_t step_bytes = sizeof(StepHeader) + 4ull * cfg_.prefill_chunk;
     const uint64_t sampler_bytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
     const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes, sampler_bytes};
@@ -232,6 +234,9 @@ class EngineCore {
     return out;
   }
 
+  // A weight slab's buffer (mapped when it lives in Gtt): tests check placement with it.
+  const gpu::Buffer& weight_slab(size_t slab) const { return weight_slabs_[slab]; }
+
   // --- loading (called by the loader, engine/loader.hpp) ---
 
   // Copies a part's rows as a GGUF file stores them into the device. Float
@@ -244,6 +249,10 @@ class EngineCore {
                   std::to_string(bytes.size()) + " bytes, expected " + std::to_string(p.bytes));
     if (is_block_quantized(t.format)) return convert_part(t, p, bytes, SourceType::GgmlBlocks, 0);
     const gpu::Buffer& dst = slab_of(t, p);
+    if (dst.mapped) {  // Gtt: host-coherent memory the host writes directly, no staging
+      std::memcpy(dst.mapped + p.offset, bytes.data(), bytes.size());
+      return;
+    }
     for (uint64_t done = 0; done < bytes.size(); done += kStagingBytes) {
       const uint64_t n = std::min<uint64_t>(kStagingBytes, bytes.size() - done);
       std::memcpy(staging().mapped, bytes.data() + done, n);
@@ -305,7 +314,43 @@ class EngineCore {
 
   const gpu::Buffer& staging() const { return host_[2]; }
   const gpu::Buffer& slab_of(const TensorSlot& t, const TensorPart& p) const {
-    return t.arena == Arena::Weights ? weights_[p.slab] : kv_[p.slab];
+    return t.arena == Arena::Weights ? weight_slabs_[p.slab] : kv_slabs_[p.slab];
+  }
+
+  // Before any allocation: the compile-time pool totals (placement/budget.hpp)
+  // against the heaps of the memory types those pools get on this device.
+  void check_pools_fit() const {
+    const Budget budget = placement_budget(cfg_, layout_);
+    std::vector<gpu::PoolNeed> needs;
+    for (Pool pool : kPools) {
+      const uint64_t bytes = budget.need(pool);
+      if (!bytes) continue;
+      const uint32_t type = gpu::storage_memory_type(ctx_, gpu::memory_kind_of(pool));
+      needs.push_back({pool, bytes, ctx_.heap_of_type(type)});
+    }
+    const auto heaps = ctx_.heaps();
+    gpu::check_pools_fit(ctx_.info().name, needs, heaps);
+  }
+
+  // One BufferSet per pool from that pool's slabs (a contiguous run: the layout
+  // packs pool by pool), and a by-slab-index view of them.
+  void allocate_by_pool(std::span<const uint64_t> slab_bytes, std::span<const Pool> slab_pools,
+                        std::array<gpu::BufferSet, kPoolCount>& sets, std::vector<gpu::Buffer>& slabs,
+                        const std::string& what) {
+    slabs.resize(slab_bytes.size());
+    for (Pool pool : kPools) {
+      std::vector<uint64_t> sizes;
+      std::vector<size_t> index;
+      for (size_t i = 0; i < slab_bytes.size(); ++i)
+        if (slab_pools[i] == pool) {
+          sizes.push_back(slab_bytes[i]);
+          index.push_back(i);
+        }
+      if (sizes.empty()) continue;
+      sets[size_t(pool)] = gpu::BufferSet(ctx_, sizes, gpu::memory_kind_of(pool),
+                                          what + " in " + std::string(pool_name(pool)));
+      for (size_t k = 0; k < index.size(); ++k) slabs[index[k]] = sets[size_t(pool)][k];
+    }
   }
 
   void check_device_limits() const {
@@ -402,7 +447,9 @@ class EngineCore {
   gpu::KernelCache kernels_;
   gpu::DescriptorArena sets_;
   gpu::Stream stream_;
-  gpu::BufferSet weights_, kv_, acts_, host_, partial_set_;
+  std::array<gpu::BufferSet, kPoolCount> weight_sets_, kv_sets_;  // per pool
+  std::vector<gpu::Buffer> weight_slabs_, kv_slabs_;               // by layout slab index
+  gpu::BufferSet acts_, host_, partial_set_;
   gpu::Buffer partials_;  // per-slice logit maxima, [logit rows, kLogitParts]
   std::optional<gpu::BufferSet> logits_readback_;
   // Prompt chunks (logits of the last token only), single tokens, and, recorded

@@ -63,21 +63,56 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // A memory type with all `required` flags; prefers one that also has `preferred`.
+  // A memory type with all `required` flags; prefers one that also has
+  // `preferred` and none of `avoided` (Gtt: host-visible, not device-local).
   uint32_t memory_type(uint32_t type_bits, vk::MemoryPropertyFlags required,
-                       vk::MemoryPropertyFlags preferred = {}) const {
+                       vk::MemoryPropertyFlags preferred = {},
+                       vk::MemoryPropertyFlags avoided = {}) const {
     const auto props = physical_.getMemoryProperties();
     std::optional<uint32_t> fallback;
     for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
       if (!(type_bits & (1u << i))) continue;
       const auto flags = props.memoryTypes[i].propertyFlags;
       if ((flags & required) != required) continue;
-      if ((flags & preferred) == preferred) return i;
+      if ((flags & preferred) == preferred && !(flags & avoided)) return i;
       if (!fallback) fallback = i;
     }
     if (!fallback) throw Error("gpu: no memory type with the required properties on " + info_.name);
     return *fallback;
   }
+
+  // Each memory heap: its size, and what this process may still allocate from
+  // it (VK_EXT_memory_budget's heapBudget - heapUsage where the driver has the
+  // extension, else the heap size).
+  struct Heap {
+    uint64_t size = 0;
+    uint64_t available = 0;
+    bool device_local = false;
+  };
+  std::vector<Heap> heaps() const {
+    std::vector<Heap> out;
+    if (has_memory_budget_) {
+      const auto chain = physical_.getMemoryProperties2<vk::PhysicalDeviceMemoryProperties2,
+                                                        vk::PhysicalDeviceMemoryBudgetPropertiesEXT>();
+      const auto& props = chain.get<vk::PhysicalDeviceMemoryProperties2>().memoryProperties;
+      const auto& budget = chain.get<vk::PhysicalDeviceMemoryBudgetPropertiesEXT>();
+      for (uint32_t i = 0; i < props.memoryHeapCount; ++i) {
+        const uint64_t b = budget.heapBudget[i], used = budget.heapUsage[i];
+        out.push_back({props.memoryHeaps[i].size, b > used ? b - used : 0,
+                       bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
+      }
+    } else {
+      const auto props = physical_.getMemoryProperties();
+      for (uint32_t i = 0; i < props.memoryHeapCount; ++i)
+        out.push_back({props.memoryHeaps[i].size, props.memoryHeaps[i].size,
+                       bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
+    }
+    return out;
+  }
+  uint32_t heap_of_type(uint32_t type) const {
+    return physical_.getMemoryProperties().memoryTypes[type].heapIndex;
+  }
+  bool has_memory_budget() const { return has_memory_budget_; }
 
  private:
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
@@ -159,6 +194,9 @@ class Context {
           pick = i;
     }
     physical_ = std::move(devices[pick]);
+    for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+      if (std::string_view(e.extensionName) == VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)
+        has_memory_budget_ = true;
 
     const auto chain = physical_.getProperties2<vk::PhysicalDeviceProperties2,
                                                 vk::PhysicalDeviceMaintenance3Properties,
@@ -222,9 +260,13 @@ class Context {
         .queueFamilyIndex = queue_family_, .queueCount = 1, .pQueuePriorities = &priority};
     vk::PhysicalDeviceVulkan11Features enable11{.storageBuffer16BitAccess = VK_TRUE};
     vk::PhysicalDeviceFeatures2 enable{.pNext = &enable11};
+    // VK_EXT_memory_budget: the per-heap budget the placement check reads.
+    const char* budget_ext = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{.pNext = &enable,
                                                                .queueCreateInfoCount = 1,
-                                                               .pQueueCreateInfos = &queue_info});
+                                                               .pQueueCreateInfos = &queue_info,
+                                                               .enabledExtensionCount = has_memory_budget_ ? 1u : 0u,
+                                                               .ppEnabledExtensionNames = &budget_ext});
     queue_ = vk::raii::Queue(device_, queue_family_, 0);
   }
 
@@ -237,6 +279,7 @@ class Context {
   vk::raii::Device device_{nullptr};
   vk::raii::Queue queue_{nullptr};
   uint32_t queue_family_ = 0;
+  bool has_memory_budget_ = false;
   DeviceInfo info_{};
 };
 

@@ -4,20 +4,100 @@
 // binds whole on any device). Slabs are packed into VkDeviceMemory allocations
 // under the device's maxMemoryAllocationSize, so a 16 GB model takes a handful
 // of allocations rather than one per tensor.
+//
+// Placement pools map to memory kinds: Vram -> DeviceLocal; Gtt -> Gtt, memory
+// the host maps and the GPU reads (host-visible and host-coherent, preferably
+// not device-local: on an APU the system-RAM mapping, on a discrete GPU system
+// RAM read over PCIe). check_pools_fit compares a layout's pool totals with the
+// device's heaps before anything is allocated.
 #pragma once
 
+#include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "unicorn/error.hpp"
 #include "unicorn/gpu/context.hpp"
+#include "unicorn/placement/placement.hpp"
 
 namespace unicorn::gpu {
 
 enum class MemoryKind {
-  DeviceLocal,  // weights, KV cache, activations
+  DeviceLocal,  // weights, KV cache, activations (Pool::Vram)
   HostVisible,  // staging, per-step values, read-back (host-coherent, mapped)
+  Gtt,          // tensors placed in Pool::Gtt (host-visible, not device-local; mapped)
 };
+
+inline MemoryKind memory_kind_of(Pool pool) {
+  switch (pool) {
+    case Pool::Vram: return MemoryKind::DeviceLocal;
+    case Pool::Gtt: return MemoryKind::Gtt;
+    default:
+      throw Error("gpu: no Vulkan memory holds Pool::" + std::string(pool_name(pool)) +
+                  " (the compile-time placement checks refuse it)");
+  }
+}
+
+inline constexpr vk::BufferUsageFlags kStorageUsage = vk::BufferUsageFlagBits::eStorageBuffer |
+                                                  vk::BufferUsageFlagBits::eTransferSrc |
+                                                  vk::BufferUsageFlagBits::eTransferDst;
+
+// The memory type a BufferSet of `kind` allocates from, for buffers whose
+// requirements allow `type_bits`.
+inline uint32_t memory_type_of(const Context& ctx, MemoryKind kind, uint32_t type_bits) {
+  using F = vk::MemoryPropertyFlagBits;
+  switch (kind) {
+    case MemoryKind::DeviceLocal: return ctx.memory_type(type_bits, F::eDeviceLocal);
+    case MemoryKind::HostVisible: return ctx.memory_type(type_bits, F::eHostVisible | F::eHostCoherent);
+    case MemoryKind::Gtt: return ctx.memory_type(type_bits, F::eHostVisible | F::eHostCoherent, {}, F::eDeviceLocal);
+  }
+  return 0;
+}
+
+// The memory type storage buffers of `kind` get on this device.
+inline uint32_t storage_memory_type(const Context& ctx, MemoryKind kind) {
+  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{.size = 16, .usage = kStorageUsage});
+  return memory_type_of(ctx, kind, probe.getMemoryRequirements().memoryTypeBits);
+}
+
+inline std::string gib(uint64_t b) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
+  return buf;
+}
+
+// One pool's total and the heap its memory type draws from.
+struct PoolNeed {
+  Pool pool;
+  uint64_t bytes;
+  uint32_t heap;
+};
+
+// Throws unicorn::Error naming the pool(s), the bytes needed, the bytes
+// available and the shortfall when the heaps cannot hold the pools (pools on
+// one heap — Vram and Gtt on lavapipe — are summed). Pure: tests call it with
+// made-up heaps.
+inline void check_pools_fit(const std::string& device, std::span<const PoolNeed> needs,
+                            std::span<const Context::Heap> heaps) {
+  for (uint32_t h = 0; h < heaps.size(); ++h) {
+    uint64_t need = 0;
+    std::string pools;
+    for (const PoolNeed& n : needs)
+      if (n.heap == h && n.bytes) {
+        need += n.bytes;
+        pools += (pools.empty() ? "" : " + ") + std::string(pool_name(n.pool));
+      }
+    if (need <= heaps[h].available) continue;
+    throw Error("gpu: the placement does not fit " + device + ": pool " + pools + " needs " +
+                gib(need) + " (" + std::to_string(need) + " bytes) but its memory heap " +
+                std::to_string(h) + (heaps[h].device_local ? " (device-local)" : " (system memory)") +
+                " has " + gib(heaps[h].available) + " (" + std::to_string(heaps[h].available) +
+                " bytes) available of " + gib(heaps[h].size) + "; short by " +
+                gib(need - heaps[h].available) + ". Move tensor groups to another pool "
+                "(placement::Ffn<Pool::Gtt>), lower max_context, or use a smaller scheme");
+  }
+}
 
 struct Buffer {
   vk::Buffer handle;   // owned by the BufferSet
@@ -38,13 +118,7 @@ class BufferSet {
   BufferSet(const Context& ctx, std::span<const uint64_t> sizes, MemoryKind kind,
             const std::string& what) {
     const auto& dev = ctx.device();
-    const auto usage = vk::BufferUsageFlagBits::eStorageBuffer |
-                       vk::BufferUsageFlagBits::eTransferSrc |
-                       vk::BufferUsageFlagBits::eTransferDst;
-    const auto required = kind == MemoryKind::DeviceLocal
-                              ? vk::MemoryPropertyFlags{vk::MemoryPropertyFlagBits::eDeviceLocal}
-                              : vk::MemoryPropertyFlagBits::eHostVisible |
-                                    vk::MemoryPropertyFlagBits::eHostCoherent;
+    const auto usage = kStorageUsage;
     const uint64_t max_alloc = ctx.info().max_memory_allocation_size;
     for (uint64_t size : sizes)
       buffers_.emplace_back(dev, vk::BufferCreateInfo{.size = size ? size : 16, .usage = usage});
@@ -65,7 +139,7 @@ class BufferSet {
         offsets.push_back(at);
         total = at + req.size;
       }
-      const uint32_t type = ctx.memory_type(type_bits, required);
+      const uint32_t type = memory_type_of(ctx, kind, type_bits);
       try {
         memory_.emplace_back(dev, vk::MemoryAllocateInfo{.allocationSize = total,
                                                          .memoryTypeIndex = type});
@@ -74,7 +148,7 @@ class BufferSet {
                     std::to_string(total >> 20) + " MiB for " + what + " (" + e.what() + ")");
       }
       std::byte* base = nullptr;
-      if (kind == MemoryKind::HostVisible)
+      if (kind != MemoryKind::DeviceLocal)
         base = static_cast<std::byte*>(memory_.back().mapMemory(0, total));
       for (size_t k = i; k < j; ++k) {
         buffers_[k].bindMemory(*memory_.back(), offsets[k - i]);

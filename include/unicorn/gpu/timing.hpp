@@ -43,13 +43,16 @@ class Timestamps {
 
 // Read bandwidth in bytes/s: the median of several reads of a buffer far
 // larger than any cache (1 GiB, or a quarter of the device-local heap).
-inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7) {
+// `kind` picks the memory read: DeviceLocal (Vram) or Gtt (host-visible system
+// memory; over PCIe on a discrete GPU).
+inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
+                                     MemoryKind kind = MemoryKind::DeviceLocal) {
   const uint64_t bytes = std::min<uint64_t>(uint64_t(1) << 30, ctx.info().device_local_heap_bytes / 4)
                          / 16 * 16;
   const uint64_t chunk = std::min<uint64_t>(bytes, ctx.info().max_storage_buffer_range / 16 * 16);
   const uint32_t groups = 1024;
   const uint64_t sizes[] = {chunk};
-  BufferSet src(ctx, sizes, MemoryKind::DeviceLocal, "bandwidth probe");
+  BufferSet src(ctx, sizes, kind, "bandwidth probe");
   const uint64_t sum_sizes[] = {groups * 4ull};
   BufferSet sums(ctx, sum_sizes, MemoryKind::DeviceLocal, "bandwidth sums");
   KernelCache kernels(ctx);

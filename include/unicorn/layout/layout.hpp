@@ -7,6 +7,11 @@
 // than a slab is split along its outermost dimension (weight rows, KV heads) into
 // parts; every kernel that reads it is dispatched once per part. At run time,
 // slabs are packed into allocations under the device's maxMemoryAllocationSize.
+//
+// Slabs never mix memory pools (placement/): each arena is packed pool by pool
+// (Vram first, then Gtt, ...), so each pool's slabs are one contiguous run that
+// the engine allocates from that pool's memory type. With everything in Vram
+// the order, offsets and slabs are exactly those of a layout without pools.
 #pragma once
 
 #include <array>
@@ -56,6 +61,30 @@ constexpr std::string_view role_gguf_stem(Role r) {
   return "?";
 }
 
+// The placement group a tensor role belongs to (placement/placement.hpp).
+constexpr Group group_of(Role r) {
+  switch (r) {
+    case Role::Embedding:
+    case Role::OutputNorm: return Group::Embeddings;
+    case Role::AttnNorm:
+    case Role::AttnQ:
+    case Role::AttnK:
+    case Role::AttnV:
+    case Role::AttnQNorm:
+    case Role::AttnKNorm:
+    case Role::AttnOut:
+    case Role::PostAttnNorm: return Group::Attention;
+    case Role::FfnNorm:
+    case Role::FfnGate:
+    case Role::FfnUp:
+    case Role::FfnDown:
+    case Role::PostFfnNorm: return Group::Ffn;
+    case Role::KCache:
+    case Role::VCache: return Group::KvCache;
+  }
+  return Group::Attention;
+}
+
 constexpr bool is_norm(Role r) {
   return r == Role::AttnNorm || r == Role::AttnQNorm || r == Role::AttnKNorm ||
          r == Role::PostAttnNorm || r == Role::FfnNorm || r == Role::PostFfnNorm ||
@@ -74,6 +103,7 @@ struct TensorSlot {
   uint32_t first_part;
   uint32_t part_count;
   Arena arena;
+  Pool pool;
 
   std::string gguf_name() const {
     std::string stem{role_gguf_stem(role)};
@@ -113,10 +143,13 @@ struct LayoutView {
   std::span<const uint64_t> weight_slab_bytes;
   std::span<const uint64_t> kv_slab_bytes;
   std::span<const ActivationSlot> activations;
+  std::span<const Pool> weight_slab_pools;
+  std::span<const Pool> kv_slab_pools;
+  Pool activation_pool;
   uint32_t logit_rows;  // positions whose logits one LM-head pass produces
   uint32_t local_kv_slots, global_kv_slots;
 
-  const TensorSlot& weight(Role role, int layer = -1) const {
+  constexpr const TensorSlot& weight(Role role, int layer = -1) const {
     // Whole-model tensors first/last; layer tensors in kLayerWeightRoles order.
     if (role == Role::Embedding) return tensors[0];
     if (role == Role::OutputNorm) return tensors[tensors.size() - 1 - 2 * kv_layers()];
@@ -124,13 +157,13 @@ struct LayoutView {
     while (kLayerWeightRoles[i] != role) ++i;
     return tensors[1 + layer * std::size(kLayerWeightRoles) + i];
   }
-  const TensorSlot& kv(Role role, int layer) const {
+  constexpr const TensorSlot& kv(Role role, int layer) const {
     return tensors[tensors.size() - 2 * kv_layers() + 2 * layer + (role == Role::VCache)];
   }
-  std::span<const TensorPart> parts_of(const TensorSlot& t) const {
+  constexpr std::span<const TensorPart> parts_of(const TensorSlot& t) const {
     return parts.subspan(t.first_part, t.part_count);
   }
-  size_t kv_layers() const { return layers; }
+  constexpr size_t kv_layers() const { return layers; }
   uint32_t layers;
 };
 
@@ -204,30 +237,41 @@ constexpr size_t total_parts(const DeploymentConfig& c) {
   return n;
 }
 
-// Slab packing: parts are placed in order; a new slab starts when the next part
-// would cross kMaxBindingBytes. Returns the number of slabs of an arena.
+constexpr Pool tensor_pool(const DeploymentConfig& c, Role role, int layer) {
+  return c.placement.pool_of(group_of(role), layer);
+}
+
+// Slab packing: pool by pool, parts are placed in tensor order; a new slab
+// starts when the next part would cross kMaxBindingBytes or belongs to another
+// pool. on_part(shape, layer, tensor index in layout order, pool, part).
+// Returns the number of slabs of an arena.
 template <class OnPart>
 constexpr uint32_t pack(const DeploymentConfig& c, Arena arena, OnPart&& on_part) {
   uint32_t slab = 0;
   uint64_t used = 0;
   bool any = false;
-  for_each_tensor(c, [&](const TensorShape& t, int layer, Arena a) {
-    if (a != arena) return;
-    const uint64_t per = rows_per_part(t);
-    const uint64_t row = row_bytes(t.format, t.cols);
-    for (uint64_t r = 0; r < t.rows; r += per) {
-      const uint64_t rows = t.rows - r < per ? t.rows - r : per;
-      const uint64_t bytes = rows * row;
-      uint64_t at = align_up(used, kBindingAlign);
-      if (any && at + bytes > kMaxBindingBytes) {
-        ++slab;
-        at = 0;
+  for (Pool pool : kPools) {
+    bool pool_started = false;
+    uint32_t index = 0;
+    for_each_tensor(c, [&](const TensorShape& t, int layer, Arena a) {
+      const uint32_t this_index = index++;
+      if (a != arena || tensor_pool(c, t.role, layer) != pool) return;
+      const uint64_t per = rows_per_part(t);
+      const uint64_t row = row_bytes(t.format, t.cols);
+      for (uint64_t r = 0; r < t.rows; r += per) {
+        const uint64_t rows = t.rows - r < per ? t.rows - r : per;
+        const uint64_t bytes = rows * row;
+        uint64_t at = align_up(used, kBindingAlign);
+        if (any && (!pool_started || at + bytes > kMaxBindingBytes)) {
+          ++slab;
+          at = 0;
+        }
+        any = pool_started = true;
+        on_part(t, layer, this_index, pool, TensorPart{slab, at, r, rows, bytes});
+        used = at + bytes;
       }
-      any = true;
-      on_part(t, layer, TensorPart{slab, at, r, rows, bytes});
-      used = at + bytes;
-    }
-  });
+    });
+  }
   return any ? slab + 1 : 0;
 }
 
@@ -250,6 +294,9 @@ struct StaticLayout {
   std::array<uint64_t, NW> weight_slab_bytes{};
   std::array<uint64_t, NK> kv_slab_bytes{};
   std::array<ActivationSlot, size_t(Act::kCount)> activations{};
+  std::array<Pool, NW> weight_slab_pools{};
+  std::array<Pool, NK> kv_slab_pools{};
+  Pool activation_pool = Pool::Vram;
   uint32_t logit_rows = 0, local_kv_slots = 0, global_kv_slots = 0, layers = 0;
 
   constexpr uint64_t weight_bytes() const { return sum(weight_slab_bytes); }
@@ -259,9 +306,9 @@ struct StaticLayout {
     for (const auto& a : activations) n += a.bytes;
     return n;
   }
-  LayoutView view() const {
-    return {tensors, parts, weight_slab_bytes, kv_slab_bytes, activations,
-            logit_rows, local_kv_slots, global_kv_slots, layers};
+  constexpr LayoutView view() const {
+    return {tensors, parts, weight_slab_bytes, kv_slab_bytes, activations, weight_slab_pools,
+            kv_slab_pools, activation_pool, logit_rows, local_kv_slots, global_kv_slots, layers};
   }
 
  private:
@@ -276,20 +323,26 @@ struct StaticLayout {
 template <size_t NT, size_t NP, size_t NW, size_t NK>
 constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
   StaticLayout<NT, NP, NW, NK> L;
-  size_t ti = 0, pi = 0;
-  // A tensor's parts arrive consecutively, the first with row_begin == 0.
+  size_t pi = 0;
+  // A tensor's parts arrive consecutively, the first with row_begin == 0; the
+  // tensor list stays in layout order (LayoutView::weight indexes it).
   for (Arena arena : {Arena::Weights, Arena::KvCache}) {
-    detail::pack(c, arena, [&](const detail::TensorShape& t, int layer, const TensorPart& p) {
+    detail::pack(c, arena, [&](const detail::TensorShape& t, int layer, uint32_t ti, Pool pool,
+                               const TensorPart& p) {
       if (p.row_begin == 0)
-        L.tensors[ti++] = TensorSlot{t.role, layer, t.rows, t.cols, t.format,
-                                     t.rows * row_bytes(t.format, t.cols), uint32_t(pi), 0, arena};
-      L.tensors[ti - 1].part_count++;
+        L.tensors[ti] = TensorSlot{t.role, layer, t.rows, t.cols, t.format,
+                                   t.rows * row_bytes(t.format, t.cols), uint32_t(pi), 0, arena, pool};
+      L.tensors[ti].part_count++;
       L.parts[pi++] = p;
       auto slab_bytes = arena == Arena::Weights ? std::span<uint64_t>(L.weight_slab_bytes)
                                                  : std::span<uint64_t>(L.kv_slab_bytes);
+      auto slab_pools = arena == Arena::Weights ? std::span<Pool>(L.weight_slab_pools)
+                                                 : std::span<Pool>(L.kv_slab_pools);
       if (slab_bytes[p.slab] < p.offset + p.bytes) slab_bytes[p.slab] = p.offset + p.bytes;
+      slab_pools[p.slab] = pool;
     });
   }
+  L.activation_pool = c.placement.pool_of(Group::Activations, -1);
   // KV parts index their arena's slabs; weight and KV slabs are separate lists.
   const auto& m = c.model;
   const uint64_t n = c.prefill_chunk;

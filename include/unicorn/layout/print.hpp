@@ -38,8 +38,8 @@ inline void print_layout(std::ostream& os, const DeploymentConfig& c, const Layo
      << " slabs (local layers keep " << L.local_kv_slots << " positions, global "
      << L.global_kv_slots << "); activations " << human_bytes(acts) << "\n\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%-32s %-6s %12s %7s %5s %12s %10s\n", "tensor", "format",
-                "rows x cols", "", "slab", "offset", "bytes");
+  std::snprintf(line, sizeof line, "%-32s %-6s %12s %7s %5s %-7s %12s %10s\n", "tensor", "format",
+                "rows x cols", "", "slab", "pool", "offset", "bytes");
   os << line;
   for (const auto& t : L.tensors) {
     const auto parts = L.parts_of(t);
@@ -47,14 +47,15 @@ inline void print_layout(std::ostream& os, const DeploymentConfig& c, const Layo
       const auto& p = parts[i];
       const std::string name = (t.arena == Arena::KvCache ? "kv:" : "") + t.gguf_name() +
                                (parts.size() > 1 ? "#" + std::to_string(i) : "");
-      std::snprintf(line, sizeof line, "%-32s %-6s %12llu x %-6llu %5u %12llu %10s\n",
+      std::snprintf(line, sizeof line, "%-32s %-6s %12llu x %-6llu %5u %-7s %12llu %10s\n",
                     name.c_str(), std::string(format_name(t.format)).c_str(),
                     (unsigned long long)p.rows, (unsigned long long)t.cols, p.slab,
-                    (unsigned long long)p.offset, human_bytes(p.bytes).c_str());
+                    std::string(pool_name(t.pool)).c_str(), (unsigned long long)p.offset,
+                    human_bytes(p.bytes).c_str());
       os << line;
     }
   }
-  os << "\nactivations (float32, per prefill chunk):\n";
+  os << "\nactivations (float32, per prefill chunk; in " << pool_name(L.activation_pool) << "):\n";
   for (size_t a = 0; a < L.activations.size(); ++a) {
     std::snprintf(line, sizeof line, "  %-8s %6llu x %-7llu %10s\n",
                   std::string(kActNames[a]).c_str(), (unsigned long long)L.activations[a].rows,

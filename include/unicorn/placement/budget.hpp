@@ -1,0 +1,59 @@
+// unicorn/placement/budget.hpp — bytes per pool and tensor group, computed from
+// the static layout at compile time (kBudgetOf<D>) and, from the same code, at
+// run time by the engine before it allocates anything.
+//
+// Weights: each part's bytes rounded up to the 256-byte binding alignment (what
+// the slabs hold). KV cache and activations: one stream's layout times
+// DeploymentConfig::streams.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "unicorn/deployment.hpp"
+#include "unicorn/layout/layout.hpp"
+
+namespace unicorn {
+
+struct PoolBudget {
+  std::array<uint64_t, kGroupCount> group_bytes{};
+
+  constexpr uint64_t total() const {
+    uint64_t n = 0;
+    for (uint64_t b : group_bytes) n += b;
+    return n;
+  }
+  // The first group with bytes here (the one an error message names).
+  constexpr Group first_group() const {
+    for (Group g : kGroups)
+      if (group_bytes[size_t(g)]) return g;
+    return Group::Embeddings;
+  }
+};
+
+struct Budget {
+  std::array<PoolBudget, kPoolCount> pools{};
+
+  constexpr const PoolBudget& operator[](Pool p) const { return pools[size_t(p)]; }
+  constexpr uint64_t need(Pool p) const { return pools[size_t(p)].total(); }
+};
+
+constexpr Budget placement_budget(const DeploymentConfig& c, const LayoutView& L) {
+  Budget b;
+  for (const TensorSlot& t : L.tensors) {
+    uint64_t bytes = 0;
+    for (const TensorPart& p : L.parts_of(t)) bytes += detail::align_up(p.bytes, kBindingAlign);
+    if (t.arena == Arena::KvCache) bytes *= c.streams;
+    b.pools[size_t(t.pool)].group_bytes[size_t(group_of(t.role))] += bytes;
+  }
+  uint64_t acts = 0;
+  for (const ActivationSlot& a : L.activations) acts += a.bytes;
+  b.pools[size_t(L.activation_pool)].group_bytes[size_t(Group::Activations)] += acts * c.streams;
+  return b;
+}
+
+// The budget of deployment D, computed once at compile time.
+template <Deployment D>
+inline constexpr Budget kBudgetOf = placement_budget(D::kConfig, kLayoutOf<D>.view());
+
+}  // namespace unicorn

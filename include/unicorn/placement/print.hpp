@@ -1,0 +1,50 @@
+// unicorn/placement/print.hpp — the compile-time placement, printed: bytes per
+// pool and tensor group against the hardware profile (`<binary> --placement`,
+// the run-time witness of the placement checks).
+#pragma once
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include "unicorn/deployment.hpp"
+#include "unicorn/layout/print.hpp"
+#include "unicorn/placement/budget.hpp"
+
+namespace unicorn {
+
+inline void print_placement(std::ostream& os, const DeploymentConfig& c, const Budget& b) {
+  os << "placement of " << c.model.name << " (embedding " << format_name(c.scheme.embedding)
+     << ", attention " << format_name(c.scheme.attention) << ", ffn " << format_name(c.scheme.ffn)
+     << ", KV cache " << format_name(c.scheme.kv_cache) << "; context " << c.max_context << ", "
+     << c.streams << (c.streams == 1 ? " stream" : " streams") << ") on " << c.hardware.name
+     << "\n";
+  const auto cell = [](uint64_t v) { return v ? human_bytes(v) : std::string("-"); };
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %11s %11s %11s %11s %11s %11s %11s %11s %14s\n", "pool",
+                "capacity", "embeddings", "attention", "ffn", "kv cache", "activations", "total",
+                "headroom", "total bytes");
+  os << line;
+  for (Pool p : kPools) {
+    const uint64_t cap = c.hardware.capacity_of(p), need = b.need(p);
+    if (!cap && !need) continue;  // a pool this machine lacks and nothing asks for
+    const auto& g = b[p].group_bytes;
+    const std::string capacity = cap == kUnbounded ? "unbounded" : cell(cap);
+    const std::string headroom = cap == kUnbounded ? "-"
+                                 : need > cap      ? "OVER " + human_bytes(need - cap)
+                                                   : human_bytes(cap - need);
+    std::snprintf(line, sizeof line, "%-8s %11s %11s %11s %11s %11s %11s %11s %11s %14llu\n",
+                  std::string(pool_name(p)).c_str(), capacity.c_str(),
+                  cell(g[size_t(Group::Embeddings)]).c_str(), cell(g[size_t(Group::Attention)]).c_str(),
+                  cell(g[size_t(Group::Ffn)]).c_str(), cell(g[size_t(Group::KvCache)]).c_str(),
+                  cell(g[size_t(Group::Activations)]).c_str(), cell(need).c_str(), headroom.c_str(),
+                  (unsigned long long)need);
+    os << line;
+  }
+  if (c.hardware.vram_and_gtt_share_one_heap)
+    os << "Vram and Gtt are one heap on this profile: together "
+       << human_bytes(b.need(Pool::Vram) + b.need(Pool::Gtt)) << " of "
+       << human_bytes(c.hardware.capacity_of(Pool::Vram)) << "\n";
+}
+
+}  // namespace unicorn
