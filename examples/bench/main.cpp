@@ -110,6 +110,7 @@ int run(const Options& o) {
                   {"weights", format_name(D::kConfig.scheme.attention)},
                   {"kv_cache", format_name(D::kConfig.scheme.kv_cache)}}},
       {"device", device},
+      {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
       {"weight_bytes", weight_bytes},
       {"read_bandwidth_gbps", bandwidth / 1e9},
       {"pp", {{"tokens", o.prompt}, {"tokens_per_s", pps.median}, {"min", pps.min}, {"max", pps.max}}},
@@ -135,6 +136,7 @@ int run(const Options& o) {
     return 0;
   }
   std::printf("device: %s, read bandwidth %.0f GB/s (measured)\n", device.c_str(), bandwidth / 1e9);
+  std::printf("prefill linear layers: %s\n", gpu::prefill_linear_path(ctx.info()).c_str());
   std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
               std::string(D::kConfig.model.name).c_str(), o.model.c_str(), weight_bytes / 1073741824.0,
               load_s, load.bytes / load_s / 1e9);

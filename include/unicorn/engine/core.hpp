@@ -467,10 +467,18 @@ class EngineCore::Recorder {
     const bool vec = n_ == 1 || row_set == 1;
     const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
     const uint32_t rows_per_group = c_.tuning_.matvec_rows * 128 / c_.ctx_.info().subgroup_size;
-    const auto& k = vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kLinearBindings,
-                                    kernels::MatVec{K, M, row_set, c_.tuning_.matvec_rows})
-                        : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
-                                    kernels::Linear{K, M, row_set});
+    // Tensor units when the device has them (gpu::Context decides), else fp32 tiles.
+    const auto& info = c_.ctx_.info();
+    const bool coop = !vec && info.coopmat;
+    const uint32_t tile = coop ? kernels::kLinearCoopTile : 64;
+    const auto& k =
+        vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kLinearBindings,
+                        kernels::MatVec{K, M, row_set, c_.tuning_.matvec_rows})
+        : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
+                           kernels::LinearCoop{K, M, row_set, info.coop_m, info.coop_n,
+                                               info.coop_k, info.subgroup_size})
+               : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
+                           kernels::Linear{K, M, row_set});
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
     for (const TensorPart& p : c_.layout_.parts_of(w)) {
       const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
@@ -480,7 +488,7 @@ class EngineCore::Recorder {
         const uint32_t gx = std::min<uint32_t>(g, 65535);
         add(k, b, push, {gx, groups(g, gx), rows_n}, barrier);
       } else {
-        add(k, b, push, {groups(uint32_t(p.rows), 64), groups(rows_n, 64), 1}, barrier);
+        add(k, b, push, {groups(uint32_t(p.rows), tile), groups(rows_n, tile), 1}, barrier);
       }
     }
   }
