@@ -33,11 +33,53 @@ function(unicorn_shader module source)
   set(_headers ${_headers} ${out} PARENT_SCOPE)
 endfunction()
 
+# Cooperative-matrix kernels are written in the NV form (GL_NV_cooperative_matrix),
+# the one Debian 12's glslang 12 compiles; unicorn-spirv-coop-khr (a host tool
+# built here, tools/spirv_coop_khr.hpp) rewrites the SPIR-V into the KHR form at
+# build time. Each gives two modules: <module> (KHR, what the engine runs) and
+# <module>_nv (the NV form, kept for the conversion tests and NV-only drivers).
+# spirv-val (SPIRV-Tools 2023.1 predates SPV_KHR_cooperative_matrix) checks the
+# NV form here; tests/kernel checks the KHR form's structure.
+add_executable(unicorn-spirv-coop-khr ${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_coop_khr.cpp)
+target_compile_features(unicorn-spirv-coop-khr PRIVATE cxx_std_20)
+find_program(SPIRV_VAL spirv-val)
+
+# unicorn_coop_shader(<module> <source.comp> [DEFINES ...])
+function(unicorn_coop_shader module source)
+  cmake_parse_arguments(S "" "" "DEFINES" ${ARGN})
+  set(defines "")
+  foreach(d ${S_DEFINES})
+    list(APPEND defines -D${d})
+  endforeach()
+  set(spv ${_spv_dir}/${module}_nv.spv)
+  set(nv_header ${_spv_dir}/${module}_nv.h)
+  set(khr_header ${_spv_dir}/${module}.h)
+  set(validate "")
+  if(SPIRV_VAL)
+    set(validate COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv})
+  endif()
+  add_custom_command(
+    OUTPUT ${spv} ${nv_header} ${khr_header}
+    COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.2 ${defines} --depfile ${spv}.d
+            -o ${spv} ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${source}
+    ${validate}
+    COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.2 ${defines} --vn ${module}_nv
+            -o ${nv_header} ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${source}
+    COMMAND unicorn-spirv-coop-khr ${spv} ${khr_header} ${module}
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${source} unicorn-spirv-coop-khr
+    DEPFILE ${spv}.d
+    COMMENT "SPIR-V ${module} (NV form -> KHR form)"
+    VERBATIM)
+  set(_modules ${_modules} ${module} ${module}_nv PARENT_SCOPE)
+  set(_headers ${_headers} ${nv_header} ${khr_header} PARENT_SCOPE)
+endfunction()
+
 foreach(fmt ${UNICORN_WEIGHT_FORMATS})
   string(TOLOWER ${fmt} f)
   foreach(kernel embed matvec matmul convert)
     unicorn_shader(${kernel}_${f} ${kernel}.comp DEFINES FMT_${fmt})
   endforeach()
+  unicorn_coop_shader(matmul_coop_${f} matmul_coop.comp DEFINES FMT_${fmt})
 endforeach()
 foreach(kv F16 F32)
   string(TOLOWER ${kv} f)

@@ -62,8 +62,12 @@ void convert(uint b) {
   const float id = d != 0.0 ? 1.0 / d : 0.0;
   dst[scale] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
   for (uint j = 0; j < 32; j += 2) {
-    const float v0 = x[j] * id, v1 = x[j + 1] * id;
-    const int q0 = int(sign(v0) * floor(abs(v0) + 0.5)), q1 = int(sign(v1) * floor(abs(v1) + 0.5));
+    // `precise`: ggml rounds x * id, then adds 0.5; a fused multiply-add (which
+    // GLSL otherwise allows, and NVIDIA's compiler emits) rounds once and can
+    // land on the other side of a tie.
+    precise const float v0 = x[j] * id, v1 = x[j + 1] * id;
+    precise const float r0 = abs(v0) + 0.5, r1 = abs(v1) + 0.5;
+    const int q0 = int(sign(v0) * floor(r0)), q1 = int(sign(v1) * floor(r1));
     dst[quants + j / 2] = uint16_t((uint(q0) & 0xffu) | ((uint(q1) & 0xffu) << 8));
   }
 }
@@ -88,8 +92,10 @@ void convert(uint b) {
   dst[scale] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
   uint bytes[16];
   for (uint j = 0; j < 16; ++j) {
-    const uint lo = uint(min(15, int(x[j] * id + 8.5)));
-    const uint hi = uint(min(15, int(x[j + 16] * id + 8.5)));
+    precise const float lo_scaled = x[j] * id, hi_scaled = x[j + 16] * id;  // no fused add: as ggml
+    precise const float lo_shifted = lo_scaled + 8.5, hi_shifted = hi_scaled + 8.5;
+    const uint lo = uint(min(15, int(lo_shifted)));
+    const uint hi = uint(min(15, int(hi_shifted)));
     bytes[j] = lo | (hi << 4);
   }
   for (uint j = 0; j < 16; j += 2) dst[quants + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));

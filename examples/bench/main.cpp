@@ -147,6 +147,7 @@ int run(const Options& o) {
                   {"kv_cache", format_name(D::kConfig.scheme.kv_cache)}}},
       {"device", device},
       {"placement", std::string(placement_name(D::kPlacement))},
+      {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
       {"weight_bytes", weight_bytes},
       {"weight_bytes_gtt", gtt_weight_bytes},
       {"read_bandwidth_gbps", bandwidth / 1e9},
@@ -182,6 +183,7 @@ int run(const Options& o) {
     std::printf("placement %s: %.2f GiB of weights in Gtt, read at %.1f GB/s (measured)\n",
                 std::string(placement_name(D::kPlacement)).c_str(), gtt_weight_bytes / 1073741824.0,
                 gtt_bandwidth / 1e9);
+  std::printf("prefill linear layers: %s\n", gpu::prefill_linear_path(ctx.info()).c_str());
   std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
               std::string(D::kConfig.model.name).c_str(), o.model.c_str(), weight_bytes / 1073741824.0,
               load_s, load.bytes / load_s / 1e9);

@@ -33,6 +33,7 @@
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
+#include "unicorn/gpu/timing.hpp"
 
 namespace unicorn {
 namespace {
@@ -285,6 +286,158 @@ std::string test_name(std::string s) {
 
 INSTANTIATE_TEST_SUITE_P(Kernel, Linear, ::testing::ValuesIn(linear_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
+
+// ------------------------------------------- matmul_coop (cooperative matrices)
+//
+// Runs where the device offers cooperative matrices (gpu::DeviceInfo::coopmat:
+// the H100 through the device tool); skips elsewhere (lavapipe). The kernel
+// rounds X and W to fp16 and accumulates in fp32, so the reference does the
+// same rounding and accumulates in double. A product of two fp16 values is
+// exact in fp32, so what remains is fp32 accumulation in the tensor units'
+// order: |error| <= K * 2^-24 * sum |x w| in the worst case, about
+// sqrt(K) * 2^-24 * |x w| typically, far below 1e-4 of the output's scale for
+// these K. The same outputs are also held to the unrounded reference at 4e-3
+// of scale: the cost of fp16 inputs (relative rounding 2^-11 per input, errors
+// of random sign over K terms).
+
+float round_f16(float v) { return float(static_cast<_Float16>(v)); }
+
+double max_rel_err(std::span<const float> got, std::span<const double> want, std::span<const double> scale_of) {
+  double scale = 1e-30, worst = 0;
+  for (double w : scale_of)
+    if (!std::isnan(w)) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!std::isnan(want[i])) worst = std::max(worst, std::abs(got[i] - want[i]) / scale);
+  return worst;
+}
+
+class LinearCoop : public ::testing::TestWithParam<LinearCase> {};
+
+TEST_P(LinearCoop, MatchesFp16RoundedReference) {
+  const auto& info = device().ctx.info();
+  if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
+  const LinearCase& c = GetParam();
+  const uint32_t active = c.row_set ? c.logit_count : c.n;
+  const auto bytes = random_weights(c.format, c.M, c.K);
+  const auto W = reference::dequantize(c.format, bytes, size_t(c.M) * c.K);  // [M, K]
+  const auto xs = random_floats(size_t(c.n) * c.K);                            // [n, K]
+  std::vector<float> W16(W.size()), x16(xs.size());
+  std::transform(W.begin(), W.end(), W16.begin(), round_f16);
+  std::transform(xs.begin(), xs.end(), x16.begin(), round_f16);
+  HostBuffer x(xs.size() * 4), y(size_t(c.n) * c.M * 4);
+  x.fill<float>(xs);
+  const auto step = step_buffer({c.n, 7, 0, c.logit_count});
+  const auto rows_x = [&](const std::vector<float>& v) { return std::span(v).first(size_t(active) * c.K); };
+  const auto full16 = reference::linear(rows_x(x16), W16, c.K, c.M);
+  const auto full = reference::linear(rows_x(xs), W, c.K, c.M);
+
+  // Two parts, as in Linear: rows [s, M) first, then [0, s).
+  const uint32_t split = c.M / 3;
+  const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
+  std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
+  const uint32_t tile = kernels::kLinearCoopTile;
+  for (int p = 0; p < 2; ++p) {
+    const uint32_t rb = part_begin[p], rows = part_rows[p];
+    if (rows == 0) continue;
+    const uint64_t rbytes = row_bytes(c.format, c.K);
+    HostBuffer w(rows * rbytes);
+    w.fill<std::byte>(
+        reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
+    run(kernels::variant("matmul_coop", c.format), kernels::kLinearBindings,
+        kernels::LinearCoop{c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                            info.subgroup_size},
+        {&w, &x, &y, &step}, {rb, rows}, {groups(rows, tile), groups(c.n, tile), 1});
+    for (uint32_t t = 0; t < active; ++t)
+      for (uint32_t r = rb; r < rb + rows; ++r) {
+        want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
+        want32[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
+      }
+    const std::string what = c.name() + " part rows [" + std::to_string(rb) + "," +
+                             std::to_string(rb + rows) + ")";
+    ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", y.as<float>(), want, c.M, 1e-4));
+    ASSERT_TRUE(compare(what + " vs fp32 inputs", y.as<float>(), want32, c.M, 4e-3));
+  }
+  // The observed errors, for the record (the report quotes them).
+  std::printf("[coop] %s: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
+              c.name().c_str(), max_rel_err(y.as<float>(), want, want),
+              max_rel_err(y.as<float>(), want32, want32));
+}
+
+std::vector<LinearCase> linear_coop_cases() {
+  std::vector<LinearCase> v;
+  for (Format f : kAllFormats) {
+    const bool block = is_block_quantized(f);
+    // Odd K (scalar loads, a partial last step), K % 8 == 0 but not % 32, and
+    // a long K (vector loads, many double-buffered steps).
+    for (uint32_t K : block ? std::vector<uint32_t>{96, 160, 1024} : std::vector<uint32_t>{77, 104, 1024})
+      for (uint32_t M : {37u, 300u})
+        for (uint32_t n : {1u, 70u, 200u}) v.push_back({"matmul_coop", f, K, M, n});
+    v.push_back({"matmul_coop", f, block ? 96u : 77u, 130, 33, 1, 17});  // logit rows
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cases()),
+                         [](const auto& info) { return test_name(info.param.name()); });
+
+// Throughput on prefill-sized products (UNICORN_PERF=1; the H100 run reports
+// it): device-local buffers, random data, the median of timed repetitions.
+// FLOP = 2 n K M. The fp32 matmul runs the same shapes for comparison.
+TEST(LinearCoopPerf, PrefillShapes) {
+  auto& d = device();
+  const auto& info = d.ctx.info();
+  if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
+  if (!gpu::env_flag("UNICORN_PERF")) GTEST_SKIP() << "set UNICORN_PERF=1 to measure";
+  struct Shape { uint32_t n, K, M; };
+  const Shape shapes[] = {{512, 5376, 21504}, {512, 21504, 5376}, {512, 1152, 6912}};
+  for (Format f : {Format::F16, Format::Q4_0})
+    for (const Shape& s : shapes) {
+      std::vector<std::byte> wbytes;
+      tools::quantize(f, random_floats(size_t(s.M) * s.K), wbytes);
+      const auto xs = random_floats(size_t(s.n) * s.K);
+      const uint64_t sizes[] = {wbytes.size(), xs.size() * 4, uint64_t(s.n) * s.M * 4};
+      gpu::BufferSet dev(d.ctx, sizes, gpu::MemoryKind::DeviceLocal, "perf buffers");
+      HostBuffer wup(wbytes.size()), xup(xs.size() * 4);
+      wup.fill<std::byte>(wbytes);
+      xup.fill<float>(xs);
+      d.stream.run_once([&](vk::CommandBuffer cb) {
+        cb.copyBuffer(wup.info().buffer, dev[0].handle, vk::BufferCopy{0, 0, wbytes.size()});
+        cb.copyBuffer(xup.info().buffer, dev[1].handle, vk::BufferCopy{0, 0, xs.size() * 4});
+      });
+      const auto step = step_buffer({s.n, 0, 0, 0});
+      for (bool coop : {true, false}) {
+        const std::string name = kernels::variant(coop ? "matmul_coop" : "matmul", f);
+        const gpu::Kernel& k =
+            coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
+                                 kernels::LinearCoop{s.K, s.M, 0, info.coop_m, info.coop_n,
+                                                     info.coop_k, info.subgroup_size})
+                 : d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
+                                 kernels::Linear{s.K, s.M, 0});
+        const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[1].whole(), dev[2].whole(), step.info()};
+        const vk::DescriptorSet set = d.sets.make(k, b);
+        const uint32_t tile = coop ? kernels::kLinearCoopTile : 64;
+        const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile), groups(s.n, tile), 1}};
+        const int reps = coop ? 20 : 3;
+        gpu::Timestamps ts(d.ctx, 2);
+        std::vector<double> ms;
+        for (int r = 0; r < 4; ++r) {  // the first run warms up
+          d.stream.run_once([&](vk::CommandBuffer cb) {
+            ts.reset(cb);
+            ts.write(cb, 0);
+            for (int i = 0; i < reps; ++i) gpu::record(cb, dispatch);
+            ts.write(cb, 1);
+          });
+          const auto ns = ts.read_ns(2);
+          if (r) ms.push_back((ns[1] - ns[0]) * 1e-6 / reps);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
+        std::printf("[perf] %-16s n=%u K=%u M=%u: %.3f ms, %.1f TFLOP/s = %.1f%% of 989.4 "
+                    "(H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M, ms[1], tflops,
+                    100.0 * tflops / 989.4);
+      }
+    }
+}
 
 // ------------------------------------------------------------------ convert
 
@@ -1237,6 +1390,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
   const std::pair<std::string_view, ModuleContract> table[] = {
       {"embed_", contract<k::Embed>(k::kEmbedBindings)},
       {"matvec_", contract<k::MatVec>(k::kMatVecBindings)},
+      {"matmul_coop_", contract<k::LinearCoop>(k::kLinearBindings)},
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
       {"attn_prep_", contract<k::AttnPrep>(k::kAttnPrepBindings)},

@@ -559,10 +559,19 @@ class EngineCore::Recorder {
       rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
     const uint32_t unroll = c_.tuning_.matvec_unroll == 2 ? 2 : 1;
     const uint32_t rows_per_group = rows * 128 / lanes;  // 128-lane workgroups
-    const auto& k = vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
-                                    kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1})
-                        : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
-                                    kernels::Linear{K, M, row_set});
+    // Prefill: tensor units when the device has them and they are enabled
+    // (gpu::Context decides), else fp32 tiles.
+    const auto& info = c_.ctx_.info();
+    const bool coop = !vec && info.coopmat;
+    const uint32_t tile = coop ? kernels::kLinearCoopTile : 64;
+    const auto& k =
+        vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
+                        kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1})
+        : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
+                           kernels::LinearCoop{K, M, row_set, info.coop_m, info.coop_n,
+                                               info.coop_k, info.subgroup_size})
+               : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
+                           kernels::Linear{K, M, row_set});
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
     const auto parts = c_.layout_.parts_of(w);
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -577,7 +586,7 @@ class EngineCore::Recorder {
         add(k, b, push, {gx, groups(g, gx), rows_n}, barrier);
       } else {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
-        add(k, b, push, {groups(uint32_t(p.rows), 64), groups(rows_n, 64), 1}, barrier);
+        add(k, b, push, {groups(uint32_t(p.rows), tile), groups(rows_n, tile), 1}, barrier);
       }
     }
   }

@@ -24,6 +24,15 @@ struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set));
 };
+// matmul_coop: Linear's constants, then the cooperative-matrix shape and the
+// subgroup size (gpu::DeviceInfo), which together fix its subgroup grid.
+struct LinearCoop {
+  BOOST_HANA_DEFINE_STRUCT(LinearCoop, (uint32_t, in_features), (uint32_t, out_features),
+                           (uint32_t, row_set), (uint32_t, tm), (uint32_t, tn), (uint32_t, tk),
+                           (uint32_t, subgroup_size));
+};
+// Output tile of one matmul_coop workgroup (tokens and rows alike).
+inline constexpr uint32_t kLinearCoopTile = 128;
 struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, rows_per_group),

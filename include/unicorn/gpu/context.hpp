@@ -6,6 +6,15 @@
 // and the allocator respect. With UNICORN_VALIDATION=1 the Khronos validation
 // layer is enabled and every message of severity error is counted, so tests can
 // fail on any validation error.
+//
+// Prefill's linear layers can run on tensor units when the device offers
+// VK_KHR_cooperative_matrix with fp16 x fp16 -> fp32 matrices of a shape
+// shaders/matmul_coop.comp can tile (DeviceInfo::coopmat); the context then
+// enables the extension and the features that kernel needs, and otherwise the
+// portable fp32 matmul runs. The tensor-core path is opt-in (UNICORN_COOPMAT=1):
+// it rounds activations to fp16, which on the H100 moves the golden test's
+// prefill logits 1.0e-3 to 3.5e-3 from transformers' (the fp32 path: 7e-7),
+// and Gemma's activations can exceed the fp16 range with real weights.
 #pragma once
 
 #include <atomic>
@@ -18,6 +27,7 @@
 #include <vulkan/vulkan_raii.hpp>
 
 #include "unicorn/error.hpp"
+#include "unicorn/gpu/coopmat_khr.hpp"
 
 namespace unicorn::gpu {
 
@@ -34,7 +44,27 @@ struct DeviceInfo {
   float timestamp_period_ns;
   uint64_t device_local_heap_bytes;
   bool unified_memory;  // a DEVICE_LOCAL type is also HOST_VISIBLE (APUs, lavapipe)
+  // Cooperative matrices (VK_KHR_cooperative_matrix), enabled at device creation
+  // when present and usable by matmul_coop: fp16 A/B, fp32 C, subgroup scope.
+  bool coopmat;
+  uint32_t coop_m, coop_n, coop_k;  // the shape chosen from the device's list (M tokens, N rows)
+  std::string coopmat_note;         // why not, when coopmat is false
 };
+
+// The shared memory matmul_coop declares (bytes): two fp16 buffers of two
+// 128 x 40 tiles, and one 16 x 16 fp32 tile per subgroup.
+inline uint32_t coopmat_shared_bytes(uint32_t subgroup_size) {
+  return 2 * 2 * 128 * 40 * 2 + (256 / subgroup_size) * 16 * 16 * 4;
+}
+
+// Which kernel prefill's linear layers run, in words (unicorn-bench prints it).
+inline std::string prefill_linear_path(const DeviceInfo& info) {
+  if (info.coopmat)
+    return "matmul_coop: fp16 cooperative matrices " + std::to_string(info.coop_m) + "x" +
+           std::to_string(info.coop_n) + "x" + std::to_string(info.coop_k) +
+           ", fp32 accumulation (VK_KHR_cooperative_matrix)";
+  return "matmul: fp32 tiles (" + info.coopmat_note + ")";
+}
 
 inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -246,6 +276,7 @@ class Context {
       }
     if (!family) throw Error("gpu: " + info_.name + " has no compute queue");
     queue_family_ = *family;
+    detect_coopmat();
 
     const auto features = physical_.getFeatures2<vk::PhysicalDeviceFeatures2,
                                                  vk::PhysicalDeviceVulkan11Features,
@@ -258,16 +289,82 @@ class Context {
     const float priority = 1.0f;
     const vk::DeviceQueueCreateInfo queue_info{
         .queueFamilyIndex = queue_family_, .queueCount = 1, .pQueuePriorities = &priority};
-    vk::PhysicalDeviceVulkan11Features enable11{.storageBuffer16BitAccess = VK_TRUE};
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR enable_coop{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        .pNext = nullptr,
+        .cooperativeMatrix = VK_TRUE,
+        .cooperativeMatrixRobustBufferAccess = VK_FALSE};
+    // matmul_coop keeps fp16 in shared memory (shaderFloat16), and glslang emits
+    // the Vulkan memory model for GL_KHR_memory_scope_semantics, which
+    // cooperative-matrix GLSL requires.
+    vk::PhysicalDeviceVulkan12Features enable12{
+        .pNext = info_.coopmat ? &enable_coop : nullptr,
+        .shaderFloat16 = info_.coopmat ? VK_TRUE : VK_FALSE,
+        .vulkanMemoryModel = info_.coopmat ? VK_TRUE : VK_FALSE};
+    vk::PhysicalDeviceVulkan11Features enable11{.pNext = &enable12, .storageBuffer16BitAccess = VK_TRUE};
     vk::PhysicalDeviceFeatures2 enable{.pNext = &enable11};
-    // VK_EXT_memory_budget: the per-heap budget the placement check reads.
-    const char* budget_ext = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    // VK_EXT_memory_budget: the per-heap budget the placement check reads;
+    // VK_KHR_cooperative_matrix: prefill on tensor units (detect_coopmat).
+    std::vector<const char*> extensions;
+    if (has_memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (info_.coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{.pNext = &enable,
                                                                .queueCreateInfoCount = 1,
                                                                .pQueueCreateInfos = &queue_info,
-                                                               .enabledExtensionCount = has_memory_budget_ ? 1u : 0u,
-                                                               .ppEnabledExtensionNames = &budget_ext});
+                                                               .enabledExtensionCount = uint32_t(extensions.size()),
+                                                               .ppEnabledExtensionNames = extensions.data()});
     queue_ = vk::raii::Queue(device_, queue_family_, 0);
+  }
+
+  // Sets info_.coopmat and the shape, or says in coopmat_note why not.
+  void detect_coopmat() {
+    info_.coopmat = false;
+    auto no = [&](std::string why) { info_.coopmat_note = std::move(why); };
+    if (const char* v = std::getenv("UNICORN_COOPMAT"); !v || std::string_view(v) != "1")
+      return no("fp16 tensor-core prefill is opt-in: UNICORN_COOPMAT=1");
+    bool have_extension = false;
+    for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+      if (std::string_view(e.extensionName) == VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) have_extension = true;
+    if (!have_extension) return no("no VK_KHR_cooperative_matrix");
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    VkPhysicalDeviceVulkan12Features f12{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                         .pNext = &coop};
+    VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
+    if (!coop.cooperativeMatrix) return no("cooperativeMatrix feature off");
+    if (!f12.shaderFloat16 || !f12.vulkanMemoryModel) return no("no shaderFloat16 or vulkanMemoryModel");
+    // matmul_coop splits 256 threads into 8 or 4 subgroups.
+    if (info_.subgroup_size != 32 && info_.subgroup_size != 64)
+      return no("subgroup size " + std::to_string(info_.subgroup_size) + " (needs 32 or 64)");
+    if (info_.max_shared_memory < coopmat_shared_bytes(info_.subgroup_size))
+      return no("shared memory " + std::to_string(info_.max_shared_memory) + " bytes");
+    const auto list_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+        instance_.getProcAddr("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    if (!list_properties) return no("no vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t count = 0;
+    list_properties(*physical_, &count, nullptr);
+    std::vector<VkCooperativeMatrixPropertiesKHR> props(
+        count, {.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+    list_properties(*physical_, &count, props.data());
+    // A shape the kernel tiles: a subgroup's block is (512 / subgroup size)
+    // tokens x 32 rows, K steps of 32, and one accumulator fits 16 x 16 floats.
+    const uint32_t block_tokens = 2 * info_.subgroup_size;
+    uint32_t best = 0;
+    for (const auto& p : props) {
+      if (p.AType != VK_COMPONENT_TYPE_FLOAT16_KHR || p.BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+          p.CType != VK_COMPONENT_TYPE_FLOAT32_KHR || p.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
+          p.scope != VK_SCOPE_SUBGROUP_KHR || p.saturatingAccumulation)
+        continue;
+      if (block_tokens % p.MSize || 32 % p.NSize || 32 % p.KSize || p.MSize * p.NSize > 256) continue;
+      const uint32_t volume = p.MSize * p.NSize * p.KSize;  // bigger: fewer, larger products
+      if (volume > best) {
+        best = volume;
+        info_.coop_m = p.MSize, info_.coop_n = p.NSize, info_.coop_k = p.KSize;
+      }
+    }
+    if (!best) return no("no fp16 x fp16 -> fp32 subgroup shape the kernel tiles");
+    info_.coopmat = true;
   }
 
   bool validation_;
