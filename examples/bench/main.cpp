@@ -106,8 +106,10 @@ int run(const Options& o) {
   const uint64_t gtt_weight_bytes = weights_in(Pool::Gtt);
   const double gtt_bandwidth =
       gtt_weight_bytes ? gpu::measure_read_bandwidth(ctx, 7, gpu::MemoryKind::Gtt) : 0.0;
-  Engine<D> engine(ctx);
-  const auto t0 = Clock::now();
+  auto t0 = Clock::now();
+  Engine<D> engine(ctx);  // buffers, pipelines (through the on-disk cache), recorded passes
+  const double engine_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  t0 = Clock::now();
   const LoadReport load = engine.load(o.model);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const uint64_t weight_bytes = engine.kLayout.weight_bytes();
@@ -118,12 +120,16 @@ int run(const Options& o) {
   for (auto& t : prompt) t = token(rng);
 
   // Warm-up (driver shader compilation, caches), then timed repetitions.
+  // The warm-up's prefill is the first work after loading: the cold first-token
+  // latency; the timed ones give the warm latency.
   std::vector<double> pp, tg;
+  double first_token_cold_s = 0;
   for (uint32_t r = 0; r <= o.repetitions; ++r) {
     engine.reset();
     auto a = Clock::now();
     int32_t next = engine.prefill(prompt);
     const double pp_s = std::chrono::duration<double>(Clock::now() - a).count();
+    if (r == 0) first_token_cold_s = pp_s;
     engine.reset();
     next = engine.prefill(std::span(prompt).first(1));
     a = Clock::now();
@@ -138,6 +144,7 @@ int run(const Options& o) {
   const double roofline =
       1.0 / (weights_in(Pool::Vram) / bandwidth + (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
   const std::string device = ctx.info().name;
+  const gpu::PipelineCache::Stats& cache = engine.core().pipeline_cache();
 
   nlohmann::json j = {
       {"model", std::string(D::kConfig.model.name)},
@@ -159,6 +166,12 @@ int run(const Options& o) {
       {"repetitions", o.repetitions},
       {"load_seconds", load_s},
       {"load_gbps", load.bytes / load_s / 1e9},
+      {"startup",
+       {{"engine_seconds", engine_s},
+        {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},
+                            {"saved_bytes", cache.saved_bytes}, {"ignored", cache.ignored}}},
+        {"first_token_ms_cold", first_token_cold_s * 1e3},
+        {"first_token_ms_warm", o.prompt / pps.median * 1e3}}},
   };
   if (o.profile) {
     nlohmann::json prof;
@@ -187,6 +200,10 @@ int run(const Options& o) {
   std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
               std::string(D::kConfig.model.name).c_str(), o.model.c_str(), weight_bytes / 1073741824.0,
               load_s, load.bytes / load_s / 1e9);
+  std::printf("start-up: engine %.3f s (pipeline cache %s), first token after a %u-token prompt: "
+              "%.1f ms cold, %.1f ms warm\n",
+              engine_s, cache.path.empty() ? "off" : cache.loaded_bytes ? "read from disk" : "empty, written",
+              o.prompt, first_token_cold_s * 1e3, o.prompt / pps.median * 1e3);
   std::printf("| test   | tokens/s (median ± half range, %u runs) | roofline | %% roofline |\n", o.repetitions);
   std::printf("| pp%-4u | %s |          |            |\n", o.prompt, fmt_stats(pps).c_str());
   std::printf("| tg%-4u | %s | %8.1f | %9.1f%% |\n", o.generate, fmt_stats(tgs).c_str(), roofline,

@@ -202,7 +202,7 @@ TEST(Cli, BenchJson) {
   const auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
   for (const char* key : {"model", "device", "weight_bytes", "read_bandwidth_gbps", "pp", "tg",
-                          "roofline_tokens_per_s", "roofline_percent", "load_seconds", "profile"})
+                          "roofline_tokens_per_s", "roofline_percent", "load_seconds", "startup", "profile"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["model"], "gemma3-tiny");
   EXPECT_GT(j["tg"]["tokens_per_s"].get<double>(), 0);
@@ -210,6 +210,35 @@ TEST(Cli, BenchJson) {
   EXPECT_GT(j["roofline_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["read_bandwidth_gbps"].get<double>(), 0);
   EXPECT_FALSE(j["profile"]["decode"].empty());
+  EXPECT_GT(j["startup"]["first_token_ms_cold"].get<double>(), 0);
+  EXPECT_GT(j["startup"]["first_token_ms_warm"].get<double>(), 0);
+}
+
+// The second start reads the pipelines the first one wrote (UNICORN_PIPELINE_CACHE
+// names the folder); a damaged cache file is ignored and rewritten.
+TEST(Cli, BenchPipelineCacheOnDisk) {
+  const fs::path model = tmp() / "tiny-q8_0-cache.gguf", cache = tmp() / "pipelines";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  fs::remove_all(cache);
+  const auto start = [&] {
+    const std::string out = stdout_of("UNICORN_PIPELINE_CACHE=" + cache.string() + " " + env("UNICORN_BENCH") +
+                                      " -m " + model.string() + " -p 4 -n 2 -r 1 --json");
+    const auto j = nlohmann::json::parse(out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+    return j.is_discarded() ? nlohmann::json::object() : j["startup"]["pipeline_cache"];
+  };
+  const auto first = start();
+  EXPECT_EQ(first["loaded_bytes"], 0);
+  EXPECT_GT(first["saved_bytes"].get<uint64_t>(), 0u);
+  const fs::path file = first["path"].get<std::string>();
+  EXPECT_EQ(file.parent_path(), cache);
+  const auto second = start();
+  EXPECT_EQ(second["loaded_bytes"].get<uint64_t>(), fs::file_size(file));
+  std::ofstream(file, std::ios::trunc) << "garbage";
+  const auto third = start();
+  EXPECT_EQ(third["loaded_bytes"], 0);
+  EXPECT_EQ(third["ignored"], "shorter than a pipeline cache header");
+  EXPECT_EQ(start()["loaded_bytes"].get<uint64_t>(), fs::file_size(file));
 }
 
 // --placement gtt: every weight in host-visible memory; the bench measures

@@ -15,6 +15,9 @@
 #include <boost/hana/size.hpp>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -1469,6 +1472,74 @@ TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
     EXPECT_EQ(f.bindings, c->bindings - (float_matvec ? 1 : 0))
         << m.name << ": binding count differs from kernels::k*Bindings";
   }
+}
+
+// ------------------------------------------------------------ pipeline cache
+
+// The on-disk pipeline cache: written after new pipelines, read back by the
+// next cache, and a damaged or foreign file is ignored (with a reason) and
+// replaced — never handed to the driver.
+TEST(PipelineCache, WrittenReadBackAndDamagedFilesIgnored) {
+  Device& d = device();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("unicorn-pipeline-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto build = [&](gpu::KernelCache& cache) {
+    const auto words = spirv::find("geglu");
+    return cache.get("geglu", words, kernels::kGegluBindings, kernels::Geglu{96}).pipeline();
+  };
+  std::filesystem::path file;
+  {
+    gpu::KernelCache cache(d.ctx, dir);
+    EXPECT_EQ(cache.disk_stats().loaded_bytes, 0u);
+    EXPECT_TRUE(build(cache));
+    cache.save();
+    file = cache.disk_stats().path;
+    EXPECT_GT(cache.disk_stats().saved_bytes, 0u);
+  }
+  ASSERT_TRUE(std::filesystem::exists(file)) << file;
+  EXPECT_EQ(file.parent_path(), dir);
+  const uint64_t size = std::filesystem::file_size(file);
+  {
+    gpu::KernelCache cache(d.ctx, dir);
+    EXPECT_EQ(cache.disk_stats().loaded_bytes, size);
+    EXPECT_EQ(cache.disk_stats().ignored, "");
+    EXPECT_TRUE(build(cache));
+  }
+  const auto bytes_of = [&] {
+    std::ifstream in(file, std::ios::binary);
+    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto write = [&](const std::vector<char>& bytes) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+  };
+  std::vector<char> good = bytes_of();
+  std::vector<char> foreign = good;
+  foreign[16] ^= 0x5a;  // one byte of the pipelineCacheUUID
+  const std::pair<std::vector<char>, std::string> damaged[] = {
+      {{'n', 'o', 'p', 'e'}, "shorter than a pipeline cache header"},
+      {std::vector<char>(64, 0), "not a Vulkan pipeline cache"},
+      {foreign, "written by another device or driver"},
+  };
+  for (const auto& [bytes, why] : damaged) {
+    SCOPED_TRACE(why);
+    write(bytes);
+    {
+      gpu::KernelCache cache(d.ctx, dir);
+      EXPECT_EQ(cache.disk_stats().loaded_bytes, 0u);
+      EXPECT_EQ(cache.disk_stats().ignored, why);
+      EXPECT_TRUE(build(cache));
+    }  // replaced on the way out
+    gpu::KernelCache again(d.ctx, dir);
+    EXPECT_EQ(again.disk_stats().ignored, "");
+    EXPECT_GT(again.disk_stats().loaded_bytes, 0u);
+  }
+  {
+    gpu::KernelCache off(d.ctx, std::filesystem::path{});
+    EXPECT_EQ(off.disk_stats().path, "");
+    EXPECT_TRUE(build(off));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

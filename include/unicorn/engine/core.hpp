@@ -30,6 +30,7 @@
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
+#include "unicorn/gpu/staging.hpp"
 #include "unicorn/gpu/timing.hpp"
 #include "unicorn/layout/layout.hpp"
 #include "unicorn/placement/budget.hpp"
@@ -80,16 +81,19 @@ class EngineCore {
     acts_ = gpu::BufferSet(ctx, act_bytes, gpu::memory_kind_of(layout.activation_pool), "activations");
     const uint64_t step_bytes = sizeof(StepHeader) + 4ull * cfg_.prefill_chunk;
     const uint64_t sampler_bytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
-    const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, kStagingBytes, sampler_bytes};
+    const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, sampler_bytes};
     host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
     const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * layout.logit_rows};
     partial_set_ = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials");
     partials_ = partial_set_[0];
     prefill_ = record_forward(cfg_.prefill_chunk, 1);
     decode_ = record_forward(1, 1);
+    kernels_.save();  // the next start reads these pipelines from disk
   }
 
   const DeploymentConfig& config() const { return cfg_; }
+  // The on-disk pipeline cache at start-up: read, ignored (and why), written.
+  const gpu::PipelineCache::Stats& pipeline_cache() const { return kernels_.disk_stats(); }
   // A context shorter than the compiled one (the KV cache is allocated for the
   // compiled length; this only lowers the limit prompts are checked against).
   void set_context_limit(uint32_t tokens) {
@@ -250,16 +254,24 @@ class EngineCore {
     if (is_block_quantized(t.format)) return convert_part(t, p, bytes, SourceType::GgmlBlocks, 0);
     const gpu::Buffer& dst = slab_of(t, p);
     if (dst.mapped) {  // Gtt: host-coherent memory the host writes directly, no staging
-      std::memcpy(dst.mapped + p.offset, bytes.data(), bytes.size());
+      gpu::parallel_copy(dst.mapped + p.offset, bytes.data(), bytes.size());
       return;
     }
-    for (uint64_t done = 0; done < bytes.size(); done += kStagingBytes) {
-      const uint64_t n = std::min<uint64_t>(kStagingBytes, bytes.size() - done);
-      std::memcpy(staging().mapped, bytes.data() + done, n);
-      stream_.run_once([&](vk::CommandBuffer cb) {
-        cb.copyBuffer(staging().handle, dst.handle, vk::BufferCopy{0, p.offset + done, n});
+    gpu::StagingRing& ring = uploads();
+    for (uint64_t done = 0; done < bytes.size(); done += ring.slot_bytes()) {
+      const uint64_t n = std::min<uint64_t>(ring.slot_bytes(), bytes.size() - done);
+      ring.submit(bytes.subspan(done, n), [&](vk::CommandBuffer cb, uint32_t slot) {
+        cb.copyBuffer(ring.buffer(slot).handle, dst.handle, vk::BufferCopy{0, p.offset + done, n});
       });
     }
+  }
+
+  // Waits for the uploads still in flight and frees the staging buffers; the
+  // loader calls it once every weight is submitted.
+  void finish_uploads() {
+    if (!uploads_) return;
+    uploads_->wait_all();
+    uploads_.reset();
   }
 
   // Converts source rows (F32/F16/BF16, row-major, the part's rows) into the
@@ -276,7 +288,13 @@ class EngineCore {
   }
 
  private:
+  // Staging slots of 64 MiB: large enough that a submission's fixed cost is
+  // noise, small enough that three of them are a modest pinned allocation.
   static constexpr uint64_t kStagingBytes = 64ull << 20;
+  gpu::StagingRing& uploads() {
+    if (!uploads_) uploads_.emplace(ctx_, kStagingBytes);
+    return *uploads_;
+  }
 
   // Runs shaders/convert.comp over a part, one staging buffer of whole source
   // blocks at a time (a 2-D grid, so any count fits the group limits).
@@ -291,17 +309,20 @@ class EngineCore {
     const uint64_t units = elems / f.block_elems;
     const kernels::Convert spec{uint32_t(type), add};
     const auto& k = kernel(kernels::variant("convert", t.format), kernels::kConvertBindings, spec);
-    const uint64_t per_fill = kStagingBytes / unit_bytes;
+    gpu::StagingRing& ring = uploads();
+    const uint64_t per_fill = ring.slot_bytes() / unit_bytes;
     const gpu::Buffer& dst = slab_of(t, p);
-    const vk::DescriptorBufferInfo bufs[] = {staging().whole(), dst.range(p.offset, p.bytes)};
-    const vk::DescriptorSet set = sets_.make(k, bufs);
+    std::array<vk::DescriptorSet, gpu::StagingRing::kSlots> sets{};  // made on first use of a slot
     for (uint64_t done = 0; done < units; done += per_fill) {
       const uint64_t n = std::min<uint64_t>(per_fill, units - done);
-      std::memcpy(staging().mapped, source.data() + done * unit_bytes, n * unit_bytes);
       const uint32_t groups = uint32_t((n + 63) / 64);
       const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + gx - 1) / gx;
-      stream_.run_once([&](vk::CommandBuffer cb) {
-        gpu::record(cb, {&k, set, {uint32_t(n), uint32_t(done), uint32_t(units)}, {gx, gy, 1}},
+      ring.submit(source.subspan(done * unit_bytes, n * unit_bytes), [&](vk::CommandBuffer cb, uint32_t slot) {
+        if (!sets[slot]) {
+          const vk::DescriptorBufferInfo bufs[] = {ring.buffer(slot).whole(), dst.range(p.offset, p.bytes)};
+          sets[slot] = sets_.make(k, bufs);
+        }
+        gpu::record(cb, {&k, sets[slot], {uint32_t(n), uint32_t(done), uint32_t(units)}, {gx, gy, 1}},
                     false);
       });
     }
@@ -312,7 +333,6 @@ class EngineCore {
     std::vector<gpu::Dispatch> dispatches;
   };
 
-  const gpu::Buffer& staging() const { return host_[2]; }
   const gpu::Buffer& slab_of(const TensorSlot& t, const TensorPart& p) const {
     return t.arena == Arena::Weights ? weight_slabs_[p.slab] : kv_slabs_[p.slab];
   }
@@ -409,7 +429,7 @@ class EngineCore {
     const SamplerState s{sampling_.temperature, sampling_.top_k,    sampling_.top_p,
                          sampling_.min_p,       sampling_.repeat_penalty, sampling_.seed,
                          sample_counter_++,     uint32_t(history.size())};
-    std::byte* p = host_[3].mapped;
+    std::byte* p = host_[2].mapped;
     std::memcpy(p, &s, sizeof s);
     std::memcpy(p + sizeof s, history.data(), history.size() * 4);
   }
@@ -449,7 +469,8 @@ class EngineCore {
   gpu::Stream stream_;
   std::array<gpu::BufferSet, kPoolCount> weight_sets_, kv_sets_;  // per pool
   std::vector<gpu::Buffer> weight_slabs_, kv_slabs_;               // by layout slab index
-  gpu::BufferSet acts_, host_, partial_set_;
+  gpu::BufferSet acts_, host_, partial_set_;  // host_: step, chosen tokens, sampler state
+  std::optional<gpu::StagingRing> uploads_;      // while loading
   gpu::Buffer partials_;  // per-slice logit maxima, [logit rows, kLogitParts]
   std::optional<gpu::BufferSet> logits_readback_;
   // Prompt chunks (logits of the last token only), single tokens, and, recorded
@@ -662,11 +683,11 @@ class EngineCore::Recorder {
     const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
                                kernels::LogitsMax{m_.vocab, parts});
     const vk::DescriptorBufferInfo bm[] = {c_.act(Act::Logits), c_.partials_.whole(),
-                                           c_.host_[3].whole(), c_.step()};
+                                           c_.host_[2].whole(), c_.step()};
     add(km, bm, {}, {parts, logit_rows_, 1});
     const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab, parts});
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(),
-                                          c_.host_[3].whole(), c_.step(), c_.partials_.whole()};
+                                          c_.host_[2].whole(), c_.step(), c_.partials_.whole()};
     add(k, b, {}, {logit_rows_, 1, 1});
   }
 

@@ -287,6 +287,17 @@ inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::pa
   if (!std::filesystem::exists(path, ec))
     throw Error(path.string() + ": no such file or directory");
   LoadReport r;
+  // Uploads run asynchronously (gpu/staging.hpp): done, and their staging
+  // buffers freed, before this returns or throws.
+  struct FinishUploads {
+    detail::EngineCore& core;
+    ~FinishUploads() {
+      try {
+        core.finish_uploads();
+      } catch (...) {  // already unwinding from the load's own error, or the device is lost
+      }
+    }
+  } finish{core};
   if (std::filesystem::is_directory(path, ec)) {
     r = detail::load_hf(core, path, progress);
   } else if (path.filename() == "config.json") {
@@ -299,6 +310,7 @@ inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::pa
                   "config.json)");
     r = detail::load_gguf(core, path, progress);
   }
+  core.finish_uploads();  // here, not in the guard, so that a device error is reported
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

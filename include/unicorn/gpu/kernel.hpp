@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "unicorn/gpu/context.hpp"
+#include "unicorn/gpu/pipeline_cache.hpp"
 
 namespace unicorn::gpu {
 
@@ -97,10 +98,12 @@ class Kernel {
   vk::raii::Pipeline pipeline_{nullptr};
 };
 
-// Pipelines keyed by (module name, constants): built once, shared by all users.
+// Pipelines keyed by (module name, constants): built once, shared by all users,
+// compiled through the on-disk pipeline cache (gpu/pipeline_cache.hpp).
 class KernelCache {
  public:
-  explicit KernelCache(const Context& ctx) : ctx_(ctx) {}
+  explicit KernelCache(const Context& ctx, const std::filesystem::path& cache_dir = pipeline_cache_dir())
+      : ctx_(ctx), disk_(ctx, cache_dir) {}
 
   template <class Spec>
   const Kernel& get(const std::string& name, std::span<const uint32_t> spirv, uint32_t bindings,
@@ -109,15 +112,22 @@ class KernelCache {
     std::string key = name;
     for (uint32_t w : words) key += ":" + std::to_string(w);
     auto it = kernels_.find(key);
-    if (it == kernels_.end())
-      it = kernels_.emplace(key, std::make_unique<Kernel>(ctx_, name, spirv, bindings, words))
+    if (it == kernels_.end()) {
+      it = kernels_.emplace(key, std::make_unique<Kernel>(ctx_, name, spirv, bindings, words,
+                                                          &disk_.handle()))
                .first;
+      disk_.note_new_pipeline();
+    }
     return *it->second;
   }
   size_t size() const { return kernels_.size(); }
+  // Writes new pipelines to disk now (also done when the cache goes away).
+  void save() { disk_.save(); }
+  const PipelineCache::Stats& disk_stats() const { return disk_.stats(); }
 
  private:
   const Context& ctx_;
+  PipelineCache disk_;
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;
 };
 

@@ -55,7 +55,7 @@ inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
   BufferSet src(ctx, sizes, kind, "bandwidth probe");
   const uint64_t sum_sizes[] = {groups * 4ull};
   BufferSet sums(ctx, sum_sizes, MemoryKind::DeviceLocal, "bandwidth sums");
-  KernelCache kernels(ctx);
+  KernelCache kernels(ctx, /*cache_dir=*/{});  // one small kernel: not worth a file on disk
   DescriptorArena sets(ctx);
   const Kernel& k = kernels.get("bandwidth", spirv::find("bandwidth"), 2, NoConstants{});
   const vk::DescriptorBufferInfo b[] = {src[0].whole(), sums[0].whole()};

@@ -1,0 +1,121 @@
+// unicorn/gpu/staging.hpp — host-to-device uploads through a ring of staging
+// buffers, so that reading the file and moving bytes to the device overlap.
+//
+// Loading a model is a long run of (copy a piece of the memory-mapped file into
+// host-visible memory, let the device pull it into place). One staging buffer
+// serialises the two halves; with a ring, the host fills one slot while the
+// device drains the others, and the host's copy itself is spread over several
+// threads: copying out of a file mapping is bound by page faults and page-cache
+// reads, which scale with cores, not by one core's memcpy.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "unicorn/gpu/context.hpp"
+#include "unicorn/gpu/memory.hpp"
+
+namespace unicorn::gpu {
+
+// memcpy over up to 8 threads for large copies (one thread below 8 MiB, where
+// starting threads would cost more than it saves).
+inline void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes) {
+  constexpr size_t kPerThreadMin = 4ull << 20;
+  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
+                                           bytes / kPerThreadMin});
+  if (threads <= 1) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t share = (bytes / threads + 63) / 64 * 64;  // cache-line-aligned shares
+  std::vector<std::jthread> pool;
+  for (size_t i = 1; i < threads && i * share < bytes; ++i)
+    pool.emplace_back([=] { std::memcpy(dst + i * share, src + i * share, std::min(share, bytes - i * share)); });
+  std::memcpy(dst, src, std::min(share, bytes));
+}  // the jthreads join here
+
+class StagingRing {
+ public:
+  static constexpr uint32_t kSlots = 3;
+
+  StagingRing(const Context& ctx, uint64_t slot_bytes)
+      : ctx_(ctx),
+        slot_bytes_(slot_bytes),
+        pool_(ctx.device(), vk::CommandPoolCreateInfo{
+                                .flags = vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
+                                .queueFamilyIndex = ctx.queue_family()}) {
+    const std::array<uint64_t, kSlots> sizes{slot_bytes, slot_bytes, slot_bytes};
+    buffers_ = BufferSet(ctx, sizes, MemoryKind::HostVisible, "staging buffers");
+    auto cbs = vk::raii::CommandBuffers(
+        ctx.device(), vk::CommandBufferAllocateInfo{.commandPool = *pool_,
+                                                    .level = vk::CommandBufferLevel::ePrimary,
+                                                    .commandBufferCount = kSlots});
+    for (uint32_t i = 0; i < kSlots; ++i) {
+      slots_[i].commands = std::move(cbs[i]);
+      slots_[i].fence = vk::raii::Fence(ctx.device(), vk::FenceCreateInfo{});
+    }
+  }
+  StagingRing(const StagingRing&) = delete;
+  StagingRing& operator=(const StagingRing&) = delete;
+  ~StagingRing() {
+    try {
+      wait_all();
+    } catch (...) {  // a lost device: nothing left to wait for
+    }
+  }
+
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  const Buffer& buffer(uint32_t slot) const { return buffers_[slot]; }
+
+  // Copies `src` (at most slot_bytes) into the next slot once the device is
+  // done with it, then records `work(cb, slot)` — commands reading that slot's
+  // buffer — and submits them without waiting.
+  template <class F>
+  void submit(std::span<const std::byte> src, F&& work) {
+    if (src.size() > slot_bytes_) throw Error("internal: a staged upload larger than its buffer");
+    const uint32_t slot = next_;
+    next_ = (next_ + 1) % kSlots;
+    Slot& s = slots_[slot];
+    wait(s);
+    parallel_copy(buffers_[slot].mapped, src.data(), src.size());
+    s.commands.reset();
+    s.commands.begin(vk::CommandBufferBeginInfo{.flags = vk::CommandBufferUsageFlagBits::eOneTimeSubmit});
+    work(*s.commands, slot);
+    s.commands.end();
+    const vk::CommandBuffer cb = *s.commands;
+    ctx_.queue().submit(vk::SubmitInfo{.commandBufferCount = 1, .pCommandBuffers = &cb}, *s.fence);
+    s.in_flight = true;
+  }
+
+  // Returns once every submitted upload has finished on the device.
+  void wait_all() {
+    for (Slot& s : slots_) wait(s);
+  }
+
+ private:
+  struct Slot {
+    vk::raii::CommandBuffer commands{nullptr};
+    vk::raii::Fence fence{nullptr};
+    bool in_flight = false;
+  };
+  void wait(Slot& s) {
+    if (!s.in_flight) return;
+    if (ctx_.device().waitForFences(*s.fence, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
+      throw Error("gpu: waiting for an upload failed");
+    ctx_.device().resetFences(*s.fence);
+    s.in_flight = false;
+  }
+
+  const Context& ctx_;
+  uint64_t slot_bytes_;
+  vk::raii::CommandPool pool_;
+  BufferSet buffers_;
+  std::array<Slot, kSlots> slots_;
+  uint32_t next_ = 0;
+};
+
+}  // namespace unicorn::gpu
