@@ -4,6 +4,7 @@
 //
 //   unicorn-bench --model gemma3-27b-q4_0.gguf -p 512 -n 128 -r 5 [--json] [--profile]
 //   unicorn-bench --model gemma3-1b-q4_0.gguf --placement gtt     # weights in host memory
+//   unicorn-bench --model gemma3-27b-qat.gguf --lm-head q8_0       # quantized copy for the LM head
 //
 // The engine for the file is picked from the deployments compiled in below
 // (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement); their
@@ -20,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "unicorn/engine.hpp"
@@ -52,6 +54,8 @@ struct Bench {
 };
 template <const ModelDims& M>
 using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, Bench<M, schemes::kQ4_0_QAT>,
+                            Bench<M, schemes::kQ4_0_QAT.with_lm_head(Format::Q8_0)>,
+                            Bench<M, schemes::kQ4_0_QAT.with_lm_head(Format::Q4_0)>,
                             Bench<M, schemes::kQ4_0, BenchPlacement::Gtt>,
                             Bench<M, schemes::kQ8_0, BenchPlacement::Gtt>,
                             Bench<M, schemes::kQ4_0_QAT, BenchPlacement::Gtt>,
@@ -65,6 +69,7 @@ struct Options {
   uint32_t prompt = 512, generate = 128, repetitions = 5;
   bool json = false, profile = false;
   BenchPlacement placement = BenchPlacement::Vram;
+  std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
 };
 
 struct Stats {
@@ -76,8 +81,10 @@ Stats stats(std::vector<double> v) {
 }
 
 template <class D>
-bool matches(const io::GgufFile& g) {
+bool matches(const io::GgufFile& g, const Options& o) {
   const auto& c = D::kConfig;
+  if (o.lm_head ? !c.scheme.separate_lm_head() || c.scheme.lm_head != *o.lm_head : c.scheme.separate_lm_head())
+    return false;
   const auto* embd = g.find_tensor("token_embd.weight");
   const auto* q = g.find_tensor("blk.0.attn_q.weight");
   return embd && q && g.try_u32("gemma3.embedding_length") == c.model.hidden &&
@@ -151,7 +158,9 @@ int run(const Options& o) {
       {"file", o.model},
       {"scheme", {{"embedding", format_name(D::kConfig.scheme.embedding)},
                   {"weights", format_name(D::kConfig.scheme.attention)},
-                  {"kv_cache", format_name(D::kConfig.scheme.kv_cache)}}},
+                  {"kv_cache", format_name(D::kConfig.scheme.kv_cache)},
+                  {"lm_head", D::kConfig.scheme.separate_lm_head() ? format_name(D::kConfig.scheme.lm_head)
+                                                                    : "tied to the embedding"}}},
       {"device", device},
       {"placement", std::string(placement_name(D::kPlacement))},
       {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
@@ -223,10 +232,11 @@ int dispatch(const io::GgufFile& g, const Options& o) {
   if constexpr (I == std::tuple_size_v<Catalog>) {
     throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
                 "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding) with --placement " +
-                std::string(placement_name(o.placement)) + " (gtt-ffn: Q4_0 files only)");
+                std::string(placement_name(o.placement)) + " (gtt-ffn: Q4_0 files only)" +
+                (o.lm_head ? " and --lm-head (QAT files with an F16 embedding only, in Vram)" : ""));
   } else {
     using D = std::tuple_element_t<I, Catalog>;
-    if (D::kPlacement == o.placement && matches<D>(g)) return run<D>(o);
+    if (D::kPlacement == o.placement && matches<D>(g, o)) return run<D>(o);
     return dispatch<I + 1>(g, o);
   }
 }
@@ -247,6 +257,10 @@ int main(int argc, char** argv) {
                  "memory); gtt-ffn: FFN weights in Gtt (Q4_0); default vram")
       ->transform(CLI::CheckedTransformer(std::map<std::string, BenchPlacement>{
           {"vram", BenchPlacement::Vram}, {"gtt", BenchPlacement::Gtt}, {"gtt-ffn", BenchPlacement::GttFfn}}));
+  app.add_option("--lm-head", o.lm_head,
+                 "q8_0 or q4_0: the LM head reads a copy of the F16 embedding in that format "
+                 "(QAT files); default: the embedding itself")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"q8_0", Format::Q8_0}, {"q4_0", Format::Q4_0}}));
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)

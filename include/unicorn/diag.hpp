@@ -56,6 +56,18 @@ struct kv_cache_format_unsupported {
   static constexpr bool ok = true;
 };
 
+template <uint32_t embedding_format, uint32_t lm_head_format>
+struct lm_head_copy_unsupported {
+  static_assert((embedding_format == uint32_t(Format::F16) || embedding_format == uint32_t(Format::BF16) ||
+                 embedding_format == uint32_t(Format::F32)) &&
+                    (lm_head_format == uint32_t(Format::Q8_0) || lm_head_format == uint32_t(Format::Q4_0) ||
+                     lm_head_format == uint32_t(Format::F16)),
+                "unicorn: a separate LM head is quantized from the embedding when loading, so the "
+                "embedding must be F16, BF16 or F32 and the LM head Q8_0, Q4_0 or F16 (template "
+                "arguments: embedding format, LM head format, as ggml type numbers)");
+  static constexpr bool ok = true;
+};
+
 template <uint32_t context, uint32_t model_context>
 struct context_longer_than_model {
   static_assert(context >= 1 && context <= model_context,
@@ -215,6 +227,10 @@ constexpr bool check_deployment() {
   static_assert(row_not_whole_blocks<m.ffn, format_info(c.scheme.ffn).block_elems>::ok);
   static_assert(row_not_whole_blocks<m.hidden, format_info(c.scheme.embedding).block_elems>::ok);
   static_assert(kv_cache_format_unsupported<uint32_t(c.scheme.kv_cache)>::ok);
+  if constexpr (c.scheme.separate_lm_head()) {
+    static_assert(lm_head_copy_unsupported<uint32_t(c.scheme.embedding), uint32_t(c.scheme.lm_head)>::ok);
+    static_assert(row_not_whole_blocks<m.hidden, format_info(c.scheme.lm_head).block_elems>::ok);
+  }
   static_assert(context_longer_than_model<c.max_context, m.max_context>::ok);
   static_assert(prefill_chunk_out_of_range<c.prefill_chunk, c.max_context>::ok);
   constexpr auto& L = kLayoutOf<D>;

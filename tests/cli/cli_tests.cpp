@@ -214,6 +214,27 @@ TEST(Cli, BenchJson) {
   EXPECT_GT(j["startup"]["first_token_ms_warm"].get<double>(), 0);
 }
 
+// --lm-head q8_0 on a QAT-layout file (F16 embedding): the engine with a Q8_0
+// copy for the LM head runs, and the JSON names it; an all-Q8_0 file has no
+// such deployment, and the error says which files do.
+TEST(Cli, BenchQuantizedLmHead) {
+  const fs::path model = tmp() / "tiny-q4_0-embf16.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q4_0 --embedding F16 --out " +
+                model.string()).code, 0);
+  const std::string out = stdout_of(env("UNICORN_BENCH") + " -m " + model.string() +
+                                    " -p 8 -n 4 -r 1 --json --lm-head q8_0");
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+  EXPECT_EQ(j["scheme"]["lm_head"], "Q8_0");
+  EXPECT_EQ(j["scheme"]["embedding"], "F16");
+  EXPECT_GT(j["tg"]["tokens_per_s"].get<double>(), 0);
+  const fs::path q8 = tmp() / "tiny-q8_0-lmhead.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + q8.string()).code, 0);
+  const Result bad = run(env("UNICORN_BENCH") + " -m " + q8.string() + " --lm-head q8_0");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_CONTAINS(bad.out, "--lm-head (QAT files with an F16 embedding only");
+}
+
 // The second start reads the pipelines the first one wrote (UNICORN_PIPELINE_CACHE
 // names the folder); a damaged cache file is ignored and rewritten.
 TEST(Cli, BenchPipelineCacheOnDisk) {

@@ -17,7 +17,14 @@ struct Gemma4B { static constexpr u::DeploymentConfig kConfig = u::make_deployme
 struct Gemma12B { static constexpr u::DeploymentConfig kConfig = u::make_deployment(u::kGemma3_12B, u::schemes::kQ4_0_QAT, 32768); };
 struct Gemma27B { static constexpr u::DeploymentConfig kConfig = u::make_deployment(u::kGemma3_27B, u::schemes::kQ4_0_QAT, 32768); };
 
+// Google's QAT file with the LM head read from a Q8_0 copy of the F16 embedding.
+struct Gemma27BQ8Head { static constexpr u::DeploymentConfig kConfig = u::make_deployment(u::kGemma3_27B, u::schemes::kQ4_0_QAT_Q8Head, 32768); };
+
 static_assert(u::diag::check_deployment<Tiny>());
+static_assert(u::diag::check_deployment<Gemma27BQ8Head>());
+static_assert(u::kLayoutOf<Gemma27BQ8Head>.view().weight(u::Role::LmHead).format == u::Format::Q8_0);
+static_assert(u::kLayoutOf<Gemma27BQ8Head>.view().weight(u::Role::OutputNorm).role == u::Role::OutputNorm);
+static_assert(u::kLayoutOf<Gemma27B>.view().weight(u::Role::LmHead).role == u::Role::Embedding);
 static_assert(u::diag::check_deployment<Gemma270M>());
 static_assert(u::diag::check_deployment<Gemma1B>());
 static_assert(u::diag::check_deployment<Gemma4B>());

@@ -147,6 +147,56 @@ TEST_F(Model, F16KvCache) {
   expect_matches_golden<Tiny<Format::Q8_0, Format::F16>>(tiny_dir(), "q8_0", 2e-3);
 }
 
+// --- a separate, quantized LM head (Scheme::with_lm_head) ---
+namespace {
+// Google's QAT layout in the tiny model: Q8_0 weights, F16 embedding; tied, or
+// with the LM head read from a copy of the embedding in `Head`.
+template <Format Head = Format::F16>
+struct TinyQat {
+  static constexpr Scheme kScheme = Scheme{Format::F16, Format::Q8_0, Format::Q8_0, Format::F32}.with_lm_head(Head);
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Tiny, kScheme, 256, 32);
+};
+
+// Logits of the whole golden prompt through the prefill pass and its greedy continuation.
+template <class D>
+std::pair<std::vector<float>, std::vector<int32_t>> run_golden_prompt(const fs::path& model) {
+  Engine<D> engine(context());
+  engine.load(model);
+  const auto logits = engine.forward_logits(golden().prompt);
+  engine.reset();
+  std::vector<int32_t> out{engine.prefill(golden().prompt)};
+  while (out.size() < 8) out.push_back(engine.decode(out.back()));
+  return {logits, out};
+}
+}  // namespace
+
+// The LM head from a Q8_0 / Q4_0 copy of the F16 embedding, made at load time
+// (GGUF and safetensors): logits close to the F16 head's, and not identical
+// (the copy is what the head reads). The error printed is the figure the
+// performance notes quote.
+TEST_F(Model, QuantizedLmHeadCopy) {
+  static_assert(!TinyQat<>::kScheme.separate_lm_head() && TinyQat<Format::Q8_0>::kScheme.separate_lm_head());
+  static_assert(kLayoutOf<TinyQat<Format::Q8_0>>.view().weight(Role::LmHead).format == Format::Q8_0);
+  static_assert(kLayoutOf<TinyQat<>>.view().weight(Role::LmHead).role == Role::Embedding);
+  const fs::path gguf = temp_dir() / "tiny-q8_0-embf16.gguf";
+  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --hf " + tiny_dir().string() +
+                          " --type Q8_0 --embedding F16 --out " + gguf.string() + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const fs::path& model : {gguf, tiny_dir()}) {
+    const auto [f16, f16_tokens] = run_golden_prompt<TinyQat<>>(model);
+    const auto [q8, q8_tokens] = run_golden_prompt<TinyQat<Format::Q8_0>>(model);
+    const auto [q4, q4_tokens] = run_golden_prompt<TinyQat<Format::Q4_0>>(model);
+    const double e8 = relative_error(q8, f16), e4 = relative_error(q4, f16);
+    std::printf("[ lm head ] %-22s Q8_0 head vs F16: %.2e, Q4_0 head vs F16: %.2e\n",
+                model.filename().c_str(), e8, e4);
+    EXPECT_GT(e8, 0.0) << "the Q8_0 head gave the F16 head's logits bit for bit: is the copy read?";
+    EXPECT_LE(e8, 1e-2);  // measured 3.8e-3 on this model
+    EXPECT_GT(e4, e8) << "Q4_0 keeps fewer bits than Q8_0";
+    EXPECT_LE(e4, 1e-1);  // 16 levels per block: measured 6.9e-2 on this model
+    EXPECT_EQ(q8_tokens, f16_tokens) << model;
+  }
+}
+
 // --- loader errors: each names what is wrong ---
 namespace {
 template <class D = Tiny<Format::Q8_0>>

@@ -505,7 +505,7 @@ class EngineCore::Recorder {
     embed();                                                   // x  [n, H]
     for (uint32_t l = 0; l < m_.layers; ++l) layer(int(l));
     final_norm();                                              // xn [logit rows, H]
-    linear(Act::Xn, Act::Logits, c_.layout_.weight(Role::Embedding), 1);  // [logit rows, V]
+    linear(Act::Xn, Act::Logits, c_.layout_.weight(Role::LmHead), 1);    // [logit rows, V]
     sample();                                                  // next token ids
     return std::move(d_);
   }

@@ -138,6 +138,16 @@ inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& engine) 
   return d;
 }
 
+// How convert() reads a tensor stored in a float format.
+inline SourceType source_type_of(Format f) {
+  switch (f) {
+    case Format::F32: return SourceType::F32;
+    case Format::F16: return SourceType::F16;
+    case Format::BF16: return SourceType::BF16;
+    default: throw Error("internal: " + std::string(format_name(f)) + " is not a float format");
+  }
+}
+
 inline std::string shape_text(std::span<const uint64_t> dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
@@ -156,6 +166,10 @@ inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
   uint64_t total = 0;
   for (const TensorSlot& t : L.tensors) {
     if (t.arena != Arena::Weights) continue;
+    if (t.role == Role::LmHead) {  // not in the file: made from the embedding below
+      total += t.bytes;
+      continue;
+    }
     const std::string name = t.gguf_name();
     expected.insert(name);
     const io::GgufTensor* f = g.find_tensor(name);
@@ -181,9 +195,21 @@ inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
   uint64_t done = 0;
   for (const TensorSlot& t : L.tensors) {
     if (t.arena != Arena::Weights) continue;
+    const auto parts = L.parts_of(t);
+    if (t.role == Role::LmHead) {  // the scheme's own LM head: the embedding, converted
+      const TensorSlot& e = L.weight(Role::Embedding);
+      const auto data = g.find_tensor(e.gguf_name())->data;
+      const uint64_t row = row_bytes(e.format, e.cols);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        core.convert(t, i, data.subspan(parts[i].row_begin * row, parts[i].rows * row),
+                     source_type_of(e.format), 0.0f);
+        done += parts[i].bytes;
+        if (progress) progress(done, total);
+      }
+      continue;
+    }
     const auto data = g.find_tensor(t.gguf_name())->data;
     const uint64_t row = row_bytes(t.format, t.cols);
-    const auto parts = L.parts_of(t);
     for (size_t i = 0; i < parts.size(); ++i) {
       core.upload(t, i, data.subspan(parts[i].row_begin * row, parts[i].bytes));
       done += parts[i].bytes;
@@ -218,7 +244,8 @@ inline LoadReport load_hf(EngineCore& core, const std::filesystem::path& dir,
   uint64_t total = 0;
   for (const TensorSlot& t : L.tensors) {
     if (t.arena != Arena::Weights) continue;
-    const std::string gguf = t.gguf_name();
+    // A separate LM head converts the embedding's source rows.
+    const std::string gguf = (t.role == Role::LmHead ? L.weight(Role::Embedding) : t).gguf_name();
     const io::SafeTensor* f = nullptr;
     for (auto layout : {io::HfLayout::CausalLM, io::HfLayout::Multimodal, io::HfLayout::MultimodalLegacy})
       if (!f) f = st.find(io::gguf_to_hf_name(gguf, layout));
@@ -233,13 +260,13 @@ inline LoadReport load_hf(EngineCore& core, const std::filesystem::path& dir,
     const std::vector<uint64_t> want = t.rows == 1 ? std::vector<uint64_t>{t.cols}
                                                    : std::vector<uint64_t>{t.rows, t.cols};
     // Embedding rows past the text vocabulary (image soft tokens) are not loaded.
-    const bool extra_rows = t.role == Role::Embedding && f->shape.size() == 2 &&
+    const bool extra_rows = (t.role == Role::Embedding || t.role == Role::LmHead) && f->shape.size() == 2 &&
                             f->shape[0] >= t.rows && f->shape[1] == t.cols;
     if (f->shape != want && !extra_rows)
       throw Error(ssrc + ": tensor '" + f->name + "' has shape " + shape_text(f->shape) +
                   ", this engine expects " + shape_text(want));
     used.insert(f->name);
-    sources.push_back({&t, f, type});
+    sources.push_back({&t, f, type});  // (the embedding twice with a separate LM head)
     total += t.bytes;
   }
   size_t skipped = 0;

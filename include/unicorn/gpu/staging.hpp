@@ -21,11 +21,11 @@
 
 namespace unicorn::gpu {
 
-// memcpy over up to 8 threads for large copies (one thread below 8 MiB, where
+// memcpy over up to 16 threads for large copies (one thread below 8 MiB, where
 // starting threads would cost more than it saves).
 inline void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes) {
   constexpr size_t kPerThreadMin = 4ull << 20;
-  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
+  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 16,
                                            bytes / kPerThreadMin});
   if (threads <= 1) {
     std::memcpy(dst, src, bytes);

@@ -31,6 +31,7 @@ inline constexpr uint64_t kBindingAlign = 256;  // >= every device's minStorageB
 enum class Role : uint8_t {
   Embedding, AttnNorm, AttnQ, AttnK, AttnV, AttnQNorm, AttnKNorm, AttnOut, PostAttnNorm,
   FfnNorm, FfnGate, FfnUp, FfnDown, PostFfnNorm, OutputNorm, KCache, VCache,
+  LmHead,  // only in schemes with a separate LM head (Scheme::with_lm_head)
 };
 inline constexpr Role kLayerWeightRoles[] = {
     Role::AttnNorm, Role::AttnQ,    Role::AttnK,   Role::AttnV,  Role::AttnQNorm,
@@ -55,6 +56,7 @@ constexpr std::string_view role_gguf_stem(Role r) {
     case Role::FfnDown: return "ffn_down";
     case Role::PostFfnNorm: return "post_ffw_norm";
     case Role::OutputNorm: return "output_norm";
+    case Role::LmHead: return "output";  // llama.cpp's name for an untied output projection
     case Role::KCache: return "cache_k";
     case Role::VCache: return "cache_v";
   }
@@ -65,7 +67,8 @@ constexpr std::string_view role_gguf_stem(Role r) {
 constexpr Group group_of(Role r) {
   switch (r) {
     case Role::Embedding:
-    case Role::OutputNorm: return Group::Embeddings;
+    case Role::OutputNorm:
+    case Role::LmHead: return Group::Embeddings;
     case Role::AttnNorm:
     case Role::AttnQ:
     case Role::AttnK:
@@ -152,7 +155,14 @@ struct LayoutView {
   constexpr const TensorSlot& weight(Role role, int layer = -1) const {
     // Whole-model tensors first/last; layer tensors in kLayerWeightRoles order.
     if (role == Role::Embedding) return tensors[0];
-    if (role == Role::OutputNorm) return tensors[tensors.size() - 1 - 2 * kv_layers()];
+    if (role == Role::OutputNorm || role == Role::LmHead) {
+      // The weights end with the output norm, then the LM head when the scheme
+      // keeps its own; without one the LM head is the (tied) embedding.
+      const size_t end = tensors.size() - 2 * kv_layers();
+      const bool own_head = tensors[end - 1].role == Role::LmHead;
+      if (role == Role::LmHead) return own_head ? tensors[end - 1] : tensors[0];
+      return tensors[end - 1 - (own_head ? 1 : 0)];
+    }
     uint32_t i = 0;
     while (kLayerWeightRoles[i] != role) ++i;
     return tensors[1 + layer * std::size(kLayerWeightRoles) + i];
@@ -172,7 +182,8 @@ namespace detail {
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 constexpr size_t tensor_count(const DeploymentConfig& c) {
-  return 2 + c.model.layers * std::size(kLayerWeightRoles) + 2 * c.model.layers;
+  return 2 + c.model.layers * std::size(kLayerWeightRoles) + 2 * c.model.layers +
+         (c.scheme.separate_lm_head() ? 1 : 0);
 }
 
 struct TensorShape {
@@ -206,7 +217,8 @@ constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r) {
   }
 }
 
-// Visits every tensor in layout order: embedding, layers, output norm, KV cache.
+// Visits every tensor in layout order: embedding, layers, output norm, the LM
+// head when the scheme keeps a separate one, KV cache.
 template <class F>
 constexpr void for_each_tensor(const DeploymentConfig& c, F&& f) {
   const auto& m = c.model;
@@ -214,6 +226,8 @@ constexpr void for_each_tensor(const DeploymentConfig& c, F&& f) {
   for (uint32_t l = 0; l < m.layers; ++l)
     for (Role r : kLayerWeightRoles) f(layer_shape(c, r), int(l), Arena::Weights);
   f(TensorShape{Role::OutputNorm, 1, m.hidden, Format::F32}, -1, Arena::Weights);
+  if (c.scheme.separate_lm_head())
+    f(TensorShape{Role::LmHead, m.vocab, m.hidden, c.scheme.lm_head}, -1, Arena::Weights);
   for (uint32_t l = 0; l < m.layers; ++l) {
     const uint64_t cols = uint64_t{kv_slots(c, m.layer_kind(l))} * m.head_dim;
     f(TensorShape{Role::KCache, m.kv_heads, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
