@@ -106,9 +106,14 @@ int run(const Options& o) {
   gpu::Context ctx;
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   constexpr const Budget& budget = Engine<D>::kBudget;
+  // Weight bytes a decode step reads from each pool: all of them, but for the
+  // embedding when the LM head has its own copy (then one row per token).
+  const TensorSlot& embedding = Engine<D>::kLayout.view().weight(Role::Embedding);
+  const uint64_t unread = D::kConfig.scheme.separate_lm_head() ? embedding.bytes : 0;
   const auto weights_in = [&](Pool p) {
     const auto& g = budget[p].group_bytes;
-    return g[size_t(Group::Embeddings)] + g[size_t(Group::Attention)] + g[size_t(Group::Ffn)];
+    return g[size_t(Group::Embeddings)] + g[size_t(Group::Attention)] + g[size_t(Group::Ffn)] -
+           (embedding.pool == p ? unread : 0);
   };
   const uint64_t gtt_weight_bytes = weights_in(Pool::Gtt);
   const double gtt_bandwidth =
