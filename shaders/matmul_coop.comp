@@ -53,7 +53,7 @@ layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 const uint STEP = 32;                 // k per stage: one quant block
 const uint THREADS = WARPS_T * WARPS_R * SUBGROUP_SIZE;
 const uint WT = BT / WARPS_T, WR = BR / WARPS_R;  // one subgroup's block
-const uint FT = WT / TM, FR = WR / TN;            // its matrices
+const uint FT = WT / TM, FR = WR / TN;            // its matrices, at most 4 x 4
 
 // fp16 tiles held as uvec4 (8 halves): one 16-byte shared store per 8 values.
 // A row is 32 halves plus 8 of padding: rows 80 bytes apart put the 8 rows of
@@ -173,6 +173,37 @@ void store_step(uint buf) {
   }
 }
 
+// The subgroup's accumulators, A and B matrices are named variables, not
+// arrays: NVIDIA's driver (580) keeps arrays of cooperative matrices indexed
+// in loops out of registers, which held the products to ~30 TFLOP/s on the
+// H100 where named matrices ran the same loop at over 500 (notes/coop_gemm.md).
+// A subgroup owns up to 4 x 4 of them; the spec constants FT and FR fold the
+// unused ones away.
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, TM, TN>
+#define MAT_A fcoopmatNV<16, gl_ScopeSubgroup, TM, TK>
+#define MAT_B fcoopmatNV<16, gl_ScopeSubgroup, TK, TN>
+#define FOR_ROW(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#define FOR_ALL(X) FOR_ROW(X, 0) FOR_ROW(X, 1) FOR_ROW(X, 2) FOR_ROW(X, 3)
+#define DECLARE(i, j) ACC c##i##j = ACC(0.0);
+#define LOAD_A(i) if (i < FT) coopMatLoadNV(a##i, xs, (buf * BT + sub_t + i * TM) * LDV + kk / 8, LDV, false);
+// B[k][r] = W[r][k]: W rows are stored k-contiguous, i.e. B column-major.
+#define LOAD_B(j) if (j < FR) coopMatLoadNV(b##j, ws, (buf * BR + sub_r + j * TN) * LDV + kk / 8, LDV, true);
+#define MUL_ADD(i, j) if (i < FT && j < FR) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j);
+#define STORE_Y(i, j) \
+  if (i < FT && j < FR) coopMatStoreNV(c##i##j, y, (t0 + i * TM) * M + pc.row_begin + r0 + j * TN, M, false);
+// One accumulator of a ragged tile: through the subgroup's shared scratch,
+// with bounds checks (a macro: the KHR rewrite keeps matrices out of functions).
+#define STORE_RAGGED(i, j)                                                            \
+  if (i < FT && j < FR) {                                                             \
+    coopMatStoreNV(c##i##j, out_tile, sg * 256, TN, false);                           \
+    subgroupBarrier();                                                                \
+    for (uint e = gl_SubgroupInvocationID; e < TM * TN; e += SUBGROUP_SIZE) {         \
+      const uint t = t0 + i * TM + e / TN, r = r0 + j * TN + e % TN;                  \
+      if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = out_tile[sg * 256 + e]; \
+    }                                                                                 \
+    subgroupBarrier();                                                                \
+  }
+
 void main() {
   const uint n = active_rows(ROW_SET);
   const uint row0 = gl_WorkGroupID.x * BR, tok0 = gl_WorkGroupID.y * BT;
@@ -180,9 +211,7 @@ void main() {
   const uint sg = gl_SubgroupID;
   const uint sub_t = (sg / WARPS_R) * WT, sub_r = (sg % WARPS_R) * WR;  // block origin in the tile
 
-  fcoopmatNV<32, gl_ScopeSubgroup, TM, TN> acc[FT * FR];
-  [[unroll]] for (uint i = 0; i < FT * FR; ++i) acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, TM, TN>(0.0);
-
+  FOR_ALL(DECLARE)
   load_step(0, tok0, row0, n);
   store_step(0);
   barrier();
@@ -191,15 +220,11 @@ void main() {
     const uint buf = s & 1u;
     if (s + 1 < steps) load_step((s + 1) * STEP, tok0, row0, n);  // in flight during the products
     [[unroll]] for (uint kk = 0; kk < STEP; kk += TK) {
-      fcoopmatNV<16, gl_ScopeSubgroup, TM, TK> a[FT];
-      fcoopmatNV<16, gl_ScopeSubgroup, TK, TN> b[FR];
-      [[unroll]] for (uint i = 0; i < FT; ++i)
-        coopMatLoadNV(a[i], xs, (buf * BT + sub_t + i * TM) * LDV + kk / 8, LDV, false);
-      // B[k][r] = W[r][k]: W rows are stored k-contiguous, i.e. B column-major.
-      [[unroll]] for (uint j = 0; j < FR; ++j)
-        coopMatLoadNV(b[j], ws, (buf * BR + sub_r + j * TN) * LDV + kk / 8, LDV, true);
-      [[unroll]] for (uint i = 0; i < FT; ++i)
-        [[unroll]] for (uint j = 0; j < FR; ++j) acc[i * FR + j] = coopMatMulAddNV(a[i], b[j], acc[i * FR + j]);
+      MAT_A a0, a1, a2, a3;
+      MAT_B b0, b1, b2, b3;
+      LOAD_A(0) LOAD_A(1) LOAD_A(2) LOAD_A(3)
+      LOAD_B(0) LOAD_B(1) LOAD_B(2) LOAD_B(3)
+      FOR_ALL(MUL_ADD)
     }
     if (s + 1 < steps) store_step(buf ^ 1u);  // the other buffer: last read one step ago
     barrier();
@@ -208,22 +233,9 @@ void main() {
   // A tile wholly inside Y goes straight from the accumulators to Y (rows of
   // Y 16-byte aligned); a ragged one through shared memory with bounds checks.
   const uint t0 = tok0 + sub_t, r0 = row0 + sub_r;
-  const bool direct = tok0 + BT <= n && row0 + BR <= pc.rows && M % 4 == 0 && pc.row_begin % 4 == 0;
-  if (direct) {
-    [[unroll]] for (uint i = 0; i < FT; ++i)
-      [[unroll]] for (uint j = 0; j < FR; ++j)
-        coopMatStoreNV(acc[i * FR + j], y, (t0 + i * TM) * M + pc.row_begin + r0 + j * TN, M, false);
-    return;
+  if (tok0 + BT <= n && row0 + BR <= pc.rows && M % 4 == 0 && pc.row_begin % 4 == 0) {
+    FOR_ALL(STORE_Y)
+  } else {
+    FOR_ALL(STORE_RAGGED)
   }
-  const uint lane = gl_SubgroupInvocationID;
-  [[unroll]] for (uint i = 0; i < FT; ++i)
-    [[unroll]] for (uint j = 0; j < FR; ++j) {
-      coopMatStoreNV(acc[i * FR + j], out_tile, sg * 256, TN, false);
-      subgroupBarrier();
-      for (uint e = lane; e < TM * TN; e += SUBGROUP_SIZE) {
-        const uint t = t0 + i * TM + e / TN, r = r0 + j * TN + e % TN;
-        if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = out_tile[sg * 256 + e];
-      }
-      subgroupBarrier();
-    }
 }

@@ -419,10 +419,10 @@ TEST(LinearCoopPerf, PrefillShapes) {
         const bool coop = v < std::size(kernels::kCoopTiles);
         const kernels::CoopTile tile = coop ? kernels::kCoopTiles[v] : kernels::CoopTile{64, 64, 0, 0};
         const std::string name = kernels::variant(coop ? "matmul_coop" : "matmul", f);
+        const auto spec = kernels::linear_coop(s.K, s.M, 0, info.coop_m, info.coop_n,
+                                               info.coop_k, info.subgroup_size, tile);
         const gpu::Kernel& k =
-            coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
-                                 kernels::linear_coop(s.K, s.M, 0, info.coop_m, info.coop_n,
-                                                      info.coop_k, info.subgroup_size, tile))
+            coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings, spec)
                  : d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
                                  kernels::Linear{s.K, s.M, 0});
         const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[1].whole(), dev[2].whole(), step.info()};
@@ -444,7 +444,8 @@ TEST(LinearCoopPerf, PrefillShapes) {
         std::sort(ms.begin(), ms.end());
         const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
         const bool is_picked = coop && tile.tokens == picked.tokens && tile.rows == picked.rows &&
-                               tile.warps_tokens == picked.warps_tokens;
+                               tile.warps_tokens == picked.warps_tokens &&
+                               tile.warps_rows == picked.warps_rows;
         std::printf("[perf] %-16s n=%u K=%u M=%u tile %ux%u/%ux%u%s: %.3f ms, %.1f TFLOP/s = %.1f%% "
                     "of 989.4 (H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M, tile.tokens,
                     tile.rows, tile.warps_tokens, tile.warps_rows, is_picked ? " (picked)" : "",

@@ -4,6 +4,7 @@
 // written by unicorn-convert) and both recorded passes (prefill, decode).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -105,11 +106,13 @@ class Model : public ::testing::Test {
 
 // Prefill on cooperative matrices (gpu::DeviceInfo::coopmat) rounds the linear
 // layers' activations and weights to fp16 (accumulating in fp32), as
-// llama.cpp's Vulkan path does: a relative rounding of up to 2^-11 per input,
-// which through the tiny model's layers moved the prefill logits (TO MEASURE)
-// of their scale from transformers' on the H100. Its tolerance leaves that
-// measurement a margin; decode (fp32 matrix-vector) keeps the fp32 tolerance.
-constexpr double kCoopPrefillTolerance = 1e-2;
+// llama.cpp's Vulkan path does: a relative rounding of up to 2^-11 per input.
+// On the H100 that moved the prefill logits 6.1e-4 to 1.04e-3 of their scale
+// from transformers' (every format here, fp32 KV or fp16; the fp32 path: 7e-7);
+// the kernel's first version (main 0058d96) was reported at 1.0e-3 to 3.5e-3.
+// The tolerance covers both with a margin; decode (fp32 matrix-vector) keeps
+// the fp32 tolerance.
+constexpr double kCoopPrefillTolerance = 4e-3;
 
 template <class D>
 void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance) {
@@ -117,7 +120,8 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
   engine.load(model);
   const auto& g = golden();
   const auto ref = g.logits(fmt);
-  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : tolerance;
+  const double prefill_tolerance =
+      context().info().coopmat ? std::max(kCoopPrefillTolerance, tolerance) : tolerance;
 
   const auto prefill = engine.forward_logits(g.prompt);
   const double e_prefill = relative_error(prefill, ref);

@@ -45,14 +45,17 @@ struct CoopTile {
   // rows (32 k + 8 padding), and a 16 x 16 fp32 scratch matrix per subgroup.
   constexpr uint32_t shared_bytes() const { return 2 * (tokens + rows) * 80 + warps() * 16 * 16 * 4; }
 };
-// The tiles, largest first. Double-buffered fp16 stages of 32 k take
-// 2 * (tokens + rows) * 80 bytes of shared memory; with the ragged-tile
-// scratch each fits 48 KiB.
-inline constexpr CoopTile kCoopTiles[] = {{128, 128, 2, 2}, {64, 128, 1, 4}, {64, 64, 2, 2}};
-// A tile takes the largest one that still gives kCoopGroupsAtWork workgroups:
-// a large tile reads each operand fewer times, but a small matrix (a 1B
-// projection) on a few large tiles leaves most of a big GPU idle.
-inline constexpr uint32_t kCoopGroupsAtWork = 264;
+// The tiles, largest first: 8 subgroups of 64 x 32 (4 x 2 matrices of
+// 16 x 16), 8 of 32 x 32, 4 of 32 x 32. Each fits 48 KiB of shared memory.
+// Measured on the H100 (notes/coop_gemm.md): 128 x 128 with 4 subgroups of
+// 64 x 64 (16 accumulators each) ran at a quarter of 8 subgroups' speed, and
+// 128 x 64 never won.
+inline constexpr CoopTile kCoopTiles[] = {{128, 128, 2, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
+// A matrix takes the largest tile that still gives kCoopGroupsAtWork
+// workgroups (about one per H100 multiprocessor): a large tile reads each
+// operand fewer times, but a small matrix (a 1B projection) on a few large
+// tiles leaves most of the GPU idle.
+inline constexpr uint32_t kCoopGroupsAtWork = 128;
 constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows) {
   for (const CoopTile& t : kCoopTiles)
     if (uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens) >= kCoopGroupsAtWork)

@@ -54,10 +54,10 @@ struct DeviceInfo {
 };
 
 // The most shared memory a matmul_coop tile declares (bytes): its largest tile
-// (kernels::kCoopTiles, 128 x 128, 4 subgroups) holds two stages of
+// (kernels::kCoopTiles, 128 x 128, 8 subgroups) holds two stages of
 // (128 + 128) rows of 80 bytes, plus one 16 x 16 fp32 scratch matrix per
 // subgroup. engine/core.hpp checks this against the tiles.
-inline constexpr uint32_t kCoopSharedBytes = 2 * (128 + 128) * 80 + 4 * 16 * 16 * 4;
+inline constexpr uint32_t kCoopSharedBytes = 2 * (128 + 128) * 80 + 8 * 16 * 16 * 4;
 
 // Which kernel prefill's linear layers run, in words (unicorn-bench prints it).
 inline std::string prefill_linear_path(const DeviceInfo& info) {
@@ -336,7 +336,7 @@ class Context {
     physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
     if (!coop.cooperativeMatrix) return no("cooperativeMatrix feature off");
     if (!f12.shaderFloat16 || !f12.vulkanMemoryModel) return no("no shaderFloat16 or vulkanMemoryModel");
-    // matmul_coop's tiles are grids of 2 to 4 subgroups of these sizes.
+    // matmul_coop's tiles are grids of 4 or 8 subgroups of these sizes.
     if (info_.subgroup_size != 32 && info_.subgroup_size != 64)
       return no("subgroup size " + std::to_string(info_.subgroup_size) + " (needs 32 or 64)");
     if (info_.max_shared_memory < kCoopSharedBytes)
@@ -349,15 +349,17 @@ class Context {
     std::vector<VkCooperativeMatrixPropertiesKHR> props(
         count, {.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
     list_properties(*physical_, &count, props.data());
-    // A shape the kernel tiles: every tile's subgroup block is a multiple of
-    // 32 tokens x 32 rows, K steps of 32, and one accumulator fits 16 x 16 floats.
+    // A shape the kernel tiles: a subgroup block (32 or 64 tokens x 32 rows)
+    // of at most 4 x 4 matrices, K steps of 32, one accumulator within 16 x 16 floats.
     uint32_t best = 0;
     for (const auto& p : props) {
       if (p.AType != VK_COMPONENT_TYPE_FLOAT16_KHR || p.BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
           p.CType != VK_COMPONENT_TYPE_FLOAT32_KHR || p.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
           p.scope != VK_SCOPE_SUBGROUP_KHR || p.saturatingAccumulation)
         continue;
-      if (32 % p.MSize || 32 % p.NSize || 32 % p.KSize || p.MSize * p.NSize > 256) continue;
+      if (32 % p.MSize || 32 % p.NSize || 32 % p.KSize || p.MSize < 16 || p.NSize < 8 ||
+          p.MSize * p.NSize > 256)
+        continue;
       const uint32_t volume = p.MSize * p.NSize * p.KSize;  // bigger: fewer, larger products
       if (volume > best) {
         best = volume;
