@@ -67,7 +67,7 @@ shared float out_tile[WARPS_T * WARPS_R * 256];  // ragged tiles: one 16 x 16 ma
 // units of 16 consecutive k of one weight row (half a quant block). Loads land
 // in registers in their source encoding and become fp16 only when stored,
 // after the step's products, so the loads' latency overlaps the tensor work.
-const uint XU = BT * (STEP / 8) / THREADS;
+const uint XU = (BT * (STEP / 8) + THREADS - 1) / THREADS;  // 64-lane subgroups: fewer units than threads
 const uint WU = (BR * 2 + THREADS - 1) / THREADS;
 vec4 x_raw[XU * 2];
 #if WEIGHT_BLOCK > 1
@@ -87,12 +87,13 @@ void load_step(uint k0, uint tok0, uint row0, uint n) {
   const bool full_k = k0 + STEP <= K;
   [[unroll]] for (uint u = 0; u < XU; ++u) {
     const uint unit = tid + u * THREADS, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8;
+    const bool ok = unit < BT * 4 && t < n;
     if (K % 4 == 0 && full_k) {
-      x_raw[2 * u] = t < n ? x4[(t * K + k) / 4] : vec4(0);
-      x_raw[2 * u + 1] = t < n ? x4[(t * K + k) / 4 + 1] : vec4(0);
+      x_raw[2 * u] = ok ? x4[(t * K + k) / 4] : vec4(0);
+      x_raw[2 * u + 1] = ok ? x4[(t * K + k) / 4 + 1] : vec4(0);
     } else {
       [[unroll]] for (uint e = 0; e < 8; ++e)
-        x_raw[2 * u + e / 4][e % 4] = t < n && k + e < K ? x[t * K + k + e] : 0.0;
+        x_raw[2 * u + e / 4][e % 4] = ok && k + e < K ? x[t * K + k + e] : 0.0;
     }
   }
   [[unroll]] for (uint u = 0; u < WU; ++u) {
@@ -144,7 +145,7 @@ void store_step(uint buf) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint u = 0; u < XU; ++u) {
     const uint unit = tid + u * THREADS;
-    xs[(buf * BT + unit / 4) * LDV + unit % 4] = pack8(x_raw[2 * u], x_raw[2 * u + 1]);
+    if (unit < BT * 4) xs[(buf * BT + unit / 4) * LDV + unit % 4] = pack8(x_raw[2 * u], x_raw[2 * u + 1]);
   }
   [[unroll]] for (uint u = 0; u < WU; ++u) {
     const uint unit = tid + u * THREADS;
