@@ -16,12 +16,15 @@
 // (TM x TK for A, TK x TN for B, TM x TN for C), so each NV type has exactly one
 // use (A, B or accumulator), which the KHR form must name.
 //
-// A workgroup computes a 128-token x 128-row output tile with SUBGROUPS
-// subgroups, each a (128 / WARPS_T) x 32 block as TM x TN accumulators.
-// K is walked 32 at a time (one quant block): X (fp32) and W (dequantised by
-// weights.glsl) are rounded to fp16 into shared memory, double buffered, with
-// the next step's global loads in flight while the current step multiplies.
-// Accumulation is fp32. Dispatch: (ceil(part rows / 128), ceil(n / 128), 1).
+// A workgroup computes a BT-token x BR-row output tile with WARPS_T x WARPS_R
+// subgroups, each a (BT / WARPS_T) x (BR / WARPS_R) block of TM x TN
+// accumulators; the host picks the tile per matrix (kernels::coop_tile) so that
+// small matrices still fill the GPU. K is walked 32 at a time (one quant
+// block): X (fp32, clamped to the fp16 range) and W (dequantised straight to
+// packed fp16 from one 16-byte quant load) go to shared memory, double
+// buffered, with the next step's global loads in flight while the current
+// step multiplies. Accumulation is fp32.
+// Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), WARPS_T * WARPS_R * SUBGROUP_SIZE threads.
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 layout(constant_id = 0) const uint K = 32;
 #define WEIGHT_BINDING 0
@@ -30,7 +33,6 @@ layout(constant_id = 0) const uint K = 32;
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
-layout(local_size_x = 256) in;
 layout(constant_id = 1) const uint M = 1;
 layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows
 // Cooperative matrix shape, one the device lists (VkCooperativeMatrixPropertiesKHR).
@@ -38,85 +40,170 @@ layout(constant_id = 3) const uint TM = 16;  // tokens per matrix
 layout(constant_id = 4) const uint TN = 16;  // weight rows per matrix
 layout(constant_id = 5) const uint TK = 16;
 layout(constant_id = 6) const uint SUBGROUP_SIZE = 32;  // the device's, queried by the host
+layout(constant_id = 7) const uint BT = 128;            // tile: tokens
+layout(constant_id = 8) const uint BR = 128;            // tile: weight rows
+layout(constant_id = 9) const uint WARPS_T = 2;         // subgroup grid over the tile
+layout(constant_id = 10) const uint WARPS_R = 2;
+layout(local_size_x_id = 11) in;                        // WARPS_T * WARPS_R * SUBGROUP_SIZE
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 
-const uint BT = 128, BR = 128, STEP = 32;  // tile: tokens x rows, k per step
-const uint PAD = 8;                         // keeps rows 16-byte aligned, spreads banks
-const uint LD = STEP + PAD;                 // shared row stride, in halves
-const uint THREADS = 256, SUBGROUPS = THREADS / SUBGROUP_SIZE;  // 8 or 4
-const uint WARPS_R = 4, WARPS_T = SUBGROUPS / WARPS_R;  // subgroup grid over the tile
-const uint WT = BT / WARPS_T, WR = BR / WARPS_R;        // one subgroup's block
-const uint FT = WT / TM, FR = WR / TN;                  // its matrices
+const uint STEP = 32;                 // k per stage: one quant block
+const uint THREADS = WARPS_T * WARPS_R * SUBGROUP_SIZE;
+const uint WT = BT / WARPS_T, WR = BR / WARPS_R;  // one subgroup's block
+const uint FT = WT / TM, FR = WR / TN;            // its matrices, at most 4 x 4
 
 // fp16 tiles held as uvec4 (8 halves): one 16-byte shared store per 8 values.
-// Matrix loads count offsets and strides in these vectors.
-const uint HV = 8, LDV = LD / HV;
-shared uvec4 xs[2][BT * LDV];  // [buffer][token * LDV + k / 8], fp16 pairs
-shared uvec4 ws[2][BR * LDV];  // [buffer][row * LDV + k / 8]
-shared float out_tile[SUBGROUPS][16 * 16];  // one accumulator at a time, per subgroup
+// A row is 32 halves plus 8 of padding: rows 80 bytes apart put the 8 rows of
+// a matrix load on distinct banks. Matrix loads count in these vectors.
+const uint LDV = 5;
+shared uvec4 xs[2 * BT * LDV];  // [buffer][token][k / 8]
+shared uvec4 ws[2 * BR * LDV];  // [buffer][row][k / 8]
+shared float out_tile[WARPS_T * WARPS_R * 256];  // ragged tiles: one 16 x 16 matrix per subgroup
 
-// Each thread moves ELEMS consecutive k of one token row and one weight row per
-// step. Loads land in registers still in their source precision and are
-// rounded to fp16 only when stored, after the step's products, so the global
-// loads' latency overlaps the tensor work.
-const uint ELEMS = BT * STEP / THREADS;  // 16
-vec4 x_raw[ELEMS / 4];
-vec4 w_raw[ELEMS / 4];
+// Per step a thread moves XU units of 8 consecutive k of one token and WU
+// units of 16 consecutive k of one weight row (half a quant block). Loads land
+// in registers in their source encoding and become fp16 only when stored,
+// after the step's products, so the loads' latency overlaps the tensor work.
+const uint XU = (BT * (STEP / 8) + THREADS - 1) / THREADS;  // 64-lane subgroups: fewer units than threads
+const uint WU = (BR * 2 + THREADS - 1) / THREADS;
+vec4 x_raw[XU * 2];
+#if WEIGHT_BLOCK > 1
+uvec4 w_raw[WU];   // the 16 quant bytes that hold the unit (Q4_0: both halves of the block)
+float w_scale[WU];
+#else
+uvec4 w_raw[WU * 2];  // the unit already packed as fp16
+#endif
+
+// fp32 -> fp16, saturating: Gemma's activations can pass 65504, which would
+// otherwise become inf and then NaN in the products.
+uint pack2(vec2 v) { return packFloat2x16(f16vec2(clamp(v, vec2(-65504.0), vec2(65504.0)))); }
+uvec4 pack8(vec4 a, vec4 b) { return uvec4(pack2(a.xy), pack2(a.zw), pack2(b.xy), pack2(b.zw)); }
 
 void load_step(uint k0, uint tok0, uint row0, uint n) {
-  const uint lane = gl_LocalInvocationID.x;
-  const uint r = lane / (STEP / ELEMS), c = (lane % (STEP / ELEMS)) * ELEMS;
-  const uint t = tok0 + r, row = row0 + r;
-  // X: vec4 loads when rows are 16-byte aligned.
-  if (K % 4 == 0 && k0 + STEP <= K) {
-    [[unroll]] for (uint e = 0; e < ELEMS / 4; ++e)
-      x_raw[e] = t < n ? x4[(t * K + k0 + c) / 4 + e] : vec4(0);
-  } else {
-    [[unroll]] for (uint e = 0; e < ELEMS; ++e) {
-      const uint k = k0 + c + e;
-      x_raw[e / 4][e % 4] = t < n && k < K ? x[t * K + k] : 0.0;
+  const uint tid = gl_LocalInvocationID.x;
+  const bool full_k = k0 + STEP <= K;
+  [[unroll]] for (uint u = 0; u < XU; ++u) {
+    const uint unit = tid + u * THREADS, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8;
+    const bool ok = unit < BT * 4 && t < n;
+    if (K % 4 == 0 && full_k) {
+      x_raw[2 * u] = ok ? x4[(t * K + k) / 4] : vec4(0);
+      x_raw[2 * u + 1] = ok ? x4[(t * K + k) / 4 + 1] : vec4(0);
+    } else {
+      [[unroll]] for (uint e = 0; e < 8; ++e)
+        x_raw[2 * u + e / 4][e % 4] = ok && k + e < K ? x[t * K + k + e] : 0.0;
     }
   }
-  const bool row_ok = row < pc.rows;
+  [[unroll]] for (uint u = 0; u < WU; ++u) {
+    const uint unit = tid + u * THREADS, row = row0 + unit / 2, half_k = unit % 2;
+    const bool ok = unit < BR * 2 && row < pc.rows;
 #if WEIGHT_BLOCK > 1
-  // A block's scale once, then its quants (K is a multiple of 32 for block formats).
-  const uint b = (row * K + k0) / WEIGHT_BLOCK;
-  const float d = row_ok ? block_scale(b) : 0.0;
-  [[unroll]] for (uint e = 0; e < ELEMS; ++e)
-    w_raw[e / 4][e % 4] = row_ok ? d * block_quant(b, c + e) : 0.0;
+    const uint b = row * (K / 32) + k0 / 32;
+#if QUANT_BYTES == 16
+    w_raw[u] = ok ? block_quants(b) : uvec4(0);
 #else
-  if (row_ok && (K % WIDE_ELEMS) == 0 && k0 + STEP <= K) {
-    float w[8];
-    [[unroll]] for (uint e = 0; e < ELEMS; e += WIDE_ELEMS) {
-      weights_wide((row * K + k0 + c + e) / WIDE_ELEMS, w);
-      [[unroll]] for (uint q = 0; q < WIDE_ELEMS; ++q) w_raw[(e + q) / 4][(e + q) % 4] = w[q];
-    }
-  } else {
-    [[unroll]] for (uint e = 0; e < ELEMS; ++e) {
-      const uint k = k0 + c + e;
-      w_raw[e / 4][e % 4] = row_ok && k < K ? weight_at(row * K + k) : 0.0;
-    }
-  }
+    w_raw[u] = ok ? block_quants(b, half_k) : uvec4(0);
 #endif
+    w_scale[u] = ok ? block_scale(b) : 0.0;
+#else
+    const uint k = k0 + half_k * 16;
+    if (ok && K % WIDE_ELEMS == 0 && full_k) {
+      float w[8];
+      vec4 v[4];
+      [[unroll]] for (uint e = 0; e < 16; e += WIDE_ELEMS) {
+        weights_wide((row * K + k + e) / WIDE_ELEMS, w);
+        [[unroll]] for (uint q = 0; q < WIDE_ELEMS; ++q) v[(e + q) / 4][(e + q) % 4] = w[q];
+      }
+      w_raw[2 * u] = pack8(v[0], v[1]);
+      w_raw[2 * u + 1] = pack8(v[2], v[3]);
+    } else {
+      vec4 v[4];
+      [[unroll]] for (uint e = 0; e < 16; ++e)
+        v[e / 4][e % 4] = ok && k + e < K ? weight_at(row * K + k + e) : 0.0;
+      w_raw[2 * u] = pack8(v[0], v[1]);
+      w_raw[2 * u + 1] = pack8(v[2], v[3]);
+    }
+#endif
+  }
 }
 
-// Eight floats as fp16 (round to nearest even, as OpFConvert).
-uvec4 pack8(vec4 a, vec4 b) {
-  return uvec4(packFloat2x16(f16vec2(a.xy)), packFloat2x16(f16vec2(a.zw)),
-               packFloat2x16(f16vec2(b.xy)), packFloat2x16(f16vec2(b.zw)));
+#if WEIGHT_BLOCK > 1
+// Two quants (bytes 0 and 1 of `bytes`, already biased to 0..255) as fp16
+// 1024 + q: the exponent 0x6400 makes the low mantissa bits the integer.
+// Then (1024 + q - bias) * d, exact before the one rounding of the product,
+// the value fp32 d * (q - bias) rounded to fp16 would have.
+uint dequant2(uint bytes, float16_t bias, float16_t d) {
+  const uint pair = (bytes & 0xffu) | ((bytes & 0xff00u) << 8);
+  const f16vec2 v = (unpackFloat2x16(pair | 0x64006400u) - f16vec2(bias)) * d;
+  return packFloat2x16(v);
 }
+#endif
 
 void store_step(uint buf) {
-  const uint lane = gl_LocalInvocationID.x;
-  const uint r = lane / (STEP / ELEMS), c = (lane % (STEP / ELEMS)) * ELEMS;
-  [[unroll]] for (uint e = 0; e < ELEMS / HV; ++e) {
-    xs[buf][r * LDV + c / HV + e] = pack8(x_raw[2 * e], x_raw[2 * e + 1]);
-    ws[buf][r * LDV + c / HV + e] = pack8(w_raw[2 * e], w_raw[2 * e + 1]);
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint u = 0; u < XU; ++u) {
+    const uint unit = tid + u * THREADS;
+    if (unit < BT * 4) xs[(buf * BT + unit / 4) * LDV + unit % 4] = pack8(x_raw[2 * u], x_raw[2 * u + 1]);
+  }
+  [[unroll]] for (uint u = 0; u < WU; ++u) {
+    const uint unit = tid + u * THREADS;
+    if (unit >= BR * 2) break;
+    const uint slot = (buf * BR + unit / 2) * LDV + (unit % 2) * 2;
+#if WEIGHT_BLOCK > 1
+    const float16_t d = float16_t(w_scale[u]);
+    uvec4 q = w_raw[u];
+#if QUANT_BYTES == 16
+    // Q4_0: the first 16 elements are the low nibbles, the next 16 the high ones.
+    const float16_t bias = float16_t(1032.0);  // 1024 + 8
+    q = (unit % 2 == 0 ? q : q >> 4) & 0x0f0f0f0fu;
+#else
+    // Q8_0: int8 quants, biased by 128 to be unsigned.
+    const float16_t bias = float16_t(1152.0);  // 1024 + 128
+    q ^= 0x80808080u;
+#endif
+    ws[slot] = uvec4(dequant2(q.x, bias, d), dequant2(q.x >> 16, bias, d),
+                     dequant2(q.y, bias, d), dequant2(q.y >> 16, bias, d));
+    ws[slot + 1] = uvec4(dequant2(q.z, bias, d), dequant2(q.z >> 16, bias, d),
+                         dequant2(q.w, bias, d), dequant2(q.w >> 16, bias, d));
+#else
+    ws[slot] = w_raw[2 * u];
+    ws[slot + 1] = w_raw[2 * u + 1];
+#endif
   }
 }
+
+// The subgroup's accumulators, A and B matrices are named variables, not
+// arrays: NVIDIA's driver (580) keeps arrays of cooperative matrices indexed
+// in loops out of registers, which held the products to ~30 TFLOP/s on the
+// H100 where named matrices ran the same loop at over 500 (notes/coop_gemm.md).
+// A subgroup owns up to 4 x 4 of them; the spec constants FT and FR fold the
+// unused ones away.
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, TM, TN>
+#define MAT_A fcoopmatNV<16, gl_ScopeSubgroup, TM, TK>
+#define MAT_B fcoopmatNV<16, gl_ScopeSubgroup, TK, TN>
+#define FOR_ROW(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#define FOR_ALL(X) FOR_ROW(X, 0) FOR_ROW(X, 1) FOR_ROW(X, 2) FOR_ROW(X, 3)
+#define DECLARE(i, j) ACC c##i##j = ACC(0.0);
+#define LOAD_A(i) if (i < FT) coopMatLoadNV(a##i, xs, (buf * BT + sub_t + i * TM) * LDV + kk / 8, LDV, false);
+// B[k][r] = W[r][k]: W rows are stored k-contiguous, i.e. B column-major.
+#define LOAD_B(j) if (j < FR) coopMatLoadNV(b##j, ws, (buf * BR + sub_r + j * TN) * LDV + kk / 8, LDV, true);
+#define MUL_ADD(i, j) if (i < FT && j < FR) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j);
+#define STORE_Y(i, j) \
+  if (i < FT && j < FR) coopMatStoreNV(c##i##j, y, (t0 + i * TM) * M + pc.row_begin + r0 + j * TN, M, false);
+// One accumulator of a ragged tile: through the subgroup's shared scratch,
+// with bounds checks (a macro: the KHR rewrite keeps matrices out of functions).
+#define STORE_RAGGED(i, j)                                                            \
+  if (i < FT && j < FR) {                                                             \
+    coopMatStoreNV(c##i##j, out_tile, sg * 256, TN, false);                           \
+    subgroupBarrier();                                                                \
+    for (uint e = gl_SubgroupInvocationID; e < TM * TN; e += SUBGROUP_SIZE) {         \
+      const uint t = t0 + i * TM + e / TN, r = r0 + j * TN + e % TN;                  \
+      if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = out_tile[sg * 256 + e]; \
+    }                                                                                 \
+    subgroupBarrier();                                                                \
+  }
 
 void main() {
   const uint n = active_rows(ROW_SET);
@@ -125,9 +212,7 @@ void main() {
   const uint sg = gl_SubgroupID;
   const uint sub_t = (sg / WARPS_R) * WT, sub_r = (sg % WARPS_R) * WR;  // block origin in the tile
 
-  fcoopmatNV<32, gl_ScopeSubgroup, TM, TN> acc[FT * FR];
-  [[unroll]] for (uint i = 0; i < FT * FR; ++i) acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, TM, TN>(0.0);
-
+  FOR_ALL(DECLARE)
   load_step(0, tok0, row0, n);
   store_step(0);
   barrier();
@@ -136,31 +221,22 @@ void main() {
     const uint buf = s & 1u;
     if (s + 1 < steps) load_step((s + 1) * STEP, tok0, row0, n);  // in flight during the products
     [[unroll]] for (uint kk = 0; kk < STEP; kk += TK) {
-      fcoopmatNV<16, gl_ScopeSubgroup, TM, TK> a[FT];
-      fcoopmatNV<16, gl_ScopeSubgroup, TK, TN> b[FR];
-      [[unroll]] for (uint i = 0; i < FT; ++i)
-        coopMatLoadNV(a[i], xs[buf], (sub_t + i * TM) * LDV + kk / HV, LDV, false);
-      // B[k][r] = W[r][k]: W rows are stored k-contiguous, i.e. B column-major.
-      [[unroll]] for (uint j = 0; j < FR; ++j)
-        coopMatLoadNV(b[j], ws[buf], (sub_r + j * TN) * LDV + kk / HV, LDV, true);
-      [[unroll]] for (uint i = 0; i < FT; ++i)
-        [[unroll]] for (uint j = 0; j < FR; ++j) acc[i * FR + j] = coopMatMulAddNV(a[i], b[j], acc[i * FR + j]);
+      MAT_A a0, a1, a2, a3;
+      MAT_B b0, b1, b2, b3;
+      LOAD_A(0) LOAD_A(1) LOAD_A(2) LOAD_A(3)
+      LOAD_B(0) LOAD_B(1) LOAD_B(2) LOAD_B(3)
+      FOR_ALL(MUL_ADD)
     }
     if (s + 1 < steps) store_step(buf ^ 1u);  // the other buffer: last read one step ago
     barrier();
   }
 
-  // Out through shared memory, one accumulator at a time: bounds checks on
-  // ragged tiles and no alignment demands on Y's row stride M.
-  const uint lane = gl_SubgroupInvocationID;
-  [[unroll]] for (uint i = 0; i < FT; ++i)
-    [[unroll]] for (uint j = 0; j < FR; ++j) {
-      coopMatStoreNV(acc[i * FR + j], out_tile[sg], 0, TN, false);
-      subgroupBarrier();
-      for (uint e = lane; e < TM * TN; e += SUBGROUP_SIZE) {
-        const uint t = tok0 + sub_t + i * TM + e / TN, r = row0 + sub_r + j * TN + e % TN;
-        if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = out_tile[sg][e];
-      }
-      subgroupBarrier();
-    }
+  // A tile wholly inside Y goes straight from the accumulators to Y (rows of
+  // Y 16-byte aligned); a ragged one through shared memory with bounds checks.
+  const uint t0 = tok0 + sub_t, r0 = row0 + sub_r;
+  if (tok0 + BT <= n && row0 + BR <= pc.rows && M % 4 == 0 && pc.row_begin % 4 == 0) {
+    FOR_ALL(STORE_Y)
+  } else {
+    FOR_ALL(STORE_RAGGED)
+  }
 }

@@ -334,36 +334,40 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   const auto full16 = reference::linear(rows_x(x16), W16, c.K, c.M);
   const auto full = reference::linear(rows_x(xs), W, c.K, c.M);
 
-  // Two parts, as in Linear: rows [s, M) first, then [0, s).
+  // Two parts, as in Linear: rows [s, M) first, then [0, s); every tile the
+  // engine may pick (kernels::kCoopTiles).
   const uint32_t split = c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
-  std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
-  const uint32_t tile = kernels::kLinearCoopTile;
-  for (int p = 0; p < 2; ++p) {
-    const uint32_t rb = part_begin[p], rows = part_rows[p];
-    if (rows == 0) continue;
-    const uint64_t rbytes = row_bytes(c.format, c.K);
-    HostBuffer w(rows * rbytes);
-    w.fill<std::byte>(
-        reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
-    run(kernels::variant("matmul_coop", c.format), kernels::kLinearBindings,
-        kernels::LinearCoop{c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
-                            info.subgroup_size},
-        {&w, &x, &y, &step}, {rb, rows}, {groups(rows, tile), groups(c.n, tile), 1});
-    for (uint32_t t = 0; t < active; ++t)
-      for (uint32_t r = rb; r < rb + rows; ++r) {
-        want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
-        want32[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
-      }
-    const std::string what = c.name() + " part rows [" + std::to_string(rb) + "," +
-                             std::to_string(rb + rows) + ")";
-    ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", y.as<float>(), want, c.M, 1e-4));
-    ASSERT_TRUE(compare(what + " vs fp32 inputs", y.as<float>(), want32, c.M, 4e-3));
+  for (const kernels::CoopTile& tile : kernels::kCoopTiles) {
+    std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
+    y.poison();  // every output of the part must be written, the others left alone
+    for (int p = 0; p < 2; ++p) {
+      const uint32_t rb = part_begin[p], rows = part_rows[p];
+      if (rows == 0) continue;
+      const uint64_t rbytes = row_bytes(c.format, c.K);
+      HostBuffer w(rows * rbytes);
+      w.fill<std::byte>(
+          reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
+      run(kernels::variant("matmul_coop", c.format), kernels::kLinearBindings,
+          kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                               info.subgroup_size, tile),
+          {&w, &x, &y, &step}, {rb, rows}, {groups(rows, tile.rows), groups(c.n, tile.tokens), 1});
+      for (uint32_t t = 0; t < active; ++t)
+        for (uint32_t r = rb; r < rb + rows; ++r) {
+          want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
+          want32[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
+        }
+      const std::string what = c.name() + " tile " + std::to_string(tile.tokens) + "x" +
+                               std::to_string(tile.rows) + " part rows [" + std::to_string(rb) + "," +
+                               std::to_string(rb + rows) + ")";
+      ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", y.as<float>(), want, c.M, 1e-4));
+      ASSERT_TRUE(compare(what + " vs fp32 inputs", y.as<float>(), want32, c.M, 4e-3));
+    }
+    // The observed errors, for the record (the report quotes them).
+    std::printf("[coop] %s tile %ux%u: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
+                c.name().c_str(), tile.tokens, tile.rows, max_rel_err(y.as<float>(), want, want),
+                max_rel_err(y.as<float>(), want32, want32));
   }
-  // The observed errors, for the record (the report quotes them).
-  std::printf("[coop] %s: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
-              c.name().c_str(), max_rel_err(y.as<float>(), want, want),
-              max_rel_err(y.as<float>(), want32, want32));
 }
 
 std::vector<LinearCase> linear_coop_cases() {
@@ -385,18 +389,22 @@ INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cas
 
 // Throughput on prefill-sized products (UNICORN_PERF=1; the H100 run reports
 // it): device-local buffers, random data, the median of timed repetitions.
-// FLOP = 2 n K M. The fp32 matmul runs the same shapes for comparison.
+// FLOP = 2 n K M. Every tile of kernels::kCoopTiles (the one the engine picks
+// marked), on Gemma 3 1B and 27B shapes; the fp32 matmul on one for comparison.
 TEST(LinearCoopPerf, PrefillShapes) {
   auto& d = device();
   const auto& info = d.ctx.info();
   if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
   if (!gpu::env_flag("UNICORN_PERF")) GTEST_SKIP() << "set UNICORN_PERF=1 to measure";
   struct Shape { uint32_t n, K, M; };
-  const Shape shapes[] = {{512, 5376, 21504}, {512, 21504, 5376}, {512, 1152, 6912}};
-  for (Format f : {Format::F16, Format::Q4_0})
+  const Shape shapes[] = {{512, 1152, 1024}, {512, 1152, 256},   {512, 1152, 6912},
+                          {512, 6912, 1152}, {512, 5376, 4096},  {512, 4096, 5376},
+                          {512, 5376, 21504}, {512, 21504, 5376}};
+  for (Format f : {Format::Q4_0, Format::Q8_0, Format::F16})
     for (const Shape& s : shapes) {
-      std::vector<std::byte> wbytes;
-      tools::quantize(f, random_floats(size_t(s.M) * s.K), wbytes);
+      std::vector<std::byte> ggml;
+      tools::quantize(f, random_floats(size_t(s.M) * s.K), ggml);
+      const auto wbytes = reference::to_device_layout(f, ggml);  // one part: the whole tensor
       const auto xs = random_floats(size_t(s.n) * s.K);
       const uint64_t sizes[] = {wbytes.size(), xs.size() * 4, uint64_t(s.n) * s.M * 4};
       gpu::BufferSet dev(d.ctx, sizes, gpu::MemoryKind::DeviceLocal, "perf buffers");
@@ -408,18 +416,21 @@ TEST(LinearCoopPerf, PrefillShapes) {
         cb.copyBuffer(xup.info().buffer, dev[1].handle, vk::BufferCopy{0, 0, xs.size() * 4});
       });
       const auto step = step_buffer({s.n, 0, 0, 0});
-      for (bool coop : {true, false}) {
+      const kernels::CoopTile picked = kernels::coop_tile(s.n, s.M);
+      const bool with_fp32 = f == Format::Q4_0 && s.M == 21504;
+      for (size_t v = 0; v < std::size(kernels::kCoopTiles) + with_fp32; ++v) {
+        const bool coop = v < std::size(kernels::kCoopTiles);
+        const kernels::CoopTile tile = coop ? kernels::kCoopTiles[v] : kernels::CoopTile{64, 64, 0, 0};
         const std::string name = kernels::variant(coop ? "matmul_coop" : "matmul", f);
+        const auto spec = kernels::linear_coop(s.K, s.M, 0, info.coop_m, info.coop_n,
+                                               info.coop_k, info.subgroup_size, tile);
         const gpu::Kernel& k =
-            coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
-                                 kernels::LinearCoop{s.K, s.M, 0, info.coop_m, info.coop_n,
-                                                     info.coop_k, info.subgroup_size})
+            coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings, spec)
                  : d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
                                  kernels::Linear{s.K, s.M, 0});
         const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[1].whole(), dev[2].whole(), step.info()};
         const vk::DescriptorSet set = d.sets.make(k, b);
-        const uint32_t tile = coop ? kernels::kLinearCoopTile : 64;
-        const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile), groups(s.n, tile), 1}};
+        const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile.rows), groups(s.n, tile.tokens), 1}};
         const int reps = coop ? 20 : 3;
         gpu::Timestamps ts(d.ctx, 2);
         std::vector<double> ms;
@@ -435,9 +446,13 @@ TEST(LinearCoopPerf, PrefillShapes) {
         }
         std::sort(ms.begin(), ms.end());
         const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
-        std::printf("[perf] %-16s n=%u K=%u M=%u: %.3f ms, %.1f TFLOP/s = %.1f%% of 989.4 "
-                    "(H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M, ms[1], tflops,
-                    100.0 * tflops / 989.4);
+        const bool is_picked = coop && tile.tokens == picked.tokens && tile.rows == picked.rows &&
+                               tile.warps_tokens == picked.warps_tokens &&
+                               tile.warps_rows == picked.warps_rows;
+        std::printf("[perf] %-16s n=%u K=%u M=%u tile %ux%u/%ux%u%s: %.3f ms, %.1f TFLOP/s = %.1f%% "
+                    "of 989.4 (H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M, tile.tokens,
+                    tile.rows, tile.warps_tokens, tile.warps_rows, is_picked ? " (picked)" : "",
+                    ms[1], tflops, 100.0 * tflops / 989.4);
       }
     }
 }

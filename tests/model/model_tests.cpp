@@ -4,6 +4,7 @@
 // written by unicorn-convert) and both recorded passes (prefill, decode).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -103,21 +104,34 @@ class Model : public ::testing::Test {
   void TearDown() override { EXPECT_EQ(context().validation_errors(), 0u) << "Vulkan validation errors"; }
 };
 
+// Prefill on cooperative matrices (gpu::DeviceInfo::coopmat) rounds the linear
+// layers' activations and weights to fp16 (accumulating in fp32), as
+// llama.cpp's Vulkan path does: a relative rounding of up to 2^-11 per input.
+// On the H100 that moved the prefill logits 6.1e-4 to 1.04e-3 of their scale
+// from transformers' (every format here, fp32 KV or fp16; the fp32 path: 7e-7);
+// the kernel's first version (main 0058d96) was reported at 1.0e-3 to 3.5e-3.
+// The tolerance covers both with a margin; decode (fp32 matrix-vector) keeps
+// the fp32 tolerance.
+constexpr double kCoopPrefillTolerance = 4e-3;
+
 template <class D>
 void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance) {
   Engine<D> engine(context());
   engine.load(model);
   const auto& g = golden();
   const auto ref = g.logits(fmt);
+  const double prefill_tolerance =
+      context().info().coopmat ? std::max(kCoopPrefillTolerance, tolerance) : tolerance;
 
   const auto prefill = engine.forward_logits(g.prompt);
   const double e_prefill = relative_error(prefill, ref);
   engine.reset();
   const auto decode = engine.core().forward_logits(g.prompt, detail::EngineCore::Pass::Decode);
   const double e_decode = relative_error(decode, ref);
-  std::printf("[ golden ] %-12s %-5s prefill %.2e  decode %.2e  (tolerance %.0e)\n",
-              model.filename().c_str(), fmt.c_str(), e_prefill, e_decode, tolerance);
-  EXPECT_LE(e_prefill, tolerance) << fmt << " prefill pass vs transformers";
+  std::printf("[ golden ] %-12s %-5s prefill %.2e (tolerance %.0e, %s)  decode %.2e (tolerance %.0e)\n",
+              model.filename().c_str(), fmt.c_str(), e_prefill, prefill_tolerance,
+              gpu::prefill_linear_path(context().info()).c_str(), e_decode, tolerance);
+  EXPECT_LE(e_prefill, prefill_tolerance) << fmt << " prefill pass vs transformers";
   EXPECT_LE(e_decode, tolerance) << fmt << " decode pass vs transformers";
 
   // Greedy continuation: prefill, then decode steps feeding back each token.

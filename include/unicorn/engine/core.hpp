@@ -38,6 +38,11 @@
 
 namespace unicorn::detail {
 
+static_assert(std::ranges::all_of(kernels::kCoopTiles,
+                                  [](const kernels::CoopTile& t) { return t.shared_bytes() <= gpu::kCoopSharedBytes; }),
+              "unicorn: a kernels::kCoopTiles tile needs more shared memory than gpu::kCoopSharedBytes, "
+              "which gpu::Context requires of a device before it runs matmul_coop");
+
 // Mirrors shaders/include/step.glsl.
 struct StepHeader {
   uint32_t n_tokens;
@@ -477,11 +482,18 @@ class EngineCore {
   // on first use, prompt chunks with every token's logits (teacher forcing).
   std::optional<Graph> prefill_, decode_, prefill_all_logits_;
   // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
-  // defaults are the measured best. UNICORN_MATVEC_ROWS overrides.
+  // defaults are the measured best. UNICORN_MATVEC_ROWS etc. override.
   struct Tuning {
     uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
     uint32_t matvec_lanes = env_or("UNICORN_MATVEC_LANES", 0);  // 0: kernels::matvec_lanes
     uint32_t matvec_unroll = env_or("UNICORN_MATVEC_UNROLL", kernels::kMatVecUnroll);
+    // UNICORN_COOP_TILE=i forces kernels::kCoopTiles[i - 1] on every prefill matrix.
+    uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
+    kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows) const {
+      if (coop_tile_index && coop_tile_index <= std::size(kernels::kCoopTiles))
+        return kernels::kCoopTiles[coop_tile_index - 1];
+      return kernels::coop_tile(tokens, rows);
+    }
     static uint32_t env_or(const char* name, uint32_t fallback) {
       const char* v = std::getenv(name);
       return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : fallback;
@@ -584,16 +596,17 @@ class EngineCore::Recorder {
     // (gpu::Context decides), else fp32 tiles.
     const auto& info = c_.ctx_.info();
     const bool coop = !vec && info.coopmat;
-    const uint32_t tile = coop ? kernels::kLinearCoopTile : 64;
+    const uint32_t rows_n = row_set ? logit_rows_ : n_;
+    const kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, M);
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
                         kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1})
         : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
-                           kernels::LinearCoop{K, M, row_set, info.coop_m, info.coop_n,
-                                               info.coop_k, info.subgroup_size})
+                           kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
+                                                info.coop_k, info.subgroup_size, tile))
                : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
                            kernels::Linear{K, M, row_set});
-    const uint32_t rows_n = row_set ? logit_rows_ : n_;
+    const uint32_t tile_rows = coop ? tile.rows : 64, tile_tokens = coop ? tile.tokens : 64;
     const auto parts = c_.layout_.parts_of(w);
     for (size_t i = 0; i < parts.size(); ++i) {
       const TensorPart& p = parts[i];
@@ -607,7 +620,7 @@ class EngineCore::Recorder {
         add(k, b, push, {gx, groups(g, gx), rows_n}, barrier);
       } else {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
-        add(k, b, push, {groups(uint32_t(p.rows), tile), groups(rows_n, tile), 1}, barrier);
+        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), 1}, barrier);
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include <boost/hana/define_struct.hpp>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "unicorn/quant/formats.hpp"
@@ -24,15 +25,48 @@ struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set));
 };
-// matmul_coop: Linear's constants, then the cooperative-matrix shape and the
-// subgroup size (gpu::DeviceInfo), which together fix its subgroup grid.
+// matmul_coop: Linear's constants, the cooperative-matrix shape and the
+// subgroup size (gpu::DeviceInfo), then the workgroup's output tile and its
+// subgroup grid (a CoopTile), and the workgroup size they make.
 struct LinearCoop {
   BOOST_HANA_DEFINE_STRUCT(LinearCoop, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, tm), (uint32_t, tn), (uint32_t, tk),
-                           (uint32_t, subgroup_size));
+                           (uint32_t, subgroup_size), (uint32_t, tile_tokens),
+                           (uint32_t, tile_rows), (uint32_t, warps_tokens),
+                           (uint32_t, warps_rows), (uint32_t, threads));
 };
-// Output tile of one matmul_coop workgroup (tokens and rows alike).
-inline constexpr uint32_t kLinearCoopTile = 128;
+// A matmul_coop workgroup's output tile (tokens x weight rows) and the grid of
+// subgroups that share it; each subgroup owns a (tokens / warps_tokens) x
+// (rows / warps_rows) block of accumulators.
+struct CoopTile {
+  uint32_t tokens, rows, warps_tokens, warps_rows;
+  constexpr uint32_t warps() const { return warps_tokens * warps_rows; }
+  // Shared memory of its matmul_coop workgroup (bytes): two stages of fp16
+  // rows (32 k + 8 padding), and a 16 x 16 fp32 scratch matrix per subgroup.
+  constexpr uint32_t shared_bytes() const { return 2 * (tokens + rows) * 80 + warps() * 16 * 16 * 4; }
+};
+// The tiles, largest first: 8 subgroups of 64 x 32 (4 x 2 matrices of
+// 16 x 16), 8 of 32 x 32, 4 of 32 x 32. Each fits 48 KiB of shared memory.
+// Measured on the H100 (notes/coop_gemm.md): 128 x 128 with 4 subgroups of
+// 64 x 64 (16 accumulators each) ran at a quarter of 8 subgroups' speed, and
+// 128 x 64 never won.
+inline constexpr CoopTile kCoopTiles[] = {{128, 128, 2, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
+// A matrix takes the largest tile that still gives kCoopGroupsAtWork
+// workgroups (about one per H100 multiprocessor): a large tile reads each
+// operand fewer times, but a small matrix (a 1B projection) on a few large
+// tiles leaves most of the GPU idle.
+inline constexpr uint32_t kCoopGroupsAtWork = 128;
+constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows) {
+  for (const CoopTile& t : kCoopTiles)
+    if (uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens) >= kCoopGroupsAtWork)
+      return t;
+  return kCoopTiles[std::size(kCoopTiles) - 1];
+}
+inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm, uint32_t tn,
+                              uint32_t tk, uint32_t subgroup_size, CoopTile t) {
+  return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.warps_tokens, t.warps_rows,
+          t.warps() * subgroup_size};
+}
 struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, rows_per_group),
