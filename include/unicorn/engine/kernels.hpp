@@ -77,6 +77,49 @@ struct Attention {
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, subgroup_size));
 };
+// attention_tiled (prefill chunks): attention's constants but the subgroup
+// size, then the tile: query rows per workgroup and keys per step.
+struct AttentionTiled {
+  BOOST_HANA_DEFINE_STRUCT(AttentionTiled, (uint32_t, heads), (uint32_t, kv_heads),
+                           (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
+                           (float, scale), (uint32_t, rows), (uint32_t, keys));
+};
+struct AttentionTile {
+  uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
+};
+// Shared memory of a tile: query and key/value rows padded by 16 bytes, the
+// scores, the threads' row maxima, the rows' rescaling (attention_tiled.comp).
+constexpr uint32_t attention_tiled_shared_bytes(uint32_t head_dim, AttentionTile t) {
+  return (t.rows + t.keys) * (head_dim / 4 + 1) * 16 + 4 * (t.rows * t.keys + 128 + t.rows);
+}
+// Whether the kernel's 128 threads split a tile evenly in each of its phases:
+// scores (a key per thread, rows in 128 / keys groups), softmax (128 / rows
+// threads per row, a key or more each), output (4 dims per thread, rows in
+// 128 / (head_dim / 4 rounded up to a power of two) groups, at most 16 each).
+constexpr bool attention_tiled_shape_ok(uint32_t head_dim, AttentionTile t) {
+  if (head_dim % 4 || head_dim == 0 || head_dim > 512 || !t.rows || !t.keys) return false;
+  uint32_t columns = 8;
+  while (columns < head_dim / 4) columns *= 2;
+  const uint32_t out_groups = 128 / columns;
+  return 128 % t.keys == 0 && 128 % t.rows == 0 && t.rows % (128 / t.keys) == 0 &&
+         t.keys % (128 / t.rows) == 0 && t.rows % out_groups == 0 && t.rows / out_groups <= 16;
+}
+// Query rows per tile: more rows share each key load, fewer rows make more
+// workgroups for a small model's chunk. UNICORN_ATTENTION_ROWS overrides.
+inline constexpr uint32_t kAttentionTiledRows = 16;
+// The tile for a head dim on a device: `rows` query rows (else fewer) and the
+// most keys that fit its shared memory.
+constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t max_shared_bytes,
+                                              uint32_t rows = kAttentionTiledRows) {
+  for (uint32_t r = rows; r >= 8; r /= 2)
+    for (uint32_t keys : {32u, 16u}) {
+      const AttentionTile t{r, keys};
+      if (attention_tiled_shape_ok(head_dim, t) &&
+          attention_tiled_shared_bytes(head_dim, t) <= max_shared_bytes)
+        return t;
+    }
+  return {};
+}
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn));
 };
@@ -102,8 +145,8 @@ inline std::string variant(const char* kernel, Format f) {
 // Binding counts, per shader (its `layout(binding = i)` declarations).
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
-                          kMatVecBindings = 5,
-                          kAttnPrepBindings = 8, kAttentionBindings = 5, kGegluBindings = 3,
+                          kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
+                          kAttentionTiledBindings = 5, kGegluBindings = 3,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
 
 }  // namespace unicorn::kernels
