@@ -12,9 +12,10 @@
 // to shared memory once for all BR rows, then scores (each thread a column of
 // the BR x BC tile), the online softmax per row (max and exp, TPR threads a
 // row), then the value tile through the same shared buffer and the output
-// update (each thread 4 dims of O_ROWS rows, in registers). fp32 throughout,
-// whatever the cache holds. Shapes come from the host
-// (kernels::attention_tiled_shape: what the device's shared memory holds).
+// update (each thread 4 dims of O_ROWS rows, in registers). Each tile's loads
+// are issued a phase ahead of their use. Arithmetic is fp32 whatever the cache
+// holds. Shapes come from the host (kernels::attention_tiled_shape: what the
+// device's shared memory holds).
 // Dispatch: (ceil(n_tokens * HEADS / KVH / BR), kv heads in the part, 1).
 #extension GL_EXT_shader_16bit_storage : require
 #define STEP_BINDING 4
@@ -30,18 +31,18 @@ layout(constant_id = 5) const float SCALE = 1.0; // query_pre_attn_scalar^-0.5
 layout(constant_id = 6) const uint BR = 16;      // query rows per workgroup
 layout(constant_id = 7) const uint BC = 16;      // keys per tile
 
-// Caches as 4 consecutive elements per load: head dims are multiples of 4.
+// Caches as 4 consecutive elements per load (head dims are multiples of 4),
+// kept in shared memory as the cache holds them: an f16 cache's tiles take
+// half the space, so twice the keys fit a tile.
 #if defined(KV_F16)
-layout(binding = 1) readonly buffer KCache { uvec2 kc[]; };  // [heads in part][SLOTS][HD / 4] f16 x4
-layout(binding = 2) readonly buffer VCache { uvec2 vc[]; };
-vec4 key4(uint i) { const uvec2 w = kc[i]; return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
-vec4 value4(uint i) { const uvec2 w = vc[i]; return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+#define TILE_T uvec2  // 4 halves
+vec4 unpack4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
 #else
-layout(binding = 1) readonly buffer KCache { vec4 kc[]; };   // [heads in part][SLOTS][HD / 4]
-layout(binding = 2) readonly buffer VCache { vec4 vc[]; };
-vec4 key4(uint i) { return kc[i]; }
-vec4 value4(uint i) { return vc[i]; }
+#define TILE_T vec4
+vec4 unpack4(vec4 x) { return x; }
 #endif
+layout(binding = 1) readonly buffer KCache { TILE_T kc[]; };  // [heads in part][SLOTS][HD / 4]
+layout(binding = 2) readonly buffer VCache { TILE_T vc[]; };
 layout(binding = 0) readonly buffer QBuf { vec4 q[]; };      // [n, HEADS * HD / 4]
 layout(binding = 3) writeonly buffer OBuf { vec4 o[]; };     // [n, HEADS * HD / 4]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
@@ -49,8 +50,8 @@ layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 const uint THREADS = 128;
 const uint G = HEADS / KVH;   // query heads per kv head
 const uint DQ = HD / 4;       // vec4 columns of a head
-// Shared rows are padded by one vec4, so the rows a subgroup reads at one
-// column start 16 bytes apart and fall in different banks.
+// Shared rows are padded by 4 elements, so the rows a subgroup reads at one
+// column start 16 (fp32) or 8 (f16) bytes apart and fall in different banks.
 const uint STRIDE = DQ + 1;
 // Scores: thread (column c = tid % BC, row group tid / BC) owns rows
 // group + k * S_GROUPS of key c.
@@ -66,23 +67,27 @@ const uint O_GROUPS = THREADS / DQP;
 const uint O_ROWS = BR / O_GROUPS;
 
 shared vec4 qs[BR * STRIDE];    // queries, scaled          [BR][HD]
-shared vec4 kvs[BC * STRIDE];   // the key tile, then the value tile [BC][HD]
+shared TILE_T kvs[BC * STRIDE]; // the key tile, then the value tile [BC][HD]
 shared float ps[BR * BC];       // scores, then probabilities
 shared float part[THREADS];     // per-thread row maxima, at the end row sums
 shared float corr[BR];          // the rows' rescaling of this tile
 
-// Keys [j0, j0 + BC) of the cache, zero past `hi` (their probabilities are 0,
-// and 0 * a stale value must not be NaN).
-void load_tile(bool values, uint cache_row, uint j0, uint hi) {
-  for (uint e = gl_LocalInvocationID.x; e < BC * DQ; e += THREADS) {
-    const uint c = e / DQ, d4 = e % DQ, j = j0 + c;
-    vec4 x = vec4(0.0);
-    if (j <= hi) {
-      const uint i = (cache_row + j % SLOTS) * DQ + d4;
-      x = values ? value4(i) : key4(i);
-    }
-    kvs[c * STRIDE + d4] = x;
+// A tile moves from the cache to shared memory through registers: each
+// thread loads its share (LOADS elements) one phase before it stores them, so
+// the loads are in flight while the workgroup computes.
+const uint LOADS = (BC * DQ + THREADS - 1) / THREADS;
+uint cache_row;  // the kv head's first cache row
+
+// Element e of the tile of keys (or values) [j0, j0 + BC): zero past `hi`
+// (a probability of 0 times a stale value must not be NaN).
+TILE_T cache_element(bool values, uint e, uint j0, uint hi) {
+  const uint c = e / DQ, d4 = e % DQ, j = j0 + c;
+  TILE_T x = TILE_T(0);
+  if (e < BC * DQ && j <= hi) {
+    const uint i = (cache_row + j % SLOTS) * DQ + d4;
+    x = values ? vc[i] : kc[i];
   }
+  return x;
 }
 
 // The positions row r of the tile sees: [lo, hi]; empty past the chunk.
@@ -99,7 +104,7 @@ void main() {
   const uint rows = n_tokens * G;
   if (row0 >= rows) return;
   const uint kvh_local = gl_WorkGroupID.y, kvh = pc.head_begin + kvh_local;
-  const uint cache_row = kvh_local * SLOTS;
+  cache_row = kvh_local * SLOTS;
   // Keys any row of the tile sees: from the first row's window to the last row.
   uint lo, hi, unused;
   row_range(row0, rows, lo, unused);
@@ -121,15 +126,21 @@ void main() {
   vec4 acc[O_ROWS];
   for (uint k = 0; k < O_ROWS; ++k) acc[k] = vec4(0.0);
 
+  TILE_T staged[LOADS];
+  for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(false, tid + k * THREADS, lo, hi);
   for (uint j0 = lo; j0 <= hi; j0 += BC) {
-    load_tile(false, cache_row, j0, hi);
+    for (uint k = 0; k < LOADS; ++k) {
+      const uint e = tid + k * THREADS;
+      if (e < BC * DQ) kvs[e / DQ * STRIDE + e % DQ] = staged[k];
+    }
     barrier();
+    for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(true, tid + k * THREADS, j0, hi);
 
     // Scores of key j0 + s_col, -inf where the row does not see it.
     float s[S_ROWS];
     for (uint k = 0; k < S_ROWS; ++k) s[k] = 0.0;
     for (uint d4 = 0; d4 < DQ; ++d4) {
-      const vec4 kv = kvs[s_col * STRIDE + d4];
+      const vec4 kv = unpack4(kvs[s_col * STRIDE + d4]);
       for (uint k = 0; k < S_ROWS; ++k) s[k] += dot(qs[(s_group + k * S_GROUPS) * STRIDE + d4], kv);
     }
     const uint j = j0 + s_col;
@@ -137,13 +148,18 @@ void main() {
       ps[(s_group + k * S_GROUPS) * BC + s_col] = j >= s_lo[k] && j <= s_hi[k] ? s[k] : -1.0 / 0.0;
     barrier();
 
-    // The keys are spent: the values load while the rows find their maxima.
-    load_tile(true, cache_row, j0, hi);
+    // The keys are spent: the values take their place.
+    for (uint k = 0; k < LOADS; ++k) {
+      const uint e = tid + k * THREADS;
+      if (e < BC * DQ) kvs[e / DQ * STRIDE + e % DQ] = staged[k];
+    }
     float tile_max = -1.0 / 0.0;
     for (uint k = 0; k < KPT; ++k) tile_max = max(tile_max, ps[m_row * BC + m_seg * KPT + k]);
     part[tid] = tile_max;
     barrier();
 
+    if (j0 + BC <= hi)  // the next key tile
+      for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(false, tid + k * THREADS, j0 + BC, hi);
     float m_new = m;
     for (uint k = 0; k < TPR; ++k) m_new = max(m_new, part[m_row * TPR + k]);
     // A row that has seen no key yet keeps m = -inf, l = 0 and a zero output.
@@ -163,7 +179,7 @@ void main() {
     if (o_col < DQ) {
       for (uint k = 0; k < O_ROWS; ++k) acc[k] *= corr[o_group + k * O_GROUPS];
       for (uint cc = 0; cc < BC; ++cc) {
-        const vec4 v = kvs[cc * STRIDE + o_col];
+        const vec4 v = unpack4(kvs[cc * STRIDE + o_col]);
         for (uint k = 0; k < O_ROWS; ++k) acc[k] += ps[(o_group + k * O_GROUPS) * BC + cc] * v;
       }
     }

@@ -907,7 +907,8 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   std::vector<kernels::AttentionTile> tiles;
   for (kernels::AttentionTile t : {kernels::AttentionTile{8, 16}, {16, 16}, {16, 32}, {32, 16}, {32, 32}})
     if (kernels::attention_tiled_shape_ok(c.hd, t) &&
-        kernels::attention_tiled_shared_bytes(c.hd, t) <= device().ctx.info().max_shared_memory)
+        kernels::attention_tiled_shared_bytes(c.hd, f16 ? 2 : 4, t) <=
+            device().ctx.info().max_shared_memory)
       tiles.push_back(t);
   ASSERT_FALSE(tiles.empty()) << c.name() << ": no attention_tiled shape fits this device";
 

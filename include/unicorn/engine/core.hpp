@@ -642,8 +642,9 @@ class EngineCore::Recorder {
     const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
     const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
     const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
-    const kernels::AttentionTile tile = kernels::attention_tiled_shape(
-        m_.head_dim, c_.ctx_.info().max_shared_memory, c_.tuning_.attention_rows);
+    const kernels::AttentionTile tile =
+        kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
+                                       c_.ctx_.info().max_shared_memory, c_.tuning_.attention_rows);
     const bool tiled = n_ > 1 && tile.rows;
     const auto& k =
         tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),

@@ -87,10 +87,13 @@ struct AttentionTiled {
 struct AttentionTile {
   uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
 };
-// Shared memory of a tile: query and key/value rows padded by 16 bytes, the
-// scores, the threads' row maxima, the rows' rescaling (attention_tiled.comp).
-constexpr uint32_t attention_tiled_shared_bytes(uint32_t head_dim, AttentionTile t) {
-  return (t.rows + t.keys) * (head_dim / 4 + 1) * 16 + 4 * (t.rows * t.keys + 128 + t.rows);
+// Shared memory of a tile (attention_tiled.comp): fp32 query rows and key or
+// value rows in the cache's element size (kv_bytes), each padded by 4
+// elements; the scores, the threads' row maxima, the rows' rescaling.
+constexpr uint32_t attention_tiled_shared_bytes(uint32_t head_dim, uint32_t kv_bytes,
+                                                AttentionTile t) {
+  const uint32_t row_elems = head_dim + 4;
+  return row_elems * (t.rows * 4 + t.keys * kv_bytes) + 4 * (t.rows * t.keys + 128 + t.rows);
 }
 // Whether the kernel's 128 threads split a tile evenly in each of its phases:
 // scores (a key per thread, rows in 128 / keys groups), softmax (128 / rows
@@ -107,15 +110,16 @@ constexpr bool attention_tiled_shape_ok(uint32_t head_dim, AttentionTile t) {
 // Query rows per tile: more rows share each key load, fewer rows make more
 // workgroups for a small model's chunk. UNICORN_ATTENTION_ROWS overrides.
 inline constexpr uint32_t kAttentionTiledRows = 16;
-// The tile for a head dim on a device: `rows` query rows (else fewer) and the
-// most keys that fit its shared memory.
-constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t max_shared_bytes,
+// The tile for a head dim and cache element size on a device: `rows` query
+// rows (else fewer) and the most keys that fit its shared memory.
+constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_bytes,
+                                              uint32_t max_shared_bytes,
                                               uint32_t rows = kAttentionTiledRows) {
   for (uint32_t r = rows; r >= 8; r /= 2)
     for (uint32_t keys : {32u, 16u}) {
       const AttentionTile t{r, keys};
       if (attention_tiled_shape_ok(head_dim, t) &&
-          attention_tiled_shared_bytes(head_dim, t) <= max_shared_bytes)
+          attention_tiled_shared_bytes(head_dim, kv_bytes, t) <= max_shared_bytes)
         return t;
     }
   return {};
