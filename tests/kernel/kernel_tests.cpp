@@ -1027,6 +1027,32 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
       }
 }
 
+// The tile the engine picks: 8 rows for a small model's chunk, 16 for a large
+// one (more where small heads need them); as many keys as fit (an f16 cache
+// fits twice the keys); fewer rows or keys on a device with less shared memory
+// (lavapipe: 32 KiB); none where no tile fits (Vulkan's minimum, 16 KiB, with
+// 256-dim heads), so attention.comp serves prefill too.
+TEST(AttentionTiledShape, FollowsTheChunkAndTheDevice) {
+  using kernels::AttentionTile;
+  auto same = [](AttentionTile a, AttentionTile b) { return a.rows == b.rows && a.keys == b.keys; };
+  EXPECT_EQ(kernels::attention_tiled_rows(512, 4), 8u);    // 1B: 128 workgroups of 16 rows
+  EXPECT_EQ(kernels::attention_tiled_rows(512, 32), 16u);  // 27B
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 49152, 8), {8, 32}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 49152, 16), {16, 32}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 4, 49152, 16), {16, 16}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(128, 2, 49152, 16), {16, 32}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 32768, 16), {16, 16}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 4, 32768, 16), {8, 16}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(32, 4, 32768, 8), {16, 32}));  // the tiny model
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 4, 16384, 16), {}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 49152, 0), {}));  // UNICORN_ATTENTION_ROWS=0
+  for (uint32_t hd : {32u, 64u, 96u, 128u, 256u})
+    for (uint32_t rows : {8u, 16u, 32u}) {
+      const AttentionTile t = kernels::attention_tiled_shape(hd, 2, 49152, rows);
+      EXPECT_TRUE(!t.rows || kernels::attention_tiled_shape_ok(hd, t)) << "hd=" << hd << " rows=" << rows;
+    }
+}
+
 std::vector<AttnCase> attention_cases() {
   // 97 positions: prefill chunks, decode steps, more than one 64-key tile.
   const std::vector<uint32_t> chunks = {20, 1, 13, 1, 1, 30, 5, 1, 25};

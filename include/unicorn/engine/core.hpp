@@ -462,11 +462,13 @@ class EngineCore {
     uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
     uint32_t matvec_lanes = env_or("UNICORN_MATVEC_LANES", 0);  // 0: kernels::matvec_lanes
     uint32_t matvec_unroll = env_or("UNICORN_MATVEC_UNROLL", kernels::kMatVecUnroll);
-    uint32_t attention_rows = env_or("UNICORN_ATTENTION_ROWS", kernels::kAttentionTiledRows);
-    static uint32_t env_or(const char* name, uint32_t fallback) {
+    std::optional<uint32_t> attention_rows = env("UNICORN_ATTENTION_ROWS");  // unset: by chunk
+    static std::optional<uint32_t> env(const char* name) {
       const char* v = std::getenv(name);
-      return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : fallback;
+      if (!v || !*v) return std::nullopt;
+      return uint32_t(std::strtoul(v, nullptr, 10));
     }
+    static uint32_t env_or(const char* name, uint32_t fallback) { return env(name).value_or(fallback); }
   } tuning_;
   uint32_t pos_ = 0;
   uint32_t context_limit_ = cfg_.max_context;
@@ -642,9 +644,11 @@ class EngineCore::Recorder {
     const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
     const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
     const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
+    const uint32_t rows =
+        c_.tuning_.attention_rows.value_or(kernels::attention_tiled_rows(n_, m_.heads));
     const kernels::AttentionTile tile =
         kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
-                                       c_.ctx_.info().max_shared_memory, c_.tuning_.attention_rows);
+                                       c_.ctx_.info().max_shared_memory, rows);
     const bool tiled = n_ > 1 && tile.rows;
     const auto& k =
         tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),

@@ -107,21 +107,35 @@ constexpr bool attention_tiled_shape_ok(uint32_t head_dim, AttentionTile t) {
   return 128 % t.keys == 0 && 128 % t.rows == 0 && t.rows % (128 / t.keys) == 0 &&
          t.keys % (128 / t.rows) == 0 && t.rows % out_groups == 0 && t.rows / out_groups <= 16;
 }
-// Query rows per tile: more rows share each key load, fewer rows make more
-// workgroups for a small model's chunk. UNICORN_ATTENTION_ROWS overrides.
-inline constexpr uint32_t kAttentionTiledRows = 16;
+// Query rows per tile: 16 share each key and value load among more rows; 8
+// where a chunk would make fewer than kAttentionTiledGroups workgroups of 16,
+// since then much of a large GPU idles while the workgroups of the chunk's
+// last rows walk every key. H100, pp512: 1B (4 query heads) 1.31 ms of
+// attention per chunk at 8 rows, 1.96 ms at 16, 3.24 ms at 32; 27B (32 query
+// heads) 9.1 ms at 16. UNICORN_ATTENTION_ROWS overrides (0: attention.comp).
+inline constexpr uint32_t kAttentionTiledGroups = 256;
+constexpr uint32_t attention_tiled_rows(uint32_t tokens, uint32_t query_heads) {
+  return uint64_t(tokens) * query_heads / 16 >= kAttentionTiledGroups ? 16 : 8;
+}
 // The tile for a head dim and cache element size on a device: `rows` query
-// rows (else fewer) and the most keys that fit its shared memory.
+// rows, else fewer (less shared memory), else more (small heads split the
+// output into more row groups than `rows`); the most keys that fit.
 constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_bytes,
-                                              uint32_t max_shared_bytes,
-                                              uint32_t rows = kAttentionTiledRows) {
-  for (uint32_t r = rows; r >= 8; r /= 2)
+                                              uint32_t max_shared_bytes, uint32_t rows) {
+  auto fit = [&](uint32_t r) {
     for (uint32_t keys : {32u, 16u}) {
       const AttentionTile t{r, keys};
       if (attention_tiled_shape_ok(head_dim, t) &&
           attention_tiled_shared_bytes(head_dim, kv_bytes, t) <= max_shared_bytes)
         return t;
     }
+    return AttentionTile{};
+  };
+  if (rows == 0) return {};
+  for (uint32_t r = rows; r >= 8; r /= 2)
+    if (const AttentionTile t = fit(r); t.rows) return t;
+  for (uint32_t r = rows * 2; r <= 32; r *= 2)
+    if (const AttentionTile t = fit(r); t.rows) return t;
   return {};
 }
 struct Geglu {
