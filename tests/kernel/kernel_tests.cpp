@@ -920,7 +920,15 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
                                      device().ctx.info().subgroup_size};
   const std::string prep = kernels::variant("attn_prep", c.kv),
-                    attn = kernels::variant("attention", c.kv);
+                    attn = kernels::variant("attention", c.kv),
+                    tiled = kernels::variant("attention_tiled", c.kv);
+  std::vector<kernels::AttentionTile> tiles;
+  for (kernels::AttentionTile t : {kernels::AttentionTile{8, 16}, {16, 16}, {16, 32}, {32, 16}, {32, 32}})
+    if (kernels::attention_tiled_shape_ok(c.hd, t) &&
+        kernels::attention_tiled_shared_bytes(c.hd, f16 ? 2 : 4, t) <=
+            device().ctx.info().max_shared_memory)
+      tiles.push_back(t);
+  ASSERT_FALSE(tiles.empty()) << c.name() << ": no attention_tiled shape fits this device";
 
   uint32_t pos = 0;
   for (uint32_t n : c.chunks) {
@@ -1003,6 +1011,20 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                                      scale, pos);
     want.resize(want.size() + q_row, NAN);  // the spare row stays poison
     ASSERT_TRUE(compare(at, o.as<float>(), want, q_row, 1e-5));
+    // The tiled kernel, in every tile shape the device holds, on the same step
+    // (dispatched for one token more than the chunk, as the Recorder does for
+    // its longest chunk: the spare row's tile must write nothing).
+    for (const kernels::AttentionTile tile : tiles) {
+      o.poison();
+      const kernels::AttentionTiled spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
+                                         tile.rows, tile.keys};
+      for (uint32_t p = 0; p < parts; ++p)
+        run(tiled, kernels::kAttentionTiledBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
+            {part_begin[p], part_heads[p]}, {groups((n + 1) * group, tile.rows), part_heads[p], 1});
+      ASSERT_TRUE(compare(at + " " + tiled + " rows=" + std::to_string(tile.rows) +
+                              " keys=" + std::to_string(tile.keys),
+                          o.as<float>(), want, q_row, 1e-5));
+    }
     pos += n;
   }
   EXPECT_LE(rounded_other_way, k_hist.size() / 100) << c.name() << ": f16 keys rounded the other way";
@@ -1023,6 +1045,32 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
       }
 }
 
+// The tile the engine picks: 8 rows for a small model's chunk, 16 for a large
+// one (more where small heads need them); as many keys as fit (an f16 cache
+// fits twice the keys); fewer rows or keys on a device with less shared memory
+// (lavapipe: 32 KiB); none where no tile fits (Vulkan's minimum, 16 KiB, with
+// 256-dim heads), so attention.comp serves prefill too.
+TEST(AttentionTiledShape, FollowsTheChunkAndTheDevice) {
+  using kernels::AttentionTile;
+  auto same = [](AttentionTile a, AttentionTile b) { return a.rows == b.rows && a.keys == b.keys; };
+  EXPECT_EQ(kernels::attention_tiled_rows(512, 4), 8u);    // 1B: 128 workgroups of 16 rows
+  EXPECT_EQ(kernels::attention_tiled_rows(512, 32), 16u);  // 27B
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 49152, 8), {8, 32}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 49152, 16), {16, 32}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 4, 49152, 16), {16, 16}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(128, 2, 49152, 16), {16, 32}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 32768, 16), {16, 16}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 4, 32768, 16), {8, 16}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(32, 4, 32768, 8), {16, 32}));  // the tiny model
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 4, 16384, 16), {}));
+  EXPECT_TRUE(same(kernels::attention_tiled_shape(256, 2, 49152, 0), {}));  // UNICORN_ATTENTION_ROWS=0
+  for (uint32_t hd : {32u, 64u, 96u, 128u, 256u})
+    for (uint32_t rows : {8u, 16u, 32u}) {
+      const AttentionTile t = kernels::attention_tiled_shape(hd, 2, 49152, rows);
+      EXPECT_TRUE(!t.rows || kernels::attention_tiled_shape_ok(hd, t)) << "hd=" << hd << " rows=" << rows;
+    }
+}
+
 std::vector<AttnCase> attention_cases() {
   // 97 positions: prefill chunks, decode steps, more than one 64-key tile.
   const std::vector<uint32_t> chunks = {20, 1, 13, 1, 1, 30, 5, 1, 25};
@@ -1031,6 +1079,15 @@ std::vector<AttnCase> attention_cases() {
     for (uint32_t window : {0u, 24u})
       for (auto [h, kvh] : {std::pair{4u, 2u}, std::pair{8u, 1u}})
         for (uint32_t hd : {32u, 256u}) v.push_back({kv, h, kvh, hd, window, chunks});
+  // Prefill chunks of many row tiles, with query groups of 2 (27B's) and 4
+  // (1B's): the ring of a local layer wraps inside a chunk, and a chunk starts
+  // mid-prompt with keys before it in the cache.
+  const std::vector<uint32_t> long_chunks = {70, 1, 45, 3};
+  for (Format kv : {Format::F16, Format::F32})
+    for (uint32_t window : {0u, 40u}) {
+      v.push_back({kv, 4, 2, 128, window, long_chunks});
+      v.push_back({kv, 4, 1, 256, window, long_chunks});
+    }
   // A window wider than a tile, and a head_dim that is no multiple of 64.
   v.push_back({Format::F16, 4, 2, 96, 70, chunks});
   v.push_back({Format::F32, 4, 2, 96, 0, chunks});
@@ -1412,6 +1469,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
       {"attn_prep_", contract<k::AttnPrep>(k::kAttnPrepBindings)},
+      {"attention_tiled_", contract<k::AttentionTiled>(k::kAttentionTiledBindings)},
       {"attention_", contract<k::Attention>(k::kAttentionBindings)},
       {"rmsnorm", contract<k::RmsNorm>(k::kRmsNormBindings)},
       {"geglu", contract<k::Geglu>(k::kGegluBindings)},

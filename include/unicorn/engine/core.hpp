@@ -482,7 +482,8 @@ class EngineCore {
   // on first use, prompt chunks with every token's logits (teacher forcing).
   std::optional<Graph> prefill_, decode_, prefill_all_logits_;
   // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
-  // defaults are the measured best. UNICORN_MATVEC_ROWS etc. override.
+  // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_TILE and
+  // UNICORN_ATTENTION_ROWS override them.
   struct Tuning {
     uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
     uint32_t matvec_lanes = env_or("UNICORN_MATVEC_LANES", 0);  // 0: kernels::matvec_lanes
@@ -494,10 +495,13 @@ class EngineCore {
         return kernels::kCoopTiles[coop_tile_index - 1];
       return kernels::coop_tile(tokens, rows);
     }
-    static uint32_t env_or(const char* name, uint32_t fallback) {
+    std::optional<uint32_t> attention_rows = env("UNICORN_ATTENTION_ROWS");  // unset: by chunk
+    static std::optional<uint32_t> env(const char* name) {
       const char* v = std::getenv(name);
-      return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : fallback;
+      if (!v || !*v) return std::nullopt;
+      return uint32_t(std::strtoul(v, nullptr, 10));
     }
+    static uint32_t env_or(const char* name, uint32_t fallback) { return env(name).value_or(fallback); }
   } tuning_;
   uint32_t pos_ = 0;
   uint32_t context_limit_ = cfg_.max_context;
@@ -665,22 +669,38 @@ class EngineCore::Recorder {
     }
   }
 
+  // attn [n, heads * hd] from q and the layer's cache, per cache part. Decode
+  // walks the keys per (token, query head); a chunk of several tokens runs
+  // tiles of query rows that share each key and value load, when the device's
+  // shared memory holds a tile for this head dim.
   void attention(int l, AttentionKind kind) {
     const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
     const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
-    const kernels::Attention spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                  kind == AttentionKind::Local ? m_.sliding_window : 0u,
-                                  1.0f / std::sqrt(m_.query_pre_attn_scalar),
-                                  c_.ctx_.info().subgroup_size};
-    const auto& k = c_.kernel(kernels::variant("attention", kc.format),
-                              kernels::kAttentionBindings, spec);
+    const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
+    const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
+    const uint32_t rows =
+        c_.tuning_.attention_rows.value_or(kernels::attention_tiled_rows(n_, m_.heads));
+    const kernels::AttentionTile tile =
+        kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
+                                       c_.ctx_.info().max_shared_memory, rows);
+    const bool tiled = n_ > 1 && tile.rows;
+    const auto& k =
+        tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
+                          kernels::kAttentionTiledBindings,
+                          kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                                  window, scale, tile.rows, tile.keys})
+              : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
+                          kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                             window, scale, c_.ctx_.info().subgroup_size});
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
     const uint32_t group = m_.heads / m_.kv_heads;
     for (size_t i = 0; i < kp.size(); ++i) {
       const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
                                             c_.act(Act::Attn), c_.step()};
-      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
-          {n_, uint32_t(kp[i].rows) * group, 1});
+      const uint32_t heads = uint32_t(kp[i].rows);
+      add(k, b, {uint32_t(kp[i].row_begin), heads},
+          tiled ? std::array{groups(n_ * group, tile.rows), heads, 1u}
+                : std::array{n_, heads * group, 1u});
     }
   }
 

@@ -111,6 +111,67 @@ struct Attention {
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, subgroup_size));
 };
+// attention_tiled (prefill chunks): attention's constants but the subgroup
+// size, then the tile: query rows per workgroup and keys per step.
+struct AttentionTiled {
+  BOOST_HANA_DEFINE_STRUCT(AttentionTiled, (uint32_t, heads), (uint32_t, kv_heads),
+                           (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
+                           (float, scale), (uint32_t, rows), (uint32_t, keys));
+};
+struct AttentionTile {
+  uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
+};
+// Shared memory of a tile (attention_tiled.comp): fp32 query rows and key or
+// value rows in the cache's element size (kv_bytes), each padded by 4
+// elements; the scores, the threads' row maxima, the rows' rescaling.
+constexpr uint32_t attention_tiled_shared_bytes(uint32_t head_dim, uint32_t kv_bytes,
+                                                AttentionTile t) {
+  const uint32_t row_elems = head_dim + 4;
+  return row_elems * (t.rows * 4 + t.keys * kv_bytes) + 4 * (t.rows * t.keys + 128 + t.rows);
+}
+// Whether the kernel's 128 threads split a tile evenly in each of its phases:
+// scores (a key per thread, rows in 128 / keys groups), softmax (128 / rows
+// threads per row, a key or more each), output (4 dims per thread, rows in
+// 128 / (head_dim / 4 rounded up to a power of two) groups, at most 16 each).
+constexpr bool attention_tiled_shape_ok(uint32_t head_dim, AttentionTile t) {
+  if (head_dim % 4 || head_dim == 0 || head_dim > 512 || !t.rows || !t.keys) return false;
+  uint32_t columns = 8;
+  while (columns < head_dim / 4) columns *= 2;
+  const uint32_t out_groups = 128 / columns;
+  return 128 % t.keys == 0 && 128 % t.rows == 0 && t.rows % (128 / t.keys) == 0 &&
+         t.keys % (128 / t.rows) == 0 && t.rows % out_groups == 0 && t.rows / out_groups <= 16;
+}
+// Query rows per tile: 16 share each key and value load among more rows; 8
+// where a chunk would make fewer than kAttentionTiledGroups workgroups of 16,
+// since then much of a large GPU idles while the workgroups of the chunk's
+// last rows walk every key. H100, pp512: 1B (4 query heads) 1.31 ms of
+// attention per chunk at 8 rows, 1.96 ms at 16, 3.24 ms at 32; 27B (32 query
+// heads) 9.1 ms at 16. UNICORN_ATTENTION_ROWS overrides (0: attention.comp).
+inline constexpr uint32_t kAttentionTiledGroups = 256;
+constexpr uint32_t attention_tiled_rows(uint32_t tokens, uint32_t query_heads) {
+  return uint64_t(tokens) * query_heads / 16 >= kAttentionTiledGroups ? 16 : 8;
+}
+// The tile for a head dim and cache element size on a device: `rows` query
+// rows, else fewer (less shared memory), else more (small heads split the
+// output into more row groups than `rows`); the most keys that fit.
+constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_bytes,
+                                              uint32_t max_shared_bytes, uint32_t rows) {
+  auto fit = [&](uint32_t r) {
+    for (uint32_t keys : {32u, 16u}) {
+      const AttentionTile t{r, keys};
+      if (attention_tiled_shape_ok(head_dim, t) &&
+          attention_tiled_shared_bytes(head_dim, kv_bytes, t) <= max_shared_bytes)
+        return t;
+    }
+    return AttentionTile{};
+  };
+  if (rows == 0) return {};
+  for (uint32_t r = rows; r >= 8; r /= 2)
+    if (const AttentionTile t = fit(r); t.rows) return t;
+  for (uint32_t r = rows * 2; r <= 32; r *= 2)
+    if (const AttentionTile t = fit(r); t.rows) return t;
+  return {};
+}
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn));
 };
@@ -136,8 +197,8 @@ inline std::string variant(const char* kernel, Format f) {
 // Binding counts, per shader (its `layout(binding = i)` declarations).
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
-                          kMatVecBindings = 5,
-                          kAttnPrepBindings = 8, kAttentionBindings = 5, kGegluBindings = 3,
+                          kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
+                          kAttentionTiledBindings = 5, kGegluBindings = 3,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
 
 }  // namespace unicorn::kernels
