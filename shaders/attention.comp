@@ -4,14 +4,17 @@
 // grouped-query heads and, on local layers, a sliding window. Token t at
 // position p attends to positions (p - WINDOW, p] on local layers, [0, p] on
 // global ones — Hugging Face's Gemma 3 masks.
-// One workgroup per (token, query head) of the kv heads in the bound part.
+// One workgroup per (token, query head); each token row has its own position
+// and stream (step.glsl). The cache's rows are (stream, kv head) pairs,
+// stream-major, split into parts of rows [head_begin, +heads): a workgroup
+// whose row lies outside the bound part exits.
 // Each subgroup walks its own share of the keys, BATCH consecutive keys at a
 // time (all their loads issued together: memory latency, not bandwidth, bounds
 // a decode step), with its own online softmax; its lanes split the head
 // dimension, so key and value rows are read in whole cache lines. The
 // subgroups' (max, sum, output) meet in shared memory at the end — no barrier
 // inside the loop, and any context length in fixed shared memory.
-// Dispatch: (n_tokens, heads_in_part * HEADS / KVH, 1).
+// Dispatch: (n_tokens, HEADS, 1) per cache part.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -34,7 +37,7 @@ layout(constant_id = 6) const uint SG = 32;      // the device's subgroup size (
 #endif
 
 layout(binding = 0) readonly buffer QBuf { float q[]; };     // [n, HEADS * HD]
-layout(binding = 1) readonly buffer KCache { KV_T kc[]; };   // [heads in part][SLOTS][HD]
+layout(binding = 1) readonly buffer KCache { KV_T kc[]; };   // [rows in part][SLOTS][HD]
 layout(binding = 2) readonly buffer VCache { KV_T vc[]; };
 layout(binding = 3) writeonly buffer OBuf { float o[]; };    // [n, HEADS * HD]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
@@ -48,18 +51,18 @@ shared float sg_out[MAX_SUBGROUPS * HD];
 
 void main() {
   const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
-  const uint group = HEADS / KVH;
-  const uint kvh_local = gl_WorkGroupID.y / group;           // kv head within the part
-  const uint head = (pc.head_begin + kvh_local) * group + gl_WorkGroupID.y % group;
+  const uint head = gl_WorkGroupID.y;
   if (t >= n_tokens) return;
-  const uint p = start_pos + t;
+  const uint cache_row = step_rows[t].stream * KVH + head / (HEADS / KVH);
+  if (cache_row < pc.head_begin || cache_row >= pc.head_begin + pc.heads) return;
+  const uint p = step_rows[t].pos;
   const uint lo = (WINDOW != 0 && p + 1 > WINDOW) ? p + 1 - WINDOW : 0;
   const uint qb = t * HEADS * HD + head * HD;
   for (uint d = tid; d < HD; d += THREADS) qs[d] = q[qb + d] * SCALE;
   barrier();
 
   const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, NS = THREADS / SG;
-  const uint cache_base = kvh_local * SLOTS * HD;
+  const uint cache_base = (cache_row - pc.head_begin) * SLOTS * HD;
   float m = -1.0 / 0.0, l = 0.0;
   float acc[LANE_DIMS];  // dims lane, lane + SG, ...
   for (uint e = 0; e < LANE_DIMS; ++e) acc[e] = 0.0;

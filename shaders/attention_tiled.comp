@@ -16,7 +16,10 @@
 // are issued a phase ahead of their use. Arithmetic is fp32 whatever the cache
 // holds. Shapes come from the host (kernels::attention_tiled_shape: what the
 // device's shared memory holds).
-// Dispatch: (ceil(n_tokens * HEADS / KVH / BR), kv heads in the part, 1).
+// A chunk is one stream's tokens at consecutive positions (step.glsl); the
+// cache part's rows are (stream, kv head) pairs, and workgroups on another
+// stream's rows leave at once.
+// Dispatch: (ceil(n_tokens * HEADS / KVH / BR), cache rows in the part, 1).
 #extension GL_EXT_shader_16bit_storage : require
 #define STEP_BINDING 4
 #include "include/step.glsl"
@@ -41,7 +44,7 @@ vec4 unpack4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
 #define TILE_T vec4
 vec4 unpack4(vec4 x) { return x; }
 #endif
-layout(binding = 1) readonly buffer KCache { TILE_T kc[]; };  // [heads in part][SLOTS][HD / 4]
+layout(binding = 1) readonly buffer KCache { TILE_T kc[]; };  // [rows in part][SLOTS][HD / 4]
 layout(binding = 2) readonly buffer VCache { TILE_T vc[]; };
 layout(binding = 0) readonly buffer QBuf { vec4 q[]; };      // [n, HEADS * HD / 4]
 layout(binding = 3) writeonly buffer OBuf { vec4 o[]; };     // [n, HEADS * HD / 4]
@@ -93,7 +96,7 @@ TILE_T cache_element(bool values, uint e, uint j0, uint hi) {
 // The positions row r of the tile sees: [lo, hi]; empty past the chunk.
 void row_range(uint row, uint rows, out uint lo, out uint hi) {
   if (row >= rows) { lo = 1; hi = 0; return; }
-  hi = start_pos + row / G;
+  hi = step_rows[row / G].pos;
   lo = WINDOW != 0 && hi + 1 > WINDOW ? hi + 1 - WINDOW : 0;
 }
 
@@ -103,7 +106,9 @@ void main() {
   const uint row0 = (gl_NumWorkGroups.x - 1 - gl_WorkGroupID.x) * BR;
   const uint rows = n_tokens * G;
   if (row0 >= rows) return;
-  const uint kvh_local = gl_WorkGroupID.y, kvh = pc.head_begin + kvh_local;
+  const uint kvh_local = gl_WorkGroupID.y, cache_head = pc.head_begin + kvh_local;
+  if (cache_head / KVH != step_rows[0].stream) return;  // another stream's cache
+  const uint kvh = cache_head % KVH;
   cache_row = kvh_local * SLOTS;
   // Keys any row of the tile sees: from the first row's window to the last row.
   uint lo, hi, unused;

@@ -7,9 +7,12 @@
 // angle = position / SCALE * THETA^(-2i/head_dim)), then write queries back in
 // place and keys — with their values — into the layer's cache at slot
 // position % SLOTS. One dispatch instead of five.
-// Workgroups y < HEADS are query heads (done by the dispatch of the first cache
-// part only); the rest are the cache part's kv heads [head_begin, +heads).
-// Dispatch: (n_tokens, (head_begin == 0 ? HEADS : 0) + heads_in_part, 1).
+// Each token row has its own position and stream (step.glsl). The cache's rows
+// are (stream, kv head) pairs, stream-major, split into parts; a part holds
+// rows [head_begin, +heads). Workgroups y < HEADS are query heads (done by the
+// dispatch of the first cache part only); the rest are the token's kv heads,
+// and each writes only where its (stream, kv head) row lies in the bound part.
+// Dispatch: (n_tokens, (head_begin == 0 ? HEADS : 0) + KVH, 1) per cache part.
 #define STEP_BINDING 5
 #include "include/step.glsl"
 
@@ -31,7 +34,7 @@ layout(constant_id = 6) const float EPS = 1e-6;
 layout(binding = 0) buffer QBuf { float q[]; };            // [n, HEADS * HD], in place
 layout(binding = 1) readonly buffer KBuf { float k[]; };   // [n, KVH * HD]
 layout(binding = 2) readonly buffer VBuf { float v[]; };   // [n, KVH * HD]
-layout(binding = 3) writeonly buffer KCache { KV_T kc[]; };  // [heads in part][SLOTS][HD]
+layout(binding = 3) writeonly buffer KCache { KV_T kc[]; };  // [rows in part][SLOTS][HD]
 layout(binding = 4) writeonly buffer VCache { KV_T vc[]; };
 layout(binding = 6) readonly buffer QNorm { float qw[]; };  // [HD]
 layout(binding = 7) readonly buffer KNorm { float kw[]; };  // [HD]
@@ -63,8 +66,10 @@ void main() {
   if (t >= n_tokens) return;
   const uint q_groups = pc.head_begin == 0 ? HEADS : 0;
   const bool is_q = gl_WorkGroupID.y < q_groups;
-  const uint h = is_q ? gl_WorkGroupID.y : gl_WorkGroupID.y - q_groups;  // q head, or kv head in part
-  const uint src = is_q ? t * HEADS * HD + h * HD : t * KVH * HD + (pc.head_begin + h) * HD;
+  const uint h = is_q ? gl_WorkGroupID.y : gl_WorkGroupID.y - q_groups;  // q head, or kv head
+  const uint cache_row = step_rows[t].stream * KVH + h;  // for a kv head
+  if (!is_q && (cache_row < pc.head_begin || cache_row >= pc.head_begin + pc.heads)) return;
+  const uint src = is_q ? t * HEADS * HD + h * HD : t * KVH * HD + h * HD;
 
   float a = 0.0, b = 0.0;
   if (tid < half_hd) {
@@ -82,7 +87,7 @@ void main() {
   a *= inv * (is_q ? qw[tid] : kw[tid]);
   b *= inv * (is_q ? qw[tid + half_hd] : kw[tid + half_hd]);
 
-  const uint pos = start_pos + t;
+  const uint pos = step_rows[t].pos;
   const float inv_freq = 1.0 / pow(THETA, float(2 * tid) / float(HD));
   float sn, cs;
   sincos_reduced(float(pos) / SCALE * inv_freq, sn, cs);
@@ -91,7 +96,7 @@ void main() {
     q[src + tid] = ra;
     q[src + tid + half_hd] = rb;
   } else {
-    const uint dst = (h * SLOTS + pos % SLOTS) * HD;
+    const uint dst = ((cache_row - pc.head_begin) * SLOTS + pos % SLOTS) * HD;
     kc[dst + tid] = KV_T(ra);
     kc[dst + tid + half_hd] = KV_T(rb);
     vc[dst + tid] = KV_T(v[src + tid]);

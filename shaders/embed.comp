@@ -19,7 +19,7 @@ layout(binding = 2) writeonly buffer XBuf { float x[]; };  // [n, H]
 void main() {
   const uint i = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
   if (i >= H || t >= n_tokens) return;
-  const uint id = tokens[t];
+  const uint id = step_rows[t].token;
   if (id < pc.row_begin || id >= pc.row_begin + pc.rows) return;
   x[t * H + i] = weight_at((id - pc.row_begin) * H + i) * SCALE;
 }

@@ -19,17 +19,8 @@ const uint SLICE = (V + PARTS - 1) / PARTS;
 
 layout(binding = 0) buffer LogitsBuf { float logits[]; };  // [rows, V]
 layout(binding = 1) writeonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
-layout(binding = 2) readonly buffer Params {  // SamplerState, as in sample.comp
-  float temperature;
-  uint top_k;
-  float top_p;
-  float min_p;
-  float repeat_penalty;
-  uint seed;
-  uint counter;
-  uint history_len;
-  uint history[];
-};
+#define SAMPLER_BINDING 2
+#include "include/sampler.glsl"
 
 shared float best_v[256];
 shared uint best_i[256];
@@ -38,9 +29,10 @@ void main() {
   const uint part = gl_WorkGroupID.x, row = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   if (row >= logit_count) return;
   const uint base = row * V, lo = part * SLICE, hi = min(V, lo + SLICE);
+  const float repeat_penalty = sampling[row].repeat_penalty;
   if (repeat_penalty != 1.0) {
-    for (uint h = tid; h < history_len; h += 256) {
-      const uint id = history[h];
+    for (uint h = tid; h < sampling[row].history_len; h += 256) {
+      const uint id = sampling[row].history[h];
       if (id >= lo && id < hi) {
         const float l = logits[base + id];
         logits[base + id] = l > 0.0 ? l / repeat_penalty : l * repeat_penalty;

@@ -2,10 +2,11 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-// matvec — y[t, r] = dot(W[r, :], x[t, :]) for a few token rows (decode, and the
-// LM head). Decode reads every weight once per token, so this kernel is the
-// decode roofline: it must keep enough bytes in flight, in wide loads, and
-// spend few instructions per weight.
+#extension GL_EXT_control_flow_attributes : require
+// matvec — y[t, r] = dot(W[r, :], x[t, :]) for a few token rows (decode, batched
+// decode, and the LM head). Decode reads every weight once per step, so this
+// kernel is the decode roofline: it must keep enough bytes in flight, in wide
+// loads, and spend few instructions per weight.
 //
 // Lanes are grouped into row groups of LANES lanes: a fraction of a subgroup
 // (LANES divides the subgroup size) or several whole subgroups (LANES a
@@ -18,7 +19,16 @@
 // PAIR = 1 (block formats, decode FFN): binding 4 holds the up projection of
 // the same shape; each row group computes its rows of gate and of up from the
 // same inputs and writes gelu_tanh(gate) * up — three dispatches in one.
-// Dispatch: (min(G, 65535), ceil(G / 65535), n_tokens), where
+// Token rows: a workgroup takes TOKENS of them (z-th run of TOKENS), TILE at a
+// time: each weight block is loaded once per TILE tokens (its fields made per token), its
+// inputs read per token (L1/L2). A batched decode step (N streams) runs with
+// TOKENS = N, so the weights leave DRAM once per step. (Measured on the H100:
+// staging the inputs in shared memory was slower — every workgroup then reads
+// the whole tile of inputs from L2 for its few rows.) A
+// row's sums are the same operations in the same order whatever TOKENS, TILE
+// and ROWS are (only LANES and UNROLL change them), so stream i's outputs in a
+// batch are bit for bit those of a single-token pass.
+// Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS)), where
 // G = ceil(rows / (ROWS * 128 / LANES)).
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint K = 32;  // row length (input features)
@@ -28,6 +38,8 @@ layout(constant_id = 3) const uint ROWS = 1;     // output rows per row group
 layout(constant_id = 4) const uint LANES = 32;   // lanes per row group
 layout(constant_id = 5) const uint UNROLL = 1;   // blocks per lane per pass (1 or 2)
 layout(constant_id = 6) const uint PAIR = 0;     // 1: y = gelu(W x) * (W2 x)
+layout(constant_id = 7) const uint TOKENS = 1;   // token rows per workgroup
+layout(constant_id = 8) const uint TILE = 1;     // token rows per pass over the weights (<= TOKENS)
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 #define WEIGHT_BINDING 0
@@ -63,7 +75,8 @@ const float kQ4Offset0 = 8388616.0, kQ4Offset4 = 8388736.0, kQ4Offset8 = 8390656
 // Byte j of a block holds element j (low nibble) and j + 16 (high nibble). In
 // quant word k, bits 0-3, 4-7, 8-11, 12-15 are elements 4k, 4k+16, 4k+1,
 // 4k+17, and the same again in the upper half for 4k+2, 4k+18, 4k+3, 4k+19.
-// lo = inputs 4k..4k+3 scaled by (1, 2^-8, 1, 2^-8); hi = inputs 4k+16..4k+19
+// Each token's inputs meet the word's fields as they are made (the same
+// arithmetic for any TILE, and few live registers): lo = inputs 4k..4k+3 scaled by (1, 2^-8, 1, 2^-8); hi = inputs 4k+16..4k+19
 // scaled by (2^-4, 2^-12, 2^-4, 2^-12).
 float word_dot(uint w, vec4 lo, vec4 hi) {
   const uint u = w >> 16;
@@ -75,14 +88,14 @@ float word_dot(uint w, vec4 lo, vec4 hi) {
 #elif defined(FMT_Q8_0)
 // 2^23 + 128 * 2^s: int8 q is read as q + 128 (sign bit flipped), at s = 0, 8.
 const float kQ8Offset0 = 8388736.0, kQ8Offset8 = 8421376.0;
-// Quant word k of half h holds elements 16h + 4k .. +3; inputs scaled by
-// (1, 2^-8, 1, 2^-8).
-float word_dot(uint w, vec4 xs) {
-  const uint u = w >> 16;
-  return field_signed(w, 0x00FFu, 0x0080u, kQ8Offset0) * xs.x +
-         field_signed(w, 0xFF00u, 0x8000u, kQ8Offset8) * xs.y +
-         field_signed(u, 0x00FFu, 0x0080u, kQ8Offset0) * xs.z +
-         field_signed(u, 0xFF00u, 0x8000u, kQ8Offset8) * xs.w;
+// Quant word k of half h holds elements 16h + 4k .. +3: w0 of half 0, w1 of
+// half 1, for inputs x0, x1 scaled by (1, 2^-8, 1, 2^-8).
+float word_dot(uint w0, uint w1, vec4 x0, vec4 x1) {
+  const uint u0 = w0 >> 16, u1 = w1 >> 16;
+  return (field_signed(w0, 0x00FFu, 0x0080u, kQ8Offset0) * x0.x + field_signed(w0, 0xFF00u, 0x8000u, kQ8Offset8) * x0.y +
+          field_signed(u0, 0x00FFu, 0x0080u, kQ8Offset0) * x0.z + field_signed(u0, 0xFF00u, 0x8000u, kQ8Offset8) * x0.w) +
+         (field_signed(w1, 0x00FFu, 0x0080u, kQ8Offset0) * x1.x + field_signed(w1, 0xFF00u, 0x8000u, kQ8Offset8) * x1.y +
+          field_signed(u1, 0x00FFu, 0x0080u, kQ8Offset0) * x1.z + field_signed(u1, 0xFF00u, 0x8000u, kQ8Offset8) * x1.w);
 }
 #endif
 
@@ -101,115 +114,142 @@ void main() {
   const uint wg_lane = gl_SubgroupID * S + lane;
   const uint rg = group * groups_per_wg + wg_lane / LANES, l = wg_lane % LANES;
   const uint r0 = rg * ROWS;
-  const uint t = gl_WorkGroupID.z;
-  if (t >= active_rows(ROW_SET)) return;  // uniform: the whole workgroup has one t
+  // This workgroup's token rows (uniform: the whole workgroup has them).
+  const uint n = active_rows(ROW_SET), t_begin = gl_WorkGroupID.z * TOKENS;
+  if (t_begin >= n) return;
+  const uint t_end = min(t_begin + TOKENS, n);
   // Rows past the part compute on its last row and write nothing: every lane
   // stays active for the reductions.
   uint row[ROWS];
   for (uint i = 0; i < ROWS; ++i) row[i] = min(r0 + i, pc.rows - 1);
-  float acc[NR];
-  for (uint i = 0; i < NR; ++i) acc[i] = 0.0;
+  for (uint t0 = t_begin; t0 < t_end; t0 += TILE) {
+    const uint tn = min(TILE, t_end - t0);  // tokens in this pass
+    float acc[TILE][NR];
+    for (uint j = 0; j < TILE; ++j)
+      for (uint i = 0; i < NR; ++i) acc[j][i] = 0.0;
 #if WEIGHT_BLOCK == 32
-  const uint blocks = K / 32;  // K is a multiple of 32, so x rows are 16-byte aligned
-  for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES) {
+    const uint blocks = K / 32;  // K is a multiple of 32, so x rows are 16-byte aligned
+    for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES) {
 #if defined(FMT_Q4_0)
-    uvec4 q[UNROLL][NR];
-    float d[UNROLL][NR];
-    for (uint u = 0; u < UNROLL; ++u)  // all weight loads first: bytes in flight
-      for (uint i = 0; i < NR; ++i) {
-        const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
-        q[u][i] = i < ROWS ? block_quants(blk) : block_quants2(blk);
-        d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
+      uvec4 q[UNROLL][NR];
+      float d[UNROLL][NR];
+      for (uint u = 0; u < UNROLL; ++u)  // all weight loads first: bytes in flight
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
+          q[u][i] = i < ROWS ? block_quants(blk) : block_quants2(blk);
+          d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
+        }
+      // One quant word at a time, dequantised once for all rows' tokens, then
+      // each token's inputs: few registers, so ROWS and TILE can grow.
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES;
+        if (b >= blocks) break;
+        float part[TILE][NR];
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * K + b * 32) / 4;
+            const vec4 lo = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 hi = x4[xb + 4 + k] * vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 16.0, 1.0 / 4096.0);
+            for (uint i = 0; i < NR; ++i) part[j][i] += word_dot(q[u][i][k], lo, hi);
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i] * part[j][i];
       }
-    // Inputs one quant word at a time, for all rows: few registers, so ROWS
-    // can grow (each input is loaded once per ROWS rows).
-    for (uint u = 0; u < UNROLL; ++u) {
-      const uint b = b0 + u * LANES;
-      if (b >= blocks) break;
-      const uint xb = (t * K + b * 32) / 4;
-      float part[NR];
-      for (uint i = 0; i < NR; ++i) part[i] = 0.0;
-      for (uint k = 0; k < 4; ++k) {
-        const vec4 lo = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
-        const vec4 hi = x4[xb + 4 + k] * vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 16.0, 1.0 / 4096.0);
-        for (uint i = 0; i < NR; ++i) part[i] += word_dot(q[u][i][k], lo, hi);
-      }
-      for (uint i = 0; i < NR; ++i) acc[i] += d[u][i] * part[i];
-    }
 #else  // Q8_0
-    uvec4 q0[UNROLL][NR], q1[UNROLL][NR];
-    float d[UNROLL][NR];
-    for (uint u = 0; u < UNROLL; ++u)
-      for (uint i = 0; i < NR; ++i) {
-        const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
-        q0[u][i] = i < ROWS ? block_quants(blk, 0) : block_quants2(blk, 0);
-        q1[u][i] = i < ROWS ? block_quants(blk, 1) : block_quants2(blk, 1);
-        d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
+      uvec4 q0[UNROLL][NR], q1[UNROLL][NR];
+      float d[UNROLL][NR];
+      for (uint u = 0; u < UNROLL; ++u)
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
+          q0[u][i] = i < ROWS ? block_quants(blk, 0) : block_quants2(blk, 0);
+          q1[u][i] = i < ROWS ? block_quants(blk, 1) : block_quants2(blk, 1);
+          d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
+        }
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES;
+        if (b >= blocks) break;
+        float part[TILE][NR];
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * K + b * 32) / 4;
+            const vec4 x0 = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 x1 = x4[xb + 4 + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            for (uint i = 0; i < NR; ++i) part[j][i] += word_dot(q0[u][i][k], q1[u][i][k], x0, x1);
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i] * part[j][i];
       }
-    for (uint u = 0; u < UNROLL; ++u) {
-      const uint b = b0 + u * LANES;
-      if (b >= blocks) break;
-      const uint xb = (t * K + b * 32) / 4;
-      float part[NR];
-      for (uint i = 0; i < NR; ++i) part[i] = 0.0;
-      for (uint k = 0; k < 4; ++k) {
-        const vec4 x0 = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
-        const vec4 x1 = x4[xb + 4 + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
-        for (uint i = 0; i < NR; ++i)
-          part[i] += word_dot(q0[u][i][k], x0) + word_dot(q1[u][i][k], x1);
-      }
-      for (uint i = 0; i < NR; ++i) acc[i] += d[u][i] * part[i];
-    }
 #endif
-  }
+    }
 #else
-  if (K % WIDE_ELEMS == 0 && WIDE_ELEMS > 1) {  // whole rows of 16-byte groups
-    const uint groups_per_row = K / WIDE_ELEMS;
-    for (uint g = l; g < groups_per_row; g += LANES) {
-      float xs[8];
-      for (uint e = 0; e < WIDE_ELEMS; ++e) xs[e] = x[t * K + g * WIDE_ELEMS + e];
-      for (uint i = 0; i < ROWS; ++i) {
-        float w[8];
-        weights_wide(row[i] * groups_per_row + g, w);
-        for (uint e = 0; e < WIDE_ELEMS; ++e) acc[i] += w[e] * xs[e];
+    if (K % WIDE_ELEMS == 0 && WIDE_ELEMS > 1) {  // whole rows of 16-byte groups
+      const uint groups_per_row = K / WIDE_ELEMS;
+      for (uint g = l; g < groups_per_row; g += LANES) {
+        float w[ROWS][8];
+        for (uint i = 0; i < ROWS; ++i) weights_wide(row[i] * groups_per_row + g, w[i]);
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          float xs[8];
+          for (uint e = 0; e < WIDE_ELEMS; ++e) xs[e] = x[(t0 + j) * K + g * WIDE_ELEMS + e];
+          for (uint i = 0; i < ROWS; ++i)
+            for (uint e = 0; e < WIDE_ELEMS; ++e) acc[j][i] += w[i][e] * xs[e];
+        }
+      }
+    } else {
+      for (uint k = l; k < K; k += LANES) {
+        float w[ROWS];
+        for (uint i = 0; i < ROWS; ++i) w[i] = weight_at(row[i] * K + k);
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          const float xk = x[(t0 + j) * K + k];
+          for (uint i = 0; i < ROWS; ++i) acc[j][i] += w[i] * xk;
+        }
       }
     }
-  } else {
-    for (uint k = l; k < K; k += LANES) {
-      const float xk = x[t * K + k];
-      for (uint i = 0; i < ROWS; ++i) acc[i] += weight_at(row[i] * K + k) * xk;
-    }
-  }
 #endif
-  if (LANES <= S) {
-    // Row groups within a subgroup: one reduction per row group and
-    // accumulator, the lanes of the other row groups adding 0.
-    const uint slots = S / LANES, slot = lane / LANES;
-    const uint rg0 = rg - slot;  // the subgroup's first row group
-    for (uint s = 0; s < slots; ++s) {
-      float total[NR];
-      for (uint i = 0; i < NR; ++i) total[i] = subgroupAdd(slot == s ? acc[i] : 0.0);
-      for (uint i = 0; i < ROWS; ++i) {
-        const uint r = (rg0 + s) * ROWS + i;
-        if (l == 0 && slot == s && r < pc.rows)
-          y[t * M + pc.row_begin + r] = row_output(total[i], total[(i + ROWS) % NR]);
+    // Every token of the tile is reduced (uniform control flow, registers
+    // indexed by constants); only the tile's live tokens are written.
+    [[unroll]] for (uint j = 0; j < TILE; ++j) {
+      const uint t = t0 + j;
+      const bool live = j < tn;
+      if (LANES <= S) {
+        // Row groups within a subgroup: one reduction per row group and
+        // accumulator, the lanes of the other row groups adding 0.
+        const uint slots = S / LANES, slot = lane / LANES;
+        const uint rg0 = rg - slot;  // the subgroup's first row group
+        for (uint s = 0; s < slots; ++s) {
+          float total[NR];
+          for (uint i = 0; i < NR; ++i) total[i] = subgroupAdd(slot == s ? acc[j][i] : 0.0);
+          for (uint i = 0; i < ROWS; ++i) {
+            const uint r = (rg0 + s) * ROWS + i;
+            if (live && l == 0 && slot == s && r < pc.rows)
+              y[t * M + pc.row_begin + r] = row_output(total[i], total[(i + ROWS) % NR]);
+          }
+        }
+      } else {
+        // Row groups of several subgroups: partial sums meet in shared memory.
+        for (uint i = 0; i < NR; ++i) {
+          const float total = subgroupAdd(acc[j][i]);
+          if (subgroupElect()) partial[gl_SubgroupID * NR + i] = total;
+        }
+        barrier();
+        if (live && l < ROWS && r0 + l < pc.rows) {
+          const uint first = gl_SubgroupID - gl_SubgroupID % (LANES / S);
+          float a = 0.0, b = 0.0;
+          for (uint sg = 0; sg < LANES / S; ++sg) {
+            a += partial[(first + sg) * NR + l];
+            b += partial[(first + sg) * NR + (l + ROWS) % NR];
+          }
+          y[t * M + pc.row_begin + r0 + l] = row_output(a, b);
+        }
+        barrier();  // the next token's partial sums reuse `partial`
       }
-    }
-  } else {
-    // Row groups of several subgroups: partial sums meet in shared memory.
-    for (uint i = 0; i < NR; ++i) {
-      const float total = subgroupAdd(acc[i]);
-      if (subgroupElect()) partial[gl_SubgroupID * NR + i] = total;
-    }
-    barrier();
-    if (l < ROWS && r0 + l < pc.rows) {
-      const uint first = gl_SubgroupID - gl_SubgroupID % (LANES / S);
-      float a = 0.0, b = 0.0;
-      for (uint sg = 0; sg < LANES / S; ++sg) {
-        a += partial[(first + sg) * NR + l];
-        b += partial[(first + sg) * NR + (l + ROWS) % NR];
-      }
-      y[t * M + pc.row_begin + r0 + l] = row_output(a, b);
     }
   }
 }

@@ -8,7 +8,8 @@
 // and reads only the partial maxima. Thresholds are found
 // by bisection over the order-preserving integer image of the float logits, so
 // top-k keeps exactly the k largest (and their ties); the draw uses a counter-
-// based generator (seed, step, row), so the same seed gives the same tokens.
+// based generator (seed, the stream's step, stream), so the same seed gives the same
+// tokens, whichever row of a batch a stream's logits land in.
 // Dispatch: (logit rows, 1, 1), after logits_max; rows past logit_count exit.
 #define STEP_BINDING 3
 #include "include/step.glsl"
@@ -22,18 +23,8 @@ const uint SPAN = (V + THREADS - 1) / THREADS;  // contiguous logits per thread
 layout(binding = 0) readonly buffer LogitsBuf { float logits[]; };  // [rows, V], penalised
 layout(binding = 4) readonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
 layout(binding = 1) writeonly buffer OutBuf { uint chosen[]; };  // [rows]
-// Mirrors unicorn::detail::SamplerState (engine/core.hpp); written by the host.
-layout(binding = 2) readonly buffer Params {
-  float temperature;
-  uint top_k;          // 0: off
-  float top_p;         // 1: off
-  float min_p;         // 0: off
-  float repeat_penalty;// 1: off
-  uint seed;
-  uint counter;        // advances every step
-  uint history_len;
-  uint history[];      // distinct recent token ids the penalty applies to
-};
+#define SAMPLER_BINDING 2
+#include "include/sampler.glsl"
 
 shared float red_f[THREADS];
 shared uint red_u[THREADS];
@@ -80,6 +71,9 @@ uint pcg(uint v) {
 void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   if (row >= logit_count) return;
+  const float temperature = sampling[row].temperature, top_p = sampling[row].top_p;
+  const float min_p = sampling[row].min_p;
+  const uint top_k = sampling[row].top_k;
   const uint base = row * V, lo = tid * SPAN, hi = min(V, lo + SPAN);
 
   // Largest logit, and its lowest index, from logits_max's partial results.
@@ -161,7 +155,8 @@ void main() {
   }
   barrier();
   const float total_kept = uintBitsToFloat(red_u[0]);
-  const float u = float(pcg(seed ^ pcg(counter ^ pcg(row))) >> 8) * (1.0 / 16777216.0) * total_kept;
+  const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].stream)));
+  const float u = float(draw >> 8) * (1.0 / 16777216.0) * total_kept;
   const float start = red_f[tid];
   if (u >= start && u < start + mine) {
     float run = start;

@@ -3,6 +3,9 @@
 # random-weight GGUF files in exact Gemma 3 shapes, run unicorn-bench on each.
 #   tools/device_bench.sh BIN_DIR OUT_DIR model:type[:embedding] ...
 # e.g. tools/device_bench.sh .carry/bin $OUT gemma3-1b:Q4_0 gemma3-27b:Q4_0:F16
+# REPS (default 5) repetitions; PROFILE=1 adds --profile; BATCH="8 32" also
+# runs --batch N for each N (streams start after a 128-token prompt; Q4_0 and
+# Q8_0 files), printing aggregate tokens/s.
 # Binaries are built on the development machine and carried (.carry/bin),
 # with the loader packages in .gl (device README's recipe).
 set -uo pipefail
@@ -40,4 +43,22 @@ print(f"  {j['model']} {j['scheme']['weights']}/{j['scheme']['embedding']} on {j
 for p, ks in j.get('profile', {}).items():
     print("  profile", p, ", ".join(f"{k['kernel']} {k['ms']:.3f}ms" for k in ks[:6]))
 PY
+  for streams in ${BATCH:-}; do
+    [ -n "$embedding" ] && continue  # --batch engines: all-Q4_0 / all-Q8_0 files
+    "$bin/unicorn-bench" --model "$file" --batch "$streams" -p 128 -n 128 -r ${REPS:-5} --json \
+      ${PROFILE:+--profile} > "$out/$name-batch$streams.json" 2> "$out/$name-batch$streams.err"
+    python3 - "$out/$name-batch$streams.json" "$spec" <<'PY'
+import json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("  batch: no JSON:", e); sys.exit(0)
+b = j['batch']
+print(f"  {sys.argv[2]} batch {b['streams']}: {b['tokens_per_s']:.1f} t/s aggregate "
+      f"({b['min']:.1f}..{b['max']:.1f}), {b['per_stream_tokens_per_s']:.1f} per stream, "
+      f"{b['roofline_percent']:.1f}% of {b['roofline_tokens_per_s']:.0f} [{b['linear']}]")
+for k in j.get('profile', {}).get('batch', [])[:5]:
+    print(f"    {k['kernel']} {k['ms']:.3f} ms ({k['dispatches']})")
+PY
+  done
 done

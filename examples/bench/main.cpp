@@ -5,6 +5,7 @@
 //   unicorn-bench --model gemma3-27b-q4_0.gguf -p 512 -n 128 -r 5 [--json] [--profile]
 //   unicorn-bench --model gemma3-1b-q4_0.gguf --placement gtt     # weights in host memory
 //   unicorn-bench --model gemma3-27b-qat.gguf --lm-head q8_0       # quantized copy for the LM head
+//   unicorn-bench --model gemma3-4b-q4_0.gguf --batch 32 -p 128 -n 128   # 32 streams at once
 //
 // The engine for the file is picked from the deployments compiled in below
 // (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement); their
@@ -14,6 +15,12 @@
 // Gtt — host-visible system memory the GPU reads, over PCIe on a discrete GPU —
 // with the KV cache and activations in Vram); gtt-ffn (Q4_0 only: the FFN
 // weights in Gtt). The roofline then uses each pool's measured read bandwidth.
+//
+// --batch N: N streams decoding together (Q4_0 and Q8_0, vram; an engine
+// compiled for kBatchStreams streams runs N of them). Each stream is prefilled
+// with its own random prompt of -p tokens, then -n batched steps feed every
+// stream its last token; aggregate tokens/s = N * n / time. Its roofline reads
+// the weights once per step: N times the single-stream one.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -45,11 +52,15 @@ constexpr Placement placement_of(BenchPlacement p) {
   return {};
 }
 
+// The most streams --batch runs (llama.cpp's batched figures go to 32).
+constexpr uint32_t kBatchStreams = 32;
+
 // Room for llama-bench's pp512 and tg128 (less for the tiny test model).
-template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram>
+template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram, uint32_t Streams = 1>
 struct Bench {
-  static constexpr DeploymentConfig kConfig =
-      make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512).placed(placement_of(P));
+  static constexpr DeploymentConfig kConfig = make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
+                                                  .placed(placement_of(P))
+                                                  .with_streams(Streams);
   static constexpr BenchPlacement kPlacement = P;
 };
 template <const ModelDims& M>
@@ -59,7 +70,9 @@ using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, 
                             Bench<M, schemes::kQ4_0, BenchPlacement::Gtt>,
                             Bench<M, schemes::kQ8_0, BenchPlacement::Gtt>,
                             Bench<M, schemes::kQ4_0_QAT, BenchPlacement::Gtt>,
-                            Bench<M, schemes::kQ4_0, BenchPlacement::GttFfn>>;
+                            Bench<M, schemes::kQ4_0, BenchPlacement::GttFfn>,
+                            Bench<M, schemes::kQ4_0, BenchPlacement::Vram, kBatchStreams>,
+                            Bench<M, schemes::kQ8_0, BenchPlacement::Vram, kBatchStreams>>;
 using Catalog = decltype(std::tuple_cat(Variants<kGemma3_270M>{}, Variants<kGemma3_1B>{},
                                         Variants<kGemma3_4B>{}, Variants<kGemma3_12B>{},
                                         Variants<kGemma3_27B>{}, Variants<kGemma3Tiny>{}));
@@ -67,6 +80,7 @@ using Catalog = decltype(std::tuple_cat(Variants<kGemma3_270M>{}, Variants<kGemm
 struct Options {
   std::string model;
   uint32_t prompt = 512, generate = 128, repetitions = 5;
+  uint32_t batch = 0;  // streams decoding together; 0: the single-stream pp/tg runs
   bool json = false, profile = false;
   BenchPlacement placement = BenchPlacement::Vram;
   std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
@@ -96,6 +110,88 @@ std::string fmt_stats(const Stats& s) {
   char b[64];
   std::snprintf(b, sizeof b, "%9.1f ± %-7.1f", s.median, (s.max - s.min) / 2);
   return b;
+}
+
+// The lines every table starts with.
+void print_header(const nlohmann::json& j) {
+  std::printf("device: %s, read bandwidth %.0f GB/s (measured)\n",
+              j["device"].get<std::string>().c_str(), j["read_bandwidth_gbps"].get<double>());
+  if (j["weight_bytes_gtt"].get<uint64_t>())
+    std::printf("placement %s: %.2f GiB of weights in Gtt, read at %.1f GB/s (measured)\n",
+                j["placement"].get<std::string>().c_str(),
+                j["weight_bytes_gtt"].get<uint64_t>() / 1073741824.0,
+                j["gtt_read_bandwidth_gbps"].get<double>());
+  std::printf("prefill linear layers: %s\n", j["prefill_linear"].get<std::string>().c_str());
+  std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
+              j["model"].get<std::string>().c_str(), j["file"].get<std::string>().c_str(),
+              j["weight_bytes"].get<uint64_t>() / 1073741824.0, j["load_seconds"].get<double>(),
+              j["load_gbps"].get<double>());
+  const auto& cache = j["startup"]["pipeline_cache"];
+  std::printf("start-up: engine %.3f s (pipeline cache %s)\n", j["startup"]["engine_seconds"].get<double>(),
+              cache["path"].get<std::string>().empty() ? "off"
+              : cache["loaded_bytes"].get<uint64_t>()   ? "read from disk"
+                                                        : "empty, written");
+}
+
+// --batch: o.batch streams, each prefilled with its own random prompt of
+// o.prompt tokens (untimed), then o.generate timed steps of all of them together.
+template <class D>
+int run_batch(Engine<D>& engine, const Options& o, std::mt19937& rng, double roofline, nlohmann::json& j) {
+  const uint32_t n = o.batch;
+  if (n > D::kConfig.streams)
+    throw Error("--batch " + std::to_string(n) + ": at most " + std::to_string(D::kConfig.streams) +
+                " streams are compiled in");
+  std::uniform_int_distribution<int32_t> token(3, int32_t(D::kConfig.model.vocab) - 1);
+  std::vector<std::vector<int32_t>> prompts(n, std::vector<int32_t>(o.prompt));
+  for (auto& p : prompts)
+    for (auto& t : p) t = token(rng);
+  std::vector<double> agg;
+  std::vector<StreamToken> batch(n);
+  for (uint32_t r = 0; r <= o.repetitions; ++r) {  // a warm-up, then timed repetitions
+    engine.reset();
+    for (uint32_t s = 0; s < n; ++s) batch[s] = {s, engine.prefill(s, prompts[s])};
+    const auto a = Clock::now();
+    for (uint32_t i = 0; i < o.generate; ++i) {
+      const auto next = engine.decode(batch);
+      for (uint32_t s = 0; s < n; ++s) batch[s].token = next[s];
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - a).count();
+    if (r > 0) agg.push_back(double(n) * o.generate / s);
+  }
+  const Stats st = stats(agg);
+  j["batch"] = {{"streams", n},
+                {"linear", engine.core().batch_linear_path(n)},
+                {"prompt_tokens", o.prompt},
+                {"tokens", o.generate},
+                {"tokens_per_s", st.median},
+                {"min", st.min},
+                {"max", st.max},
+                {"per_stream_tokens_per_s", st.median / n},
+                {"roofline_tokens_per_s", roofline * n},
+                {"roofline_percent", 100.0 * st.median / (roofline * n)}};
+  if (o.profile) {
+    const auto p = engine.core().profile_batch(n);
+    for (const auto& k : p.kernels)
+      j["profile"]["batch"].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
+    for (const auto& d : p.dispatches)  // every dispatch of a batched step, in order
+      j["profile_batch_dispatches"].push_back({{"kernel", d.kernel}, {"us", d.us}, {"groups", d.groups}});
+  }
+  if (o.json) {
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  print_header(j);
+  std::printf("%u streams, each prefilled with %u random tokens, then %u steps of all of them (%s)\n", n,
+              o.prompt, o.generate, engine.core().batch_linear_path(n).c_str());
+  std::printf("| test            | tokens/s (median ± half range, %u runs) | per stream | roofline | %% roofline |\n",
+              o.repetitions);
+  std::printf("| batch%-3u tg%-4u | %s | %10.1f | %8.1f | %9.1f%% |\n", n, o.generate, fmt_stats(st).c_str(),
+              st.median / n, roofline * n, 100.0 * st.median / (roofline * n));
+  if (o.profile)
+    for (const auto& k : j["profile"]["batch"])
+      std::printf("  %-16s %9.3f ms  (%u dispatches)\n", k["kernel"].template get<std::string>().c_str(),
+                  k["ms"].template get<double>(), k["dispatches"].template get<uint32_t>());
+  return 0;
 }
 
 template <class D>
@@ -130,6 +226,35 @@ int run(const Options& o) {
   std::uniform_int_distribution<int32_t> token(3, int32_t(D::kConfig.model.vocab) - 1);
   std::vector<int32_t> prompt(o.prompt);
   for (auto& t : prompt) t = token(rng);
+  // Decode reads every weight once per step, each from its pool.
+  const double roofline =
+      1.0 / (weights_in(Pool::Vram) / bandwidth + (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
+  const std::string device = ctx.info().name;
+  const gpu::PipelineCache::Stats& cache = engine.core().pipeline_cache();
+  nlohmann::json j = {
+      {"model", std::string(D::kConfig.model.name)},
+      {"file", o.model},
+      {"scheme", {{"embedding", format_name(D::kConfig.scheme.embedding)},
+                  {"weights", format_name(D::kConfig.scheme.attention)},
+                  {"kv_cache", format_name(D::kConfig.scheme.kv_cache)},
+                  {"lm_head", D::kConfig.scheme.separate_lm_head() ? format_name(D::kConfig.scheme.lm_head)
+                                                                    : "tied to the embedding"}}},
+      {"device", device},
+      {"placement", std::string(placement_name(D::kPlacement))},
+      {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
+      {"weight_bytes", weight_bytes},
+      {"weight_bytes_gtt", gtt_weight_bytes},
+      {"read_bandwidth_gbps", bandwidth / 1e9},
+      {"gtt_read_bandwidth_gbps", gtt_bandwidth / 1e9},
+      {"repetitions", o.repetitions},
+      {"load_seconds", load_s},
+      {"load_gbps", load.bytes / load_s / 1e9},
+      {"startup",
+       {{"engine_seconds", engine_s},
+        {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},
+                            {"saved_bytes", cache.saved_bytes}, {"ignored", cache.ignored}}}}},
+  };
+  if (o.batch) return run_batch(engine, o, rng, roofline, j);
 
   // Warm-up (driver shader compilation, caches), then timed repetitions.
   // The warm-up's prefill is the first work after loading: the cold first-token
@@ -152,41 +277,12 @@ int run(const Options& o) {
     tg.push_back(o.generate / tg_s);
   }
   const Stats pps = stats(pp), tgs = stats(tg);
-  // Decode reads every weight once per token, each from its pool.
-  const double roofline =
-      1.0 / (weights_in(Pool::Vram) / bandwidth + (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
-  const std::string device = ctx.info().name;
-  const gpu::PipelineCache::Stats& cache = engine.core().pipeline_cache();
-
-  nlohmann::json j = {
-      {"model", std::string(D::kConfig.model.name)},
-      {"file", o.model},
-      {"scheme", {{"embedding", format_name(D::kConfig.scheme.embedding)},
-                  {"weights", format_name(D::kConfig.scheme.attention)},
-                  {"kv_cache", format_name(D::kConfig.scheme.kv_cache)},
-                  {"lm_head", D::kConfig.scheme.separate_lm_head() ? format_name(D::kConfig.scheme.lm_head)
-                                                                    : "tied to the embedding"}}},
-      {"device", device},
-      {"placement", std::string(placement_name(D::kPlacement))},
-      {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
-      {"weight_bytes", weight_bytes},
-      {"weight_bytes_gtt", gtt_weight_bytes},
-      {"read_bandwidth_gbps", bandwidth / 1e9},
-      {"gtt_read_bandwidth_gbps", gtt_bandwidth / 1e9},
-      {"pp", {{"tokens", o.prompt}, {"tokens_per_s", pps.median}, {"min", pps.min}, {"max", pps.max}}},
-      {"tg", {{"tokens", o.generate}, {"tokens_per_s", tgs.median}, {"min", tgs.min}, {"max", tgs.max}}},
-      {"roofline_tokens_per_s", roofline},
-      {"roofline_percent", 100.0 * tgs.median / roofline},
-      {"repetitions", o.repetitions},
-      {"load_seconds", load_s},
-      {"load_gbps", load.bytes / load_s / 1e9},
-      {"startup",
-       {{"engine_seconds", engine_s},
-        {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},
-                            {"saved_bytes", cache.saved_bytes}, {"ignored", cache.ignored}}},
-        {"first_token_ms_cold", first_token_cold_s * 1e3},
-        {"first_token_ms_warm", o.prompt / pps.median * 1e3}}},
-  };
+  j["pp"] = {{"tokens", o.prompt}, {"tokens_per_s", pps.median}, {"min", pps.min}, {"max", pps.max}};
+  j["tg"] = {{"tokens", o.generate}, {"tokens_per_s", tgs.median}, {"min", tgs.min}, {"max", tgs.max}};
+  j["roofline_tokens_per_s"] = roofline;
+  j["roofline_percent"] = 100.0 * tgs.median / roofline;
+  j["startup"]["first_token_ms_cold"] = first_token_cold_s * 1e3;
+  j["startup"]["first_token_ms_warm"] = o.prompt / pps.median * 1e3;
   if (o.profile) {
     nlohmann::json prof;
     engine.reset();
@@ -205,19 +301,9 @@ int run(const Options& o) {
     std::cout << j.dump(1) << "\n";
     return 0;
   }
-  std::printf("device: %s, read bandwidth %.0f GB/s (measured)\n", device.c_str(), bandwidth / 1e9);
-  if (gtt_weight_bytes)
-    std::printf("placement %s: %.2f GiB of weights in Gtt, read at %.1f GB/s (measured)\n",
-                std::string(placement_name(D::kPlacement)).c_str(), gtt_weight_bytes / 1073741824.0,
-                gtt_bandwidth / 1e9);
-  std::printf("prefill linear layers: %s\n", gpu::prefill_linear_path(ctx.info()).c_str());
-  std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
-              std::string(D::kConfig.model.name).c_str(), o.model.c_str(), weight_bytes / 1073741824.0,
-              load_s, load.bytes / load_s / 1e9);
-  std::printf("start-up: engine %.3f s (pipeline cache %s), first token after a %u-token prompt: "
-              "%.1f ms cold, %.1f ms warm\n",
-              engine_s, cache.path.empty() ? "off" : cache.loaded_bytes ? "read from disk" : "empty, written",
-              o.prompt, first_token_cold_s * 1e3, o.prompt / pps.median * 1e3);
+  print_header(j);
+  std::printf("start-up: first token after a %u-token prompt: %.1f ms cold, %.1f ms warm\n", o.prompt,
+              first_token_cold_s * 1e3, o.prompt / pps.median * 1e3);
   std::printf("| test   | tokens/s (median ± half range, %u runs) | roofline | %% roofline |\n", o.repetitions);
   std::printf("| pp%-4u | %s |          |            |\n", o.prompt, fmt_stats(pps).c_str());
   std::printf("| tg%-4u | %s | %8.1f | %9.1f%% |\n", o.generate, fmt_stats(tgs).c_str(), roofline,
@@ -237,11 +323,13 @@ int dispatch(const io::GgufFile& g, const Options& o) {
   if constexpr (I == std::tuple_size_v<Catalog>) {
     throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
                 "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding) with --placement " +
-                std::string(placement_name(o.placement)) + " (gtt-ffn: Q4_0 files only)" +
+                std::string(placement_name(o.placement)) +
+                " (gtt-ffn: Q4_0 files only; --batch: Q4_0 and Q8_0 files, vram)" +
                 (o.lm_head ? " and --lm-head (QAT files with an F16 embedding only, in Vram)" : ""));
   } else {
     using D = std::tuple_element_t<I, Catalog>;
-    if (D::kPlacement == o.placement && matches<D>(g, o)) return run<D>(o);
+    const bool streams_fit = o.batch ? D::kConfig.streams > 1 : D::kConfig.streams == 1;
+    if (D::kPlacement == o.placement && streams_fit && matches<D>(g, o)) return run<D>(o);
     return dispatch<I + 1>(g, o);
   }
 }
@@ -255,6 +343,10 @@ int main(int argc, char** argv) {
   app.add_option("-p,--n-prompt", o.prompt, "prompt tokens (pp)")->capture_default_str();
   app.add_option("-n,--n-gen", o.generate, "generated tokens (tg)")->capture_default_str();
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions")->capture_default_str();
+  app.add_option("--batch", o.batch,
+                 "N streams decoding together (1 to " + std::to_string(kBatchStreams) +
+                     "): each prefilled with -p tokens, then -n steps of all; aggregate tokens/s")
+      ->check(CLI::Range(1u, kBatchStreams));
   app.add_flag("--json", o.json, "JSON output");
   app.add_flag("--profile", o.profile, "per-kernel device time (timestamp queries)");
   app.add_option("--placement", o.placement,

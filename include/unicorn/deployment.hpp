@@ -27,8 +27,8 @@ struct DeploymentConfig {
   uint32_t prefill_chunk;  // prompt tokens per prefill pass (matrix-matrix work)
   Placement placement = placement::everything_in(Pool::Vram);
   HardwareProfile hardware = profiles::kGeneric;
-  // Sequences served at once: the KV cache and activations are budgeted this
-  // many times in the per-pool totals (the engine itself runs one today).
+  // Sequences served at once: each has its own KV cache (layout.hpp) and
+  // position; a batched decode step takes one token of each (engine/core.hpp).
   uint32_t streams = 1;
 
   // Copies with one change.

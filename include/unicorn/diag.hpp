@@ -83,6 +83,16 @@ struct prefill_chunk_out_of_range {
   static constexpr bool ok = true;
 };
 
+// A batched decode step has one token row per stream: the activations hold
+// prefill_chunk rows and the logits logit_rows (layout.hpp).
+template <uint32_t streams, uint32_t step_rows>
+struct streams_out_of_range {
+  static_assert(streams >= 1 && streams <= step_rows,
+                "unicorn: streams must be between 1 and the rows of one step (template arguments: "
+                "streams, min(prefill_chunk, logit rows)); lower streams or raise prefill_chunk");
+  static constexpr bool ok = true;
+};
+
 template <uint32_t activation, uint64_t bytes_needed, uint64_t bytes_available>
 struct activation_exceeds_binding {
   static_assert(bytes_needed <= bytes_available,
@@ -234,6 +244,7 @@ constexpr bool check_deployment() {
   static_assert(context_longer_than_model<c.max_context, m.max_context>::ok);
   static_assert(prefill_chunk_out_of_range<c.prefill_chunk, c.max_context>::ok);
   constexpr auto& L = kLayoutOf<D>;
+  static_assert(streams_out_of_range<c.streams, std::min(c.prefill_chunk, L.logit_rows)>::ok);
   static_assert(activation_exceeds_binding<uint32_t(Act::Gate), L.activations[size_t(Act::Gate)].bytes,
                                            kMaxBindingBytes>::ok);
   static_assert(activation_exceeds_binding<uint32_t(Act::Q), L.activations[size_t(Act::Q)].bytes,

@@ -262,6 +262,33 @@ TEST(Cli, BenchPipelineCacheOnDisk) {
   EXPECT_EQ(start()["loaded_bytes"].get<uint64_t>(), fs::file_size(file));
 }
 
+// --batch 4: four streams decoding together; the JSON has the batch figures
+// (aggregate and per stream) and --batch beyond the compiled streams is refused.
+TEST(Cli, BenchBatchJson) {
+  const fs::path model = tmp() / "tiny-q8_0-batch.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  const std::string out = stdout_of(env("UNICORN_BENCH") + " -m " + model.string() +
+                                    " -p 8 -n 8 -r 2 --batch 4 --json --profile");
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+  EXPECT_EQ(j["model"], "gemma3-tiny");
+  ASSERT_TRUE(j.contains("batch")) << out;
+  const auto& b = j["batch"];
+  EXPECT_EQ(b["streams"], 4);
+  EXPECT_EQ(b["tokens"], 8);
+  EXPECT_EQ(b["prompt_tokens"], 8);
+  EXPECT_GT(b["tokens_per_s"].get<double>(), 0);
+  EXPECT_NEAR(b["per_stream_tokens_per_s"].get<double>() * 4, b["tokens_per_s"].get<double>(), 1e-6);
+  EXPECT_GT(b["roofline_tokens_per_s"].get<double>(), 0);
+  EXPECT_FALSE(j["profile"]["batch"].empty());
+  const Result table = run(env("UNICORN_BENCH") + " -m " + model.string() + " -p 8 -n 4 -r 1 --batch 3");
+  EXPECT_EQ(table.code, 0) << table.out;
+  EXPECT_CONTAINS(table.out, "3 streams");
+  const Result bad = run(env("UNICORN_BENCH") + " -m " + model.string() + " --batch 33");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_CONTAINS(bad.out, "--batch");
+}
+
 // --placement gtt: every weight in host-visible memory; the bench measures
 // that memory's read bandwidth too and names the placement.
 TEST(Cli, BenchGttPlacement) {

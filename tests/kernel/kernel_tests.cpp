@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/members.hpp>
 #include <boost/hana/size.hpp>
@@ -81,11 +82,23 @@ class HostBuffer {
   gpu::BufferSet set_;
 };
 
-// The per-step buffer: StepHeader, then the token ids.
+// The per-step buffer of a prefill chunk, as the engine writes it: StepHeader,
+// then a row per token (its id, or 0; position start_pos + t; stream 0).
 HostBuffer step_buffer(StepHeader h, std::span<const uint32_t> tokens = {}) {
-  HostBuffer b(sizeof(StepHeader) + 4 * std::max<size_t>(tokens.size(), 1));
+  std::vector<detail::StepRow> rows(std::max<size_t>({tokens.size(), h.n_tokens, 1}));
+  for (size_t t = 0; t < rows.size(); ++t)
+    rows[t] = {t < tokens.size() ? tokens[t] : 0u, h.start_pos + uint32_t(t), 0u};
+  HostBuffer b(sizeof(StepHeader) + rows.size() * sizeof(detail::StepRow));
   std::memcpy(b.bytes().data(), &h, sizeof h);
-  if (!tokens.empty()) std::memcpy(b.bytes().data() + sizeof h, tokens.data(), tokens.size_bytes());
+  std::memcpy(b.bytes().data() + sizeof h, rows.data(), rows.size() * sizeof(detail::StepRow));
+  return b;
+}
+// A batched decode step: one row per (stream, position), token ids 0.
+HostBuffer step_buffer(std::span<const detail::StepRow> rows, uint32_t logit_count = 0) {
+  const StepHeader h{uint32_t(rows.size()), rows[0].pos, 0, logit_count};
+  HostBuffer b(sizeof(StepHeader) + rows.size() * sizeof(detail::StepRow));
+  std::memcpy(b.bytes().data(), &h, sizeof h);
+  std::memcpy(b.bytes().data() + sizeof h, rows.data(), rows.size_bytes());
   return b;
 }
 
@@ -187,10 +200,12 @@ struct LinearCase {
   uint32_t K, M, n;
   uint32_t row_set = 0;      // 1: rows counted by step.logit_count
   uint32_t logit_count = 0;  // with row_set 1
+  uint32_t tokens = 1, tile = 1;  // matvec: token rows per workgroup, per pass (batched decode)
   std::string name() const {
     std::ostringstream s;
     s << kernels::variant(kernel.c_str(), format) << " K=" << K << " M=" << M << " n=" << n;
     if (row_set) s << " ROW_SET=1 logit_count=" << logit_count;
+    if (tokens > 1) s << " TOKENS=" << tokens << " TILE=" << tile;
     return s.str();
   }
 };
@@ -235,14 +250,14 @@ TEST_P(Linear, MatchesReference) {
     if (vec) {  // rows_per_group rows per row group, 128 / lanes row groups per workgroup
       const uint32_t gs = groups(rows, rows_per_group * 128 / lanes);
       const uint32_t gx = std::min<uint32_t>(gs, 65535);
-      g = {gx, groups(gs, gx), c.n};
+      g = {gx, groups(gs, gx), groups(c.n, c.tokens)};
     } else {
       g = {groups(rows, 64), groups(c.n, 64), 1};  // 64 x 64 tiles
     }
     const auto name = kernels::variant(c.kernel.c_str(), c.format);
     if (vec)
       run(name, kernels::kMatVecBindings,
-          kernels::MatVec{c.K, c.M, c.row_set, rows_per_group, lanes, unroll, 0},
+          kernels::MatVec{c.K, c.M, c.row_set, rows_per_group, lanes, unroll, 0, c.tokens, c.tile},
           {&w, &x, &y, &step, &w}, {rb, rows}, g);
     else
       run(name, kernels::kLinearBindings, kernels::Linear{c.K, c.M, c.row_set},
@@ -252,6 +267,28 @@ TEST_P(Linear, MatchesReference) {
     ASSERT_TRUE(compare(c.name() + " part rows [" + std::to_string(rb) + "," +
                             std::to_string(rb + rows) + ")",
                         y.as<float>(), want, c.M, 1e-5));
+    if (vec && c.tokens > 1) {
+      // Batched: what one token per workgroup gives, with other rows per row
+      // group too (the engine's batched shape) — bit for bit for the block
+      // formats (the same operations in the same order); float formats may
+      // contract differently per shape on some compilers (NVIDIA's does).
+      const bool exact = is_block_quantized(c.format);
+      HostBuffer y1(size_t(c.n) * c.M * 4);
+      const uint32_t gs = groups(rows, kernels::kMatVecRows * 128 / lanes);
+      run(name, kernels::kMatVecBindings,
+          kernels::MatVec{c.K, c.M, c.row_set, kernels::kMatVecRows, lanes, unroll, 0, 1, 1},
+          {&w, &x, &y1, &step, &w}, {rb, rows}, {gs, 1, c.n});
+      for (uint32_t t = 0; t < active; ++t)
+        for (uint32_t r = rb; r < rb + rows; ++r) {
+          const float a = y.as<float>()[size_t(t) * c.M + r], b = y1.as<float>()[size_t(t) * c.M + r];
+          if (exact)
+            ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b))
+                << c.name() << ": token " << t << " row " << r << " differs from the single-token shape";
+          else
+            ASSERT_LE(std::abs(a - b), 1e-6f * std::max(1.0f, std::abs(b)))
+                << c.name() << ": token " << t << " row " << r << " differs from the single-token shape";
+        }
+    }
   }
 }
 
@@ -278,6 +315,14 @@ std::vector<LinearCase> linear_cases() {
     }
   // An LM-head-sized row count (the 2-D grid starts past 65535 workgroups).
   v.push_back({"matvec", Format::Q4_0, 32, 65700, 1});
+  // Batched decode: several token rows per workgroup, a last pass of fewer than
+  // TILE, two workgroups' runs of tokens, and the LM head's logit rows.
+  for (Format f : kAllFormats) {
+    const uint32_t K = is_block_quantized(f) ? 160 : 100;
+    v.push_back({"matvec", f, K, 37, 5, 0, 0, 5, 2});
+    v.push_back({"matvec", f, K, 130, 7, 0, 0, 4, 4});
+    v.push_back({"matvec", f, K, 37, 6, 1, 5, 6, 4});
+  }
   return v;
 }
 
@@ -335,12 +380,15 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   const auto full = reference::linear(rows_x(xs), W, c.K, c.M);
 
   // Two parts, as in Linear: rows [s, M) first, then [0, s); every tile the
-  // engine may pick (kernels::kCoopTiles).
+  // engine may pick: matmul_coop's (kernels::kCoopTiles, prefill) and
+  // matmul_coop_splitk's (kernels::kSplitKTiles, batched decode).
   const uint32_t split = c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
-  for (const kernels::CoopTile& tile : kernels::kCoopTiles) {
+  auto check_tile = [&](const std::string& kernel, const auto& spec, uint32_t tile_tokens,
+                        uint32_t tile_rows) {
     std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
     y.poison();  // every output of the part must be written, the others left alone
+    const std::string tile_name = kernel + " tile " + std::to_string(tile_tokens) + "x" + std::to_string(tile_rows);
     for (int p = 0; p < 2; ++p) {
       const uint32_t rb = part_begin[p], rows = part_rows[p];
       if (rows == 0) continue;
@@ -348,26 +396,33 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
       HostBuffer w(rows * rbytes);
       w.fill<std::byte>(
           reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
-      run(kernels::variant("matmul_coop", c.format), kernels::kLinearBindings,
-          kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
-                               info.subgroup_size, tile),
-          {&w, &x, &y, &step}, {rb, rows}, {groups(rows, tile.rows), groups(c.n, tile.tokens), 1});
+      run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearBindings, spec, {&w, &x, &y, &step},
+          {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), 1});
       for (uint32_t t = 0; t < active; ++t)
         for (uint32_t r = rb; r < rb + rows; ++r) {
           want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
           want32[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
         }
-      const std::string what = c.name() + " tile " + std::to_string(tile.tokens) + "x" +
-                               std::to_string(tile.rows) + " part rows [" + std::to_string(rb) + "," +
+      const std::string what = c.name() + " " + tile_name + " part rows [" + std::to_string(rb) + "," +
                                std::to_string(rb + rows) + ")";
       ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", y.as<float>(), want, c.M, 1e-4));
       ASSERT_TRUE(compare(what + " vs fp32 inputs", y.as<float>(), want32, c.M, 4e-3));
     }
     // The observed errors, for the record (the report quotes them).
-    std::printf("[coop] %s tile %ux%u: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
-                c.name().c_str(), tile.tokens, tile.rows, max_rel_err(y.as<float>(), want, want),
+    std::printf("[coop] %s %s: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
+                c.name().c_str(), tile_name.c_str(), max_rel_err(y.as<float>(), want, want),
                 max_rel_err(y.as<float>(), want32, want32));
-  }
+  };
+  for (const kernels::CoopTile& tile : kernels::kCoopTiles)
+    check_tile("matmul_coop",
+               kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                                    info.subgroup_size, tile),
+               tile.tokens, tile.rows);
+  for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
+    check_tile("matmul_coop_splitk",
+               kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                                           info.subgroup_size, tile),
+               tile.tokens, tile.rows);
 }
 
 std::vector<LinearCase> linear_coop_cases() {
@@ -889,7 +944,6 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   const uint32_t slots = c.window ? c.window + longest - 1 : total;
   const float scale = 1.0f / std::sqrt(float(c.hd));
   const float theta = c.window ? 1e4f : 1e6f, rope_scale = c.window ? 1.f : 8.f, eps = 1e-6f;
-  const uint32_t group = c.heads / c.kv_heads;
   std::vector<uint32_t> part_heads = c.parts;
   if (part_heads.empty()) part_heads.assign(c.kv_heads, 1);
   ASSERT_EQ(std::accumulate(part_heads.begin(), part_heads.end(), 0u), c.kv_heads);
@@ -945,7 +999,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     for (uint32_t p = 0; p < parts; ++p)
       run(prep, kernels::kAttnPrepBindings, prep_spec,
           {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_heads[p]},
-          {n + 1, (part_begin[p] == 0 ? c.heads : 0) + part_heads[p], 1});
+          {n + 1, (part_begin[p] == 0 ? c.heads : 0) + c.kv_heads, 1});
 
     // Queries in place, keys in the cache: within 1e-5 (float32 error of values
     // below ~4) plus the angle's float32 error (angle * 2^-20 * the normed pair's
@@ -1005,7 +1059,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
 
     for (uint32_t p = 0; p < parts; ++p)
       run(attn, kernels::kAttentionBindings, attn_spec, {&q, &kc[p], &vc[p], &o, &step},
-          {part_begin[p], part_heads[p]}, {n, part_heads[p] * group, 1});
+          {part_begin[p], part_heads[p]}, {n, c.heads, 1});
     std::vector<float> q_ref_f(q_ref.begin(), q_ref.end());
     auto want = reference::attention(q_ref_f, k_hist, v_hist, c.heads, c.kv_heads, c.hd, c.window,
                                      scale, pos);
@@ -1020,7 +1074,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                                          tile.rows, tile.keys};
       for (uint32_t p = 0; p < parts; ++p)
         run(tiled, kernels::kAttentionTiledBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
-            {part_begin[p], part_heads[p]}, {groups((n + 1) * group, tile.rows), part_heads[p], 1});
+            {part_begin[p], part_heads[p]}, {groups((n + 1) * (c.heads / c.kv_heads), tile.rows), part_heads[p], 1});
       ASSERT_TRUE(compare(at + " " + tiled + " rows=" + std::to_string(tile.rows) +
                               " keys=" + std::to_string(tile.keys),
                           o.as<float>(), want, q_row, 1e-5));
@@ -1100,6 +1154,99 @@ std::vector<AttnCase> attention_cases() {
 INSTANTIATE_TEST_SUITE_P(Kernel, Attention, ::testing::ValuesIn(attention_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
 
+// A batched decode step: three rows of three streams, each at its own position,
+// over a cache of 3 streams x 2 kv heads = 6 rows in two parts, [0, 4) and
+// [4, 6) (a part boundary inside stream 1). attn_prep writes each row's key
+// and value into its own stream's rows at slot pos % SLOTS and nothing else
+// (every other element bit for bit unchanged); attention reads each row's own
+// stream up to its own position: against reference::attention over that
+// stream's cache, with the kernel's rotated queries and stored keys as inputs.
+TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
+  const uint32_t heads = 4, kvh = 2, hd = 32, slots = 16;
+  const std::vector<detail::StepRow> rows = {{0, 7, 2}, {0, 3, 0}, {0, 12, 1}};
+  const uint32_t n = uint32_t(rows.size()), q_row = heads * hd, kv_row = kvh * hd;
+  const uint32_t part_begin[] = {0, 4}, part_rows[] = {4, 2};
+  const float scale = 1.0f / std::sqrt(float(hd)), theta = 1e4f, eps = 1e-6f;
+  std::vector<std::vector<float>> k_old, v_old;
+  std::vector<HostBuffer> kc, vc;
+  for (uint32_t p = 0; p < 2; ++p) {
+    const size_t elems = size_t(part_rows[p]) * slots * hd;
+    k_old.push_back(random_floats(elems, -2.f, 2.f));
+    v_old.push_back(random_floats(elems));
+    kc.emplace_back(elems * 4);
+    vc.emplace_back(elems * 4);
+    kc[p].fill<float>(k_old[p]);
+    vc[p].fill<float>(v_old[p]);
+  }
+  const auto qs = random_floats(n * q_row, -4.f, 4.f), ks = random_floats(n * kv_row, -2.f, 2.f),
+             vs = random_floats(n * kv_row);
+  const auto qw = random_floats(hd, 0.5f, 1.5f), kw = random_floats(hd, 0.5f, 1.5f);
+  HostBuffer q(qs.size() * 4), k(ks.size() * 4), v(vs.size() * 4), o(qs.size() * 4), qwb(hd * 4), kwb(hd * 4);
+  q.fill<float>(qs);
+  k.fill<float>(ks);
+  v.fill<float>(vs);
+  qwb.fill<float>(qw);
+  kwb.fill<float>(kw);
+  const auto step = step_buffer(rows);
+  const std::string prep = kernels::variant("attn_prep", Format::F32), attn = kernels::variant("attention", Format::F32);
+  for (uint32_t p = 0; p < 2; ++p)
+    run(prep, kernels::kAttnPrepBindings, kernels::AttnPrep{heads, kvh, hd, slots, theta, 1.f, eps},
+        {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_rows[p]},
+        {n, (part_begin[p] == 0 ? heads : 0) + kvh, 1});
+
+  // The caches: element (cache row R, slot, d), R = stream * kvh + kv head.
+  auto at = [&](uint32_t R, uint32_t slot, uint32_t d) {
+    const uint32_t p = R < part_begin[1] ? 0 : 1;
+    return (size_t(R - part_begin[p]) * slots + slot) * hd + d;
+  };
+  auto part_of = [&](uint32_t R) { return R < part_begin[1] ? 0u : 1u; };
+  for (uint32_t R = 0; R < 6; ++R)
+    for (uint32_t slot = 0; slot < slots; ++slot) {
+      const uint32_t stream = R / kvh, h = R % kvh, p = part_of(R);
+      const auto row = std::find_if(rows.begin(), rows.end(), [&](const detail::StepRow& r) {
+        return r.stream == stream && r.pos % slots == slot;
+      });
+      const uint32_t t = uint32_t(row - rows.begin());
+      const auto k_ref = row == rows.end() ? std::vector<double>{}
+                         : reference::norm_rope(std::span(ks).subspan(t * kv_row, kv_row), kw, kvh, hd,
+                                                double(eps), theta, 1.f, row->pos);
+      for (uint32_t d = 0; d < hd; ++d) {
+        const size_t i = at(R, slot, d);
+        const float got_k = kc[p].as<float>()[i], got_v = vc[p].as<float>()[i];
+        if (row == rows.end()) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got_k), std::bit_cast<uint32_t>(k_old[p][i]))
+              << "attn_prep wrote key row " << R << " slot " << slot << ", no step row's";
+          ASSERT_EQ(std::bit_cast<uint32_t>(got_v), std::bit_cast<uint32_t>(v_old[p][i]))
+              << "attn_prep wrote value row " << R << " slot " << slot << ", no step row's";
+        } else {
+          ASSERT_NEAR(got_k, k_ref[h * hd + d], 1e-4) << "key of step row " << t << " kv head " << h;
+          ASSERT_EQ(got_v, vs[t * kv_row + h * hd + d]) << "value of step row " << t << " kv head " << h;
+        }
+      }
+    }
+
+  for (uint32_t p = 0; p < 2; ++p)
+    run(attn, kernels::kAttentionBindings,
+        kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size},
+        {&q, &kc[p], &vc[p], &o, &step}, {part_begin[p], part_rows[p]}, {n, heads, 1});
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t pos = rows[t].pos;
+    std::vector<float> k_hist, v_hist;  // [pos + 1, kvh * hd] of the row's stream (slot = position)
+    for (uint32_t j = 0; j <= pos; ++j)
+      for (uint32_t h = 0; h < kvh; ++h)
+        for (uint32_t d = 0; d < hd; ++d) {
+          const uint32_t R = rows[t].stream * kvh + h;
+          k_hist.push_back(kc[part_of(R)].as<float>()[at(R, j, d)]);
+          v_hist.push_back(vc[part_of(R)].as<float>()[at(R, j, d)]);
+        }
+    const auto q_t = q.as<float>().subspan(t * q_row, q_row);
+    const auto want = reference::attention(q_t, k_hist, v_hist, heads, kvh, hd, 0, scale, pos);
+    ASSERT_TRUE(compare("attention, step row " + std::to_string(t) + " (stream " +
+                            std::to_string(rows[t].stream) + ", position " + std::to_string(pos) + ")",
+                        o.as<float>().subspan(t * q_row, q_row), want, q_row, 1e-5));
+  }
+}
+
 // ------------------------------------------- matvec, fused gate, up, GeGLU
 
 struct PairCase {
@@ -1135,7 +1282,7 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
         c.format, std::span(up_w).subspan(begins[p] * rb, counts[p] * rb)));
     const uint32_t gs = groups(counts[p], rows * 128 / lanes);
     run(kernels::variant("matvec", c.format), kernels::kMatVecBindings,
-        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1}, {&wg, &x, &y, &step, &wu},
+        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1, 1, 1}, {&wg, &x, &y, &step, &wu},
         {begins[p], counts[p]}, {gs, 1, 1});
     for (uint32_t r = begins[p]; r < begins[p] + counts[p]; ++r) want[r] = full[r];
     ASSERT_TRUE(compare(kernels::variant("matvec", c.format) + " pair K=" + std::to_string(c.K) +
@@ -1178,17 +1325,23 @@ INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u),
 
 // ------------------------------------------------------------------- sample
 
-// The sampler's parameters and penalty history, as the engine writes them.
-HostBuffer sampler_buffer(detail::SamplerState st, std::span<const uint32_t> history = {}) {
+// The sampler's parameters and penalty history, as the engine writes them, for
+// `rows` logit rows: the same state in each, row r drawing as stream r.
+HostBuffer sampler_buffer(detail::SamplerState st, std::span<const uint32_t> history = {},
+                          uint32_t rows = 1) {
   st.history_len = uint32_t(history.size());
-  HostBuffer b(sizeof st + 4 * std::max<size_t>(history.size(), 1));
-  std::vector<std::byte> bytes(sizeof st + 4 * history.size());
-  std::memcpy(bytes.data(), &st, sizeof st);
-  std::memcpy(bytes.data() + sizeof st, history.data(), history.size_bytes());
+  HostBuffer b(detail::kSamplerRowBytes * rows);
+  std::vector<std::byte> bytes(detail::kSamplerRowBytes * rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    st.stream = r;
+    std::byte* p = bytes.data() + r * detail::kSamplerRowBytes;
+    std::memcpy(p, &st, sizeof st);
+    std::memcpy(p + sizeof st, history.data(), history.size_bytes());
+  }
   b.fill<std::byte>(bytes);
   return b;
 }
-detail::SamplerState greedy_state() { return {0.f, 0, 1.f, 0.f, 1.f, 0, 0, 0}; }
+detail::SamplerState greedy_state() { return {0.f, 0, 1.f, 0.f, 1.f, 0, 0, 0, 0}; }
 
 // logits_max then sample, dispatched as the Recorder does ((PARTS, rows, 1),
 // then (rows, 1, 1)), on `l` [rows, V] (penalised in place) with the sampler
@@ -1264,7 +1417,7 @@ TEST_P(Greedy, FirstMaximumOfEachLogitRow) {
 
   HostBuffer l(logits.size() * 4), best(rows * 4);
   l.fill<float>(logits);
-  const auto params = sampler_buffer(greedy_state());
+  const auto params = sampler_buffer(greedy_state(), {}, rows);
   const auto partials = logits_max_then_sample(l, best, params, V, parts, rows, logit_count);
   for (uint32_t r = 0; r < logit_count; ++r) {
     const auto row = std::span<const float>(logits).subspan(size_t(r) * V, V);
@@ -1305,7 +1458,7 @@ std::vector<uint32_t> draw(const std::vector<float>& row, uint32_t rows, detail:
   for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
   HostBuffer l(logits.size() * 4), out(rows * 4);
   l.fill<float>(logits);
-  const auto params = sampler_buffer(st, history);
+  const auto params = sampler_buffer(st, history, rows);
   logits_max_then_sample(l, out, params, V, parts, rows, rows);
   const auto ids = out.as<uint32_t>();
   return {ids.begin(), ids.end()};
@@ -1337,7 +1490,7 @@ TEST(Sample, FrequenciesFollowTheDistribution) {
 TEST(Sample, FiltersAndSeeds) {
   const uint32_t V = 5000;
   const auto row = random_floats(V, -4.f, 4.f);
-  const detail::SamplerState st{0.9f, 40, 0.8f, 0.02f, 1.f, 77, 5, 0};
+  const detail::SamplerState st{0.9f, 40, 0.8f, 0.02f, 1.f, 77, 5, 0, 0};
   // Reference kept set: temperature, top-k, top-p, min-p (Hugging Face's order).
   std::vector<uint32_t> order(V);
   std::iota(order.begin(), order.end(), 0u);
@@ -1406,7 +1559,7 @@ TEST(Sample, RepetitionPenaltyAcrossSlices) {
   for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
   HostBuffer l(logits.size() * 4), out(rows * 4);
   l.fill<float>(logits);
-  const auto params = sampler_buffer(st, history);
+  const auto params = sampler_buffer(st, history, rows);
   const auto partials = logits_max_then_sample(l, out, params, V, parts, rows, rows);
   auto want = row;
   reference::repetition_penalty(want, history, st.repeat_penalty);
@@ -1432,7 +1585,7 @@ TEST(Sample, RepetitionPenaltyAcrossSlices) {
 TEST(Sample, PenaltyAppliesToDraws) {
   std::vector<float> row(3000, -60.f);
   row[3] = 3.0f, row[4] = 2.9f;
-  detail::SamplerState st{0.1f, 0, 1.f, 0.f, 100.f, 99, 1, 0};
+  detail::SamplerState st{0.1f, 0, 1.f, 0.f, 100.f, 99, 1, 0, 0};
   const uint32_t hist[] = {3};
   for (uint32_t id : draw(row, 64, st, hist)) ASSERT_EQ(id, 4u);
   st.repeat_penalty = 1.f;
@@ -1465,6 +1618,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
   const std::pair<std::string_view, ModuleContract> table[] = {
       {"embed_", contract<k::Embed>(k::kEmbedBindings)},
       {"matvec_", contract<k::MatVec>(k::kMatVecBindings)},
+      {"matmul_coop_splitk_", contract<k::LinearCoopSplitK>(k::kLinearBindings)},
       {"matmul_coop_", contract<k::LinearCoop>(k::kLinearBindings)},
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},

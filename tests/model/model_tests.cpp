@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +144,123 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
 
 }  // namespace
 
+// Several streams decoding together (engine/core.hpp's batched pass) against
+// one stream alone: four streams with different prompts (so different
+// positions; the 16-position window's ring wraps) through batched steps in
+// varying order, some steps leaving a stream out. Each stream's logits of each
+// batched step must equal, within 1e-5 of the logit scale, the single-stream
+// decode pass's for the same history (the matrix-vector kernels keep a row's
+// sums in the same order, so they come out bit for bit; the count is
+// printed); the greedy tokens of batched decode() steps must be the single
+// stream's. Where the device has tensor units the batched pass runs its
+// products there (matmul_coop_splitk: fp16 inputs), and is held to the
+// tolerance of the tensor-unit prefill instead; its greedy tokens must then be
+// within that tolerance of the single stream's best logit.
+// `expr` must throw unicorn::Error with `part` in its message.
+#define EXPECT_THROW_WITH(expr, part)                                        \
+  try {                                                                      \
+    expr;                                                                    \
+    ADD_FAILURE() << #expr " did not throw";                                 \
+  } catch (const Error& e) {                                                 \
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what(); \
+  }
+
+template <Format F>
+struct TinyStreams {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3Tiny, schemes::all(F, Format::F32), 256, 32).with_streams(4);
+};
+
+template <Format F>
+void expect_batched_decode_matches_single_stream(const fs::path& model) {
+  Engine<TinyStreams<F>> batched(context());
+  batched.load(model);
+  const auto& g = golden();
+  const uint32_t V = kGemma3Tiny.vocab, streams = 4;
+  auto argmax = [&](const float* row) { return int32_t(std::max_element(row, row + V) - row); };
+  struct History {
+    std::vector<int32_t> prompt, fed;       // the prompt, then each token fed to a batched step
+    std::vector<std::vector<float>> logits;  // the logits of each of those steps
+    std::vector<int32_t> decoded;            // decode()'s tokens for the last steps
+    int32_t first = -1;                      // prefill's token
+  };
+  std::vector<History> h(streams);
+  for (uint32_t s : {2u, 0u, 3u, 1u}) {  // prefill in another order than the streams'
+    h[s].prompt.assign(g.prompt.begin() + 7 * s, g.prompt.begin() + 7 * s + 5 + 9 * s);
+    h[s].first = batched.prefill(s, h[s].prompt);
+  }
+  std::vector<int32_t> next(streams);
+  for (uint32_t s = 0; s < streams; ++s) next[s] = h[s].first;
+  const std::vector<std::vector<uint32_t>> order = {{0, 1, 2, 3}, {3, 1, 0, 2}, {2, 0}, {1, 3, 2},
+                                                    {0, 1, 2, 3}, {3}, {1, 0, 3, 2}, {2, 3, 0, 1}};
+  for (size_t step = 0; step < 2 * order.size(); ++step) {
+    std::vector<StreamToken> batch;
+    for (uint32_t s : order[step % order.size()]) batch.push_back({s, next[s]});
+    if (step < order.size()) {  // teacher forcing through the batched pass: logits
+      const auto logits = batched.core().forward_logits(batch);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        History& hs = h[batch[i].stream];
+        hs.fed.push_back(batch[i].token);
+        hs.logits.emplace_back(logits.begin() + i * V, logits.begin() + (i + 1) * V);
+        next[batch[i].stream] = argmax(logits.data() + i * V);
+      }
+    } else {  // decode(): the sampler's tokens (greedy)
+      const auto tokens = batched.decode(batch);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        h[batch[i].stream].fed.push_back(batch[i].token);
+        h[batch[i].stream].decoded.push_back(tokens[i]);
+        next[batch[i].stream] = tokens[i];
+      }
+    }
+  }
+
+  Engine<Tiny<F>> single(context());
+  single.load(model);
+  const bool tensor_units = context().info().coopmat;
+  const double tolerance = tensor_units ? kCoopPrefillTolerance : 1e-5;
+  size_t rows = 0, identical = 0;
+  double worst = 0;
+  for (uint32_t s = 0; s < streams; ++s) {
+    single.reset();
+    EXPECT_EQ(single.prefill(h[s].prompt), h[s].first) << "stream " << s << " prefill";
+    const size_t forced = h[s].logits.size();
+    for (size_t i = 0; i < h[s].fed.size(); ++i) {
+      const int32_t one[] = {h[s].fed[i]};
+      if (i < forced) {
+        const auto want = single.core().forward_logits(one, detail::EngineCore::Pass::Decode);
+        const double e = relative_error(h[s].logits[i], want);
+        worst = std::max(worst, e);
+        EXPECT_LE(e, tolerance) << "stream " << s << " batched step " << i;
+        identical += std::memcmp(want.data(), h[s].logits[i].data(), V * 4) == 0;
+        ++rows;
+      } else if (!tensor_units) {
+        EXPECT_EQ(single.decode(h[s].fed[i]), h[s].decoded[i - forced])
+            << "stream " << s << " decode() step " << i;
+      } else {
+        const auto want = single.core().forward_logits(one, detail::EngineCore::Pass::Decode);
+        const float best = *std::max_element(want.begin(), want.end());
+        double scale = 0;
+        for (float v : want) scale = std::max(scale, double(std::abs(v)));
+        EXPECT_GE(want[size_t(h[s].decoded[i - forced])], best - tolerance * scale)
+            << "stream " << s << " decode() step " << i << ": the batched token's logit is not within "
+            << "tolerance of the single stream's best";
+      }
+    }
+  }
+  std::printf("[ batch  ] %-12s %zu batched rows vs single-stream decode (%s): %zu bit for bit, worst %.2e "
+              "(tolerance %.0e)\n", model.filename().c_str(), rows,
+              tensor_units ? "tensor units" : "matrix-vector", identical, worst, tolerance);
+
+  // Bad input: a stream past the compiled ones, a stream twice, a full context.
+  const StreamToken past[] = {{4, 1}}, twice[] = {{1, 1}, {1, 2}};
+  EXPECT_THROW_WITH(batched.decode(past), "compiled for 4 streams");
+  EXPECT_THROW_WITH(batched.decode(twice), "stream 1 appears twice");
+  EXPECT_THROW_WITH(batched.prefill(7, h[0].prompt), "stream 7 does not exist");
+  batched.core().set_context_limit(batched.position(3));
+  const StreamToken full[] = {{0, 1}, {3, 1}};
+  EXPECT_THROW_WITH(batched.decode(full), "of stream 3");
+}
+
 // --- safetensors: F32 weights converted to each format on the GPU ---
 TEST_F(Model, SafetensorsF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_dir(), "f32", 1e-3); }
 TEST_F(Model, SafetensorsBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_dir(), "bf16", 1e-3); }
@@ -154,6 +272,11 @@ TEST_F(Model, GgufF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_gguf("F32
 TEST_F(Model, GgufBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_gguf("BF16"), "bf16", 1e-3); }
 TEST_F(Model, GgufQ8_0) { expect_matches_golden<Tiny<Format::Q8_0>>(tiny_gguf("Q8_0"), "q8_0", 1e-3); }
 TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3); }
+
+// --- several streams: batched decode against one stream alone ---
+TEST_F(Model, BatchedDecodeQ4_0) { expect_batched_decode_matches_single_stream<Format::Q4_0>(tiny_gguf("Q4_0")); }
+TEST_F(Model, BatchedDecodeQ8_0) { expect_batched_decode_matches_single_stream<Format::Q8_0>(tiny_gguf("Q8_0")); }
+TEST_F(Model, BatchedDecodeF32) { expect_batched_decode_matches_single_stream<Format::F32>(tiny_gguf("F32")); }
 
 // The default F16 KV cache: rounding keys and values to half precision costs
 // accuracy against the fp32 reference, but far less than a wrong kernel would.

@@ -5,11 +5,17 @@
 // is not a template: one copy of this code serves every deployment (STYLE.md,
 // rule 1), and all sizes arrive as values taken from the constexpr layout.
 //
-// Two command buffers are recorded once, at start-up:
-//   prefill: a chunk of up to `prefill_chunk` tokens, matrix-matrix kernels;
-//   decode:  one token, matrix-vector kernels, then the sampler (greedy by default).
-// Before each submission the host writes a StepHeader and the token ids into a
-// small host-visible buffer; nothing is re-recorded.
+// Command buffers are recorded once, at start-up:
+//   prefill: a chunk of up to `prefill_chunk` tokens of one stream, matrix-matrix kernels;
+//   decode:  one token, matrix-vector kernels, then the sampler (greedy by default);
+//   batch:   with DeploymentConfig::streams > 1, one token of each of up to
+//            `streams` streams: the same matrix-vector kernels, each weight block
+//            read once for all the step's tokens, and one logit row per stream.
+// Every stream has its own KV cache rows (layout.hpp), position, penalty
+// history and random stream. Before each submission the host writes a
+// StepHeader and one StepRow per token (id, position, stream) into a small
+// host-visible buffer; nothing is re-recorded. The calls without a stream
+// argument work on stream 0.
 #pragma once
 
 #include <algorithm>
@@ -36,22 +42,45 @@
 #include "unicorn/placement/budget.hpp"
 #include "unicorn/sampling.hpp"
 
+namespace unicorn {
+
+// One stream's token in a batched decode step.
+struct StreamToken {
+  uint32_t stream;
+  int32_t token;
+};
+
+}  // namespace unicorn
+
 namespace unicorn::detail {
 
 static_assert(std::ranges::all_of(kernels::kCoopTiles,
                                   [](const kernels::CoopTile& t) { return t.shared_bytes() <= gpu::kCoopSharedBytes; }),
               "unicorn: a kernels::kCoopTiles tile needs more shared memory than gpu::kCoopSharedBytes, "
               "which gpu::Context requires of a device before it runs matmul_coop");
+static_assert(std::ranges::all_of(kernels::kSplitKTiles,
+                                  [](const kernels::SplitKTile& t) {
+                                    return t.shared_bytes() <= gpu::kCoopSharedBytes && t.partials_fit();
+                                  }),
+              "unicorn: a kernels::kSplitKTiles tile needs more shared memory than gpu::kCoopSharedBytes "
+              "(which gpu::Context requires of a device before it runs matmul_coop_splitk), or its "
+              "partial sums do not fit over its staging tiles");
 
-// Mirrors shaders/include/step.glsl.
+// Mirrors shaders/include/step.glsl: the header, then one StepRow per token.
 struct StepHeader {
   uint32_t n_tokens;
   uint32_t start_pos;
   uint32_t logit_begin;
   uint32_t logit_count;
 };
+struct StepRow {
+  uint32_t token;
+  uint32_t pos;
+  uint32_t stream;
+};
 
-// Mirrors the Params block of shaders/sample.comp; the history follows it.
+// Mirrors SamplerRow in shaders/include/sampler.glsl: one per logit row, each
+// followed by its history (kMaxPenaltyHistory ids).
 struct SamplerState {
   float temperature;
   uint32_t top_k;
@@ -61,8 +90,10 @@ struct SamplerState {
   uint32_t seed;
   uint32_t counter;
   uint32_t history_len;
+  uint32_t stream;
 };
 inline constexpr uint32_t kMaxPenaltyHistory = 1024;
+inline constexpr uint64_t kSamplerRowBytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
 
 // What convert() reads: float source values, or (GgmlBlocks) ggml blocks of
 // the target format itself, which only move into the device layout.
@@ -84,15 +115,27 @@ class EngineCore {
     std::vector<uint64_t> act_bytes;
     for (const auto& a : layout.activations) act_bytes.push_back(a.bytes);
     acts_ = gpu::BufferSet(ctx, act_bytes, gpu::memory_kind_of(layout.activation_pool), "activations");
-    const uint64_t step_bytes = sizeof(StepHeader) + 4ull * cfg_.prefill_chunk;
-    const uint64_t sampler_bytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
+    if (cfg_.streams == 0 || cfg_.streams > std::min(cfg_.prefill_chunk, layout.logit_rows))
+      throw Error("engine: " + std::to_string(cfg_.streams) + " streams; a step has rows for 1 to " +
+                  std::to_string(std::min(cfg_.prefill_chunk, layout.logit_rows)));
+    const uint64_t step_bytes =
+        sizeof(StepHeader) + sizeof(StepRow) * std::max(cfg_.prefill_chunk, cfg_.streams);
+    const uint64_t sampler_bytes = kSamplerRowBytes * layout.logit_rows;
     const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, sampler_bytes};
     host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
     const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * layout.logit_rows};
     partial_set_ = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials");
     partials_ = partial_set_[0];
-    prefill_ = record_forward(cfg_.prefill_chunk, 1);
-    decode_ = record_forward(1, 1);
+    prefill_ = record_forward(cfg_.prefill_chunk, 1, PassKind::Prefill);
+    decode_ = record_forward(1, 1, PassKind::Decode);
+    if (cfg_.streams > 1) {
+      // With tensor units, steps of many streams run their products there and
+      // steps of a few keep the matrix-vector kernels (batch_pass()).
+      const bool tensor_units = ctx.info().coopmat && tuning_.splitk_from <= cfg_.streams;
+      batch_ = record_forward(cfg_.streams, cfg_.streams, tensor_units ? PassKind::DecodeSplitK : PassKind::Decode);
+      if (tensor_units && tuning_.splitk_from > 2)
+        batch_few_ = record_forward(cfg_.streams, cfg_.streams, PassKind::Decode);
+    }
     kernels_.save();  // the next start reads these pipelines from disk
   }
 
@@ -110,23 +153,31 @@ class EngineCore {
   uint32_t context_limit() const { return context_limit_; }
   const LayoutView& layout() const { return layout_; }
   gpu::Context& context() const { return ctx_; }
-  uint32_t position() const { return pos_; }
-  // Forget the sequence: the next tokens start at position 0, and the sampler's
-  // random stream and penalty history start over.
-  void reset() {
-    pos_ = 0;
-    recent_.clear();
-    sample_counter_ = 0;
+  uint32_t streams() const { return cfg_.streams; }
+  // Which kernel the products of a batched step of n streams run on.
+  std::string batch_linear_path(uint32_t n) const {
+    if (n <= 1 || !batch_) return "matvec: one token";
+    return &batch_pass(n) == &*batch_ && batch_->splitk ? "matmul_coop_splitk: fp16 cooperative matrices, split K"
+                                                        : "matvec: every token row per workgroup";
   }
+  uint32_t position(uint32_t stream = 0) const { return stream_state(stream).pos; }
+  // Forget every stream's sequence: the next tokens start at position 0, and
+  // each sampler's random stream and penalty history start over.
+  void reset() {
+    for (StreamState& s : streams_) s = StreamState{};
+  }
+  // Forget one stream's sequence; the others keep theirs.
+  void reset(uint32_t stream) { stream_state(stream) = StreamState{}; }
 
-  // How prefill() and decode() choose tokens from now on (default: greedy).
+  // How prefill() and decode() choose tokens from now on (default: greedy), for
+  // every stream; each stream keeps its own step counter and penalty history.
   void set_sampling(const SamplingParams& p) {
     if (!(p.temperature >= 0) || !(p.top_p > 0 && p.top_p <= 1) || !(p.min_p >= 0 && p.min_p <= 1) ||
         !(p.repeat_penalty > 0) || p.repeat_last_n > kMaxPenaltyHistory)
       throw Error("sampling: temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0 "
                   "and repeat-last-n <= " + std::to_string(kMaxPenaltyHistory) + " are required");
     sampling_ = p;
-    sample_counter_ = 0;
+    for (StreamState& s : streams_) s.counter = 0;
   }
   const SamplingParams& sampling() const { return sampling_; }
 
@@ -138,7 +189,7 @@ class EngineCore {
   // Pass::Decode the tokens go one at a time through the decode pass, so tests
   // check both recorded passes against the same reference.
   std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill) {
-    check_tokens(tokens);
+    check_tokens(0, tokens);
     // Raw logits: the sampler's penalty (which edits logits in place) is off.
     const SamplingParams saved = sampling_;
     sampling_ = SamplingParams{};
@@ -147,50 +198,71 @@ class EngineCore {
       SamplingParams p;
       ~Restore() { c.sampling_ = p; }
     } restore{*this, saved};
-    if (!logits_readback_) {
-      const uint64_t bytes[] = {layout_.activations[size_t(Act::Logits)].bytes};
-      logits_readback_ = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
-    }
     const uint32_t V = cfg_.model.vocab;
     std::vector<float> out(tokens.size() * size_t(V));
     const uint32_t chunk = pass == Pass::Decode ? 1 : std::min(cfg_.prefill_chunk, layout_.logit_rows);
-    if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, chunk);
+    if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, chunk, PassKind::Prefill);
     for (size_t done = 0; done < tokens.size(); done += chunk) {
       const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
       if (pass == Pass::Decode) decode(tokens[done]);
-      else run_chunk(*prefill_all_logits_, tokens.subspan(done, n), 0, n);
-      const uint64_t bytes = uint64_t(n) * V * 4;
-      stream_.run_once([&](vk::CommandBuffer cb) {
-        cb.copyBuffer(acts_[size_t(Act::Logits)].handle, (*logits_readback_)[0].handle,
-                      vk::BufferCopy{0, 0, bytes});
-      });
-      std::memcpy(out.data() + done * V, (*logits_readback_)[0].mapped, bytes);
+      else run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n), 0, n);
+      read_logits(n, out.data() + done * V);
     }
     return out;
   }
 
-  // Runs a prompt (in chunks) and returns the next token (see set_sampling).
-  int32_t prefill(std::span<const int32_t> tokens) {
-    check_tokens(tokens);
+  // Teacher forcing through the batched pass: one step of `batch` (one token
+  // each of distinct streams), returning its raw logits, row i for batch[i]:
+  // [batch.size(), vocab]. Tests hold them against single-stream decode.
+  std::vector<float> forward_logits(std::span<const StreamToken> batch) {
+    const SamplingParams saved = sampling_;
+    sampling_ = SamplingParams{};
+    struct Restore {
+      EngineCore& c;
+      SamplingParams p;
+      ~Restore() { c.sampling_ = p; }
+    } restore{*this, saved};
+    decode(batch);
+    std::vector<float> out(batch.size() * size_t(cfg_.model.vocab));
+    read_logits(uint32_t(batch.size()), out.data());
+    return out;
+  }
+
+  // Runs a prompt (in chunks) from the stream's position and returns the
+  // stream's next token (see set_sampling).
+  int32_t prefill(std::span<const int32_t> tokens) { return prefill(0, tokens); }
+  int32_t prefill(uint32_t stream, std::span<const int32_t> tokens) {
+    check_tokens(stream, tokens);
     if (tokens.empty()) throw Error("prefill: the prompt is empty");
     for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
       const uint32_t n = uint32_t(std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done));
       const bool last = done + n == tokens.size();
-      run_chunk(*prefill_, tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
+      run_chunk(*prefill_, stream, tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
     }
-    return chosen_token();
+    return chosen_token(0);
   }
 
-  // One decode step: feeds `token`, returns the next token.
+  // One decode step of stream 0: feeds `token`, returns the next token.
   int32_t decode(int32_t token) {
     const int32_t one[] = {token};
-    check_tokens(one);
-    write_step(one, 0, 1);
-    remember(one);
-    write_sampler();
-    stream_.submit_and_wait(*decode_->commands);
-    pos_ += 1;
-    return chosen_token();
+    check_tokens(0, one);
+    const StreamToken row[] = {{0, token}};
+    write_step(row, 0, 1);
+    run(*decode_, row);
+    return chosen_token(0);
+  }
+
+  // One batched decode step: feeds each listed stream its token (streams
+  // distinct, any subset of the compiled ones, in any order) and returns their
+  // next tokens, in the same order. Every weight is read once for the whole
+  // step; each stream's result is the one decode() would give it alone.
+  std::vector<int32_t> decode(std::span<const StreamToken> batch) {
+    check_batch(batch);
+    write_step(batch, 0, uint32_t(batch.size()));
+    run(batch_pass(uint32_t(batch.size())), batch);
+    std::vector<int32_t> next(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) next[i] = chosen_token(uint32_t(i));
+    return next;
   }
 
   // Device time per kernel of one pass, from timestamp queries: the decode pass
@@ -212,11 +284,26 @@ class EngineCore {
     std::vector<DispatchTime> dispatches;
   };
   Profile profile(std::span<const int32_t> tokens) {
-    check_tokens(tokens);
+    check_tokens(0, tokens);
     const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
+    return profile(g, [&] { write_step(0, tokens, uint32_t(tokens.size()) - 1, 1); });
+  }
+  // The batched pass, for one token of each of streams 0 .. n-1 (at their positions).
+  Profile profile_batch(uint32_t n) {
+    if (!batch_) throw Error("profile: this engine has one stream and no batched pass");
+    std::vector<StreamToken> batch;
+    for (uint32_t s = 0; s < n; ++s) batch.push_back({s, 5});
+    check_batch(batch);
+    return profile(batch_pass(n), [&] { write_step(batch, 0, n); });
+  }
+
+ private:
+  struct Graph;
+  template <class WriteStep>
+  Profile profile(const Graph& g, WriteStep&& write) {
     const uint32_t n = uint32_t(g.dispatches.size());
     gpu::Timestamps ts(ctx_, n + 1);
-    write_step(tokens, uint32_t(tokens.size()) - 1, 1);
+    write();
     stream_.run_once([&](vk::CommandBuffer cb) {
       ts.reset(cb);
       ts.write(cb, 0);
@@ -243,6 +330,8 @@ class EngineCore {
     return out;
   }
 
+
+ public:
   // A weight slab's buffer (mapped when it lives in Gtt): tests check placement with it.
   const gpu::Buffer& weight_slab(size_t slab) const { return weight_slabs_[slab]; }
 
@@ -336,7 +425,12 @@ class EngineCore {
   struct Graph {
     vk::raii::CommandBuffer commands{nullptr};
     std::vector<gpu::Dispatch> dispatches;
+    bool splitk = false;  // a batched pass whose products run on matmul_coop_splitk
   };
+  // What a recorded pass is: prompt chunks (matrix-matrix kernels), one token
+  // per stream (matrix-vector kernels), or one token per stream with the
+  // products on tensor units (matmul_coop_splitk, for steps of many streams).
+  enum class PassKind { Prefill, Decode, DecodeSplitK };
 
   const gpu::Buffer& slab_of(const TensorSlot& t, const TensorPart& p) const {
     return t.arena == Arena::Weights ? weight_slabs_[p.slab] : kv_slabs_[p.slab];
@@ -392,56 +486,137 @@ class EngineCore {
                   std::to_string(info.min_storage_buffer_offset_alignment) + " bytes");
   }
 
-  void check_tokens(std::span<const int32_t> tokens) const {
+  // What each stream carries between steps.
+  struct StreamState {
+    uint32_t pos = 0;            // its next token's position
+    std::deque<int32_t> recent;  // the penalty history: its last repeat_last_n tokens
+    uint32_t counter = 0;        // its sampler steps: the draw's counter
+  };
+  StreamState& stream_state(uint32_t stream) {
+    check_stream(stream);
+    return streams_[stream];
+  }
+  const StreamState& stream_state(uint32_t stream) const {
+    check_stream(stream);
+    return streams_[stream];
+  }
+  void check_stream(uint32_t stream) const {
+    if (stream >= cfg_.streams)
+      throw Error("stream " + std::to_string(stream) + " does not exist: this engine is compiled for " +
+                  std::to_string(cfg_.streams) + (cfg_.streams == 1 ? " stream" : " streams") +
+                  " (DeploymentConfig::streams)");
+  }
+
+  void check_tokens(uint32_t stream, std::span<const int32_t> tokens) const {
     for (int32_t t : tokens)
       if (t < 0 || uint32_t(t) >= cfg_.model.vocab)
         throw Error("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                     std::to_string(cfg_.model.vocab) + ")");
-    if (uint64_t(pos_) + tokens.size() > context_limit_)
+    const uint32_t pos = stream_state(stream).pos;
+    if (uint64_t(pos) + tokens.size() > context_limit_)
       throw Error("context full: " + std::to_string(tokens.size()) + " tokens at position " +
-                  std::to_string(pos_) + " exceed the context of " +
-                  std::to_string(context_limit_) + " tokens");
+                  std::to_string(pos) + (cfg_.streams > 1 ? " of stream " + std::to_string(stream) : "") +
+                  " exceed the context of " + std::to_string(context_limit_) + " tokens");
   }
 
-  void write_step(std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) {
-    const StepHeader h{uint32_t(tokens.size()), pos_, logit_begin, logit_count};
+  void check_batch(std::span<const StreamToken> batch) const {
+    if (batch.empty()) throw Error("decode: the batch is empty");
+    if (batch.size() > cfg_.streams)
+      throw Error("decode: " + std::to_string(batch.size()) + " tokens in one step; this engine is "
+                  "compiled for " + std::to_string(cfg_.streams) + " streams, one token each");
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int32_t one[] = {batch[i].token};
+      check_tokens(batch[i].stream, one);
+      for (size_t j = 0; j < i; ++j)
+        if (batch[j].stream == batch[i].stream)
+          throw Error("decode: stream " + std::to_string(batch[i].stream) +
+                      " appears twice in one step; a step takes one token per stream");
+    }
+  }
+
+  // A prefill chunk: one stream's tokens at consecutive positions.
+  void write_step(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin,
+                  uint32_t logit_count) {
+    const uint32_t pos = streams_[stream].pos;
+    std::vector<StepRow> rows(tokens.size());
+    for (size_t t = 0; t < tokens.size(); ++t) rows[t] = {uint32_t(tokens[t]), pos + uint32_t(t), stream};
+    write_step(rows, logit_begin, logit_count);
+  }
+  // A decode step: one token per stream, each at its stream's position.
+  void write_step(std::span<const StreamToken> batch, uint32_t logit_begin, uint32_t logit_count) {
+    std::vector<StepRow> rows(batch.size());
+    for (size_t t = 0; t < batch.size(); ++t)
+      rows[t] = {uint32_t(batch[t].token), streams_[batch[t].stream].pos, batch[t].stream};
+    write_step(rows, logit_begin, logit_count);
+  }
+  void write_step(std::span<const StepRow> rows, uint32_t logit_begin, uint32_t logit_count) {
+    const StepHeader h{uint32_t(rows.size()), rows[0].pos, logit_begin, logit_count};
     std::byte* p = host_[0].mapped;
     std::memcpy(p, &h, sizeof h);
-    std::memcpy(p + sizeof h, tokens.data(), tokens.size_bytes());
+    std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
   }
 
-  void run_chunk(const Graph& graph, std::span<const int32_t> tokens, uint32_t logit_begin,
-                 uint32_t logit_count) {
-    write_step(tokens, logit_begin, logit_count);
-    remember(tokens);
-    write_sampler();
+  void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens,
+                 uint32_t logit_begin, uint32_t logit_count) {
+    write_step(stream, tokens, logit_begin, logit_count);
+    StreamState& s = streams_[stream];
+    remember(s, tokens);
+    write_sampler(0, stream);
     stream_.submit_and_wait(*graph.commands);
-    pos_ += uint32_t(tokens.size());
+    s.pos += uint32_t(tokens.size());
+  }
+
+  // A decode pass over a written step: logit row i samples for batch[i].
+  void run(const Graph& graph, std::span<const StreamToken> batch) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int32_t one[] = {batch[i].token};
+      remember(streams_[batch[i].stream], one);
+      write_sampler(uint32_t(i), batch[i].stream);
+    }
+    stream_.submit_and_wait(*graph.commands);
+    for (const StreamToken& t : batch) streams_[t.stream].pos += 1;
   }
 
   // The penalty history: the last repeat_last_n tokens fed to the model.
-  void remember(std::span<const int32_t> tokens) {
-    for (int32_t t : tokens) recent_.push_back(t);
-    while (recent_.size() > sampling_.repeat_last_n) recent_.pop_front();
+  void remember(StreamState& s, std::span<const int32_t> tokens) {
+    for (int32_t t : tokens) s.recent.push_back(t);
+    while (s.recent.size() > sampling_.repeat_last_n) s.recent.pop_front();
   }
 
-  void write_sampler() {
+  // Logit row `row` samples for `stream`: its history, its counter, its random stream.
+  void write_sampler(uint32_t row, uint32_t stream) {
+    StreamState& st = streams_[stream];
     std::vector<uint32_t> history;
     if (sampling_.repeat_penalty != 1.0f)
-      for (int32_t t : recent_)  // distinct ids: the penalty applies once per token
+      for (int32_t t : st.recent)  // distinct ids: the penalty applies once per token
         if (std::find(history.begin(), history.end(), uint32_t(t)) == history.end())
           history.push_back(uint32_t(t));
-    const SamplerState s{sampling_.temperature, sampling_.top_k,    sampling_.top_p,
-                         sampling_.min_p,       sampling_.repeat_penalty, sampling_.seed,
-                         sample_counter_++,     uint32_t(history.size())};
-    std::byte* p = host_[2].mapped;
+    const SamplerState s{sampling_.temperature,    sampling_.top_k, sampling_.top_p,
+                         sampling_.min_p,          sampling_.repeat_penalty,
+                         sampling_.seed,           st.counter++,    uint32_t(history.size()),
+                         stream};
+    std::byte* p = host_[2].mapped + row * kSamplerRowBytes;
     std::memcpy(p, &s, sizeof s);
     std::memcpy(p + sizeof s, history.data(), history.size() * 4);
   }
 
-  int32_t chosen_token() const {
+  // The first n rows of logits of the last pass, into out [n, vocab].
+  void read_logits(uint32_t n, float* out) {
+    if (!logits_readback_) {
+      const uint64_t bytes[] = {layout_.activations[size_t(Act::Logits)].bytes};
+      logits_readback_ = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
+    }
+    const uint64_t bytes = uint64_t(n) * cfg_.model.vocab * 4;
+    stream_.run_once([&](vk::CommandBuffer cb) {
+      cb.copyBuffer(acts_[size_t(Act::Logits)].handle, (*logits_readback_)[0].handle,
+                    vk::BufferCopy{0, 0, bytes});
+    });
+    std::memcpy(out, (*logits_readback_)[0].mapped, bytes);
+  }
+
+  int32_t chosen_token(uint32_t row) const {
     uint32_t id;
-    std::memcpy(&id, host_[1].mapped, 4);
+    std::memcpy(&id, host_[1].mapped + 4 * row, 4);
     if (id >= cfg_.model.vocab)
       throw Error("the model produced no valid token (logits are NaN): check the weights file");
     return int32_t(id);
@@ -463,8 +638,15 @@ class EngineCore {
   // --- the forward pass, recorded for chunks of n tokens ---
 
   class Recorder;
-  // A pass over chunks of up to n tokens producing up to logit_rows rows of logits.
-  std::optional<Graph> record_forward(uint32_t n, uint32_t logit_rows);
+  // A pass over up to n token rows producing up to logit_rows rows of logits:
+  // a prompt chunk (matrix-matrix kernels), or with `decode` one token per
+  // stream (matrix-vector kernels reading each weight once for all rows).
+  std::optional<Graph> record_forward(uint32_t n, uint32_t logit_rows, PassKind kind);
+  // The recorded pass for a step of n streams' tokens.
+  const Graph& batch_pass(uint32_t n) const {
+    if (n <= 1 || !batch_) return *decode_;
+    return batch_few_ && n < tuning_.splitk_from ? *batch_few_ : *batch_;
+  }
 
   gpu::Context& ctx_;
   DeploymentConfig cfg_;
@@ -478,9 +660,10 @@ class EngineCore {
   std::optional<gpu::StagingRing> uploads_;      // while loading
   gpu::Buffer partials_;  // per-slice logit maxima, [logit rows, kLogitParts]
   std::optional<gpu::BufferSet> logits_readback_;
-  // Prompt chunks (logits of the last token only), single tokens, and, recorded
-  // on first use, prompt chunks with every token's logits (teacher forcing).
-  std::optional<Graph> prefill_, decode_, prefill_all_logits_;
+  // Prompt chunks (logits of the last token only), single tokens, one token of
+  // each of several streams (streams > 1), and, recorded on first use, prompt
+  // chunks with every token's logits (teacher forcing).
+  std::optional<Graph> prefill_, decode_, batch_, batch_few_, prefill_all_logits_;
   // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
   // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_TILE and
   // UNICORN_ATTENTION_ROWS override them.
@@ -495,6 +678,15 @@ class EngineCore {
         return kernels::kCoopTiles[coop_tile_index - 1];
       return kernels::coop_tile(tokens, rows);
     }
+    uint32_t batch_tile = env_or("UNICORN_BATCH_TILE", kernels::kMatVecBatchTile);
+    uint32_t batch_accumulators = env_or("UNICORN_BATCH_ROWS", kernels::kMatVecBatchAccumulators);
+    uint32_t splitk_from = env_or("UNICORN_SPLITK_FROM", kernels::kSplitKFromStreams);
+    uint32_t splitk_tile_index = env_or("UNICORN_SPLITK_TILE", 0);
+    kernels::SplitKTile splitk_tile(uint32_t tokens) const {
+      if (splitk_tile_index && splitk_tile_index <= std::size(kernels::kSplitKTiles))
+        return kernels::kSplitKTiles[splitk_tile_index - 1];
+      return kernels::splitk_tile(tokens);
+    }
     std::optional<uint32_t> attention_rows = env("UNICORN_ATTENTION_ROWS");  // unset: by chunk
     static std::optional<uint32_t> env(const char* name) {
       const char* v = std::getenv(name);
@@ -503,19 +695,18 @@ class EngineCore {
     }
     static uint32_t env_or(const char* name, uint32_t fallback) { return env(name).value_or(fallback); }
   } tuning_;
-  uint32_t pos_ = 0;
   uint32_t context_limit_ = cfg_.max_context;
   SamplingParams sampling_;
-  std::deque<int32_t> recent_;
-  uint32_t sample_counter_ = 0;
+  std::vector<StreamState> streams_ = std::vector<StreamState>(cfg_.streams);
 };
 
 // Builds the dispatch list for one chunk size. Each method is one step of the
 // Gemma 3 layer and says the shape of what it writes.
 class EngineCore::Recorder {
  public:
-  Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows)
-      : c_(core), n_(n), logit_rows_(logit_rows), m_(core.cfg_.model) {}
+  Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows, PassKind kind)
+      : c_(core), n_(n), logit_rows_(logit_rows), decode_(kind != PassKind::Prefill),
+        splitk_(kind == PassKind::DecodeSplitK), m_(core.cfg_.model) {}
 
   std::vector<gpu::Dispatch> forward() {
     embed();                                                   // x  [n, H]
@@ -582,18 +773,33 @@ class EngineCore::Recorder {
 
   void final_norm() { norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), 1); }
 
-  // y = x W^T over every part of W: matrix-vector for one token and for the LM
-  // head (which usually needs one row of logits), tiled matrix-matrix otherwise.
+  // Whether this pass's products over `row_set` run on matmul_coop_splitk.
+  bool splitk(uint32_t row_set) const { return splitk_ && (row_set ? logit_rows_ : n_) > 1; }
+
+  // y = x W^T over every part of W: matrix-vector for decode passes and for the
+  // LM head (which usually needs one row of logits), tiled matrix-matrix otherwise.
   // With `pair` (matrix-vector, block formats): y = gelu(x W^T) * (x pair^T).
+  // A batched decode pass (n > 1 streams) reads each weight once per step for
+  // all its tokens: on tensor units, workgroups whose subgroups split K
+  // (matmul_coop_splitk); elsewhere each matrix-vector workgroup takes every
+  // token row, keeping the single-token lanes (a row's sums in the same order:
+  // the same results) and trading rows per row group for tokens per pass.
   void linear(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0, bool barrier = true,
               const TensorSlot* pair = nullptr) {
-    const bool vec = n_ == 1 || row_set == 1;
+    if (splitk(row_set)) return linear_splitk(in, out, w, row_set, barrier);
+    const bool vec = decode_ || row_set == 1;
     const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
     const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
     uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
     if (!lanes || !is_block_quantized(w.format)) lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
     if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
       rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+    const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : 1;  // per workgroup
+    const uint32_t token_tile = std::max(1u, std::min(tokens, c_.tuning_.batch_tile));
+    if (tokens > 1) {
+      const uint32_t batch_rows = std::max(1u, c_.tuning_.batch_accumulators / accumulators);
+      if (kernels::matvec_shape_ok(lanes, batch_rows * accumulators, sg)) rows = batch_rows;
+    }
     const uint32_t unroll = c_.tuning_.matvec_unroll == 2 ? 2 : 1;
     const uint32_t rows_per_group = rows * 128 / lanes;  // 128-lane workgroups
     // Prefill: tensor units when the device has them and they are enabled
@@ -604,7 +810,8 @@ class EngineCore::Recorder {
     const kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, M);
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
-                        kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1})
+                        kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
+                                        tokens, token_tile})
         : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
                            kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
                                                 info.coop_k, info.subgroup_size, tile))
@@ -621,11 +828,27 @@ class EngineCore::Recorder {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), second};
         const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
         const uint32_t gx = std::min<uint32_t>(g, 65535);
-        add(k, b, push, {gx, groups(g, gx), rows_n}, barrier);
+        add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier);
       } else {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
         add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), 1}, barrier);
       }
+    }
+  }
+
+  // linear() for a batched decode pass on tensor units: tiles of the step's
+  // token rows by weight rows, K split across each workgroup's subgroups.
+  void linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier) {
+    const auto& info = c_.ctx_.info();
+    const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows), rows_n = row_set ? logit_rows_ : n_;
+    const kernels::SplitKTile tile = c_.tuning_.splitk_tile(rows_n);
+    const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearBindings,
+                              kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
+                                                          info.coop_k, info.subgroup_size, tile));
+    for (const TensorPart& p : c_.layout_.parts_of(w)) {
+      const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
+      add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)},
+          {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), 1}, barrier);
     }
   }
 
@@ -635,7 +858,7 @@ class EngineCore::Recorder {
     const TensorSlot& gate = c_.layout_.weight(Role::FfnGate, l);
     const TensorSlot& up = c_.layout_.weight(Role::FfnUp, l);
     const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
-    bool alike = n_ == 1 && is_block_quantized(gate.format) && gate.format == up.format &&
+    bool alike = decode_ && !splitk(0) && is_block_quantized(gate.format) && gate.format == up.format &&
                  gp.size() == upp.size();
     for (size_t i = 0; alike && i < gp.size(); ++i)
       alike = gp[i].row_begin == upp[i].row_begin && gp[i].rows == upp[i].rows;
@@ -646,7 +869,7 @@ class EngineCore::Recorder {
   }
 
   // q/k norm, RoPE, and the cache write, per part of the layer's cache (ranges
-  // of kv heads; the first part's dispatch also does the query heads).
+  // of (stream, kv head) rows; the first part's dispatch also does the query heads).
   void attn_prep(int l, AttentionKind kind) {
     const auto& L = c_.layout_;
     const TensorSlot& kc = L.kv(Role::KCache, l);
@@ -664,8 +887,7 @@ class EngineCore::Recorder {
           c_.act(Act::Q), c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
           c_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
       const uint32_t q_groups = kp[i].row_begin == 0 ? m_.heads : 0;
-      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
-          {n_, q_groups + uint32_t(kp[i].rows), 1});
+      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)}, {n_, q_groups + m_.kv_heads, 1});
     }
   }
 
@@ -683,7 +905,7 @@ class EngineCore::Recorder {
     const kernels::AttentionTile tile =
         kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
                                        c_.ctx_.info().max_shared_memory, rows);
-    const bool tiled = n_ > 1 && tile.rows;
+    const bool tiled = !decode_ && n_ > 1 && tile.rows;  // prefill: one stream, consecutive positions
     const auto& k =
         tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
                           kernels::kAttentionTiledBindings,
@@ -693,14 +915,13 @@ class EngineCore::Recorder {
                           kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                              window, scale, c_.ctx_.info().subgroup_size});
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
-    const uint32_t group = m_.heads / m_.kv_heads;
-    for (size_t i = 0; i < kp.size(); ++i) {
+    for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
       const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
                                             c_.act(Act::Attn), c_.step()};
-      const uint32_t heads = uint32_t(kp[i].rows);
-      add(k, b, {uint32_t(kp[i].row_begin), heads},
-          tiled ? std::array{groups(n_ * group, tile.rows), heads, 1u}
-                : std::array{n_, heads * group, 1u});
+      const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
+      add(k, b, {uint32_t(kp[i].row_begin), part_rows},
+          tiled ? std::array{groups(n_ * (m_.heads / m_.kv_heads), tile.rows), part_rows, 1u}
+                : std::array{n_, m_.heads, 1u});
     }
   }
 
@@ -736,13 +957,17 @@ class EngineCore::Recorder {
 
   EngineCore& c_;
   uint32_t n_, logit_rows_;
+  bool decode_;  // one token per stream: per-row positions and streams
+  bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
   const ModelDims& m_;
   std::vector<gpu::Dispatch> d_;
 };
 
-inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows) {
-  const auto dispatches = Recorder(*this, n, logit_rows).forward();
+inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows,
+                                                                   PassKind kind) {
+  const auto dispatches = Recorder(*this, n, logit_rows, kind).forward();
   Graph g;
+  g.splitk = kind == PassKind::DecodeSplitK;
   g.commands = stream_.allocate();
   g.commands.begin(vk::CommandBufferBeginInfo{});
   // The previous submission's writes (KV cache, uploads) come before this pass.

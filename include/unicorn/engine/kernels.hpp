@@ -67,11 +67,54 @@ inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t
   return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.warps_tokens, t.warps_rows,
           t.warps() * subgroup_size};
 }
+// matmul_coop_splitk (batched decode: a few token rows): Linear's constants,
+// the cooperative-matrix shape and subgroup size, the workgroup's output tile
+// (tokens x weight rows) and its subgroups, each walking a share of K.
+struct LinearCoopSplitK {
+  BOOST_HANA_DEFINE_STRUCT(LinearCoopSplitK, (uint32_t, in_features), (uint32_t, out_features),
+                           (uint32_t, row_set), (uint32_t, tm), (uint32_t, tn), (uint32_t, tk),
+                           (uint32_t, subgroup_size), (uint32_t, tile_tokens),
+                           (uint32_t, tile_rows), (uint32_t, split), (uint32_t, threads));
+};
+struct SplitKTile {
+  uint32_t tokens, rows, split;
+  // Shared memory of its workgroup (bytes): each subgroup's fp16 rows (32 k +
+  // 8 padding) of both operands; the fp32 partial tiles reuse it after the loop.
+  constexpr uint32_t shared_bytes() const { return split * (tokens + rows) * 80; }
+  constexpr bool partials_fit() const { return tokens * rows * 4 <= (tokens + rows) * 80; }
+};
+// The tiles matmul_coop_splitk is built and tested for; splitk_tile picks the
+// first for up to 16 tokens and the second above (1 or 2 x 2 matrices per
+// subgroup, in as many token tiles as the step needs). Eight subgroups split
+// K, each with two steps' loads in flight. UNICORN_SPLITK_TILE=i (1-based) runs
+// any of them. Measured on the H100, 4B Q4_0 (notes/batched_decode.md): at 32
+// streams 32x32/8 3,615 t/s, 32x48/6 3,267, 32x32/4 3,101, 16x32/8 3,023,
+// 32x16/8 2,728, 16x16/16 2,862; at 8 streams 16x32/8 1,193, 16x16/16 1,175.
+// All fit 48 KiB.
+inline constexpr SplitKTile kSplitKTiles[] = {{16, 32, 8}, {32, 32, 8}, {32, 48, 6}, {16, 16, 16}};
+// Batched decode steps of this many streams or more run their products on
+// matmul_coop_splitk where the device has tensor units; fewer keep matvec
+// (measured on the H100: see README, batched decode). UNICORN_SPLITK_FROM overrides.
+inline constexpr uint32_t kSplitKFromStreams = 5;
+constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <= 16 ? 0 : 1]; }
+inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm,
+                                           uint32_t tn, uint32_t tk, uint32_t subgroup_size,
+                                           SplitKTile t) {
+  return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.split, t.split * subgroup_size};
+}
 struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, rows_per_group),
-                           (uint32_t, lanes_per_group), (uint32_t, unroll), (uint32_t, pair));
+                           (uint32_t, lanes_per_group), (uint32_t, unroll), (uint32_t, pair),
+                           (uint32_t, tokens), (uint32_t, tile));
 };
+// Batched decode (tokens > 1 per workgroup): tokens per pass over the weights,
+// and accumulators per row group (rows times 1, or 2 for the fused pair) — the
+// per-token registers a pass holds are tile * accumulators * 2. The lanes stay
+// those of the single-token shape, so a row's sums keep their order.
+// UNICORN_BATCH_TILE and UNICORN_BATCH_ROWS override them.
+inline constexpr uint32_t kMatVecBatchTile = 4;
+inline constexpr uint32_t kMatVecBatchAccumulators = 4;
 // The matvec shape: output rows per row group (its inputs are loaded once for
 // all of them), lanes per row group, blocks per lane per pass. Measured on the
 // H100 with tools/matvec_sweep.sh; UNICORN_MATVEC_ROWS, _LANES and _UNROLL
@@ -200,5 +243,6 @@ inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindi
                           kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
                           kAttentionTiledBindings = 5, kGegluBindings = 3,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
+// matmul_coop_splitk binds what matmul and matmul_coop bind.
 
 }  // namespace unicorn::kernels

@@ -99,7 +99,7 @@ enum class Arena : uint8_t { Weights, KvCache };
 struct TensorSlot {
   Role role;
   int32_t layer;        // -1 for whole-model tensors
-  uint64_t rows;        // outermost dimension (GGUF ne[1]; KV: heads)
+  uint64_t rows;        // outermost dimension (GGUF ne[1]; KV: (stream, kv head) pairs)
   uint64_t cols;        // elements per row (GGUF ne[0]; KV: slots * head_dim)
   Format format;
   uint64_t bytes;
@@ -228,10 +228,13 @@ constexpr void for_each_tensor(const DeploymentConfig& c, F&& f) {
   f(TensorShape{Role::OutputNorm, 1, m.hidden, Format::F32}, -1, Arena::Weights);
   if (c.scheme.separate_lm_head())
     f(TensorShape{Role::LmHead, m.vocab, m.hidden, c.scheme.lm_head}, -1, Arena::Weights);
+  // Every stream has its own cache: row s * kv_heads + h is stream s's kv head h,
+  // so parts (runs of rows) split between streams as between heads.
   for (uint32_t l = 0; l < m.layers; ++l) {
     const uint64_t cols = uint64_t{kv_slots(c, m.layer_kind(l))} * m.head_dim;
-    f(TensorShape{Role::KCache, m.kv_heads, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
-    f(TensorShape{Role::VCache, m.kv_heads, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
+    const uint64_t rows = uint64_t{m.kv_heads} * c.streams;
+    f(TensorShape{Role::KCache, rows, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
+    f(TensorShape{Role::VCache, rows, cols, c.scheme.kv_cache}, int(l), Arena::KvCache);
   }
 }
 

@@ -2,9 +2,10 @@
 // the static layout at compile time (kBudgetOf<D>) and, from the same code, at
 // run time by the engine before it allocates anything.
 //
-// Weights: each part's bytes rounded up to the 256-byte binding alignment (what
-// the slabs hold). KV cache and activations: one stream's layout times
-// DeploymentConfig::streams.
+// Each part's bytes rounded up to the 256-byte binding alignment (what the slabs
+// hold). The layout already holds every stream's KV cache
+// (DeploymentConfig::streams); the activations are one set, shared by the
+// streams of a batched step (its rows are the streams).
 #pragma once
 
 #include <array>
@@ -43,12 +44,11 @@ constexpr Budget placement_budget(const DeploymentConfig& c, const LayoutView& L
   for (const TensorSlot& t : L.tensors) {
     uint64_t bytes = 0;
     for (const TensorPart& p : L.parts_of(t)) bytes += detail::align_up(p.bytes, kBindingAlign);
-    if (t.arena == Arena::KvCache) bytes *= c.streams;
     b.pools[size_t(t.pool)].group_bytes[size_t(group_of(t.role))] += bytes;
   }
   uint64_t acts = 0;
   for (const ActivationSlot& a : L.activations) acts += a.bytes;
-  b.pools[size_t(L.activation_pool)].group_bytes[size_t(Group::Activations)] += acts * c.streams;
+  b.pools[size_t(L.activation_pool)].group_bytes[size_t(Group::Activations)] += acts;
   return b;
 }
 

@@ -1,0 +1,18 @@
+// sampler.glsl — the sampler's per-row state, written by the host before each
+// step: one SamplerRow per logit row (a batched decode step samples each row
+// for its own stream, with that stream's penalty history and random stream).
+// Mirrors unicorn::detail::SamplerState and kMaxPenaltyHistory (engine/core.hpp).
+const uint MAX_PENALTY_HISTORY = 1024;
+struct SamplerRow {
+  float temperature;
+  uint top_k;           // 0: off
+  float top_p;          // 1: off
+  float min_p;          // 0: off
+  float repeat_penalty; // 1: off
+  uint seed;
+  uint counter;         // advances every step of the row's stream
+  uint history_len;
+  uint stream;          // which random stream the draw takes (the row's stream)
+  uint history[MAX_PENALTY_HISTORY];  // distinct recent token ids the penalty applies to
+};
+layout(binding = SAMPLER_BINDING) readonly buffer Params { SamplerRow sampling[]; };

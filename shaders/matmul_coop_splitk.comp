@@ -1,0 +1,190 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
+// matmul_coop_splitk — Y[t, r] = dot(W[r, :], X[t, :]) for a few token rows: a
+// batched decode step (one token of each of up to a few dozen streams) on the
+// tensor units. Same bindings, push constants and row sets as matmul_coop;
+// written in the NV form and rewritten to KHR at build time like it.
+//
+// With few tokens every weight is used by only a few products, so the step is
+// bound by reading the weights once, and what matters is bytes in flight
+// across the whole GPU and how long each chain of dependent loads is. A
+// workgroup owns a BT-token x BR-row output tile, and its SPLIT subgroups walk
+// every SPLIT-th 32-k step (one quant block) of it, two steps' loads in
+// flight each: every subgroup stages its own operands in its own shared
+// memory, so the loop has no workgroup barrier, and a matrix with few rows and
+// a long K (a down projection) still has short chains. At the end the
+// subgroups' partial sums meet in shared memory (over the staging tiles, no
+// longer needed) and are added in subgroup order (deterministic). Products
+// are fp16 x fp16 -> fp32, inputs saturated to the fp16 range, as in matmul_coop.
+// Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), SPLIT * SUBGROUP_SIZE threads.
+layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
+layout(constant_id = 0) const uint K = 32;
+#define WEIGHT_BINDING 0
+#define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
+#include "include/weights.glsl"
+#include "include/coop_operands.glsl"
+#define STEP_BINDING 3
+#include "include/step.glsl"
+
+layout(constant_id = 1) const uint M = 1;
+layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows
+// Cooperative matrix shape, one the device lists (VkCooperativeMatrixPropertiesKHR).
+layout(constant_id = 3) const uint TM = 16;  // tokens per matrix
+layout(constant_id = 4) const uint TN = 16;  // weight rows per matrix
+layout(constant_id = 5) const uint TK = 16;
+layout(constant_id = 6) const uint SUBGROUP_SIZE = 32;  // the device's, queried by the host
+layout(constant_id = 7) const uint BT = 32;             // tile: tokens (at most 4 TM)
+layout(constant_id = 8) const uint BR = 32;             // tile: weight rows (at most 4 TN)
+layout(constant_id = 9) const uint SPLIT = 4;           // subgroups, each a share of K
+layout(local_size_x_id = 10) in;                        // SPLIT * SUBGROUP_SIZE
+
+layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
+layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
+layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
+
+const uint STEP = 32;  // k per step: one quant block
+const uint THREADS = SPLIT * SUBGROUP_SIZE;
+const uint FT = BT / TM, FR = BR / TN;  // a subgroup's matrices, at most 4 x 4
+
+// Each subgroup's fp16 tiles, as uvec4 (8 halves): X [BT][40], then W [BR][40]
+// (rows of 32 k + 8 padding, 80 bytes apart: the 8 rows of a matrix load fall
+// on distinct banks); matrix loads count in these vectors. After the loop the
+// same memory holds every subgroup's fp32 partial tile [SPLIT][BT][BR]
+// (kernels::SplitKTile checks that it fits).
+const uint LDV = 5;
+const uint STAGE = (BT + BR) * LDV;  // one subgroup's tiles
+shared uvec4 smem[SPLIT * STAGE];
+uint x_tile(uint sg) { return sg * STAGE; }
+uint w_tile(uint sg) { return sg * STAGE + BT * LDV; }
+
+// A lane's share of a step: XU X units (8 k of a token), WU W units (16 k of a
+// row), in two register sets: the next two steps' loads are in flight while
+// the current step multiplies.
+const uint XU = (BT * (STEP / 8) + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
+const uint WU = (BR * 2 + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
+vec4 x_raw0[XU * 2], x_raw1[XU * 2];
+WUnit w_raw0[WU], w_raw1[WU];
+
+// Step `step` (k from 32 * step) of the tile's X or W into a register set.
+// Macros, so that each set stays a named register array.
+#define LOAD_X(XR, step)                                                                \
+  {                                                                                     \
+    const uint k0 = (step) * STEP, lane = gl_SubgroupInvocationID;                      \
+    [[unroll]] for (uint u = 0; u < XU; ++u) {                                          \
+      const uint unit = lane + u * SUBGROUP_SIZE, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8; \
+      const bool ok = unit < BT * 4 && t < n;                                           \
+      if (K % 4 == 0 && k0 + STEP <= K) {                                               \
+        XR[2 * u] = ok ? x4[(t * K + k) / 4] : vec4(0);                                 \
+        XR[2 * u + 1] = ok ? x4[(t * K + k) / 4 + 1] : vec4(0);                         \
+      } else {                                                                          \
+        [[unroll]] for (uint e = 0; e < 8; ++e)                                         \
+          XR[2 * u + e / 4][e % 4] = ok && k + e < K ? x[t * K + k + e] : 0.0;          \
+      }                                                                                 \
+    }                                                                                   \
+  }
+#define LOAD_W(WR, step)                                                                \
+  {                                                                                     \
+    const uint k0 = (step) * STEP, lane = gl_SubgroupInvocationID;                      \
+    [[unroll]] for (uint u = 0; u < WU; ++u) {                                          \
+      const uint unit = lane + u * SUBGROUP_SIZE, row = row0 + unit / 2;                \
+      WR[u] = load_w_unit(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);           \
+    }                                                                                   \
+  }
+
+// A register set as fp16 into subgroup sg's tiles.
+#define STORE_X(XR)                                                                     \
+  {                                                                                     \
+    const uint lane = gl_SubgroupInvocationID;                                          \
+    [[unroll]] for (uint u = 0; u < XU; ++u) {                                          \
+      const uint unit = lane + u * SUBGROUP_SIZE;                                       \
+      if (unit < BT * 4) smem[x_tile(sg) + (unit / 4) * LDV + unit % 4] = pack8(XR[2 * u], XR[2 * u + 1]); \
+    }                                                                                   \
+  }
+#define STORE_W(WR)                                                                     \
+  {                                                                                     \
+    const uint lane = gl_SubgroupInvocationID;                                          \
+    [[unroll]] for (uint u = 0; u < WU; ++u) {                                          \
+      const uint unit = lane + u * SUBGROUP_SIZE;                                       \
+      if (unit < BR * 2) {                                                              \
+        const uint slot = w_tile(sg) + (unit / 2) * LDV + (unit % 2) * 2;               \
+        uvec4 lo, hi;                                                                   \
+        w_unit_fp16(WR[u], unit % 2, lo, hi);                                           \
+        smem[slot] = lo;                                                                \
+        smem[slot + 1] = hi;                                                            \
+      }                                                                                 \
+    }                                                                                   \
+  }
+
+// Named matrices, not arrays (NVIDIA's driver keeps arrays of cooperative
+// matrices out of registers; see matmul_coop.comp and notes/coop_gemm.md).
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, TM, TN>
+#define MAT_A fcoopmatNV<16, gl_ScopeSubgroup, TM, TK>
+#define MAT_B fcoopmatNV<16, gl_ScopeSubgroup, TK, TN>
+#define FOR_ROW(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#define FOR_ALL(X) FOR_ROW(X, 0) FOR_ROW(X, 1) FOR_ROW(X, 2) FOR_ROW(X, 3)
+#define DECLARE(i, j) ACC c##i##j = ACC(0.0);
+#define LOAD_A(i) if (i < FT) coopMatLoadNV(a##i, smem, x_tile(sg) + i * TM * LDV + kk / 8, LDV, false);
+// B[k][r] = W[r][k]: W rows are stored k-contiguous, i.e. B column-major.
+#define LOAD_B(j) if (j < FR) coopMatLoadNV(b##j, smem, w_tile(sg) + j * TN * LDV + kk / 8, LDV, true);
+#define MUL_ADD(i, j) if (i < FT && j < FR) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j);
+// The products of the staged step.
+#define MULTIPLY_STEP                                      \
+  [[unroll]] for (uint kk = 0; kk < STEP; kk += TK) {      \
+    MAT_A a0, a1, a2, a3;                                  \
+    MAT_B b0, b1, b2, b3;                                  \
+    LOAD_A(0) LOAD_A(1) LOAD_A(2) LOAD_A(3)                \
+    LOAD_B(0) LOAD_B(1) LOAD_B(2) LOAD_B(3)                \
+    FOR_ALL(MUL_ADD)                                       \
+  }
+// fp32 partial tiles over the staging memory, in uvec4 units (BR and TN are multiples of 4).
+#define STORE_PARTIAL(i, j) \
+  if (i < FT && j < FR)     \
+    coopMatStoreNV(c##i##j, smem, ((sg * BT + i * TM) * BR + j * TN) / 4, BR / 4, false);
+
+void main() {
+  const uint n = active_rows(ROW_SET);
+  const uint row0 = gl_WorkGroupID.x * BR, tok0 = gl_WorkGroupID.y * BT;
+  if (tok0 >= n) return;  // whole tile past the step's rows: uniform exit
+  const uint sg = gl_SubgroupID;
+
+  FOR_ALL(DECLARE)
+  // This subgroup's steps: sg, sg + SPLIT, ...; two register sets take turns.
+  const uint steps = (K + STEP - 1) / STEP;
+  const uint mine = sg < steps ? (steps - sg + SPLIT - 1) / SPLIT : 0;  // subgroup-uniform
+  if (mine > 0) { LOAD_W(w_raw0, sg) LOAD_X(x_raw0, sg) }
+  if (mine > 1) { LOAD_W(w_raw1, sg + SPLIT) LOAD_X(x_raw1, sg + SPLIT) }
+  for (uint i = 0; i < mine; i += 2) {
+    STORE_X(x_raw0)
+    STORE_W(w_raw0)
+    subgroupBarrier();  // the tiles are written before any lane's matrix loads
+    if (i + 2 < mine) { LOAD_W(w_raw0, sg + (i + 2) * SPLIT) LOAD_X(x_raw0, sg + (i + 2) * SPLIT) }
+    MULTIPLY_STEP
+    subgroupBarrier();  // every lane's matrix loads are done before the next store
+    if (i + 1 < mine) {
+      STORE_X(x_raw1)
+      STORE_W(w_raw1)
+      subgroupBarrier();
+      if (i + 3 < mine) { LOAD_W(w_raw1, sg + (i + 3) * SPLIT) LOAD_X(x_raw1, sg + (i + 3) * SPLIT) }
+      MULTIPLY_STEP
+      subgroupBarrier();
+    }
+  }
+
+  barrier();  // every subgroup is done with its tiles: the partials go over them
+  FOR_ALL(STORE_PARTIAL)
+  barrier();
+  for (uint e = gl_LocalInvocationID.x; e < BT * BR; e += THREADS) {
+    const uint t = tok0 + e / BR, r = row0 + e % BR;
+    float sum = 0.0;
+    for (uint s = 0; s < SPLIT; ++s) {
+      const uint f = s * BT * BR + e;
+      sum += uintBitsToFloat(smem[f / 4][f % 4]);
+    }
+    if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = sum;
+  }
+}
