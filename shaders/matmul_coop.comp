@@ -21,10 +21,13 @@
 // accumulators; the host picks the tile per matrix (kernels::coop_tile) so that
 // small matrices still fill the GPU. K is walked 32 at a time (one quant
 // block): X (fp32, clamped to the fp16 range) and W (dequantised straight to
-// packed fp16 from one 16-byte quant load) go to shared memory, double
-// buffered, with the next step's global loads in flight while the current
-// step multiplies. Accumulation is fp32.
-// Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), WARPS_T * WARPS_R * SUBGROUP_SIZE threads.
+// packed fp16 from one 16-byte quant load) go to shared memory, with the next
+// step's global loads in flight while the current step multiplies: double
+// buffered (STAGES = 2, one barrier a step), or for the large tiles one buffer
+// (STAGES = 1, two barriers a step: the tile no longer fits twice in 48 KiB).
+// Accumulation is fp32.
+// Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), (WARPS_T * WARPS_R + PRODUCERS) *
+// SUBGROUP_SIZE threads.
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 layout(constant_id = 0) const uint K = 32;
 #define WEIGHT_BINDING 0
@@ -44,14 +47,22 @@ layout(constant_id = 7) const uint BT = 128;            // tile: tokens
 layout(constant_id = 8) const uint BR = 128;            // tile: weight rows
 layout(constant_id = 9) const uint WARPS_T = 2;         // subgroup grid over the tile
 layout(constant_id = 10) const uint WARPS_R = 2;
-layout(local_size_x_id = 11) in;                        // WARPS_T * WARPS_R * SUBGROUP_SIZE
+layout(local_size_x_id = 11) in;                        // (WARPS_T * WARPS_R + PRODUCERS) * SUBGROUP_SIZE
+layout(constant_id = 12) const uint STAGES = 2;         // shared buffers: 2, or 1
+// Subgroups that only load and store the tiles, after the WARPS_T * WARPS_R
+// that only multiply; 0: every subgroup does both, one after the other.
+// Needs STAGES = 2. Measured on the H100 (notes/coop_gemm.md, step 8):
+// 8 producers beside 8 multiplying subgroups ran 128 x 128 tiles 9-16% faster
+// alone, not yet end to end; kernels::kCoopTiles leaves it at 0.
+layout(constant_id = 13) const uint PRODUCERS = 0;
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 
 const uint STEP = 32;                 // k per stage: one quant block
-const uint THREADS = WARPS_T * WARPS_R * SUBGROUP_SIZE;
+const uint MMA_WARPS = WARPS_T * WARPS_R;
+const uint THREADS = (PRODUCERS > 0 ? PRODUCERS : MMA_WARPS) * SUBGROUP_SIZE;  // threads that load
 const uint WT = BT / WARPS_T, WR = BR / WARPS_R;  // one subgroup's block
 const uint FT = WT / TM, FR = WR / TN;            // its matrices, at most 4 x 4
 
@@ -59,9 +70,11 @@ const uint FT = WT / TM, FR = WR / TN;            // its matrices, at most 4 x 4
 // A row is 32 halves plus 8 of padding: rows 80 bytes apart put the 8 rows of
 // a matrix load on distinct banks. Matrix loads count in these vectors.
 const uint LDV = 5;
-shared uvec4 xs[2 * BT * LDV];  // [buffer][token][k / 8]
-shared uvec4 ws[2 * BR * LDV];  // [buffer][row][k / 8]
-shared float out_tile[WARPS_T * WARPS_R * 256];  // ragged tiles: one 16 x 16 matrix per subgroup
+// X tiles [buffer][token][k / 8] from 0, W tiles [buffer][row][k / 8] from WS.
+// After the loop, a ragged tile's subgroups use the start as one TM x TN fp32
+// scratch matrix each (kernels::CoopTile::shared_bytes counts both uses).
+const uint WS = STAGES * BT * LDV;
+shared uvec4 smem[STAGES * (BT + BR) * LDV];
 
 // Per step a thread moves XU units of 8 consecutive k of one token and WU
 // units of 16 consecutive k of one weight row (half a quant block). Loads land
@@ -83,7 +96,7 @@ uint pack2(vec2 v) { return packFloat2x16(f16vec2(clamp(v, vec2(-65504.0), vec2(
 uvec4 pack8(vec4 a, vec4 b) { return uvec4(pack2(a.xy), pack2(a.zw), pack2(b.xy), pack2(b.zw)); }
 
 void load_step(uint k0, uint tok0, uint row0, uint n) {
-  const uint tid = gl_LocalInvocationID.x;
+  const uint tid = gl_LocalInvocationID.x - (PRODUCERS > 0 ? MMA_WARPS * SUBGROUP_SIZE : 0);
   const bool full_k = k0 + STEP <= K;
   [[unroll]] for (uint u = 0; u < XU; ++u) {
     const uint unit = tid + u * THREADS, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8;
@@ -142,15 +155,15 @@ uint dequant2(uint bytes, float16_t bias, float16_t d) {
 #endif
 
 void store_step(uint buf) {
-  const uint tid = gl_LocalInvocationID.x;
+  const uint tid = gl_LocalInvocationID.x - (PRODUCERS > 0 ? MMA_WARPS * SUBGROUP_SIZE : 0);
   [[unroll]] for (uint u = 0; u < XU; ++u) {
     const uint unit = tid + u * THREADS;
-    if (unit < BT * 4) xs[(buf * BT + unit / 4) * LDV + unit % 4] = pack8(x_raw[2 * u], x_raw[2 * u + 1]);
+    if (unit < BT * 4) smem[(buf * BT + unit / 4) * LDV + unit % 4] = pack8(x_raw[2 * u], x_raw[2 * u + 1]);
   }
   [[unroll]] for (uint u = 0; u < WU; ++u) {
     const uint unit = tid + u * THREADS;
     if (unit >= BR * 2) break;
-    const uint slot = (buf * BR + unit / 2) * LDV + (unit % 2) * 2;
+    const uint slot = WS + (buf * BR + unit / 2) * LDV + (unit % 2) * 2;
 #if WEIGHT_BLOCK > 1
     const float16_t d = float16_t(w_scale[u]);
     uvec4 q = w_raw[u];
@@ -163,13 +176,13 @@ void store_step(uint buf) {
     const float16_t bias = float16_t(1152.0);  // 1024 + 128
     q ^= 0x80808080u;
 #endif
-    ws[slot] = uvec4(dequant2(q.x, bias, d), dequant2(q.x >> 16, bias, d),
-                     dequant2(q.y, bias, d), dequant2(q.y >> 16, bias, d));
-    ws[slot + 1] = uvec4(dequant2(q.z, bias, d), dequant2(q.z >> 16, bias, d),
-                         dequant2(q.w, bias, d), dequant2(q.w >> 16, bias, d));
+    smem[slot] = uvec4(dequant2(q.x, bias, d), dequant2(q.x >> 16, bias, d),
+                       dequant2(q.y, bias, d), dequant2(q.y >> 16, bias, d));
+    smem[slot + 1] = uvec4(dequant2(q.z, bias, d), dequant2(q.z >> 16, bias, d),
+                           dequant2(q.w, bias, d), dequant2(q.w >> 16, bias, d));
 #else
-    ws[slot] = w_raw[2 * u];
-    ws[slot + 1] = w_raw[2 * u + 1];
+    smem[slot] = w_raw[2 * u];
+    smem[slot + 1] = w_raw[2 * u + 1];
 #endif
   }
 }
@@ -186,9 +199,9 @@ void store_step(uint buf) {
 #define FOR_ROW(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
 #define FOR_ALL(X) FOR_ROW(X, 0) FOR_ROW(X, 1) FOR_ROW(X, 2) FOR_ROW(X, 3)
 #define DECLARE(i, j) ACC c##i##j = ACC(0.0);
-#define LOAD_A(i) if (i < FT) coopMatLoadNV(a##i, xs, (buf * BT + sub_t + i * TM) * LDV + kk / 8, LDV, false);
+#define LOAD_A(i) if (i < FT) coopMatLoadNV(a##i, smem, (buf * BT + sub_t + i * TM) * LDV + kk / 8, LDV, false);
 // B[k][r] = W[r][k]: W rows are stored k-contiguous, i.e. B column-major.
-#define LOAD_B(j) if (j < FR) coopMatLoadNV(b##j, ws, (buf * BR + sub_r + j * TN) * LDV + kk / 8, LDV, true);
+#define LOAD_B(j) if (j < FR) coopMatLoadNV(b##j, smem, WS + (buf * BR + sub_r + j * TN) * LDV + kk / 8, LDV, true);
 #define MUL_ADD(i, j) if (i < FT && j < FR) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j);
 #define STORE_Y(i, j) \
   if (i < FT && j < FR) coopMatStoreNV(c##i##j, y, (t0 + i * TM) * M + pc.row_begin + r0 + j * TN, M, false);
@@ -196,11 +209,12 @@ void store_step(uint buf) {
 // with bounds checks (a macro: the KHR rewrite keeps matrices out of functions).
 #define STORE_RAGGED(i, j)                                                            \
   if (i < FT && j < FR) {                                                             \
-    coopMatStoreNV(c##i##j, out_tile, sg * 256, TN, false);                           \
+    coopMatStoreNV(c##i##j, smem, sg * (TM * TN / 4), TN / 4, false);                \
     subgroupBarrier();                                                                \
     for (uint e = gl_SubgroupInvocationID; e < TM * TN; e += SUBGROUP_SIZE) {         \
       const uint t = t0 + i * TM + e / TN, r = r0 + j * TN + e % TN;                  \
-      if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = out_tile[sg * 256 + e]; \
+      if (t < n && r < pc.rows)                                                       \
+        y[t * M + pc.row_begin + r] = uintBitsToFloat(smem[sg * (TM * TN / 4) + e / 4][e % 4]); \
     }                                                                                 \
     subgroupBarrier();                                                                \
   }
@@ -210,26 +224,36 @@ void main() {
   const uint row0 = gl_WorkGroupID.x * BR, tok0 = gl_WorkGroupID.y * BT;
   if (tok0 >= n) return;  // whole tile past the chunk: uniform exit
   const uint sg = gl_SubgroupID;
+  const bool loader = PRODUCERS == 0 || sg >= MMA_WARPS, mma = PRODUCERS == 0 || sg < MMA_WARPS;
   const uint sub_t = (sg / WARPS_R) * WT, sub_r = (sg % WARPS_R) * WR;  // block origin in the tile
 
   FOR_ALL(DECLARE)
-  load_step(0, tok0, row0, n);
-  store_step(0);
+  if (loader) {
+    load_step(0, tok0, row0, n);
+    store_step(0);
+  }
   barrier();
   const uint steps = (K + STEP - 1) / STEP;
   for (uint s = 0; s < steps; ++s) {
-    const uint buf = s & 1u;
-    if (s + 1 < steps) load_step((s + 1) * STEP, tok0, row0, n);  // in flight during the products
-    [[unroll]] for (uint kk = 0; kk < STEP; kk += TK) {
-      MAT_A a0, a1, a2, a3;
-      MAT_B b0, b1, b2, b3;
-      LOAD_A(0) LOAD_A(1) LOAD_A(2) LOAD_A(3)
-      LOAD_B(0) LOAD_B(1) LOAD_B(2) LOAD_B(3)
-      FOR_ALL(MUL_ADD)
+    const uint buf = STAGES == 2 ? s & 1u : 0u;
+    if (loader && s + 1 < steps) load_step((s + 1) * STEP, tok0, row0, n);  // in flight during the products
+    if (mma) {
+      [[unroll]] for (uint kk = 0; kk < STEP; kk += TK) {
+        MAT_A a0, a1, a2, a3;
+        MAT_B b0, b1, b2, b3;
+        LOAD_A(0) LOAD_A(1) LOAD_A(2) LOAD_A(3)
+        LOAD_B(0) LOAD_B(1) LOAD_B(2) LOAD_B(3)
+        FOR_ALL(MUL_ADD)
+      }
     }
-    if (s + 1 < steps) store_step(buf ^ 1u);  // the other buffer: last read one step ago
+    if (s + 1 < steps) {
+      if (STAGES == 1) barrier();  // one buffer: every subgroup is done reading it
+      // Two buffers: the other one, last read one step ago.
+      if (loader) store_step(STAGES == 2 ? buf ^ 1u : 0u);
+    }
     barrier();
   }
+  if (!mma) return;
 
   // A tile wholly inside Y goes straight from the accumulators to Y (rows of
   // Y 16-byte aligned); a ragged one through shared memory with bounds checks.

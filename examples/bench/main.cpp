@@ -122,10 +122,12 @@ void print_header(const nlohmann::json& j) {
                 j["weight_bytes_gtt"].get<uint64_t>() / 1073741824.0,
                 j["gtt_read_bandwidth_gbps"].get<double>());
   std::printf("prefill linear layers: %s\n", j["prefill_linear"].get<std::string>().c_str());
-  std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s)\n",
+  std::printf("model: %s, %s weights %.2f GiB, loaded in %.2f s (%.2f GB/s; host-to-device copies %.1f GB/s: "
+              "%.2f s at best)\n",
               j["model"].get<std::string>().c_str(), j["file"].get<std::string>().c_str(),
               j["weight_bytes"].get<uint64_t>() / 1073741824.0, j["load_seconds"].get<double>(),
-              j["load_gbps"].get<double>());
+              j["load_gbps"].get<double>(), j["upload_bandwidth_gbps"].get<double>(),
+              j["load_bound_seconds"].get<double>());
   const auto& cache = j["startup"]["pipeline_cache"];
   std::printf("start-up: engine %.3f s (pipeline cache %s)\n", j["startup"]["engine_seconds"].get<double>(),
               cache["path"].get<std::string>().empty() ? "off"
@@ -201,6 +203,7 @@ int run(const Options& o) {
                 std::to_string(D::kConfig.max_context) + " tokens");
   gpu::Context ctx;
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
+  const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
   constexpr const Budget& budget = Engine<D>::kBudget;
   // Weight bytes a decode step reads from each pool: all of them, but for the
   // embedding when the LM head has its own copy (then one row per token).
@@ -249,6 +252,9 @@ int run(const Options& o) {
       {"repetitions", o.repetitions},
       {"load_seconds", load_s},
       {"load_gbps", load.bytes / load_s / 1e9},
+      // The loading bound: the file's bytes at the measured host-to-device copy rate.
+      {"upload_bandwidth_gbps", upload_bandwidth / 1e9},
+      {"load_bound_seconds", load.bytes / upload_bandwidth},
       {"startup",
        {{"engine_seconds", engine_s},
         {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},

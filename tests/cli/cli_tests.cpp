@@ -202,13 +202,15 @@ TEST(Cli, BenchJson) {
   const auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
   for (const char* key : {"model", "device", "weight_bytes", "read_bandwidth_gbps", "pp", "tg",
-                          "roofline_tokens_per_s", "roofline_percent", "load_seconds", "startup", "profile"})
+                          "roofline_tokens_per_s", "roofline_percent", "load_seconds", "upload_bandwidth_gbps",
+                          "load_bound_seconds", "startup", "profile"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["model"], "gemma3-tiny");
   EXPECT_GT(j["tg"]["tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["pp"]["tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["roofline_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["read_bandwidth_gbps"].get<double>(), 0);
+  EXPECT_GT(j["upload_bandwidth_gbps"].get<double>(), 0);
   EXPECT_FALSE(j["profile"]["decode"].empty());
   EXPECT_GT(j["startup"]["first_token_ms_cold"].get<double>(), 0);
   EXPECT_GT(j["startup"]["first_token_ms_warm"].get<double>(), 0);
@@ -281,6 +283,9 @@ TEST(Cli, BenchBatchJson) {
   EXPECT_NEAR(b["per_stream_tokens_per_s"].get<double>() * 4, b["tokens_per_s"].get<double>(), 1e-6);
   EXPECT_GT(b["roofline_tokens_per_s"].get<double>(), 0);
   EXPECT_FALSE(j["profile"]["batch"].empty());
+  EXPECT_FALSE(j["profile_batch_dispatches"].empty());
+  // 4 streams, under kernels::kSplitKFromStreams: matvec on any device.
+  EXPECT_TRUE(b["linear"].get<std::string>().starts_with("matvec")) << b["linear"];
   const Result table = run(env("UNICORN_BENCH") + " -m " + model.string() + " -p 8 -n 4 -r 1 --batch 3");
   EXPECT_EQ(table.code, 0) << table.out;
   EXPECT_CONTAINS(table.out, "3 streams");

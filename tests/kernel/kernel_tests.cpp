@@ -359,6 +359,23 @@ double max_rel_err(std::span<const float> got, std::span<const double> want, std
   return worst;
 }
 
+// The tiles the coop tests run: the engine's (kernels::kCoopTiles), or with
+// UNICORN_COOP_SWEEP=1 a wider set of candidates (shape, subgroup grid, one
+// shared buffer, producer subgroups) to check and time side by side in one
+// device run (the perf test then times Q4_0 only).
+std::vector<kernels::CoopTile> coop_tiles_under_test() {
+  if (!gpu::env_flag("UNICORN_COOP_SWEEP"))
+    return {std::begin(kernels::kCoopTiles), std::end(kernels::kCoopTiles)};
+  // tokens, rows, warps_tokens, warps_rows, stages, producers
+  return {{128, 256, 2, 8, 1}, {256, 128, 4, 4, 1}, {128, 256, 4, 4, 1}, {128, 128, 2, 4},
+          {128, 128, 2, 4, 2, 8}, {128, 128, 4, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
+}
+std::string tile_name(const kernels::CoopTile& t) {
+  return std::to_string(t.tokens) + "x" + std::to_string(t.rows) + "/" + std::to_string(t.warps_tokens) +
+         "x" + std::to_string(t.warps_rows) + (t.stages == 1 ? " s1" : "") +
+         (t.producers ? " +" + std::to_string(t.producers) : "");
+}
+
 class LinearCoop : public ::testing::TestWithParam<LinearCase> {};
 
 TEST_P(LinearCoop, MatchesFp16RoundedReference) {
@@ -385,10 +402,10 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   const uint32_t split = c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
   auto check_tile = [&](const std::string& kernel, const auto& spec, uint32_t tile_tokens,
-                        uint32_t tile_rows) {
+                        uint32_t tile_rows, const std::string& tile_label) {
     std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
     y.poison();  // every output of the part must be written, the others left alone
-    const std::string tile_name = kernel + " tile " + std::to_string(tile_tokens) + "x" + std::to_string(tile_rows);
+    const std::string tile = kernel + " tile " + tile_label;
     for (int p = 0; p < 2; ++p) {
       const uint32_t rb = part_begin[p], rows = part_rows[p];
       if (rows == 0) continue;
@@ -403,26 +420,27 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
           want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
           want32[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
         }
-      const std::string what = c.name() + " " + tile_name + " part rows [" + std::to_string(rb) + "," +
+      const std::string what = c.name() + " " + tile + " part rows [" + std::to_string(rb) + "," +
                                std::to_string(rb + rows) + ")";
       ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", y.as<float>(), want, c.M, 1e-4));
       ASSERT_TRUE(compare(what + " vs fp32 inputs", y.as<float>(), want32, c.M, 4e-3));
     }
     // The observed errors, for the record (the report quotes them).
     std::printf("[coop] %s %s: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
-                c.name().c_str(), tile_name.c_str(), max_rel_err(y.as<float>(), want, want),
+                c.name().c_str(), tile.c_str(), max_rel_err(y.as<float>(), want, want),
                 max_rel_err(y.as<float>(), want32, want32));
   };
-  for (const kernels::CoopTile& tile : kernels::kCoopTiles)
+  for (const kernels::CoopTile& tile : coop_tiles_under_test())
     check_tile("matmul_coop",
                kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
                                     info.subgroup_size, tile),
-               tile.tokens, tile.rows);
+               tile.tokens, tile.rows, tile_name(tile));
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
     check_tile("matmul_coop_splitk",
                kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
                                            info.subgroup_size, tile),
-               tile.tokens, tile.rows);
+               tile.tokens, tile.rows,
+               std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" + std::to_string(tile.split));
 }
 
 std::vector<LinearCase> linear_coop_cases() {
@@ -445,7 +463,8 @@ INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cas
 // Throughput on prefill-sized products (UNICORN_PERF=1; the H100 run reports
 // it): device-local buffers, random data, the median of timed repetitions.
 // FLOP = 2 n K M. Every tile of kernels::kCoopTiles (the one the engine picks
-// marked), on Gemma 3 1B and 27B shapes; the fp32 matmul on one for comparison.
+// marked; with UNICORN_COOP_SWEEP=1 the candidates instead, Q4_0 only), on
+// Gemma 3 1B and 27B shapes; the fp32 matmul on one for comparison.
 TEST(LinearCoopPerf, PrefillShapes) {
   auto& d = device();
   const auto& info = d.ctx.info();
@@ -455,8 +474,11 @@ TEST(LinearCoopPerf, PrefillShapes) {
   const Shape shapes[] = {{512, 1152, 1024}, {512, 1152, 256},   {512, 1152, 6912},
                           {512, 6912, 1152}, {512, 5376, 4096},  {512, 4096, 5376},
                           {512, 5376, 21504}, {512, 21504, 5376}};
+  const bool sweep = gpu::env_flag("UNICORN_COOP_SWEEP");  // the candidates, Q4_0 only
+  const auto tiles = coop_tiles_under_test();
   for (Format f : {Format::Q4_0, Format::Q8_0, Format::F16})
     for (const Shape& s : shapes) {
+      if (sweep && f != Format::Q4_0) continue;
       std::vector<std::byte> ggml;
       tools::quantize(f, random_floats(size_t(s.M) * s.K), ggml);
       const auto wbytes = reference::to_device_layout(f, ggml);  // one part: the whole tensor
@@ -473,9 +495,9 @@ TEST(LinearCoopPerf, PrefillShapes) {
       const auto step = step_buffer({s.n, 0, 0, 0});
       const kernels::CoopTile picked = kernels::coop_tile(s.n, s.M);
       const bool with_fp32 = f == Format::Q4_0 && s.M == 21504;
-      for (size_t v = 0; v < std::size(kernels::kCoopTiles) + with_fp32; ++v) {
-        const bool coop = v < std::size(kernels::kCoopTiles);
-        const kernels::CoopTile tile = coop ? kernels::kCoopTiles[v] : kernels::CoopTile{64, 64, 0, 0};
+      for (size_t v = 0; v < tiles.size() + with_fp32; ++v) {
+        const bool coop = v < tiles.size();
+        const kernels::CoopTile tile = coop ? tiles[v] : kernels::CoopTile{64, 64, 0, 0};
         const std::string name = kernels::variant(coop ? "matmul_coop" : "matmul", f);
         const auto spec = kernels::linear_coop(s.K, s.M, 0, info.coop_m, info.coop_n,
                                                info.coop_k, info.subgroup_size, tile);
@@ -486,10 +508,13 @@ TEST(LinearCoopPerf, PrefillShapes) {
         const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[1].whole(), dev[2].whole(), step.info()};
         const vk::DescriptorSet set = d.sets.make(k, b);
         const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile.rows), groups(s.n, tile.tokens), 1}};
-        const int reps = coop ? 20 : 3;
+        // Batches of about 30 ms (sized from the first): batches of 20
+        // dispatches of the small shapes ran at a quarter of their speed in
+        // some processes (notes/coop_gemm.md, step 7).
+        int reps = coop ? 20 : 3;
         gpu::Timestamps ts(d.ctx, 2);
         std::vector<double> ms;
-        for (int r = 0; r < 4; ++r) {  // the first run warms up
+        for (int r = 0; r < 5; ++r) {  // the first two runs warm up
           d.stream.run_once([&](vk::CommandBuffer cb) {
             ts.reset(cb);
             ts.write(cb, 0);
@@ -497,16 +522,16 @@ TEST(LinearCoopPerf, PrefillShapes) {
             ts.write(cb, 1);
           });
           const auto ns = ts.read_ns(2);
-          if (r) ms.push_back((ns[1] - ns[0]) * 1e-6 / reps);
+          const double each = (ns[1] - ns[0]) * 1e-6 / reps;
+          if (r >= 2) ms.push_back(each);
+          if (r == 0 && coop) reps = std::clamp(int(30.0 / std::max(each, 1e-4)), 20, 4000);
         }
         std::sort(ms.begin(), ms.end());
         const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
-        const bool is_picked = coop && tile.tokens == picked.tokens && tile.rows == picked.rows &&
-                               tile.warps_tokens == picked.warps_tokens &&
-                               tile.warps_rows == picked.warps_rows;
-        std::printf("[perf] %-16s n=%u K=%u M=%u tile %ux%u/%ux%u%s: %.3f ms, %.1f TFLOP/s = %.1f%% "
-                    "of 989.4 (H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M, tile.tokens,
-                    tile.rows, tile.warps_tokens, tile.warps_rows, is_picked ? " (picked)" : "",
+        const bool is_picked = coop && tile_name(tile) == tile_name(picked);
+        std::printf("[perf] %-16s n=%u K=%u M=%u tile %s%s: %.3f ms, %.1f TFLOP/s = %.1f%% "
+                    "of 989.4 (H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M,
+                    coop ? tile_name(tile).c_str() : "64x64 fp32", is_picked ? " (picked)" : "",
                     ms[1], tflops, 100.0 * tflops / 989.4);
       }
     }

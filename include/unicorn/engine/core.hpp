@@ -561,7 +561,13 @@ class EngineCore {
     write_step(stream, tokens, logit_begin, logit_count);
     StreamState& s = streams_[stream];
     remember(s, tokens);
+    // The sampler kernels run on every logit row of the chunk (teacher forcing
+    // asks for all of them), so every row gets the stream's state: a row left
+    // unwritten would sample with whatever the buffer held (a penalty history
+    // billions of entries long).
     write_sampler(0, stream);
+    for (uint32_t row = 1; row < logit_count; ++row)
+      std::memcpy(host_[2].mapped + row * kSamplerRowBytes, host_[2].mapped, kSamplerRowBytes);
     stream_.submit_and_wait(*graph.commands);
     s.pos += uint32_t(tokens.size());
   }
@@ -673,10 +679,11 @@ class EngineCore {
     uint32_t matvec_unroll = env_or("UNICORN_MATVEC_UNROLL", kernels::kMatVecUnroll);
     // UNICORN_COOP_TILE=i forces kernels::kCoopTiles[i - 1] on every prefill matrix.
     uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
+    uint32_t coop_wide_groups = env_or("UNICORN_COOP_WIDE_GROUPS", kernels::kCoopWideTileGroups);
     kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows) const {
       if (coop_tile_index && coop_tile_index <= std::size(kernels::kCoopTiles))
         return kernels::kCoopTiles[coop_tile_index - 1];
-      return kernels::coop_tile(tokens, rows);
+      return kernels::coop_tile(tokens, rows, coop_wide_groups);
     }
     uint32_t batch_tile = env_or("UNICORN_BATCH_TILE", kernels::kMatVecBatchTile);
     uint32_t batch_accumulators = env_or("UNICORN_BATCH_ROWS", kernels::kMatVecBatchAccumulators);

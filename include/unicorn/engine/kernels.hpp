@@ -5,6 +5,7 @@
 // the same SPIR-V module serves every model size.
 #pragma once
 
+#include <algorithm>
 #include <boost/hana/define_struct.hpp>
 #include <cstdint>
 #include <iterator>
@@ -33,39 +34,54 @@ struct LinearCoop {
                            (uint32_t, row_set), (uint32_t, tm), (uint32_t, tn), (uint32_t, tk),
                            (uint32_t, subgroup_size), (uint32_t, tile_tokens),
                            (uint32_t, tile_rows), (uint32_t, warps_tokens),
-                           (uint32_t, warps_rows), (uint32_t, threads));
+                           (uint32_t, warps_rows), (uint32_t, threads), (uint32_t, stages),
+                           (uint32_t, producers));
 };
 // A matmul_coop workgroup's output tile (tokens x weight rows) and the grid of
 // subgroups that share it; each subgroup owns a (tokens / warps_tokens) x
 // (rows / warps_rows) block of accumulators.
+// stages: shared buffers (2, or 1 for tiles too large to fit twice in 48 KiB:
+// two barriers a step); producers: extra subgroups that only load, the others
+// then only multiply (shaders/matmul_coop.comp).
 struct CoopTile {
-  uint32_t tokens, rows, warps_tokens, warps_rows;
-  constexpr uint32_t warps() const { return warps_tokens * warps_rows; }
-  // Shared memory of its matmul_coop workgroup (bytes): two stages of fp16
-  // rows (32 k + 8 padding), and a 16 x 16 fp32 scratch matrix per subgroup.
-  constexpr uint32_t shared_bytes() const { return 2 * (tokens + rows) * 80 + warps() * 16 * 16 * 4; }
+  uint32_t tokens, rows, warps_tokens, warps_rows, stages = 2, producers = 0;
+  constexpr uint32_t warps() const { return warps_tokens * warps_rows; }  // the ones that multiply
+  // Shared memory of its matmul_coop workgroup (bytes): `stages` buffers of
+  // fp16 rows (32 k + 8 padding); after the loop the same memory holds a
+  // 16 x 16 fp32 scratch matrix per subgroup, which must fit.
+  constexpr uint32_t shared_bytes() const {
+    return std::max(stages * (tokens + rows) * 80, warps() * 16 * 16 * 4);
+  }
 };
-// The tiles, largest first: 8 subgroups of 64 x 32 (4 x 2 matrices of
-// 16 x 16), 8 of 32 x 32, 4 of 32 x 32. Each fits 48 KiB of shared memory.
+// The tiles, largest first: 128 x 256 with 16 subgroups of 64 x 32 (4 x 2
+// matrices of 16 x 16) and one shared buffer (30 KiB), then with two buffers
+// 8 subgroups of 64 x 32, 8 of 32 x 32, 4 of 32 x 32. Each fits 48 KiB.
 // Measured on the H100 (notes/coop_gemm.md): 128 x 128 with 4 subgroups of
 // 64 x 64 (16 accumulators each) ran at a quarter of 8 subgroups' speed, and
-// 128 x 64 never won.
-inline constexpr CoopTile kCoopTiles[] = {{128, 128, 2, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
+// 128 x 64 never won (step 4); 128 x 256 reads X half as often per product
+// and ran the 27B FFN gate at 144 TFLOP/s against 104-113 for 128 x 128, and
+// pp512 10-12% faster on the 12B and 27B (step 8).
+inline constexpr CoopTile kCoopTiles[] = {{128, 256, 2, 8, 1}, {128, 128, 2, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
 // A matrix takes the largest tile that still gives kCoopGroupsAtWork
 // workgroups (about one per H100 multiprocessor): a large tile reads each
 // operand fewer times, but a small matrix (a 1B projection) on a few large
-// tiles leaves most of the GPU idle.
-inline constexpr uint32_t kCoopGroupsAtWork = 128;
-constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows) {
-  for (const CoopTile& t : kCoopTiles)
-    if (uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens) >= kCoopGroupsAtWork)
-      return t;
+// tiles leaves most of the GPU idle. The 128 x 256 tile pays from fewer,
+// kCoopWideTileGroups: in the kernel sweep (notes/coop_gemm.md) the 27B o and
+// down projections (84 workgroups) and the 1B gate (108) ran 29-38% faster on
+// it than on 128 x 128. UNICORN_COOP_WIDE_GROUPS overrides it.
+inline constexpr uint32_t kCoopGroupsAtWork = 128, kCoopWideTileGroups = 84;
+constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, uint32_t wide_groups = kCoopWideTileGroups) {
+  for (size_t i = 0; i < std::size(kCoopTiles); ++i) {
+    const CoopTile& t = kCoopTiles[i];
+    const uint64_t groups = uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens);
+    if (groups >= (i == 0 ? wide_groups : kCoopGroupsAtWork)) return t;
+  }
   return kCoopTiles[std::size(kCoopTiles) - 1];
 }
 inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm, uint32_t tn,
                               uint32_t tk, uint32_t subgroup_size, CoopTile t) {
   return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.warps_tokens, t.warps_rows,
-          t.warps() * subgroup_size};
+          (t.warps() + t.producers) * subgroup_size, t.stages, t.producers};
 }
 // matmul_coop_splitk (batched decode: a few token rows): Linear's constants,
 // the cooperative-matrix shape and subgroup size, the workgroup's output tile

@@ -53,11 +53,11 @@ struct DeviceInfo {
   std::string coopmat_note;         // why not, when coopmat is false
 };
 
-// The most shared memory a matmul_coop tile declares (bytes): its largest tile
-// (kernels::kCoopTiles, 128 x 128, 8 subgroups) holds two stages of
-// (128 + 128) rows of 80 bytes, plus one 16 x 16 fp32 scratch matrix per
-// subgroup. engine/core.hpp checks this against the tiles.
-inline constexpr uint32_t kCoopSharedBytes = 2 * (128 + 128) * 80 + 8 * 16 * 16 * 4;
+// The most shared memory a matmul_coop tile may declare (bytes): 48 KiB, what
+// Vulkan devices commonly offer. Every kernels::kCoopTiles tile fits (128 x 128
+// with two stages of 256 rows of 80 bytes: 40 KiB; 128 x 256 with one stage:
+// 30 KiB); engine/core.hpp checks this against the tiles.
+inline constexpr uint32_t kCoopSharedBytes = 48 * 1024;
 
 // Which kernel prefill's linear layers run, in words (unicorn-bench prints it).
 inline std::string prefill_linear_path(const DeviceInfo& info) {

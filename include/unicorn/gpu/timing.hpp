@@ -1,5 +1,6 @@
-// unicorn/gpu/timing.hpp — device time from Vulkan timestamp queries, and the
-// device's measured read bandwidth (the decode roofline).
+// unicorn/gpu/timing.hpp — device time from Vulkan timestamp queries, the
+// device's measured read bandwidth (the decode roofline) and host-to-device
+// copy bandwidth (the loading bound).
 #pragma once
 
 #include <algorithm>
@@ -78,6 +79,32 @@ inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
   }
   std::sort(seconds.begin(), seconds.end());
   return double(chunk) * passes / seconds[seconds.size() / 2];
+}
+
+// Host-to-device copy bandwidth in bytes/s: the median of several copies of a
+// host-visible buffer (256 MiB, or an eighth of the device-local heap) into
+// device-local memory — what the loader's staged uploads could reach at best.
+inline double measure_upload_bandwidth(const Context& ctx, int repetitions = 5) {
+  const uint64_t bytes = std::min<uint64_t>(uint64_t(256) << 20, ctx.info().device_local_heap_bytes / 8) / 16 * 16;
+  const uint64_t sizes[] = {bytes};
+  BufferSet host(ctx, sizes, MemoryKind::HostVisible, "upload probe (host)");
+  BufferSet device(ctx, sizes, MemoryKind::DeviceLocal, "upload probe (device)");
+  std::fill_n(host[0].mapped, bytes, std::byte{0x5a});
+  Stream stream(ctx);
+  Timestamps ts(ctx, 2);
+  std::vector<double> seconds;
+  for (int r = 0; r < repetitions + 1; ++r) {  // the first run warms up
+    stream.run_once([&](vk::CommandBuffer cb) {
+      ts.reset(cb);
+      ts.write(cb, 0);
+      cb.copyBuffer(host[0].handle, device[0].handle, vk::BufferCopy{0, 0, bytes});
+      ts.write(cb, 1);
+    });
+    const auto ns = ts.read_ns(2);
+    if (r) seconds.push_back((ns[1] - ns[0]) * 1e-9);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return double(bytes) / seconds[seconds.size() / 2];
 }
 
 }  // namespace unicorn::gpu
