@@ -45,7 +45,27 @@ void convert(uint i) {
   const uint bits = floatBitsToUint(source(i));
   dst[pc.first + i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);  // round to nearest even
 }
-#elif defined(FMT_Q8_0)
+#elif defined(FMT_Q8_0) || defined(FMT_Q4_0)
+// a / b rounded to nearest, as C's float division in ggml's quantizers. GLSL
+// division may be off by ulps (Vulkan allows 2.5; NVIDIA's is, and moved a
+// Q4_0 nibble against ggml's in a kernel test), and a division by a constant
+// may become a product with its rounded reciprocal. One Newton step brings q
+// within an ulp; of q and its two neighbours the one with the smallest exact
+// remainder (fma: one rounding) is the rounded quotient.
+float divide_rounded(float a, float b) {
+  float q = a / b;
+  q += fma(-b, q, a) / b;
+  float best = q, best_r = abs(fma(-b, q, a));
+  for (int step = -1; step <= 1; step += 2) {
+    const float c = uintBitsToFloat(uint(int(floatBitsToUint(q)) + step));
+    const float r = abs(fma(-b, c, a));
+    if (r < best_r) { best = c; best_r = r; }
+  }
+  return best;
+}
+#endif
+
+#if defined(FMT_Q8_0)
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
 // Planar: quants of block b at uint16 16b .., its scale at 16 * part_blocks + b.
 void convert(uint b) {
@@ -58,8 +78,8 @@ void convert(uint b) {
   float x[32];
   float amax = 0.0;
   for (uint j = 0; j < 32; ++j) { x[j] = source(b * 32 + j); amax = max(amax, abs(x[j])); }
-  const float d = amax / 127.0;
-  const float id = d != 0.0 ? 1.0 / d : 0.0;
+  const float d = divide_rounded(amax, 127.0);
+  const float id = d != 0.0 ? divide_rounded(1.0, d) : 0.0;
   dst[scale] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
   for (uint j = 0; j < 32; j += 2) {
     // `precise`: ggml rounds x * id, then adds 0.5; a fused multiply-add (which
@@ -87,8 +107,8 @@ void convert(uint b) {
     x[j] = source(b * 32 + j);
     if (amax < abs(x[j])) { amax = abs(x[j]); m = x[j]; }
   }
-  const float d = m / -8.0;
-  const float id = d != 0.0 ? 1.0 / d : 0.0;
+  const float d = m / -8.0;  // exact: a power of two
+  const float id = d != 0.0 ? divide_rounded(1.0, d) : 0.0;
   dst[scale] = uint16_t(packHalf2x16(vec2(d, 0.0)) & 0xffffu);
   uint bytes[16];
   for (uint j = 0; j < 16; ++j) {
@@ -100,7 +120,7 @@ void convert(uint b) {
   }
   for (uint j = 0; j < 16; j += 2) dst[quants + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));
 }
-#else
+#elif !defined(FMT_F32) && !defined(FMT_F16) && !defined(FMT_BF16)
 #error "convert.comp: define the target format"
 #endif
 

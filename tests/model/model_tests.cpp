@@ -144,10 +144,12 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
 
 }  // namespace
 
-// Several streams decoding together (engine/core.hpp's batched pass) against
-// one stream alone: four streams with different prompts (so different
+// Several streams decoding together (engine/core.hpp's batched passes) against
+// one stream alone: six streams with different prompts (so different
 // positions; the 16-position window's ring wraps) through batched steps in
-// varying order, some steps leaving a stream out. Each stream's logits of each
+// varying order, some steps leaving streams out (steps of 5 and 6 streams take
+// the tensor-unit pass where the device has one, steps of fewer the
+// matrix-vector pass: kernels::kSplitKFromStreams). Each stream's logits of each
 // batched step must equal, within 1e-5 of the logit scale, the single-stream
 // decode pass's for the same history (the matrix-vector kernels keep a row's
 // sums in the same order, so they come out bit for bit; the count is
@@ -168,7 +170,7 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
 template <Format F>
 struct TinyStreams {
   static constexpr DeploymentConfig kConfig =
-      make_deployment(kGemma3Tiny, schemes::all(F, Format::F32), 256, 32).with_streams(4);
+      make_deployment(kGemma3Tiny, schemes::all(F, Format::F32), 256, 32).with_streams(6);
 };
 
 template <Format F>
@@ -176,7 +178,7 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
   Engine<TinyStreams<F>> batched(context());
   batched.load(model);
   const auto& g = golden();
-  const uint32_t V = kGemma3Tiny.vocab, streams = 4;
+  const uint32_t V = kGemma3Tiny.vocab, streams = 6;
   auto argmax = [&](const float* row) { return int32_t(std::max_element(row, row + V) - row); };
   struct History {
     std::vector<int32_t> prompt, fed;       // the prompt, then each token fed to a batched step
@@ -185,14 +187,14 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
     int32_t first = -1;                      // prefill's token
   };
   std::vector<History> h(streams);
-  for (uint32_t s : {2u, 0u, 3u, 1u}) {  // prefill in another order than the streams'
+  for (uint32_t s : {2u, 0u, 5u, 3u, 1u, 4u}) {  // prefill in another order than the streams'
     h[s].prompt.assign(g.prompt.begin() + 7 * s, g.prompt.begin() + 7 * s + 5 + 9 * s);
     h[s].first = batched.prefill(s, h[s].prompt);
   }
   std::vector<int32_t> next(streams);
   for (uint32_t s = 0; s < streams; ++s) next[s] = h[s].first;
-  const std::vector<std::vector<uint32_t>> order = {{0, 1, 2, 3}, {3, 1, 0, 2}, {2, 0}, {1, 3, 2},
-                                                    {0, 1, 2, 3}, {3}, {1, 0, 3, 2}, {2, 3, 0, 1}};
+  const std::vector<std::vector<uint32_t>> order = {{0, 1, 2, 3, 4, 5}, {3, 1, 0, 2}, {2, 0}, {5, 1, 3, 2, 4},
+                                                    {0, 1, 2, 3, 4, 5}, {3},          {4, 0, 5, 1, 2, 3}, {2, 3, 0, 1}};
   for (size_t step = 0; step < 2 * order.size(); ++step) {
     std::vector<StreamToken> batch;
     for (uint32_t s : order[step % order.size()]) batch.push_back({s, next[s]});
@@ -252,8 +254,8 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
               tensor_units ? "tensor units" : "matrix-vector", identical, worst, tolerance);
 
   // Bad input: a stream past the compiled ones, a stream twice, a full context.
-  const StreamToken past[] = {{4, 1}}, twice[] = {{1, 1}, {1, 2}};
-  EXPECT_THROW_WITH(batched.decode(past), "compiled for 4 streams");
+  const StreamToken past[] = {{6, 1}}, twice[] = {{1, 1}, {1, 2}};
+  EXPECT_THROW_WITH(batched.decode(past), "compiled for 6 streams");
   EXPECT_THROW_WITH(batched.decode(twice), "stream 1 appears twice");
   EXPECT_THROW_WITH(batched.prefill(7, h[0].prompt), "stream 7 does not exist");
   batched.core().set_context_limit(batched.position(3));
