@@ -49,17 +49,26 @@ void convert(uint i) {
 // a / b rounded to nearest, as C's float division in ggml's quantizers. GLSL
 // division may be off by ulps (Vulkan allows 2.5; NVIDIA's is, and moved a
 // Q4_0 nibble against ggml's in a kernel test), and a division by a constant
-// may become a product with its rounded reciprocal. One Newton step brings q
-// within an ulp; of q and its two neighbours the one with the smallest exact
-// remainder (fma: one rounding) is the rounded quotient.
+// may become a product with its rounded reciprocal. Of the quotient and its two
+// neighbours, the rounded one has the smallest remainder |a - b c|. Vulkan
+// rounds +, - and * correctly but lets fma round twice, so the remainder comes
+// from Dekker's exact product (b c = p + e, by Veltkamp splits) and is exact up
+// to a rounding of its own size; `precise` keeps every step as written.
+float remainder_size(float a, float b, float c) {
+  precise const float p = b * c;
+  precise const float tb = 4097.0 * b, bh = tb - (tb - b), bl = b - bh;
+  precise const float tc = 4097.0 * c, ch = tc - (tc - c), cl = c - ch;
+  precise const float e = ((bh * ch - p) + bh * cl + bl * ch) + bl * cl;
+  precise const float r = (a - p) - e;  // a - p is exact: p is within a factor 2 of a
+  return abs(r);
+}
 float divide_rounded(float a, float b) {
-  float q = a / b;
-  q += fma(-b, q, a) / b;
-  float best = q, best_r = abs(fma(-b, q, a));
-  for (int step = -1; step <= 1; step += 2) {
+  const float q = a / b;
+  float best = q, best_r = remainder_size(a, b, q);
+  for (int step = -3; step <= 3; ++step) {  // Vulkan's division: within 2.5 ulps of a / b
     const float c = uintBitsToFloat(uint(int(floatBitsToUint(q)) + step));
-    const float r = abs(fma(-b, c, a));
-    if (r < best_r) { best = c; best_r = r; }
+    const float rc = remainder_size(a, b, c);
+    if (rc < best_r) { best = c; best_r = rc; }
   }
   return best;
 }

@@ -190,14 +190,7 @@ class EngineCore {
   // check both recorded passes against the same reference.
   std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill) {
     check_tokens(0, tokens);
-    // Raw logits: the sampler's penalty (which edits logits in place) is off.
-    const SamplingParams saved = sampling_;
-    sampling_ = SamplingParams{};
-    struct Restore {
-      EngineCore& c;
-      SamplingParams p;
-      ~Restore() { c.sampling_ = p; }
-    } restore{*this, saved};
+    const RawLogits raw(*this);
     const uint32_t V = cfg_.model.vocab;
     std::vector<float> out(tokens.size() * size_t(V));
     const uint32_t chunk = pass == Pass::Decode ? 1 : std::min(cfg_.prefill_chunk, layout_.logit_rows);
@@ -215,13 +208,7 @@ class EngineCore {
   // each of distinct streams), returning its raw logits, row i for batch[i]:
   // [batch.size(), vocab]. Tests hold them against single-stream decode.
   std::vector<float> forward_logits(std::span<const StreamToken> batch) {
-    const SamplingParams saved = sampling_;
-    sampling_ = SamplingParams{};
-    struct Restore {
-      EngineCore& c;
-      SamplingParams p;
-      ~Restore() { c.sampling_ = p; }
-    } restore{*this, saved};
+    const RawLogits raw(*this);
     decode(batch);
     std::vector<float> out(batch.size() * size_t(cfg_.model.vocab));
     read_logits(uint32_t(batch.size()), out.data());
@@ -485,6 +472,17 @@ class EngineCore {
       throw Error("gpu: " + info.name + " needs storage-buffer offsets aligned to " +
                   std::to_string(info.min_storage_buffer_offset_alignment) + " bytes");
   }
+
+  // While it lives, the passes leave raw logits: the sampler's penalty (which
+  // edits logits in place) is off. Teacher forcing holds one.
+  struct RawLogits {
+    EngineCore& core;
+    SamplingParams saved;
+    explicit RawLogits(EngineCore& c) : core(c), saved(c.sampling_) { c.sampling_ = SamplingParams{}; }
+    ~RawLogits() { core.sampling_ = saved; }
+    RawLogits(const RawLogits&) = delete;
+    RawLogits& operator=(const RawLogits&) = delete;
+  };
 
   // What each stream carries between steps.
   struct StreamState {

@@ -42,6 +42,26 @@ class Timestamps {
   vk::raii::QueryPool pool_;
 };
 
+// The median device time in seconds of `repetitions` submissions of what
+// `record` records, after one more that warms up.
+template <class Record>
+double median_seconds(const Context& ctx, Stream& stream, int repetitions, Record&& record) {
+  Timestamps ts(ctx, 2);
+  std::vector<double> seconds;
+  for (int r = 0; r < repetitions + 1; ++r) {
+    stream.run_once([&](vk::CommandBuffer cb) {
+      ts.reset(cb);
+      ts.write(cb, 0);
+      record(cb);
+      ts.write(cb, 1);
+    });
+    const auto ns = ts.read_ns(2);
+    if (r) seconds.push_back((ns[1] - ns[0]) * 1e-9);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
 // Read bandwidth in bytes/s: the median of several reads of a buffer far
 // larger than any cache (1 GiB, or a quarter of the device-local heap).
 // `kind` picks the memory read: DeviceLocal (Vram) or Gtt (host-visible system
@@ -64,21 +84,9 @@ inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
   Stream stream(ctx);
   stream.run_once([&](vk::CommandBuffer cb) { cb.fillBuffer(src[0].handle, 0, VK_WHOLE_SIZE, 0x5a5a5a5a); });
   const uint32_t passes = uint32_t(bytes / chunk);
-  Timestamps ts(ctx, 2);
-  std::vector<double> seconds;
-  for (int r = 0; r < repetitions + 1; ++r) {  // the first run warms up
-    stream.run_once([&](vk::CommandBuffer cb) {
-      ts.reset(cb);
-      ts.write(cb, 0);
-      for (uint32_t p = 0; p < passes; ++p)
-        record(cb, {&k, set, {uint32_t(chunk / 16)}, {groups, 1, 1}});
-      ts.write(cb, 1);
-    });
-    const auto ns = ts.read_ns(2);
-    if (r) seconds.push_back((ns[1] - ns[0]) * 1e-9);
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return double(chunk) * passes / seconds[seconds.size() / 2];
+  return double(chunk) * passes / median_seconds(ctx, stream, repetitions, [&](vk::CommandBuffer cb) {
+    for (uint32_t p = 0; p < passes; ++p) record(cb, {&k, set, {uint32_t(chunk / 16)}, {groups, 1, 1}});
+  });
 }
 
 // Host-to-device copy bandwidth in bytes/s: the median of several copies of a
@@ -91,20 +99,9 @@ inline double measure_upload_bandwidth(const Context& ctx, int repetitions = 5) 
   BufferSet device(ctx, sizes, MemoryKind::DeviceLocal, "upload probe (device)");
   std::fill_n(host[0].mapped, bytes, std::byte{0x5a});
   Stream stream(ctx);
-  Timestamps ts(ctx, 2);
-  std::vector<double> seconds;
-  for (int r = 0; r < repetitions + 1; ++r) {  // the first run warms up
-    stream.run_once([&](vk::CommandBuffer cb) {
-      ts.reset(cb);
-      ts.write(cb, 0);
-      cb.copyBuffer(host[0].handle, device[0].handle, vk::BufferCopy{0, 0, bytes});
-      ts.write(cb, 1);
-    });
-    const auto ns = ts.read_ns(2);
-    if (r) seconds.push_back((ns[1] - ns[0]) * 1e-9);
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return double(bytes) / seconds[seconds.size() / 2];
+  return double(bytes) / median_seconds(ctx, stream, repetitions, [&](vk::CommandBuffer cb) {
+    cb.copyBuffer(host[0].handle, device[0].handle, vk::BufferCopy{0, 0, bytes});
+  });
 }
 
 }  // namespace unicorn::gpu
