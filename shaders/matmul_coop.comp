@@ -33,6 +33,7 @@ layout(constant_id = 0) const uint K = 32;
 #define WEIGHT_BINDING 0
 #define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
 #include "include/weights.glsl"
+#include "include/coop_operands.glsl"
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
@@ -83,17 +84,7 @@ shared uvec4 smem[STAGES * (BT + BR) * LDV];
 const uint XU = (BT * (STEP / 8) + THREADS - 1) / THREADS;  // 64-lane subgroups: fewer units than threads
 const uint WU = (BR * 2 + THREADS - 1) / THREADS;
 vec4 x_raw[XU * 2];
-#if WEIGHT_BLOCK > 1
-uvec4 w_raw[WU];   // the 16 quant bytes that hold the unit (Q4_0: both halves of the block)
-float w_scale[WU];
-#else
-uvec4 w_raw[WU * 2];  // the unit already packed as fp16
-#endif
-
-// fp32 -> fp16, saturating: Gemma's activations can pass 65504, which would
-// otherwise become inf and then NaN in the products.
-uint pack2(vec2 v) { return packFloat2x16(f16vec2(clamp(v, vec2(-65504.0), vec2(65504.0)))); }
-uvec4 pack8(vec4 a, vec4 b) { return uvec4(pack2(a.xy), pack2(a.zw), pack2(b.xy), pack2(b.zw)); }
+WUnit w_raw[WU];  // coop_operands.glsl: quants and scale, or 16 values already fp16
 
 void load_step(uint k0, uint tok0, uint row0, uint n) {
   const uint tid = gl_LocalInvocationID.x - (PRODUCERS > 0 ? MMA_WARPS * SUBGROUP_SIZE : 0);
@@ -110,49 +101,10 @@ void load_step(uint k0, uint tok0, uint row0, uint n) {
     }
   }
   [[unroll]] for (uint u = 0; u < WU; ++u) {
-    const uint unit = tid + u * THREADS, row = row0 + unit / 2, half_k = unit % 2;
-    const bool ok = unit < BR * 2 && row < pc.rows;
-#if WEIGHT_BLOCK > 1
-    const uint b = row * (K / 32) + k0 / 32;
-#if QUANT_BYTES == 16
-    w_raw[u] = ok ? block_quants(b) : uvec4(0);
-#else
-    w_raw[u] = ok ? block_quants(b, half_k) : uvec4(0);
-#endif
-    w_scale[u] = ok ? block_scale(b) : 0.0;
-#else
-    const uint k = k0 + half_k * 16;
-    if (ok && K % WIDE_ELEMS == 0 && full_k) {
-      float w[8];
-      vec4 v[4];
-      [[unroll]] for (uint e = 0; e < 16; e += WIDE_ELEMS) {
-        weights_wide((row * K + k + e) / WIDE_ELEMS, w);
-        [[unroll]] for (uint q = 0; q < WIDE_ELEMS; ++q) v[(e + q) / 4][(e + q) % 4] = w[q];
-      }
-      w_raw[2 * u] = pack8(v[0], v[1]);
-      w_raw[2 * u + 1] = pack8(v[2], v[3]);
-    } else {
-      vec4 v[4];
-      [[unroll]] for (uint e = 0; e < 16; ++e)
-        v[e / 4][e % 4] = ok && k + e < K ? weight_at(row * K + k + e) : 0.0;
-      w_raw[2 * u] = pack8(v[0], v[1]);
-      w_raw[2 * u + 1] = pack8(v[2], v[3]);
-    }
-#endif
+    const uint unit = tid + u * THREADS, row = row0 + unit / 2;
+    w_raw[u] = load_w_unit(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);
   }
 }
-
-#if WEIGHT_BLOCK > 1
-// Two quants (bytes 0 and 1 of `bytes`, already biased to 0..255) as fp16
-// 1024 + q: the exponent 0x6400 makes the low mantissa bits the integer.
-// Then (1024 + q - bias) * d, exact before the one rounding of the product,
-// the value fp32 d * (q - bias) rounded to fp16 would have.
-uint dequant2(uint bytes, float16_t bias, float16_t d) {
-  const uint pair = (bytes & 0xffu) | ((bytes & 0xff00u) << 8);
-  const f16vec2 v = (unpackFloat2x16(pair | 0x64006400u) - f16vec2(bias)) * d;
-  return packFloat2x16(v);
-}
-#endif
 
 void store_step(uint buf) {
   const uint tid = gl_LocalInvocationID.x - (PRODUCERS > 0 ? MMA_WARPS * SUBGROUP_SIZE : 0);
@@ -164,26 +116,10 @@ void store_step(uint buf) {
     const uint unit = tid + u * THREADS;
     if (unit >= BR * 2) break;
     const uint slot = WS + (buf * BR + unit / 2) * LDV + (unit % 2) * 2;
-#if WEIGHT_BLOCK > 1
-    const float16_t d = float16_t(w_scale[u]);
-    uvec4 q = w_raw[u];
-#if QUANT_BYTES == 16
-    // Q4_0: the first 16 elements are the low nibbles, the next 16 the high ones.
-    const float16_t bias = float16_t(1032.0);  // 1024 + 8
-    q = (unit % 2 == 0 ? q : q >> 4) & 0x0f0f0f0fu;
-#else
-    // Q8_0: int8 quants, biased by 128 to be unsigned.
-    const float16_t bias = float16_t(1152.0);  // 1024 + 128
-    q ^= 0x80808080u;
-#endif
-    smem[slot] = uvec4(dequant2(q.x, bias, d), dequant2(q.x >> 16, bias, d),
-                       dequant2(q.y, bias, d), dequant2(q.y >> 16, bias, d));
-    smem[slot + 1] = uvec4(dequant2(q.z, bias, d), dequant2(q.z >> 16, bias, d),
-                           dequant2(q.w, bias, d), dequant2(q.w >> 16, bias, d));
-#else
-    smem[slot] = w_raw[2 * u];
-    smem[slot + 1] = w_raw[2 * u + 1];
-#endif
+    uvec4 lo, hi;
+    w_unit_fp16(w_raw[u], unit % 2, lo, hi);
+    smem[slot] = lo;
+    smem[slot + 1] = hi;
   }
 }
 
