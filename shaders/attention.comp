@@ -29,6 +29,8 @@ layout(constant_id = 3) const uint SLOTS = 1;
 layout(constant_id = 4) const uint WINDOW = 0;   // 0: global layer
 layout(constant_id = 5) const float SCALE = 1.0; // query_pre_attn_scalar^-0.5
 layout(constant_id = 6) const uint SG = 32;      // the device's subgroup size (>= 8)
+layout(constant_id = 7) const uint HALF_OUT = 0; // o as the fp16 operand of the output projection
+#include "include/operand.glsl"
 
 #if defined(KV_F16)
 #define KV_T float16_t
@@ -40,6 +42,7 @@ layout(binding = 0) readonly buffer QBuf { float q[]; };     // [n, HEADS * HD]
 layout(binding = 1) readonly buffer KCache { KV_T kc[]; };   // [rows in part][SLOTS][HD]
 layout(binding = 2) readonly buffer VCache { KV_T vc[]; };
 layout(binding = 3) writeonly buffer OBuf { float o[]; };    // [n, HEADS * HD]
+layout(binding = 3) writeonly buffer OBufH { float16_t oh[]; };  // the same in fp16 (HALF_OUT)
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
 const uint THREADS = 128, BATCH = 4;
@@ -114,6 +117,9 @@ void main() {
     float sum = 0.0;
     for (uint g = 0; g < NS; ++g)
       if (sg_max[g] != -1.0 / 0.0) sum += exp(sg_max[g] - M) * sg_out[g * HD + d];
-    o[qb + d] = sum / total;
+    if (HALF_OUT != 0)
+      oh[qb + d] = OPERAND_FP16(sum / total);
+    else
+      o[qb + d] = sum / total;
   }
 }

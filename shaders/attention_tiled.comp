@@ -33,6 +33,8 @@ layout(constant_id = 4) const uint WINDOW = 0;   // 0: global layer
 layout(constant_id = 5) const float SCALE = 1.0; // query_pre_attn_scalar^-0.5
 layout(constant_id = 6) const uint BR = 16;      // query rows per workgroup
 layout(constant_id = 7) const uint BC = 16;      // keys per tile
+layout(constant_id = 8) const uint HALF_OUT = 0; // o as the fp16 operand of the output projection
+#include "include/operand.glsl"
 
 // Caches as 4 consecutive elements per load (head dims are multiples of 4),
 // kept in shared memory as the cache holds them: an f16 cache's tiles take
@@ -48,6 +50,7 @@ layout(binding = 1) readonly buffer KCache { TILE_T kc[]; };  // [rows in part][
 layout(binding = 2) readonly buffer VCache { TILE_T vc[]; };
 layout(binding = 0) readonly buffer QBuf { vec4 q[]; };      // [n, HEADS * HD / 4]
 layout(binding = 3) writeonly buffer OBuf { vec4 o[]; };     // [n, HEADS * HD / 4]
+layout(binding = 3) writeonly buffer OBufH { f16vec4 oh[]; };  // the same in fp16 (HALF_OUT)
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
 const uint THREADS = 128;
@@ -199,6 +202,10 @@ void main() {
     if (row >= rows) break;
     float sum = 0.0;
     for (uint i = 0; i < TPR; ++i) sum += part[r * TPR + i];
-    o[(row / G * HEADS + kvh * G + row % G) * DQ + o_col] = acc[k] / sum;
+    const uint at = (row / G * HEADS + kvh * G + row % G) * DQ + o_col;
+    if (HALF_OUT != 0)
+      oh[at] = OPERAND_FP16X4(acc[k] / sum);
+    else
+      o[at] = acc[k] / sum;
   }
 }

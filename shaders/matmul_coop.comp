@@ -20,11 +20,11 @@
 // subgroups, each a (BT / WARPS_T) x (BR / WARPS_R) block of TM x TN
 // accumulators; the host picks the tile per matrix (kernels::coop_tile) so that
 // small matrices still fill the GPU. K is walked 32 at a time (one quant
-// block): X (fp32, clamped to the fp16 range) and W (dequantised straight to
-// packed fp16 from one 16-byte quant load) go to shared memory, with the next
-// step's global loads in flight while the current step multiplies: double
-// buffered (STAGES = 2, one barrier a step), or for the large tiles one buffer
-// (STAGES = 1, two barriers a step: the tile no longer fits twice in 48 KiB).
+// block): W (dequantised straight to packed fp16 from one 16-byte quant load)
+// goes to shared memory, with the next step's global loads in flight while the
+// current step multiplies: double buffered (STAGES = 2, one barrier a step),
+// or for the large tiles one buffer (STAGES = 1, two barriers a step: the tile
+// no longer fits twice in 48 KiB). X arrives as fp32 or fp16 (X_HALF).
 // Accumulation is fp32.
 // Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), (WARPS_T * WARPS_R + PRODUCERS) *
 // SUBGROUP_SIZE threads.
@@ -56,9 +56,15 @@ layout(constant_id = 12) const uint STAGES = 2;         // shared buffers: 2, or
 // 8 producers beside 8 multiplying subgroups ran 128 x 128 tiles 9-16% faster
 // alone, not yet end to end; kernels::kCoopTiles leaves it at 0.
 layout(constant_id = 13) const uint PRODUCERS = 0;
+// How X arrives: 0, fp32, clamped to the fp16 range and converted by every
+// workgroup that stages it; 1, fp16 (K % 8 == 0), written once by the kernel
+// that produced it (include/operand.glsl) and staged as it is: half the bytes
+// of every re-read and no conversion (notes/coop_gemm.md, step 10).
+layout(constant_id = 14) const uint X_HALF = 0;
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
+layout(binding = 1) readonly buffer XBufH { uvec4 xh[]; };  // or fp16 [n, K], 8 at a time (X_HALF = 1)
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 
 const uint STEP = 32;                 // k per stage: one quant block
@@ -83,7 +89,8 @@ shared uvec4 smem[STAGES * (BT + BR) * LDV];
 // after the step's products, so the loads' latency overlaps the tensor work.
 const uint XU = (BT * (STEP / 8) + THREADS - 1) / THREADS;  // 64-lane subgroups: fewer units than threads
 const uint WU = (BR * 2 + THREADS - 1) / THREADS;
-vec4 x_raw[XU * 2];
+vec4 x_raw[XU * 2];  // X_HALF = 0
+uvec4 x_fp16[XU];    // X_HALF = 1
 WUnit w_raw[WU];  // coop_operands.glsl: quants and scale, or 16 values already fp16
 
 void load_step(uint k0, uint tok0, uint row0, uint n) {
@@ -92,7 +99,9 @@ void load_step(uint k0, uint tok0, uint row0, uint n) {
   [[unroll]] for (uint u = 0; u < XU; ++u) {
     const uint unit = tid + u * THREADS, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8;
     const bool ok = unit < BT * 4 && t < n;
-    if (K % 4 == 0 && full_k) {
+    if (X_HALF == 1) {
+      x_fp16[u] = ok && k < K ? xh[(t * K + k) / 8] : uvec4(0);
+    } else if (K % 4 == 0 && full_k) {
       x_raw[2 * u] = ok ? x4[(t * K + k) / 4] : vec4(0);
       x_raw[2 * u + 1] = ok ? x4[(t * K + k) / 4 + 1] : vec4(0);
     } else {
@@ -110,7 +119,8 @@ void store_step(uint buf) {
   const uint tid = gl_LocalInvocationID.x - (PRODUCERS > 0 ? MMA_WARPS * SUBGROUP_SIZE : 0);
   [[unroll]] for (uint u = 0; u < XU; ++u) {
     const uint unit = tid + u * THREADS;
-    if (unit < BT * 4) smem[(buf * BT + unit / 4) * LDV + unit % 4] = pack8(x_raw[2 * u], x_raw[2 * u + 1]);
+    if (unit < BT * 4)
+      smem[(buf * BT + unit / 4) * LDV + unit % 4] = X_HALF == 1 ? x_fp16[u] : pack8(x_raw[2 * u], x_raw[2 * u + 1]);
   }
   [[unroll]] for (uint u = 0; u < WU; ++u) {
     const uint unit = tid + u * THREADS;

@@ -12,6 +12,9 @@
 //     dispatch instead of two.
 //   ROW_SET = 1 (the final norm): only the rows whose logits are wanted; input
 //     row logit_begin + i goes to output row i.
+//   HALF_OUT: the normalised output (y, or y2 with CHAIN) is written as the
+//     fp16 operand of the prefill products (include/operand.glsl); a residual
+//     y (ACCUMULATE without CHAIN) stays fp32.
 // Each thread keeps its elements in registers between the passes.
 // Dispatch: (rows, 1, 1). `in` and `out` may be the same buffer.
 #define STEP_BINDING 3
@@ -23,12 +26,16 @@ layout(constant_id = 1) const float EPS = 1e-6;
 layout(constant_id = 2) const uint ACCUMULATE = 0;
 layout(constant_id = 3) const uint ROW_SET = 0;  // 0: every token row; 1: logit rows
 layout(constant_id = 4) const uint CHAIN = 0;
+layout(constant_id = 5) const uint HALF_OUT = 0;
+#include "include/operand.glsl"
 
 layout(binding = 0) readonly buffer InBuf { float x[]; };
 layout(binding = 1) readonly buffer WBuf { float w[]; };
 layout(binding = 2) buffer OutBuf { float y[]; };
 layout(binding = 4) readonly buffer W2Buf { float w2[]; };
 layout(binding = 5) writeonly buffer Out2Buf { float y2[]; };
+layout(binding = 2) writeonly buffer OutBufH { float16_t yh[]; };    // HALF_OUT, CHAIN = 0
+layout(binding = 5) writeonly buffer Out2BufH { float16_t y2h[]; };  // HALF_OUT, CHAIN = 1
 layout(push_constant) uniform Push { uint rows_per_token; } pc;
 
 const uint PER = (D + 255) / 256;  // elements per thread
@@ -69,7 +76,10 @@ void main() {
     const uint i = tid + e * 256;
     if (i >= D) break;
     const float r = v[e] * inv * wv[e] + yv[e];
-    y[base + i] = r;
+    if (HALF_OUT != 0 && CHAIN == 0)
+      yh[base + i] = OPERAND_FP16(r);
+    else
+      y[base + i] = r;
     v[e] = r;
     ss2 += r * r;
   }
@@ -77,6 +87,10 @@ void main() {
   const float inv2 = inversesqrt(row_sum(ss2) / float(D) + EPS);
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
-    if (i < D) y2[base + i] = v[e] * inv2 * w2v[e];
+    if (i >= D) break;
+    if (HALF_OUT != 0)
+      y2h[base + i] = OPERAND_FP16(v[e] * inv2 * w2v[e]);
+    else
+      y2[base + i] = v[e] * inv2 * w2v[e];
   }
 }

@@ -142,6 +142,22 @@ bool is_poison(float x) {
   return b == 0xffffffffu;
 }
 
+// The first `count` fp16 values of a buffer as floats, the fp16 poison (all
+// ones) kept as the f32 poison, for compare().
+std::vector<float> widen_fp16(std::span<const _Float16> h, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t b;
+    std::memcpy(&b, &h[i], 2);
+    const uint32_t poison = 0xffffffffu;
+    if (b == 0xffffu) std::memcpy(&v[i], &poison, 4);
+    else v[i] = float(h[i]);
+  }
+  return v;
+}
+// An fp16 output against the unrounded reference: one rounding, 2^-11 of the value.
+constexpr double kFp16OutputTol = 6e-4;
+
 // Compares a [rows, cols] output with the reference. NaN in `want` marks an
 // element the kernel must not touch (it must still hold the poison). Error is
 // |got - want| / scale, scale = max |want| over the compared elements (the
@@ -359,21 +375,35 @@ double max_rel_err(std::span<const float> got, std::span<const double> want, std
   return worst;
 }
 
-// The tiles the coop tests run: the engine's (kernels::kCoopTiles), or with
-// UNICORN_COOP_SWEEP=1 a wider set of candidates (shape, subgroup grid, one
-// shared buffer, producer subgroups) to check and time side by side in one
-// device run (the perf test then times Q4_0 only).
+// The tiles the coop tests run: the engine's (kernels::kCoopTiles) with X in
+// fp32 and in fp16, or with UNICORN_COOP_SWEEP=1 a wider set of candidates
+// (shape, subgroup grid, one shared buffer, producer subgroups) to check and
+// time side by side in one device run (the perf test then times Q4_0 only).
 std::vector<kernels::CoopTile> coop_tiles_under_test() {
-  if (!gpu::env_flag("UNICORN_COOP_SWEEP"))
-    return {std::begin(kernels::kCoopTiles), std::end(kernels::kCoopTiles)};
-  // tokens, rows, warps_tokens, warps_rows, stages, producers
-  return {{128, 256, 2, 8, 1}, {256, 128, 4, 4, 1}, {128, 256, 4, 4, 1}, {128, 128, 2, 4},
-          {128, 128, 2, 4, 2, 8}, {128, 128, 4, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
+  std::vector<kernels::CoopTile> v;
+  if (!gpu::env_flag("UNICORN_COOP_SWEEP")) {
+    for (bool x_half : {false, true})
+      for (kernels::CoopTile t : kernels::kCoopTiles) v.push_back((t.x_half = x_half, t));
+    return v;
+  }
+  // tokens, rows, warps_tokens, warps_rows, stages, producers, X in fp16
+  return {{128, 256, 2, 8, 1, 0, false},   {128, 128, 2, 4, 2, 0, false}, {64, 128, 2, 4, 2, 0, false},
+          {64, 64, 2, 2, 2, 0, false},     {128, 256, 2, 8, 1, 0, true},  {128, 128, 2, 4, 2, 0, true},
+          {128, 128, 2, 4, 2, 8, true},    {128, 128, 2, 4, 2, 4, true},  {64, 128, 2, 4, 2, 0, true},
+          {64, 128, 2, 4, 2, 4, true},     {64, 64, 2, 2, 2, 0, true}};
 }
 std::string tile_name(const kernels::CoopTile& t) {
   return std::to_string(t.tokens) + "x" + std::to_string(t.rows) + "/" + std::to_string(t.warps_tokens) +
          "x" + std::to_string(t.warps_rows) + (t.stages == 1 ? " s1" : "") +
-         (t.producers ? " +" + std::to_string(t.producers) : "");
+         (t.producers ? " +" + std::to_string(t.producers) : "") + (t.x_half ? " x16" : " x32");
+}
+
+// X as EngineCore's fp16 operand holds it (Act::Operand, x_half): rows past
+// the active ones stay NaN (poison), which must reach no output.
+uint64_t fp16_x_bytes(uint32_t n, uint32_t K) { return uint64_t(n) * K * 2; }
+void fill_fp16_rows(const HostBuffer& b, std::span<const float> rows) {
+  auto h = b.as<_Float16>();
+  for (size_t i = 0; i < rows.size(); ++i) h[i] = static_cast<_Float16>(rows[i]);
 }
 
 class LinearCoop : public ::testing::TestWithParam<LinearCase> {};
@@ -389,8 +419,9 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   std::vector<float> W16(W.size()), x16(xs.size());
   std::transform(W.begin(), W.end(), W16.begin(), round_f16);
   std::transform(xs.begin(), xs.end(), x16.begin(), round_f16);
-  HostBuffer x(xs.size() * 4), y(size_t(c.n) * c.M * 4);
+  HostBuffer x(xs.size() * 4), y(size_t(c.n) * c.M * 4), xh(fp16_x_bytes(c.n, c.K));
   x.fill<float>(xs);
+  fill_fp16_rows(xh, std::span(xs).first(size_t(active) * c.K));
   const auto step = step_buffer({c.n, 7, 0, c.logit_count});
   const auto rows_x = [&](const std::vector<float>& v) { return std::span(v).first(size_t(active) * c.K); };
   const auto full16 = reference::linear(rows_x(x16), W16, c.K, c.M);
@@ -402,7 +433,7 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   const uint32_t split = c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
   auto check_tile = [&](const std::string& kernel, const auto& spec, uint32_t tile_tokens,
-                        uint32_t tile_rows, const std::string& tile_label) {
+                        uint32_t tile_rows, const std::string& tile_label, const HostBuffer& x) {
     std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
     y.poison();  // every output of the part must be written, the others left alone
     const std::string tile = kernel + " tile " + tile_label;
@@ -431,16 +462,17 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
                 max_rel_err(y.as<float>(), want32, want32));
   };
   for (const kernels::CoopTile& tile : coop_tiles_under_test())
-    check_tile("matmul_coop",
-               kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
-                                    info.subgroup_size, tile),
-               tile.tokens, tile.rows, tile_name(tile));
+    if (!tile.x_half || kernels::x_half_fits(c.K))
+      check_tile("matmul_coop",
+                 kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                                      info.subgroup_size, tile),
+                 tile.tokens, tile.rows, tile_name(tile), tile.x_half ? xh : x);
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
     check_tile("matmul_coop_splitk",
                kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
                                            info.subgroup_size, tile),
                tile.tokens, tile.rows,
-               std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" + std::to_string(tile.split));
+               std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" + std::to_string(tile.split), x);
 }
 
 std::vector<LinearCase> linear_coop_cases() {
@@ -471,9 +503,12 @@ TEST(LinearCoopPerf, PrefillShapes) {
   if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
   if (!gpu::env_flag("UNICORN_PERF")) GTEST_SKIP() << "set UNICORN_PERF=1 to measure";
   struct Shape { uint32_t n, K, M; };
-  const Shape shapes[] = {{512, 1152, 1024}, {512, 1152, 256},   {512, 1152, 6912},
-                          {512, 6912, 1152}, {512, 5376, 4096},  {512, 4096, 5376},
-                          {512, 5376, 21504}, {512, 21504, 5376}};
+  const Shape shapes[] = {{512, 1152, 1024},   {512, 1152, 256},    {512, 1152, 6912},  // 1B
+                          {512, 6912, 1152},   {512, 2560, 2048},   {512, 2560, 1024},  // 4B
+                          {512, 2048, 2560},   {512, 2560, 10240},  {512, 10240, 2560},
+                          {512, 3840, 4096},   {512, 3840, 2048},   {512, 4096, 3840},  // 12B
+                          {512, 3840, 15360},  {512, 15360, 3840},  {512, 5376, 4096},  // 27B
+                          {512, 4096, 5376},   {512, 5376, 21504},  {512, 21504, 5376}};
   const bool sweep = gpu::env_flag("UNICORN_COOP_SWEEP");  // the candidates, Q4_0 only
   const auto tiles = coop_tiles_under_test();
   for (Format f : {Format::Q4_0, Format::Q8_0, Format::F16})
@@ -483,17 +518,18 @@ TEST(LinearCoopPerf, PrefillShapes) {
       tools::quantize(f, random_floats(size_t(s.M) * s.K), ggml);
       const auto wbytes = reference::to_device_layout(f, ggml);  // one part: the whole tensor
       const auto xs = random_floats(size_t(s.n) * s.K);
-      const uint64_t sizes[] = {wbytes.size(), xs.size() * 4, uint64_t(s.n) * s.M * 4};
+      const uint64_t sizes[] = {wbytes.size(), xs.size() * 4, uint64_t(s.n) * s.M * 4, fp16_x_bytes(s.n, s.K)};
       gpu::BufferSet dev(d.ctx, sizes, gpu::MemoryKind::DeviceLocal, "perf buffers");
-      HostBuffer wup(wbytes.size()), xup(xs.size() * 4);
+      HostBuffer wup(wbytes.size()), xup(xs.size() * 4), xhup(sizes[3]);
       wup.fill<std::byte>(wbytes);
       xup.fill<float>(xs);
+      fill_fp16_rows(xhup, xs);
       d.stream.run_once([&](vk::CommandBuffer cb) {
         cb.copyBuffer(wup.info().buffer, dev[0].handle, vk::BufferCopy{0, 0, wbytes.size()});
         cb.copyBuffer(xup.info().buffer, dev[1].handle, vk::BufferCopy{0, 0, xs.size() * 4});
+        cb.copyBuffer(xhup.info().buffer, dev[3].handle, vk::BufferCopy{0, 0, sizes[3]});
       });
       const auto step = step_buffer({s.n, 0, 0, 0});
-      const kernels::CoopTile picked = kernels::coop_tile(s.n, s.M);
       const bool with_fp32 = f == Format::Q4_0 && s.M == 21504;
       for (size_t v = 0; v < tiles.size() + with_fp32; ++v) {
         const bool coop = v < tiles.size();
@@ -505,7 +541,8 @@ TEST(LinearCoopPerf, PrefillShapes) {
             coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings, spec)
                  : d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
                                  kernels::Linear{s.K, s.M, 0});
-        const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[1].whole(), dev[2].whole(), step.info()};
+        const bool x16 = coop && tile.x_half;
+        const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[x16 ? 3 : 1].whole(), dev[2].whole(), step.info()};
         const vk::DescriptorSet set = d.sets.make(k, b);
         const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile.rows), groups(s.n, tile.tokens), 1}};
         // Batches of about 30 ms (sized from the first): batches of 20
@@ -528,7 +565,7 @@ TEST(LinearCoopPerf, PrefillShapes) {
         }
         std::sort(ms.begin(), ms.end());
         const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
-        const bool is_picked = coop && tile_name(tile) == tile_name(picked);
+        const bool is_picked = coop && tile_name(tile) == tile_name(kernels::coop_tile(s.n, s.M, tile.x_half));
         std::printf("[perf] %-16s n=%u K=%u M=%u tile %s%s: %.3f ms, %.1f TFLOP/s = %.1f%% "
                     "of 989.4 (H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M,
                     coop ? tile_name(tile).c_str() : "64x64 fp32", is_picked ? " (picked)" : "",
@@ -697,10 +734,12 @@ struct NormCase {
   uint32_t D, rows_per_token, accumulate, row_set;
   bool in_place = false;  // in and out the same buffer
   uint32_t chain = 0;     // then normalise the updated row with w2 into out2
+  uint32_t half_out = 0;  // the normalised output (out, or out2 with CHAIN) as fp16
   std::string name() const {
     std::ostringstream s;
     s << "rmsnorm D=" << D << " rows_per_token=" << rows_per_token << " ACCUMULATE=" << accumulate
-      << " ROW_SET=" << row_set << " CHAIN=" << chain << (in_place ? " in_place" : "");
+      << " ROW_SET=" << row_set << " CHAIN=" << chain << (in_place ? " in_place" : "")
+      << (half_out ? " HALF_OUT" : "");
     return s.str();
   }
 };
@@ -726,7 +765,7 @@ TEST_P(RmsNorm, MatchesReference) {
   if (c.accumulate) y.fill<float>(init);
   const HostBuffer& out = c.in_place ? x : y;
   const auto step = step_buffer({n, 0, logit_begin, logit_count});
-  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set, c.chain};
+  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set, c.chain, c.half_out};
   // The Recorder dispatches min(n, logit_rows) * rows_per_token groups for ROW_SET 1; n here.
   run("rmsnorm", kernels::kRmsNormBindings, spec, {&x, &w, &out, &step, &w2, &y2}, {per_row},
       {n * per_row, 1, 1});
@@ -749,8 +788,13 @@ TEST_P(RmsNorm, MatchesReference) {
     reference::rmsnorm(in, ws, D, double(1e-6f), c.accumulate != 0, ref);
   }
   std::copy(ref.begin(), ref.end(), want.begin());  // ROW_SET 1: input row logit_begin + i -> row i
-  EXPECT_TRUE(compare(c.name() + " out", out.as<float>(), want, D, 1e-5));
-  EXPECT_TRUE(compare(c.name() + " out2", y2.as<float>(), want2, D, 1e-5));
+  const bool half_out = c.half_out && !c.chain, half_out2 = c.half_out && c.chain;
+  EXPECT_TRUE(half_out ? compare(c.name() + " out (fp16)", widen_fp16(out.as<_Float16>(), want.size()), want,
+                                 D, kFp16OutputTol)
+                       : compare(c.name() + " out", out.as<float>(), want, D, 1e-5));
+  EXPECT_TRUE(half_out2 ? compare(c.name() + " out2 (fp16)", widen_fp16(y2.as<_Float16>(), want2.size()),
+                                  want2, D, kFp16OutputTol)
+                        : compare(c.name() + " out2", y2.as<float>(), want2, D, 1e-5));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -764,7 +808,10 @@ INSTANTIATE_TEST_SUITE_P(
                       NormCase{1000, 1, 1, 0, false, 1}, NormCase{96, 1, 0, 0, false, 1},
                       NormCase{32, 4, 1, 0, false, 1},
                       // Gemma 3 27B's hidden size: 21 elements per thread.
-                      NormCase{5376, 1, 1, 0, false, 1}),
+                      NormCase{5376, 1, 1, 0, false, 1},
+                      // The fp16 operand of prefill's products: norm(x), and the chained xn.
+                      NormCase{96, 1, 0, 0, false, 0, 1}, NormCase{1152, 1, 1, 0, false, 1, 1},
+                      NormCase{5376, 1, 1, 0, false, 1, 1}),
     [](const auto& info) { return test_name(info.param.name()); });
 
 // ---------------------------------------------------------------- attn_prep
@@ -1090,20 +1137,31 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                                      scale, pos);
     want.resize(want.size() + q_row, NAN);  // the spare row stays poison
     ASSERT_TRUE(compare(at, o.as<float>(), want, q_row, 1e-5));
+    // HALF_OUT: the same outputs as the output projection's fp16 operand.
+    auto attn_half = attn_spec;
+    attn_half.half_out = 1;
+    o.poison();
+    for (uint32_t p = 0; p < parts; ++p)
+      run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
+          {part_begin[p], part_heads[p]}, {n, c.heads, 1});
+    ASSERT_TRUE(compare(at + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want, q_row, kFp16OutputTol));
     // The tiled kernel, in every tile shape the device holds, on the same step
     // (dispatched for one token more than the chunk, as the Recorder does for
     // its longest chunk: the spare row's tile must write nothing).
-    for (const kernels::AttentionTile tile : tiles) {
-      o.poison();
-      const kernels::AttentionTiled spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
-                                         tile.rows, tile.keys};
-      for (uint32_t p = 0; p < parts; ++p)
-        run(tiled, kernels::kAttentionTiledBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
-            {part_begin[p], part_heads[p]}, {groups((n + 1) * (c.heads / c.kv_heads), tile.rows), part_heads[p], 1});
-      ASSERT_TRUE(compare(at + " " + tiled + " rows=" + std::to_string(tile.rows) +
-                              " keys=" + std::to_string(tile.keys),
-                          o.as<float>(), want, q_row, 1e-5));
-    }
+    for (const kernels::AttentionTile tile : tiles)
+      for (uint32_t half_out : {0u, 1u}) {
+        o.poison();
+        const kernels::AttentionTiled spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
+                                           tile.rows, tile.keys, half_out};
+        for (uint32_t p = 0; p < parts; ++p)
+          run(tiled, kernels::kAttentionTiledBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
+              {part_begin[p], part_heads[p]}, {groups((n + 1) * (c.heads / c.kv_heads), tile.rows), part_heads[p], 1});
+        const std::string what = at + " " + tiled + " rows=" + std::to_string(tile.rows) +
+                                 " keys=" + std::to_string(tile.keys);
+        ASSERT_TRUE(half_out ? compare(what + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want,
+                                       q_row, kFp16OutputTol)
+                             : compare(what, o.as<float>(), want, q_row, 1e-5));
+      }
     pos += n;
   }
   EXPECT_LE(rounded_other_way, k_hist.size() / 100) << c.name() << ": f16 keys rounded the other way";
@@ -1252,7 +1310,7 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
 
   for (uint32_t p = 0; p < 2; ++p)
     run(attn, kernels::kAttentionBindings,
-        kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size},
+        kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size, 0},
         {&q, &kc[p], &vc[p], &o, &step}, {part_begin[p], part_rows[p]}, {n, heads, 1});
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = rows[t].pos;
@@ -1339,11 +1397,38 @@ TEST_P(Geglu, MatchesReference) {
   g.fill<float>(gs);
   u.fill<float>(us);
   const auto step = step_buffer({n, 0, 0, 0});
-  run("geglu", kernels::kGegluBindings, kernels::Geglu{F}, {&g, &u, &step}, {},
+  run("geglu", kernels::kGegluBindings, kernels::Geglu{F, 0}, {&g, &u, &step, &g}, {},
       {groups(F, 64), n, 1});
   auto want = reference::geglu(std::span(gs).first(n * F), std::span(us).first(n * F));
   want.insert(want.end(), gs.end() - F, gs.end());
   EXPECT_TRUE(compare("geglu F=" + std::to_string(F) + " n=3", g.as<float>(), want, F, 1e-5));
+}
+
+// HALF_OUT: the product goes to binding 3 as the down projection's fp16
+// operand, saturated at 65504 (element 1: 300 * 300 -> 65504, not inf); gate
+// is left as it was, and the operand's spare row stays poison.
+TEST_P(Geglu, WritesTheFp16Operand) {
+  const uint32_t F = GetParam(), n = 3;
+  auto gs = random_floats(size_t(n) * F, -6.f, 6.f);
+  auto us = random_floats(size_t(n) * F);
+  gs[1] = 300.f, us[1] = 300.f;
+  HostBuffer g(gs.size() * 4), u(us.size() * 4), out(size_t(n + 1) * F * 2);
+  g.fill<float>(gs);
+  u.fill<float>(us);
+  const auto step = step_buffer({n, 0, 0, 0});
+  run("geglu", kernels::kGegluBindings, kernels::Geglu{F, 1}, {&g, &u, &step, &out}, {},
+      {groups(F, 64), n, 1});
+  auto want = reference::geglu(gs, us);
+  want[1] = 65504.0;
+  want.resize(size_t(n + 1) * F, NAN);
+  const auto got = widen_fp16(out.as<_Float16>(), want.size());
+  EXPECT_EQ(got[1], 65504.f);
+  want[1] = NAN;  // checked; keep the saturated value out of the scale
+  auto rest = got;
+  rest[1] = std::bit_cast<float>(0xffffffffu);
+  EXPECT_TRUE(compare("geglu HALF_OUT F=" + std::to_string(F), rest, want, F, kFp16OutputTol));
+  std::vector<double> gate_kept(gs.begin(), gs.end());
+  EXPECT_TRUE(compare("geglu HALF_OUT gate", g.as<float>(), gate_kept, F, 0));
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u),
                          [](const auto& info) { return "geglu_F" + std::to_string(info.param); });
@@ -1738,7 +1823,7 @@ TEST(PipelineCache, WrittenReadBackAndDamagedFilesIgnored) {
   std::filesystem::remove_all(dir);
   const auto build = [&](gpu::KernelCache& cache) {
     const auto words = spirv::find("geglu");
-    return cache.get("geglu", words, kernels::kGegluBindings, kernels::Geglu{96}).pipeline();
+    return cache.get("geglu", words, kernels::kGegluBindings, kernels::Geglu{96, 0}).pipeline();
   };
   std::filesystem::path file;
   {

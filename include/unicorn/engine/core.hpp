@@ -54,8 +54,10 @@ struct StreamToken {
 
 namespace unicorn::detail {
 
-static_assert(std::ranges::all_of(kernels::kCoopTiles,
-                                  [](const kernels::CoopTile& t) { return t.shared_bytes() <= gpu::kCoopSharedBytes; }),
+constexpr bool coop_tiles_fit(std::span<const kernels::CoopTile> tiles) {
+  return std::ranges::all_of(tiles, [](const kernels::CoopTile& t) { return t.shared_bytes() <= gpu::kCoopSharedBytes; });
+}
+static_assert(coop_tiles_fit(kernels::kCoopTiles),
               "unicorn: a kernels::kCoopTiles tile needs more shared memory than gpu::kCoopSharedBytes, "
               "which gpu::Context requires of a device before it runs matmul_coop");
 static_assert(std::ranges::all_of(kernels::kSplitKTiles,
@@ -677,11 +679,14 @@ class EngineCore {
     uint32_t matvec_unroll = env_or("UNICORN_MATVEC_UNROLL", kernels::kMatVecUnroll);
     // UNICORN_COOP_TILE=i forces kernels::kCoopTiles[i - 1] on every prefill matrix.
     uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
-    uint32_t coop_wide_groups = env_or("UNICORN_COOP_WIDE_GROUPS", kernels::kCoopWideTileGroups);
-    kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows) const {
-      if (coop_tile_index && coop_tile_index <= std::size(kernels::kCoopTiles))
-        return kernels::kCoopTiles[coop_tile_index - 1];
-      return kernels::coop_tile(tokens, rows, coop_wide_groups);
+    uint32_t coop_wave = std::max(1u, env_or("UNICORN_COOP_WAVE", kernels::kCoopWaveGroups));
+    bool coop_x_half = env_or("UNICORN_COOP_X16", 1) != 0;  // kernels::x_half_fits
+    kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half) const {
+      kernels::CoopTile t = coop_tile_index && coop_tile_index <= std::size(kernels::kCoopTiles)
+                                ? kernels::kCoopTiles[coop_tile_index - 1]
+                                : kernels::coop_tile(tokens, rows, x_half, coop_wave);
+      t.x_half = x_half;
+      return t;
     }
     uint32_t batch_tile = env_or("UNICORN_BATCH_TILE", kernels::kMatVecBatchTile);
     uint32_t batch_accumulators = env_or("UNICORN_BATCH_ROWS", kernels::kMatVecBatchAccumulators);
@@ -711,7 +716,7 @@ class EngineCore::Recorder {
  public:
   Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows, PassKind kind)
       : c_(core), n_(n), logit_rows_(logit_rows), decode_(kind != PassKind::Prefill),
-        splitk_(kind == PassKind::DecodeSplitK), m_(core.cfg_.model) {}
+        splitk_(kind == PassKind::DecodeSplitK), m_(core.cfg_.model), half_(half_operands()) {}
 
   std::vector<gpu::Dispatch> forward() {
     embed();                                                   // x  [n, H]
@@ -732,16 +737,17 @@ class EngineCore::Recorder {
     const auto& L = c_.layout_;
     const AttentionKind kind = m_.layer_kind(uint32_t(l));
     const bool last = uint32_t(l) + 1 == m_.layers;
-    if (l == 0) norm(Act::X, Act::Xn, L.weight(Role::AttnNorm, 0));  // xn = norm(x) [n, H]
-    linear(Act::Xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);     // q [n, heads * hd]
-    linear(Act::Xn, Act::K, L.weight(Role::AttnK, l), 0, false);     // k [n, kv_heads * hd]
-    linear(Act::Xn, Act::V, L.weight(Role::AttnV, l));               // v [n, kv_heads * hd]
+    const Act xn = operand(Act::Xn);
+    if (l == 0) norm(Act::X, xn, L.weight(Role::AttnNorm, 0));       // xn = norm(x) [n, H]
+    linear(xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);          // q [n, heads * hd]
+    linear(xn, Act::K, L.weight(Role::AttnK, l), 0, false);          // k [n, kv_heads * hd]
+    linear(xn, Act::V, L.weight(Role::AttnV, l));                    // v [n, kv_heads * hd]
     attn_prep(l, kind);                        // q, k normed and rotated; cache[l] <- k, v
     attention(l, kind);                        // attn [n, heads * hd]
-    linear(Act::Attn, Act::Proj, L.weight(Role::AttnOut, l));        // proj [n, H]
+    linear(operand(Act::Attn), Act::Proj, L.weight(Role::AttnOut, l));  // proj [n, H]
     add_norm(L.weight(Role::PostAttnNorm, l), &L.weight(Role::FfnNorm, l));  // x += norm(proj); xn = norm(x)
     gate_up(l);                                // gate = gelu(xn Wg) * (xn Wu)  [n, F]
-    linear(Act::Gate, Act::Proj, L.weight(Role::FfnDown, l));        // proj [n, H]
+    linear(operand(Act::Gate), Act::Proj, L.weight(Role::FfnDown, l));  // proj [n, H]
     // x += norm(proj); and, but after the last layer, the next layer's xn = norm(x)
     add_norm(L.weight(Role::PostFfnNorm, l), last ? nullptr : &L.weight(Role::AttnNorm, l + 1));
   }
@@ -758,7 +764,7 @@ class EngineCore::Recorder {
 
   // out = norm(in) * w over token rows (row_set 0) or logit rows (row_set 1).
   void norm(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0) {
-    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0};
+    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand};
     const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
     const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
     const vk::DescriptorBufferInfo b[] = {c_.act(in), wb, c_.act(out), c_.step(), wb, c_.act(out)};
@@ -767,12 +773,12 @@ class EngineCore::Recorder {
 
   // x += norm(proj) * w; then, with `next`, xn = norm(x) * next.
   void add_norm(const TensorSlot& w, const TensorSlot* next) {
-    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u};
+    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_};
     const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
     const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
     const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Proj), wb, c_.act(Act::X), c_.step(), nb,
-                                          c_.act(Act::Xn)};
+                                          c_.act(operand(Act::Xn))};
     add(k, b, {1}, {n_, 1, 1});
   }
 
@@ -812,7 +818,8 @@ class EngineCore::Recorder {
     const auto& info = c_.ctx_.info();
     const bool coop = !vec && info.coopmat;
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
-    const kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, M);
+    const kernels::CoopTile tile =
+        c_.tuning_.coop_tile(rows_n, M, in == Act::Operand);
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
                         kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
@@ -868,9 +875,9 @@ class EngineCore::Recorder {
     for (size_t i = 0; alike && i < gp.size(); ++i)
       alike = gp[i].row_begin == upp[i].row_begin && gp[i].rows == upp[i].rows;
     if (alike) return linear(Act::Xn, Act::Gate, gate, 0, true, &up);
-    linear(Act::Xn, Act::Gate, gate, 0, false);  // gate [n, F]
-    linear(Act::Xn, Act::Up, up);                 // up   [n, F]
-    geglu();                                      // gate = gelu(gate) * up
+    linear(operand(Act::Xn), Act::Gate, gate, 0, false);  // gate [n, F]
+    linear(operand(Act::Xn), Act::Up, up);                 // up   [n, F]
+    geglu();  // gate = gelu(gate) * up, or into the fp16 operand
   }
 
   // q/k norm, RoPE, and the cache write, per part of the layer's cache (ranges
@@ -915,14 +922,14 @@ class EngineCore::Recorder {
         tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
                           kernels::kAttentionTiledBindings,
                           kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                                  window, scale, tile.rows, tile.keys})
+                                                  window, scale, tile.rows, tile.keys, half_})
               : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
                           kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                             window, scale, c_.ctx_.info().subgroup_size});
+                                             window, scale, c_.ctx_.info().subgroup_size, half_});
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
     for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
       const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
-                                            c_.act(Act::Attn), c_.step()};
+                                            c_.act(operand(Act::Attn)), c_.step()};
       const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
       add(k, b, {uint32_t(kp[i].row_begin), part_rows},
           tiled ? std::array{groups(n_ * (m_.heads / m_.kv_heads), tile.rows), part_rows, 1u}
@@ -931,8 +938,9 @@ class EngineCore::Recorder {
   }
 
   void geglu() {
-    const auto& k = c_.kernel("geglu", kernels::kGegluBindings, kernels::Geglu{m_.ffn});
-    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step()};
+    const auto& k = c_.kernel("geglu", kernels::kGegluBindings, kernels::Geglu{m_.ffn, half_});
+    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step(),
+                                          c_.act(operand(Act::Gate))};
     add(k, b, {}, {groups(m_.ffn, 64), n_, 1});
   }
 
@@ -960,11 +968,24 @@ class EngineCore::Recorder {
     d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}, barrier});
   }
 
+  // Whether this pass's products take fp16 operands (kernels::x_half_fits): a
+  // prefill on tensor units, every K of the model a multiple of 8.
+  bool half_operands() const {
+    const bool fits = kernels::x_half_fits(m_.hidden) && kernels::x_half_fits(m_.q_dim()) &&
+                      kernels::x_half_fits(m_.ffn);
+    return !decode_ && c_.ctx_.info().coopmat && c_.tuning_.coop_x_half && fits;
+  }
+  // Where the input of a product lives: with fp16 operands the kernel that
+  // produces norm(x), attn or gelu(gate) * up writes it once into Act::Operand
+  // as fp16, instead of each product converting the fp32 one.
+  Act operand(Act fp32) const { return half_ ? Act::Operand : fp32; }
+
   EngineCore& c_;
   uint32_t n_, logit_rows_;
   bool decode_;  // one token per stream: per-row positions and streams
   bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
   const ModelDims& m_;
+  bool half_;  // products take fp16 operands (Act::Operand)
   std::vector<gpu::Dispatch> d_;
 };
 

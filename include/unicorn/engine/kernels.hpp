@@ -18,9 +18,11 @@ namespace unicorn::kernels {
 struct Embed {
   BOOST_HANA_DEFINE_STRUCT(Embed, (uint32_t, hidden), (float, scale));
 };
+// half_out (here and below): the output is the fp16 operand of the prefill
+// products (Act::Operand, matmul_coop with x_half).
 struct RmsNorm {
   BOOST_HANA_DEFINE_STRUCT(RmsNorm, (uint32_t, dim), (float, eps), (uint32_t, accumulate),
-                           (uint32_t, row_set), (uint32_t, chain));
+                           (uint32_t, row_set), (uint32_t, chain), (uint32_t, half_out));
 };
 struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
@@ -35,8 +37,15 @@ struct LinearCoop {
                            (uint32_t, subgroup_size), (uint32_t, tile_tokens),
                            (uint32_t, tile_rows), (uint32_t, warps_tokens),
                            (uint32_t, warps_rows), (uint32_t, threads), (uint32_t, stages),
-                           (uint32_t, producers));
+                           (uint32_t, producers), (uint32_t, x_half));
 };
+// Prefill's products take X as fp16 (matmul_coop's X_HALF) where every K of
+// the model is a multiple of 8: written once by the kernel that produces it
+// (rmsnorm, attention, geglu with half_out) into Act::Operand, where with fp32
+// X every workgroup that stages a tile converted it again. Measured on the
+// H100 (notes/coop_gemm.md, step 10): pp512 4B +9 %, 12B +7 %, 27B +9 %.
+// UNICORN_COOP_X16=0 keeps fp32 X.
+constexpr bool x_half_fits(uint32_t K) { return K % 8 == 0; }
 // A matmul_coop workgroup's output tile (tokens x weight rows) and the grid of
 // subgroups that share it; each subgroup owns a (tokens / warps_tokens) x
 // (rows / warps_rows) block of accumulators.
@@ -45,6 +54,7 @@ struct LinearCoop {
 // then only multiply (shaders/matmul_coop.comp).
 struct CoopTile {
   uint32_t tokens, rows, warps_tokens, warps_rows, stages = 2, producers = 0;
+  bool x_half = false;  // X as fp16 (x_half_fits(K))
   constexpr uint32_t warps() const { return warps_tokens * warps_rows; }  // the ones that multiply
   // Shared memory of its matmul_coop workgroup (bytes): `stages` buffers of
   // fp16 rows (32 k + 8 padding); after the loop the same memory holds a
@@ -54,34 +64,46 @@ struct CoopTile {
   }
 };
 // The tiles, largest first: 128 x 256 with 16 subgroups of 64 x 32 (4 x 2
-// matrices of 16 x 16) and one shared buffer (30 KiB), then with two buffers
-// 8 subgroups of 64 x 32, 8 of 32 x 32, 4 of 32 x 32. Each fits 48 KiB.
+// matrices of 16 x 16) and one shared buffer (30 KiB); 128 x 128 with two
+// buffers, 8 subgroups of 64 x 32 that only multiply and 8 producer subgroups
+// that only load; 64 x 64 with 4 subgroups of 32 x 32. Each fits 48 KiB.
 // Measured on the H100 (notes/coop_gemm.md): 128 x 128 with 4 subgroups of
-// 64 x 64 (16 accumulators each) ran at a quarter of 8 subgroups' speed, and
-// 128 x 64 never won (step 4); 128 x 256 reads X half as often per product
-// and ran the 27B FFN gate at 144 TFLOP/s against 104-113 for 128 x 128, and
-// pp512 10-12% faster on the 12B and 27B (step 8).
-inline constexpr CoopTile kCoopTiles[] = {{128, 256, 2, 8, 1}, {128, 128, 2, 4}, {64, 128, 2, 4}, {64, 64, 2, 2}};
-// A matrix takes the largest tile that still gives kCoopGroupsAtWork
-// workgroups (about one per H100 multiprocessor): a large tile reads each
-// operand fewer times, but a small matrix (a 1B projection) on a few large
-// tiles leaves most of the GPU idle. The 128 x 256 tile pays from fewer,
-// kCoopWideTileGroups: in the kernel sweep (notes/coop_gemm.md) the 27B o and
-// down projections (84 workgroups) and the 1B gate (108) ran 29-38% faster on
-// it than on 128 x 128. UNICORN_COOP_WIDE_GROUPS overrides it.
-inline constexpr uint32_t kCoopGroupsAtWork = 128, kCoopWideTileGroups = 84;
-constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, uint32_t wide_groups = kCoopWideTileGroups) {
+// 64 x 64 ran at a quarter of 8 subgroups' speed (step 4); 128 x 256 reads X
+// half as often per product (step 8); producers ran 128 x 128 up to 17 %
+// faster and 64 x 128 never beat both neighbours (step 11).
+inline constexpr CoopTile kCoopTiles[] = {{128, 256, 2, 8, 1}, {128, 128, 2, 4, 2, 8}, {64, 64, 2, 2}};
+// What each tile reaches with every multiprocessor busy (TFLOP/s, Q4_0, fp16
+// X, H100 kernel sweep of step 11): the best of each over Gemma 3's matrices.
+inline constexpr double kCoopTilePeak[] = {166, 164, 109};
+// Workgroups in flight at once: the large tiles hold one per multiprocessor,
+// and the H100 has 132. A matrix whose tiles fill 1.2 waves leaves most of the
+// second one idle; UNICORN_COOP_WAVE overrides it.
+inline constexpr uint32_t kCoopWaveGroups = 132;
+// A matrix takes the tile with the most work done per wave: its peak times the
+// share of its last wave it fills; on a tie the larger tile (fewer re-reads of
+// each operand). Measured against every tile on the 1B, 4B, 12B and 27B
+// matrices (step 11) it picks the fastest or one within 1 % of it, where
+// "at least 128 workgroups" left the 12B output and down projections and the
+// 4B's on 64 x 128 tiles at 57-61 % of the speed of 128 x 128.
+constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half = false,
+                             uint32_t wave = kCoopWaveGroups) {
+  size_t best = 0;
+  double best_rate = -1;
   for (size_t i = 0; i < std::size(kCoopTiles); ++i) {
-    const CoopTile& t = kCoopTiles[i];
-    const uint64_t groups = uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens);
-    if (groups >= (i == 0 ? wide_groups : kCoopGroupsAtWork)) return t;
+    const CoopTile& c = kCoopTiles[i];
+    const uint64_t groups = uint64_t((rows + c.rows - 1) / c.rows) * ((tokens + c.tokens - 1) / c.tokens);
+    const uint64_t waves = (groups + wave - 1) / wave;
+    const double rate = kCoopTilePeak[i] * double(groups) / double(waves * wave);
+    if (rate > best_rate) best = i, best_rate = rate;
   }
-  return kCoopTiles[std::size(kCoopTiles) - 1];
+  CoopTile t = kCoopTiles[best];
+  t.x_half = x_half;
+  return t;
 }
 inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm, uint32_t tn,
                               uint32_t tk, uint32_t subgroup_size, CoopTile t) {
   return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.warps_tokens, t.warps_rows,
-          (t.warps() + t.producers) * subgroup_size, t.stages, t.producers};
+          (t.warps() + t.producers) * subgroup_size, t.stages, t.producers, uint32_t(t.x_half)};
 }
 // matmul_coop_splitk (batched decode: a few token rows): Linear's constants,
 // the cooperative-matrix shape and subgroup size, the workgroup's output tile
@@ -168,14 +190,14 @@ struct AttnPrep {  // q/k norm + RoPE + KV cache write
 struct Attention {
   BOOST_HANA_DEFINE_STRUCT(Attention, (uint32_t, heads), (uint32_t, kv_heads),
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
-                           (float, scale), (uint32_t, subgroup_size));
+                           (float, scale), (uint32_t, subgroup_size), (uint32_t, half_out));
 };
 // attention_tiled (prefill chunks): attention's constants but the subgroup
 // size, then the tile: query rows per workgroup and keys per step.
 struct AttentionTiled {
   BOOST_HANA_DEFINE_STRUCT(AttentionTiled, (uint32_t, heads), (uint32_t, kv_heads),
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
-                           (float, scale), (uint32_t, rows), (uint32_t, keys));
+                           (float, scale), (uint32_t, rows), (uint32_t, keys), (uint32_t, half_out));
 };
 struct AttentionTile {
   uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
@@ -232,7 +254,7 @@ constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_byt
   return {};
 }
 struct Geglu {
-  BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn));
+  BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn), (uint32_t, half_out));
 };
 struct LogitsMax {
   BOOST_HANA_DEFINE_STRUCT(LogitsMax, (uint32_t, vocab), (uint32_t, parts));
@@ -257,7 +279,7 @@ inline std::string variant(const char* kernel, Format f) {
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
                           kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
-                          kAttentionTiledBindings = 5, kGegluBindings = 3,
+                          kAttentionTiledBindings = 5, kGegluBindings = 4,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
 // matmul_coop_splitk binds what matmul and matmul_coop bind.
 

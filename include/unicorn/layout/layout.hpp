@@ -14,6 +14,7 @@
 // the order, offsets and slabs are exactly those of a layout without pools.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -124,12 +125,14 @@ struct TensorPart {
 };
 
 // Activation buffers, one slab each. Shapes are per prefill chunk of n tokens.
-enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, kCount };
+// Operand: the fp16 input of prefill's tensor-unit products (norm(x), attn,
+// gelu(gate) * up), written once by the kernel that produces it.
+enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, Operand, kCount };
 inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn", "proj",
-                                                 "gate", "up", "logits"};
+                                                 "gate", "up", "logits", "operand"};
 
 struct ActivationSlot {
-  uint64_t row_elems;  // f32 elements per token row
+  uint64_t row_elems;  // elements per token row: f32, f16 for the operand
   uint64_t rows;       // token rows it holds
   uint64_t bytes;
 };
@@ -363,11 +366,12 @@ constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
   // KV parts index their arena's slabs; weight and KV slabs are separate lists.
   const auto& m = c.model;
   const uint64_t n = c.prefill_chunk;
-  const uint64_t rows[] = {n, n, n, n, n, n, n, n, n, detail::logit_rows(c)};
+  const uint64_t operand_elems = std::max({uint64_t(m.hidden), uint64_t(m.q_dim()), uint64_t(m.ffn)});
+  const uint64_t rows[] = {n, n, n, n, n, n, n, n, n, detail::logit_rows(c), n};
   const uint64_t elems[] = {m.hidden, m.hidden, m.q_dim(), m.kv_dim(), m.kv_dim(),
-                            m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab};
+                            m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab, operand_elems};
   for (size_t a = 0; a < size_t(Act::kCount); ++a)
-    L.activations[a] = {elems[a], rows[a], elems[a] * rows[a] * 4};
+    L.activations[a] = {elems[a], rows[a], elems[a] * rows[a] * (Act(a) == Act::Operand ? 2 : 4)};
   L.logit_rows = detail::logit_rows(c);
   L.local_kv_slots = detail::kv_slots(c, AttentionKind::Local);
   L.global_kv_slots = detail::kv_slots(c, AttentionKind::Global);

@@ -55,7 +55,7 @@ inline void print_layout(std::ostream& os, const DeploymentConfig& c, const Layo
       os << line;
     }
   }
-  os << "\nactivations (float32, per prefill chunk; in " << pool_name(L.activation_pool) << "):\n";
+  os << "\nactivations (float32 but the fp16 operand, per prefill chunk; in " << pool_name(L.activation_pool) << "):\n";
   for (size_t a = 0; a < L.activations.size(); ++a) {
     std::snprintf(line, sizeof line, "  %-8s %6llu x %-7llu %10s\n",
                   std::string(kActNames[a]).c_str(), (unsigned long long)L.activations[a].rows,
