@@ -5,22 +5,38 @@
 // geglu — gate = gelu_tanh(gate) * up, elementwise over [n, F] (Gemma's
 // hidden_activation "gelu_pytorch_tanh"). With HALF_OUT the product goes to
 // binding 3 instead, as the fp16 operand of the down projection
-// (include/operand.glsl); gate is then only read.
-// Dispatch: (ceil(F / 64), n_tokens, 1).
+// (include/operand.glsl); gate is then only read. A thread takes 4
+// consecutive elements (16-byte loads) when F % 4 == 0, else one.
+// Dispatch: (ceil(kernels::geglu_threads(F) / 64), n_tokens, 1).
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint F = 1;
 layout(constant_id = 1) const uint HALF_OUT = 0;
 #include "include/operand.glsl"
 
 layout(binding = 0) buffer GateBuf { float g[]; };
+layout(binding = 0) buffer GateBuf4 { vec4 g4[]; };
 layout(binding = 1) readonly buffer UpBuf { float u[]; };
-layout(binding = 3) writeonly buffer OutBufH { float16_t oh[]; };  // HALF_OUT
+layout(binding = 1) readonly buffer UpBuf4 { vec4 u4[]; };
+layout(binding = 3) writeonly buffer OutBufH { float16_t oh[]; };   // HALF_OUT
+layout(binding = 3) writeonly buffer OutBufH4 { f16vec4 oh4[]; };
 
 #include "include/gelu.glsl"
 
 void main() {
   const uint i = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
-  if (i >= F || t >= n_tokens) return;
+  if (t >= n_tokens) return;
+  if (F % 4 == 0) {
+    if (i >= F / 4) return;
+    const uint e = t * (F / 4) + i;
+    const vec4 gv = g4[e];
+    const vec4 r = vec4(gelu_tanh(gv.x), gelu_tanh(gv.y), gelu_tanh(gv.z), gelu_tanh(gv.w)) * u4[e];
+    if (HALF_OUT != 0)
+      oh4[e] = OPERAND_FP16X4(r);
+    else
+      g4[e] = r;
+    return;
+  }
+  if (i >= F) return;
   const uint e = t * F + i;
   const float r = gelu_tanh(g[e]) * u[e];
   if (HALF_OUT != 0)

@@ -1398,7 +1398,7 @@ TEST_P(Geglu, MatchesReference) {
   u.fill<float>(us);
   const auto step = step_buffer({n, 0, 0, 0});
   run("geglu", kernels::kGegluBindings, kernels::Geglu{F, 0}, {&g, &u, &step, &g}, {},
-      {groups(F, 64), n, 1});
+      {groups(kernels::geglu_threads(F), 64), n, 1});
   auto want = reference::geglu(std::span(gs).first(n * F), std::span(us).first(n * F));
   want.insert(want.end(), gs.end() - F, gs.end());
   EXPECT_TRUE(compare("geglu F=" + std::to_string(F) + " n=3", g.as<float>(), want, F, 1e-5));
@@ -1417,7 +1417,7 @@ TEST_P(Geglu, WritesTheFp16Operand) {
   u.fill<float>(us);
   const auto step = step_buffer({n, 0, 0, 0});
   run("geglu", kernels::kGegluBindings, kernels::Geglu{F, 1}, {&g, &u, &step, &out}, {},
-      {groups(F, 64), n, 1});
+      {groups(kernels::geglu_threads(F), 64), n, 1});
   auto want = reference::geglu(gs, us);
   want[1] = 65504.0;
   want.resize(size_t(n + 1) * F, NAN);
@@ -1430,7 +1430,7 @@ TEST_P(Geglu, WritesTheFp16Operand) {
   std::vector<double> gate_kept(gs.begin(), gs.end());
   EXPECT_TRUE(compare("geglu HALF_OUT gate", g.as<float>(), gate_kept, F, 0));
 }
-INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u),
+INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u, 98u),  // 98: one element a thread
                          [](const auto& info) { return "geglu_F" + std::to_string(info.param); });
 
 // ------------------------------------------------------------------- sample

@@ -941,7 +941,7 @@ class EngineCore::Recorder {
     const auto& k = c_.kernel("geglu", kernels::kGegluBindings, kernels::Geglu{m_.ffn, half_});
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step(),
                                           c_.act(operand(Act::Gate))};
-    add(k, b, {}, {groups(m_.ffn, 64), n_, 1});
+    add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
   }
 
   // Penalty and per-slice maxima over many workgroups, then the choice.

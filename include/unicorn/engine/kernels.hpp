@@ -256,6 +256,8 @@ constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_byt
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn), (uint32_t, half_out));
 };
+// Threads per token row of geglu: one per 4 elements when F % 4 == 0.
+constexpr uint32_t geglu_threads(uint32_t F) { return F % 4 == 0 ? F / 4 : F; }
 struct LogitsMax {
   BOOST_HANA_DEFINE_STRUCT(LogitsMax, (uint32_t, vocab), (uint32_t, parts));
 };
