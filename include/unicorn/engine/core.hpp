@@ -671,8 +671,8 @@ class EngineCore {
   // chunks with every token's logits (teacher forcing).
   std::optional<Graph> prefill_, decode_, batch_, batch_few_, prefill_all_logits_;
   // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
-  // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_TILE and
-  // UNICORN_ATTENTION_ROWS override them.
+  // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_*,
+  // UNICORN_BATCH_*, UNICORN_SPLITK_* and UNICORN_ATTENTION_ROWS override them.
   struct Tuning {
     uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
     uint32_t matvec_lanes = env_or("UNICORN_MATVEC_LANES", 0);  // 0: kernels::matvec_lanes
@@ -682,9 +682,9 @@ class EngineCore {
     uint32_t coop_wave = std::max(1u, env_or("UNICORN_COOP_WAVE", kernels::kCoopWaveGroups));
     bool coop_x_half = env_or("UNICORN_COOP_X16", 1) != 0;  // kernels::x_half_fits
     kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half) const {
-      kernels::CoopTile t = coop_tile_index && coop_tile_index <= std::size(kernels::kCoopTiles)
-                                ? kernels::kCoopTiles[coop_tile_index - 1]
-                                : kernels::coop_tile(tokens, rows, x_half, coop_wave);
+      if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
+        return kernels::coop_tile(tokens, rows, x_half, coop_wave);
+      kernels::CoopTile t = kernels::kCoopTiles[coop_tile_index - 1];
       t.x_half = x_half;
       return t;
     }
