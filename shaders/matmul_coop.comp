@@ -26,8 +26,13 @@
 // or for the large tiles one buffer (STAGES = 1, two barriers a step: the tile
 // no longer fits twice in 48 KiB). X arrives as fp32 or fp16 (X_HALF).
 // Accumulation is fp32.
-// Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), (WARPS_T * WARPS_R + PRODUCERS) *
-// SUBGROUP_SIZE threads.
+// Split over K (SPLITS > 1), workgroup z walks the z-th of SPLITS consecutive
+// ranges of the steps and writes its partial sums to slice z of Y, SLICE
+// elements after slice z - 1: a matrix with too few tiles to fill the GPU
+// (an output projection on a large GPU) gets SPLITS times the workgroups, and
+// its consumer adds the slices in order (rmsnorm's SLICES: deterministic).
+// Dispatch: (ceil(part rows / BR), ceil(n / BT), SPLITS), (WARPS_T * WARPS_R +
+// PRODUCERS) * SUBGROUP_SIZE threads.
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 layout(constant_id = 0) const uint K = 32;
 #define WEIGHT_BINDING 0
@@ -61,11 +66,13 @@ layout(constant_id = 13) const uint PRODUCERS = 0;
 // that produced it (include/operand.glsl) and staged as it is: half the bytes
 // of every re-read and no conversion (notes/coop_gemm.md, step 10).
 layout(constant_id = 14) const uint X_HALF = 0;
+layout(constant_id = 15) const uint SPLITS = 1;  // ranges of K, one per workgroup z
+layout(constant_id = 16) const uint SLICE = 0;   // elements of Y between their outputs
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
 layout(binding = 1) readonly buffer XBufH { uvec4 xh[]; };  // or fp16 [n, K], 8 at a time (X_HALF = 1)
-layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
+layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M], or [SPLITS][n, M]
 
 const uint STEP = 32;                 // k per stage: one quant block
 const uint MMA_WARPS = WARPS_T * WARPS_R;
@@ -150,7 +157,7 @@ void store_step(uint buf) {
 #define LOAD_B(j) if (j < FR) coopMatLoadNV(b##j, smem, WS + (buf * BR + sub_r + j * TN) * LDV + kk / 8, LDV, true);
 #define MUL_ADD(i, j) if (i < FT && j < FR) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j);
 #define STORE_Y(i, j) \
-  if (i < FT && j < FR) coopMatStoreNV(c##i##j, y, (t0 + i * TM) * M + pc.row_begin + r0 + j * TN, M, false);
+  if (i < FT && j < FR) coopMatStoreNV(c##i##j, y, y0 + (t0 + i * TM) * M + pc.row_begin + r0 + j * TN, M, false);
 // One accumulator of a ragged tile: through the subgroup's shared scratch,
 // with bounds checks (a macro: the KHR rewrite keeps matrices out of functions).
 #define STORE_RAGGED(i, j)                                                            \
@@ -160,7 +167,7 @@ void store_step(uint buf) {
     for (uint e = gl_SubgroupInvocationID; e < TM * TN; e += SUBGROUP_SIZE) {         \
       const uint t = t0 + i * TM + e / TN, r = r0 + j * TN + e % TN;                  \
       if (t < n && r < pc.rows)                                                       \
-        y[t * M + pc.row_begin + r] = uintBitsToFloat(smem[sg * (TM * TN / 4) + e / 4][e % 4]); \
+        y[y0 + t * M + pc.row_begin + r] = uintBitsToFloat(smem[sg * (TM * TN / 4) + e / 4][e % 4]); \
     }                                                                                 \
     subgroupBarrier();                                                                \
   }
@@ -173,16 +180,19 @@ void main() {
   const bool loader = PRODUCERS == 0 || sg >= MMA_WARPS, mma = PRODUCERS == 0 || sg < MMA_WARPS;
   const uint sub_t = (sg / WARPS_R) * WT, sub_r = (sg % WARPS_R) * WR;  // block origin in the tile
 
+  // This workgroup's steps of K: [first, end), all of them unless split.
+  const uint steps = (K + STEP - 1) / STEP, split = gl_WorkGroupID.z;
+  const uint first = split * steps / SPLITS, end = (split + 1) * steps / SPLITS;
+
   FOR_ALL(DECLARE)
-  if (loader) {
-    load_step(0, tok0, row0, n);
+  if (loader && first < end) {
+    load_step(first * STEP, tok0, row0, n);
     store_step(0);
   }
   barrier();
-  const uint steps = (K + STEP - 1) / STEP;
-  for (uint s = 0; s < steps; ++s) {
-    const uint buf = STAGES == 2 ? s & 1u : 0u;
-    if (loader && s + 1 < steps) load_step((s + 1) * STEP, tok0, row0, n);  // in flight during the products
+  for (uint s = first; s < end; ++s) {
+    const uint buf = STAGES == 2 ? (s - first) & 1u : 0u;
+    if (loader && s + 1 < end) load_step((s + 1) * STEP, tok0, row0, n);  // in flight during the products
     if (mma) {
       [[unroll]] for (uint kk = 0; kk < STEP; kk += TK) {
         MAT_A a0, a1, a2, a3;
@@ -192,7 +202,7 @@ void main() {
         FOR_ALL(MUL_ADD)
       }
     }
-    if (s + 1 < steps) {
+    if (s + 1 < end) {
       if (STAGES == 1) barrier();  // one buffer: every subgroup is done reading it
       // Two buffers: the other one, last read one step ago.
       if (loader) store_step(STAGES == 2 ? buf ^ 1u : 0u);
@@ -203,7 +213,7 @@ void main() {
 
   // A tile wholly inside Y goes straight from the accumulators to Y (rows of
   // Y 16-byte aligned); a ragged one through shared memory with bounds checks.
-  const uint t0 = tok0 + sub_t, r0 = row0 + sub_r;
+  const uint t0 = tok0 + sub_t, r0 = row0 + sub_r, y0 = split * SLICE;
   if (tok0 + BT <= n && row0 + BR <= pc.rows && M % 4 == 0 && pc.row_begin % 4 == 0) {
     FOR_ALL(STORE_Y)
   } else {

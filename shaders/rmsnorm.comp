@@ -27,6 +27,8 @@ layout(constant_id = 2) const uint ACCUMULATE = 0;
 layout(constant_id = 3) const uint ROW_SET = 0;  // 0: every token row; 1: logit rows
 layout(constant_id = 4) const uint CHAIN = 0;
 layout(constant_id = 5) const uint HALF_OUT = 0;
+layout(constant_id = 6) const uint SLICES = 1;
+layout(constant_id = 7) const uint SLICE = 0;
 #include "include/operand.glsl"
 
 layout(binding = 0) readonly buffer InBuf { float x[]; };
@@ -65,6 +67,7 @@ void main() {
     const uint i = tid + e * 256;
     const bool in_row = i < D;
     v[e] = in_row ? x[in_base + i] : 0.0;
+    for (uint s = 1; s < SLICES; ++s) v[e] += in_row ? x[s * SLICE + in_base + i] : 0.0;
     wv[e] = in_row ? w[i] : 0.0;
     yv[e] = ACCUMULATE != 0 && in_row ? y[base + i] : 0.0;
     w2v[e] = CHAIN != 0 && in_row ? w2[i] : 0.0;

@@ -384,18 +384,43 @@ std::vector<kernels::CoopTile> coop_tiles_under_test() {
   if (!gpu::env_flag("UNICORN_COOP_SWEEP")) {
     for (bool x_half : {false, true})
       for (kernels::CoopTile t : kernels::kCoopTiles) v.push_back((t.x_half = x_half, t));
+    // Split over K (partial sums, one slice of Y each), up to kProjSlices.
+    const uint32_t splits[] = {3, 2, kProjSlices};
+    for (size_t i = 0; i < std::size(kernels::kCoopTiles); ++i) {
+      kernels::CoopTile t = kernels::kCoopTiles[i];
+      t.splits = splits[i % std::size(splits)];
+      t.x_half = i % 2 == 0;
+      v.push_back(t);
+    }
     return v;
   }
-  // tokens, rows, warps_tokens, warps_rows, stages, producers, X in fp16
-  return {{128, 256, 2, 8, 1, 0, false},   {128, 128, 2, 4, 2, 0, false}, {64, 128, 2, 4, 2, 0, false},
-          {64, 64, 2, 2, 2, 0, false},     {128, 256, 2, 8, 1, 0, true},  {128, 128, 2, 4, 2, 0, true},
-          {128, 128, 2, 4, 2, 8, true},    {128, 128, 2, 4, 2, 4, true},  {64, 128, 2, 4, 2, 0, true},
-          {64, 128, 2, 4, 2, 4, true},     {64, 64, 2, 2, 2, 0, true}};
+  // tokens, rows, warps_tokens, warps_rows, stages, producers, X in fp16, splits of K
+  return {{128, 256, 2, 8, 1, 0, true, 1}, {128, 256, 2, 8, 1, 0, true, 2}, {128, 256, 2, 8, 1, 0, true, 3},
+          {128, 256, 2, 8, 1, 0, true, 4}, {128, 128, 2, 4, 2, 8, true, 1}, {128, 128, 2, 4, 2, 8, true, 2},
+          {128, 128, 2, 4, 2, 8, true, 3}, {128, 128, 2, 4, 2, 8, true, 4}, {64, 64, 2, 2, 2, 0, true, 1},
+          {64, 64, 2, 2, 2, 0, true, 2}};
 }
 std::string tile_name(const kernels::CoopTile& t) {
   return std::to_string(t.tokens) + "x" + std::to_string(t.rows) + "/" + std::to_string(t.warps_tokens) +
          "x" + std::to_string(t.warps_rows) + (t.stages == 1 ? " s1" : "") +
-         (t.producers ? " +" + std::to_string(t.producers) : "") + (t.x_half ? " x16" : " x32");
+         (t.producers ? " +" + std::to_string(t.producers) : "") + (t.x_half ? " x16" : " x32") +
+         (t.splits > 1 ? " k/" + std::to_string(t.splits) : "");
+}
+
+// A split tile's output: the float sum of its slices in order (as rmsnorm
+// adds them); an element no slice wrote stays poison, one only some wrote is NaN.
+std::vector<float> sum_slices(std::span<const float> y, size_t slice, uint32_t splits) {
+  std::vector<float> sum(y.begin(), y.begin() + slice);
+  for (size_t i = 0; i < slice; ++i) {
+    uint32_t unwritten = is_poison(y[i]);
+    for (uint32_t s = 1; s < splits; ++s) {
+      unwritten += is_poison(y[s * slice + i]);
+      sum[i] += y[s * slice + i];
+    }
+    if (unwritten == splits) sum[i] = y[i];
+    else if (unwritten) sum[i] = NAN;
+  }
+  return sum;
 }
 
 // X as EngineCore's fp16 operand holds it (Act::Operand, x_half): rows past
@@ -419,7 +444,8 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   std::vector<float> W16(W.size()), x16(xs.size());
   std::transform(W.begin(), W.end(), W16.begin(), round_f16);
   std::transform(xs.begin(), xs.end(), x16.begin(), round_f16);
-  HostBuffer x(xs.size() * 4), y(size_t(c.n) * c.M * 4), xh(fp16_x_bytes(c.n, c.K));
+  const size_t slice = size_t(c.n) * c.M;  // Y's elements; a split tile writes up to kProjSlices of them
+  HostBuffer x(xs.size() * 4), y(slice * kProjSlices * 4), xh(fp16_x_bytes(c.n, c.K));
   x.fill<float>(xs);
   fill_fp16_rows(xh, std::span(xs).first(size_t(active) * c.K));
   const auto step = step_buffer({c.n, 7, 0, c.logit_count});
@@ -433,7 +459,8 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
   const uint32_t split = c.M / 3;
   const uint32_t part_begin[] = {split, 0}, part_rows[] = {c.M - split, split};
   auto check_tile = [&](const std::string& kernel, const auto& spec, uint32_t tile_tokens,
-                        uint32_t tile_rows, const std::string& tile_label, const HostBuffer& x) {
+                        uint32_t tile_rows, const std::string& tile_label, const HostBuffer& x,
+                        uint32_t splits = 1) {
     std::vector<double> want(size_t(c.n) * c.M, NAN), want32(size_t(c.n) * c.M, NAN);
     y.poison();  // every output of the part must be written, the others left alone
     const std::string tile = kernel + " tile " + tile_label;
@@ -445,7 +472,7 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
       w.fill<std::byte>(
           reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
       run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearBindings, spec, {&w, &x, &y, &step},
-          {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), 1});
+          {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), splits});
       for (uint32_t t = 0; t < active; ++t)
         for (uint32_t r = rb; r < rb + rows; ++r) {
           want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
@@ -453,20 +480,21 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
         }
       const std::string what = c.name() + " " + tile + " part rows [" + std::to_string(rb) + "," +
                                std::to_string(rb + rows) + ")";
-      ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", y.as<float>(), want, c.M, 1e-4));
-      ASSERT_TRUE(compare(what + " vs fp32 inputs", y.as<float>(), want32, c.M, 4e-3));
+      const auto got = sum_slices(y.as<float>(), slice, splits);
+      ASSERT_TRUE(compare(what + " vs fp16-rounded inputs", got, want, c.M, 1e-4));
+      ASSERT_TRUE(compare(what + " vs fp32 inputs", got, want32, c.M, 4e-3));
     }
     // The observed errors, for the record (the report quotes them).
+    const auto got = sum_slices(y.as<float>(), slice, splits);
     std::printf("[coop] %s %s: max err %.2e of scale vs fp16-rounded reference, %.2e vs fp32\n",
-                c.name().c_str(), tile.c_str(), max_rel_err(y.as<float>(), want, want),
-                max_rel_err(y.as<float>(), want32, want32));
+                c.name().c_str(), tile.c_str(), max_rel_err(got, want, want), max_rel_err(got, want32, want32));
   };
   for (const kernels::CoopTile& tile : coop_tiles_under_test())
     if (!tile.x_half || kernels::x_half_fits(c.K))
       check_tile("matmul_coop",
                  kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
-                                      info.subgroup_size, tile),
-                 tile.tokens, tile.rows, tile_name(tile), tile.x_half ? xh : x);
+                                      info.subgroup_size, tile, uint32_t(slice)),
+                 tile.tokens, tile.rows, tile_name(tile), tile.x_half ? xh : x, tile.splits);
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
     check_tile("matmul_coop_splitk",
                kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
@@ -492,6 +520,43 @@ std::vector<LinearCase> linear_coop_cases() {
 INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
 
+// The tile rule's splits of K: only where the consumer adds partial sums
+// (max_splits), only as many as leave each range its steps, and only where
+// they fill more of the last wave than the tile alone.
+TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
+  EXPECT_EQ(kernels::coop_max_splits(96, kProjSlices), 1u);
+  EXPECT_EQ(kernels::coop_max_splits(1024, kProjSlices), 4u);     // 32 steps: 4 of 8
+  EXPECT_EQ(kernels::coop_max_splits(512, kProjSlices), 2u);
+  EXPECT_EQ(kernels::coop_max_splits(21504, 1), 1u);
+  EXPECT_EQ(kernels::coop_max_splits(128, kProjSlices, 1), 4u);    // one step each
+  const auto fill = [](const kernels::CoopTile& t, uint32_t tokens, uint32_t rows, uint32_t wave) {
+    const uint64_t g = uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens) * t.splits;
+    return double(g) / double((g + wave - 1) / wave * wave);
+  };
+  // Gemma 3 27B's down projection: 84 workgroups of 128 x 256 on 132.
+  const auto down = kernels::coop_tile(512, 5376, true, 132, 4);
+  EXPECT_GT(down.splits, 1u);
+  EXPECT_GT(fill(down, 512, 5376, 132), 0.9);
+  EXPECT_EQ(kernels::coop_tile(512, 5376, true, 132, 1).splits, 1u);
+  // Tiles that already fill whole waves are not split.
+  EXPECT_EQ(kernels::coop_tile(512, 256 * 33, true, 132, 4).splits, 1u);
+  // Allowing splits never lowers the work done per wave (peak x fill).
+  const auto rate = [&](const kernels::CoopTile& t, uint32_t rows, uint32_t wave) {
+    for (size_t i = 0; i < std::size(kernels::kCoopTiles); ++i)
+      if (kernels::kCoopTiles[i].tokens == t.tokens && kernels::kCoopTiles[i].rows == t.rows)
+        return kernels::kCoopTilePeak[i] * fill(t, 512, rows, wave);
+    ADD_FAILURE() << "not a kCoopTiles tile";
+    return 0.0;
+  };
+  for (uint32_t rows : {1152u, 2560u, 3840u, 5376u, 21504u})
+    for (uint32_t wave : {32u, 132u, 1000u}) {
+      const auto t = kernels::coop_tile(512, rows, true, wave, 4);
+      EXPECT_TRUE(t.x_half);
+      EXPECT_GE(rate(t, rows, wave), rate(kernels::coop_tile(512, rows, true, wave, 1), rows, wave) - 1e-9)
+          << rows << " rows, " << wave << " workgroups a wave";
+    }
+}
+
 // Throughput on prefill-sized products (UNICORN_PERF=1; the H100 run reports
 // it): device-local buffers, random data, the median of timed repetitions.
 // FLOP = 2 n K M. Every tile of kernels::kCoopTiles (the one the engine picks
@@ -502,13 +567,15 @@ TEST(LinearCoopPerf, PrefillShapes) {
   const auto& info = d.ctx.info();
   if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
   if (!gpu::env_flag("UNICORN_PERF")) GTEST_SKIP() << "set UNICORN_PERF=1 to measure";
-  struct Shape { uint32_t n, K, M; };
-  const Shape shapes[] = {{512, 1152, 1024},   {512, 1152, 256},    {512, 1152, 6912},  // 1B
-                          {512, 6912, 1152},   {512, 2560, 2048},   {512, 2560, 1024},  // 4B
-                          {512, 2048, 2560},   {512, 2560, 10240},  {512, 10240, 2560},
-                          {512, 3840, 4096},   {512, 3840, 2048},   {512, 4096, 3840},  // 12B
-                          {512, 3840, 15360},  {512, 15360, 3840},  {512, 5376, 4096},  // 27B
-                          {512, 4096, 5376},   {512, 5376, 21504},  {512, 21504, 5376}};
+  // proj: an output projection (into Act::Proj), which may split K.
+  struct Shape { uint32_t n, K, M; bool proj = false; };
+  const Shape shapes[] = {{512, 1152, 1024},        {512, 1152, 256},          {512, 1024, 1152, true},  // 1B
+                          {512, 1152, 6912},        {512, 6912, 1152, true},   {512, 2560, 2048},  // 4B
+                          {512, 2560, 1024},        {512, 2048, 2560, true},   {512, 2560, 10240},
+                          {512, 10240, 2560, true}, {512, 3840, 4096},         {512, 3840, 2048},  // 12B
+                          {512, 4096, 3840, true},  {512, 3840, 15360},        {512, 15360, 3840, true},
+                          {512, 5376, 4096},        {512, 4096, 5376, true},   {512, 5376, 21504},  // 27B
+                          {512, 21504, 5376, true}};
   const bool sweep = gpu::env_flag("UNICORN_COOP_SWEEP");  // the candidates, Q4_0 only
   const auto tiles = coop_tiles_under_test();
   for (Format f : {Format::Q4_0, Format::Q8_0, Format::F16})
@@ -518,7 +585,8 @@ TEST(LinearCoopPerf, PrefillShapes) {
       tools::quantize(f, random_floats(size_t(s.M) * s.K), ggml);
       const auto wbytes = reference::to_device_layout(f, ggml);  // one part: the whole tensor
       const auto xs = random_floats(size_t(s.n) * s.K);
-      const uint64_t sizes[] = {wbytes.size(), xs.size() * 4, uint64_t(s.n) * s.M * 4, fp16_x_bytes(s.n, s.K)};
+      const uint64_t slice = uint64_t(s.n) * s.M;
+      const uint64_t sizes[] = {wbytes.size(), xs.size() * 4, slice * kProjSlices * 4, fp16_x_bytes(s.n, s.K)};
       gpu::BufferSet dev(d.ctx, sizes, gpu::MemoryKind::DeviceLocal, "perf buffers");
       HostBuffer wup(wbytes.size()), xup(xs.size() * 4), xhup(sizes[3]);
       wup.fill<std::byte>(wbytes);
@@ -534,9 +602,10 @@ TEST(LinearCoopPerf, PrefillShapes) {
       for (size_t v = 0; v < tiles.size() + with_fp32; ++v) {
         const bool coop = v < tiles.size();
         const kernels::CoopTile tile = coop ? tiles[v] : kernels::CoopTile{64, 64, 0, 0};
+        if (tile.splits > kernels::coop_max_splits(s.K, s.proj ? kProjSlices : 1)) continue;
         const std::string name = kernels::variant(coop ? "matmul_coop" : "matmul", f);
         const auto spec = kernels::linear_coop(s.K, s.M, 0, info.coop_m, info.coop_n,
-                                               info.coop_k, info.subgroup_size, tile);
+                                               info.coop_k, info.subgroup_size, tile, uint32_t(slice));
         const gpu::Kernel& k =
             coop ? d.kernels.get(name, spirv::find(name), kernels::kLinearBindings, spec)
                  : d.kernels.get(name, spirv::find(name), kernels::kLinearBindings,
@@ -544,7 +613,7 @@ TEST(LinearCoopPerf, PrefillShapes) {
         const bool x16 = coop && tile.x_half;
         const vk::DescriptorBufferInfo b[] = {dev[0].whole(), dev[x16 ? 3 : 1].whole(), dev[2].whole(), step.info()};
         const vk::DescriptorSet set = d.sets.make(k, b);
-        const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile.rows), groups(s.n, tile.tokens), 1}};
+        const gpu::Dispatch dispatch{&k, set, {0, s.M}, {groups(s.M, tile.rows), groups(s.n, tile.tokens), tile.splits}};
         // Batches of about 30 ms (sized from the first): batches of 20
         // dispatches of the small shapes ran at a quarter of their speed in
         // some processes (notes/coop_gemm.md, step 7).
@@ -565,7 +634,9 @@ TEST(LinearCoopPerf, PrefillShapes) {
         }
         std::sort(ms.begin(), ms.end());
         const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
-        const bool is_picked = coop && tile_name(tile) == tile_name(kernels::coop_tile(s.n, s.M, tile.x_half));
+        const auto picked = kernels::coop_tile(s.n, s.M, tile.x_half, kernels::kCoopWaveGroups,
+                                               kernels::coop_max_splits(s.K, s.proj ? kProjSlices : 1));
+        const bool is_picked = coop && tile_name(tile) == tile_name(picked);
         std::printf("[perf] %-16s n=%u K=%u M=%u tile %s%s: %.3f ms, %.1f TFLOP/s = %.1f%% "
                     "of 989.4 (H100 SXM dense fp16)\n", name.c_str(), s.n, s.K, s.M,
                     coop ? tile_name(tile).c_str() : "64x64 fp32", is_picked ? " (picked)" : "",
@@ -735,11 +806,12 @@ struct NormCase {
   bool in_place = false;  // in and out the same buffer
   uint32_t chain = 0;     // then normalise the updated row with w2 into out2
   uint32_t half_out = 0;  // the normalised output (out, or out2 with CHAIN) as fp16
+  uint32_t slices = 1;    // the input as partial sums to add (a split output projection)
   std::string name() const {
     std::ostringstream s;
     s << "rmsnorm D=" << D << " rows_per_token=" << rows_per_token << " ACCUMULATE=" << accumulate
       << " ROW_SET=" << row_set << " CHAIN=" << chain << (in_place ? " in_place" : "")
-      << (half_out ? " HALF_OUT" : "");
+      << (half_out ? " HALF_OUT" : "") << (slices > 1 ? " SLICES=" + std::to_string(slices) : "");
     return s.str();
   }
 };
@@ -747,25 +819,30 @@ class RmsNorm : public ::testing::TestWithParam<NormCase> {};
 
 // Six bindings always (in, w, out, step, w2, out2), as the Recorder binds them;
 // without CHAIN out2 must stay poison. With CHAIN the residual update
-// x += norm(y) * w is checked in `out` and norm(x) * w2 in `out2`.
+// x += norm(y) * w is checked in `out` and norm(x) * w2 in `out2`. With
+// SLICES the input is the float sum of the slices, added in order.
 TEST_P(RmsNorm, MatchesReference) {
   const NormCase& c = GetParam();
   const uint32_t n = 7, logit_begin = 4, logit_count = 2;
   const uint32_t per_row = c.rows_per_token, D = c.D;
   const size_t row_elems = size_t(per_row) * D;
-  const auto xs = random_floats(n * row_elems, -3.f, 3.f);  // [n * rows_per_token, D]
+  const auto slices = random_floats(c.slices * n * row_elems, -3.f, 3.f);  // [slices][n * rows_per_token, D]
+  std::vector<float> xs(slices.begin(), slices.begin() + n * row_elems);   // their sum
+  for (uint32_t s = 1; s < c.slices; ++s)
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] += slices[s * xs.size() + i];
   const auto ws = random_floats(D, 0.5f, 1.5f);             // [D] = 1 + w_hf
   const auto w2s = random_floats(D, 0.5f, 1.5f);            // [D] the chained norm's weight
   const auto init = random_floats(n * row_elems);           // out's prior contents (ACCUMULATE)
-  HostBuffer x(xs.size() * 4), w(ws.size() * 4), y(xs.size() * 4), w2(w2s.size() * 4),
+  HostBuffer x(slices.size() * 4), w(ws.size() * 4), y(xs.size() * 4), w2(w2s.size() * 4),
       y2(xs.size() * 4);
-  x.fill<float>(xs);
+  x.fill<float>(slices);
   w.fill<float>(ws);
   w2.fill<float>(w2s);
   if (c.accumulate) y.fill<float>(init);
   const HostBuffer& out = c.in_place ? x : y;
   const auto step = step_buffer({n, 0, logit_begin, logit_count});
-  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set, c.chain, c.half_out};
+  const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set, c.chain, c.half_out, c.slices,
+                              uint32_t(xs.size())};
   // The Recorder dispatches min(n, logit_rows) * rows_per_token groups for ROW_SET 1; n here.
   run("rmsnorm", kernels::kRmsNormBindings, spec, {&x, &w, &out, &step, &w2, &y2}, {per_row},
       {n * per_row, 1, 1});
@@ -811,7 +888,10 @@ INSTANTIATE_TEST_SUITE_P(
                       NormCase{5376, 1, 1, 0, false, 1},
                       // The fp16 operand of prefill's products: norm(x), and the chained xn.
                       NormCase{96, 1, 0, 0, false, 0, 1}, NormCase{1152, 1, 1, 0, false, 1, 1},
-                      NormCase{5376, 1, 1, 0, false, 1, 1}),
+                      NormCase{5376, 1, 1, 0, false, 1, 1},
+                      // The post-norms after an output projection split over K.
+                      NormCase{1152, 1, 1, 0, false, 1, 1, 3}, NormCase{96, 1, 1, 0, false, 0, 0, 4},
+                      NormCase{1000, 1, 1, 0, false, 1, 0, 2}),
     [](const auto& info) { return test_name(info.param.name()); });
 
 // ---------------------------------------------------------------- attn_prep

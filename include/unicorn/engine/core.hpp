@@ -681,9 +681,13 @@ class EngineCore {
     uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
     uint32_t coop_wave = std::max(1u, env_or("UNICORN_COOP_WAVE", kernels::kCoopWaveGroups));
     bool coop_x_half = env_or("UNICORN_COOP_X16", 1) != 0;  // kernels::x_half_fits
-    kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half) const {
+    // The most splits of K for the products into Act::Proj (1: none), and the
+    // fewest steps of 32 k each split keeps.
+    uint32_t coop_splits = std::clamp(env_or("UNICORN_COOP_SPLITS", kProjSlices), 1u, kProjSlices);
+    uint32_t coop_split_steps = env_or("UNICORN_COOP_SPLIT_STEPS", kernels::kCoopMinSplitSteps);
+    kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t max_splits) const {
       if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
-        return kernels::coop_tile(tokens, rows, x_half, coop_wave);
+        return kernels::coop_tile(tokens, rows, x_half, coop_wave, max_splits);
       kernels::CoopTile t = kernels::kCoopTiles[coop_tile_index - 1];
       t.x_half = x_half;
       return t;
@@ -772,8 +776,10 @@ class EngineCore::Recorder {
   }
 
   // x += norm(proj) * w; then, with `next`, xn = norm(x) * next.
+  // proj may hold several partial sums (proj_slices_), added first.
   void add_norm(const TensorSlot& w, const TensorSlot* next) {
-    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_};
+    const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
+                                proj_slices_, n_ * m_.hidden};
     const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
     const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
     const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
@@ -818,15 +824,22 @@ class EngineCore::Recorder {
     const auto& info = c_.ctx_.info();
     const bool coop = !vec && info.coopmat;
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
+    // Act::Proj takes partial sums (its consumer, add_norm, adds them): the
+    // output projections may split K where their tiles alone would leave
+    // much of the GPU idle.
+    const uint32_t max_splits =
+        out == Act::Proj && coop ? kernels::coop_max_splits(K, c_.tuning_.coop_splits, c_.tuning_.coop_split_steps)
+                                 : 1;
     const kernels::CoopTile tile =
-        c_.tuning_.coop_tile(rows_n, M, in == Act::Operand);
+        c_.tuning_.coop_tile(rows_n, M, in == Act::Operand, max_splits);
+    if (out == Act::Proj) proj_slices_ = coop ? tile.splits : 1;
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
                         kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
                                         tokens, token_tile})
         : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
                            kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
-                                                info.coop_k, info.subgroup_size, tile))
+                                                info.coop_k, info.subgroup_size, tile, rows_n * M))
                : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
                            kernels::Linear{K, M, row_set});
     const uint32_t tile_rows = coop ? tile.rows : 64, tile_tokens = coop ? tile.tokens : 64;
@@ -843,7 +856,8 @@ class EngineCore::Recorder {
         add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier);
       } else {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
-        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), 1}, barrier);
+        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), coop ? tile.splits : 1},
+            barrier);
       }
     }
   }
@@ -986,6 +1000,7 @@ class EngineCore::Recorder {
   bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
   const ModelDims& m_;
   bool half_;  // products take fp16 operands (Act::Operand)
+  uint32_t proj_slices_ = 1;  // partial sums in Act::Proj (the last product into it split K)
   std::vector<gpu::Dispatch> d_;
 };
 

@@ -22,8 +22,11 @@ struct Embed {
 // products (Act::Operand, matmul_coop with x_half).
 struct RmsNorm {
   BOOST_HANA_DEFINE_STRUCT(RmsNorm, (uint32_t, dim), (float, eps), (uint32_t, accumulate),
-                           (uint32_t, row_set), (uint32_t, chain), (uint32_t, half_out));
+                           (uint32_t, row_set), (uint32_t, chain), (uint32_t, half_out),
+                           (uint32_t, slices), (uint32_t, slice));
 };
+// slices, slice (rmsnorm): the input is `slices` partial sums `slice`
+// elements apart (a product split over K, LinearCoop's splits), added in order.
 struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set));
@@ -37,7 +40,8 @@ struct LinearCoop {
                            (uint32_t, subgroup_size), (uint32_t, tile_tokens),
                            (uint32_t, tile_rows), (uint32_t, warps_tokens),
                            (uint32_t, warps_rows), (uint32_t, threads), (uint32_t, stages),
-                           (uint32_t, producers), (uint32_t, x_half));
+                           (uint32_t, producers), (uint32_t, x_half), (uint32_t, splits),
+                           (uint32_t, slice));
 };
 // Prefill's products take X as fp16 (matmul_coop's X_HALF) where every K of
 // the model is a multiple of 8: written once by the kernel that produces it
@@ -51,10 +55,13 @@ constexpr bool x_half_fits(uint32_t K) { return K % 8 == 0; }
 // (rows / warps_rows) block of accumulators.
 // stages: shared buffers (2, or 1 for tiles too large to fit twice in 48 KiB:
 // two barriers a step); producers: extra subgroups that only load, the others
-// then only multiply (shaders/matmul_coop.comp).
+// then only multiply (shaders/matmul_coop.comp); splits: K cut into that many
+// ranges, each its own workgroups writing partial sums (a slice of Y each)
+// that the consumer adds.
 struct CoopTile {
   uint32_t tokens, rows, warps_tokens, warps_rows, stages = 2, producers = 0;
   bool x_half = false;  // X as fp16 (x_half_fits(K))
+  uint32_t splits = 1;
   constexpr uint32_t warps() const { return warps_tokens * warps_rows; }  // the ones that multiply
   // Shared memory of its matmul_coop workgroup (bytes): `stages` buffers of
   // fp16 rows (32 k + 8 padding); after the loop the same memory holds a
@@ -79,31 +86,41 @@ inline constexpr double kCoopTilePeak[] = {166, 164, 109};
 // and the H100 has 132. A matrix whose tiles fill 1.2 waves leaves most of the
 // second one idle; UNICORN_COOP_WAVE overrides it.
 inline constexpr uint32_t kCoopWaveGroups = 132;
-// A matrix takes the tile with the most work done per wave: its peak times the
-// share of its last wave it fills; on a tie the larger tile (fewer re-reads of
-// each operand). Measured against every tile on the 1B, 4B, 12B and 27B
-// matrices (step 11) it picks the fastest or one within 1 % of it, where
-// "at least 128 workgroups" left the 12B output and down projections and the
-// 4B's on 64 x 128 tiles at 57-61 % of the speed of 128 x 128.
+// A matrix takes the tile, and where its consumer adds partial sums the split
+// of K, with the most work done per wave: the tile's peak times the share of
+// its last wave the workgroups fill; on a tie the larger tile (fewer re-reads
+// of each operand) and fewer splits. Measured against every tile on the 1B,
+// 4B, 12B and 27B matrices (step 11) it picks the fastest or one within 1 % of
+// it, where "at least 128 workgroups" left the 12B output and down projections
+// and the 4B's on 64 x 128 tiles at 57-61 % of the speed of 128 x 128.
 constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half = false,
-                             uint32_t wave = kCoopWaveGroups) {
-  size_t best = 0;
+                             uint32_t wave = kCoopWaveGroups, uint32_t max_splits = 1) {
+  CoopTile best{};
   double best_rate = -1;
-  for (size_t i = 0; i < std::size(kCoopTiles); ++i) {
-    const CoopTile& c = kCoopTiles[i];
-    const uint64_t groups = uint64_t((rows + c.rows - 1) / c.rows) * ((tokens + c.tokens - 1) / c.tokens);
-    const uint64_t waves = (groups + wave - 1) / wave;
-    const double rate = kCoopTilePeak[i] * double(groups) / double(waves * wave);
-    if (rate > best_rate) best = i, best_rate = rate;
-  }
-  CoopTile t = kCoopTiles[best];
-  t.x_half = x_half;
-  return t;
+  for (size_t i = 0; i < std::size(kCoopTiles); ++i)
+    for (uint32_t splits = 1; splits <= max_splits; ++splits) {
+      const CoopTile& c = kCoopTiles[i];
+      const uint64_t groups =
+          uint64_t((rows + c.rows - 1) / c.rows) * ((tokens + c.tokens - 1) / c.tokens) * splits;
+      const uint64_t waves = (groups + wave - 1) / wave;
+      const double rate = kCoopTilePeak[i] * double(groups) / double(waves * wave);
+      if (rate > best_rate) best = c, best.splits = splits, best_rate = rate;
+    }
+  best.x_half = x_half;
+  return best;
 }
+// The most splits of K that leave each range at least `min_steps` steps of
+// 32, capped by what the consumer takes (Act::Proj's slices).
+inline constexpr uint32_t kCoopMinSplitSteps = 8;
+constexpr uint32_t coop_max_splits(uint32_t K, uint32_t cap, uint32_t min_steps = kCoopMinSplitSteps) {
+  return std::clamp((K + 31) / 32 / std::max(min_steps, 1u), 1u, std::max(cap, 1u));
+}
+// slice: elements of Y between the partial sums of a split tile (n x M).
 inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm, uint32_t tn,
-                              uint32_t tk, uint32_t subgroup_size, CoopTile t) {
+                              uint32_t tk, uint32_t subgroup_size, CoopTile t, uint32_t slice = 0) {
   return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.warps_tokens, t.warps_rows,
-          (t.warps() + t.producers) * subgroup_size, t.stages, t.producers, uint32_t(t.x_half)};
+          (t.warps() + t.producers) * subgroup_size, t.stages, t.producers, uint32_t(t.x_half),
+          t.splits, slice};
 }
 // matmul_coop_splitk (batched decode: a few token rows): Linear's constants,
 // the cooperative-matrix shape and subgroup size, the workgroup's output tile

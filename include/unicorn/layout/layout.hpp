@@ -125,9 +125,13 @@ struct TensorPart {
 };
 
 // Activation buffers, one slab each. Shapes are per prefill chunk of n tokens.
+// Proj: the output projections' result, as up to kProjSlices partial sums
+// (prefill products split over K where their tiles alone leave the GPU idle;
+// the post-norm adds them).
 // Operand: the fp16 input of prefill's tensor-unit products (norm(x), attn,
 // gelu(gate) * up), written once by the kernel that produces it.
 enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, Operand, kCount };
+inline constexpr uint32_t kProjSlices = 4;
 inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn", "proj",
                                                  "gate", "up", "logits", "operand"};
 
@@ -367,7 +371,7 @@ constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
   const auto& m = c.model;
   const uint64_t n = c.prefill_chunk;
   const uint64_t operand_elems = std::max({uint64_t(m.hidden), uint64_t(m.q_dim()), uint64_t(m.ffn)});
-  const uint64_t rows[] = {n, n, n, n, n, n, n, n, n, detail::logit_rows(c), n};
+  const uint64_t rows[] = {n, n, n, n, n, n, n * kProjSlices, n, n, detail::logit_rows(c), n};
   const uint64_t elems[] = {m.hidden, m.hidden, m.q_dim(), m.kv_dim(), m.kv_dim(),
                             m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab, operand_elems};
   for (size_t a = 0; a < size_t(Act::kCount); ++a)
