@@ -6,11 +6,15 @@
 // hidden_activation "gelu_pytorch_tanh"). With HALF_OUT the product goes to
 // binding 3 instead, as the fp16 operand of the down projection
 // (include/operand.glsl); gate is then only read. A thread takes 4
-// consecutive elements (16-byte loads) when F % 4 == 0, else one.
+// consecutive elements (16-byte loads) when F % 4 == 0, else one. With
+// UP_SLICES > 1, up is that many partial sums SLICE elements apart (an up
+// projection split over K, matmul_coop's SPLITS), added in order.
 // Dispatch: (ceil(kernels::geglu_threads(F) / 64), n_tokens, 1).
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint F = 1;
 layout(constant_id = 1) const uint HALF_OUT = 0;
+layout(constant_id = 2) const uint UP_SLICES = 1;
+layout(constant_id = 3) const uint SLICE = 0;
 #include "include/operand.glsl"
 
 layout(binding = 0) buffer GateBuf { float g[]; };
@@ -29,7 +33,9 @@ void main() {
     if (i >= F / 4) return;
     const uint e = t * (F / 4) + i;
     const vec4 gv = g4[e];
-    const vec4 r = vec4(gelu_tanh(gv.x), gelu_tanh(gv.y), gelu_tanh(gv.z), gelu_tanh(gv.w)) * u4[e];
+    vec4 uv = u4[e];
+    for (uint s = 1; s < UP_SLICES; ++s) uv += u4[s * (SLICE / 4) + e];
+    const vec4 r = vec4(gelu_tanh(gv.x), gelu_tanh(gv.y), gelu_tanh(gv.z), gelu_tanh(gv.w)) * uv;
     if (HALF_OUT != 0)
       oh4[e] = OPERAND_FP16X4(r);
     else
@@ -38,7 +44,9 @@ void main() {
   }
   if (i >= F) return;
   const uint e = t * F + i;
-  const float r = gelu_tanh(g[e]) * u[e];
+  float uv = u[e];
+  for (uint s = 1; s < UP_SLICES; ++s) uv += u[s * SLICE + e];
+  const float r = gelu_tanh(g[e]) * uv;
   if (HALF_OUT != 0)
     oh[e] = OPERAND_FP16(r);
   else

@@ -249,8 +249,6 @@ constexpr bool check_deployment() {
                                            kMaxBindingBytes>::ok);
   static_assert(activation_exceeds_binding<uint32_t(Act::Q), L.activations[size_t(Act::Q)].bytes,
                                            kMaxBindingBytes>::ok);
-  static_assert(activation_exceeds_binding<uint32_t(Act::Proj), L.activations[size_t(Act::Proj)].bytes,
-                                           kMaxBindingBytes>::ok);
   static_assert(check_placement<D>());
   return true;
 }

@@ -540,6 +540,12 @@ TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
   EXPECT_EQ(kernels::coop_tile(512, 5376, true, 132, 1).splits, 1u);
   // Tiles that already fill whole waves are not split.
   EXPECT_EQ(kernels::coop_tile(512, 256 * 33, true, 132, 4).splits, 1u);
+  // The up projection after the gate's workgroups (same tile): Gemma 3 27B's
+  // 336 + 336 fill 5.09 waves of 132, 336 + 672 fill 7.6 of 8.
+  const auto wide = kernels::kCoopTiles[0];
+  EXPECT_EQ(kernels::coop_splits_after(wide, 512, 21504, 336, 132, 2), 2u);
+  EXPECT_EQ(kernels::coop_splits_after(wide, 512, 21504, 336, 132, 1), 1u);
+  EXPECT_EQ(kernels::coop_splits_after(wide, 512, 15360, 240, 132, 2), 1u);  // 12B: a tie keeps one
   // Allowing splits never lowers the work done per wave (peak x fill).
   const auto rate = [&](const kernels::CoopTile& t, uint32_t rows, uint32_t wave) {
     for (size_t i = 0; i < std::size(kernels::kCoopTiles); ++i)
@@ -1509,6 +1515,24 @@ TEST_P(Geglu, WritesTheFp16Operand) {
   EXPECT_TRUE(compare("geglu HALF_OUT F=" + std::to_string(F), rest, want, F, kFp16OutputTol));
   std::vector<double> gate_kept(gs.begin(), gs.end());
   EXPECT_TRUE(compare("geglu HALF_OUT gate", g.as<float>(), gate_kept, F, 0));
+}
+// UP_SLICES: up as two partial sums (an up projection split over K), added
+// in order before the product; the fp16 operand as the prefill writes it.
+TEST_P(Geglu, AddsTheSlicesOfUp) {
+  const uint32_t F = GetParam(), n = 3, slice = n * F;
+  const auto gs = random_floats(size_t(n) * F, -6.f, 6.f);
+  const auto parts = random_floats(2 * size_t(slice));  // [2][n, F]
+  std::vector<float> us(parts.begin(), parts.begin() + slice);
+  for (size_t i = 0; i < us.size(); ++i) us[i] += parts[slice + i];
+  HostBuffer g(gs.size() * 4), u(parts.size() * 4), out(size_t(n) * F * 2);
+  g.fill<float>(gs);
+  u.fill<float>(parts);
+  const auto step = step_buffer({n, 0, 0, 0});
+  run("geglu", kernels::kGegluBindings, kernels::Geglu{F, 1, 2, slice}, {&g, &u, &step, &out}, {},
+      {groups(kernels::geglu_threads(F), 64), n, 1});
+  const auto want = reference::geglu(gs, us);
+  EXPECT_TRUE(compare("geglu UP_SLICES=2 F=" + std::to_string(F), widen_fp16(out.as<_Float16>(), want.size()),
+                      want, F, kFp16OutputTol));
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u, 98u),  // 98: one element a thread
                          [](const auto& info) { return "geglu_F" + std::to_string(info.param); });

@@ -275,11 +275,11 @@ TEST_F(Model, GgufBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_gguf("B
 TEST_F(Model, GgufQ8_0) { expect_matches_golden<Tiny<Format::Q8_0>>(tiny_gguf("Q8_0"), "q8_0", 1e-3); }
 TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3); }
 
-// --- output projections split over K (matmul_coop's SPLITS, summed by the post-norm) ---
+// --- products split over K (matmul_coop's SPLITS; the post-norms and geglu add the slices) ---
 // The tiny model's K is too short to split by default (kernels::kCoopMinSplitSteps);
 // UNICORN_COOP_SPLIT_STEPS=1 lets each range be a single step, so the prefill
-// on tensor units splits its o and down projections, and must still match.
-TEST_F(Model, SplitOutputProjectionsQ4_0) {
+// on tensor units splits its o, up and down projections, and must still match.
+TEST_F(Model, SplitProjectionsQ4_0) {
   ::setenv("UNICORN_COOP_SPLIT_STEPS", "1", 1);
   struct Unset {
     ~Unset() { ::unsetenv("UNICORN_COOP_SPLIT_STEPS"); }
@@ -292,7 +292,7 @@ TEST_F(Model, SplitOutputProjectionsQ4_0) {
     const auto split = std::ranges::count_if(profile.dispatches, [](const auto& d) {
       return d.kernel.starts_with("matmul_coop") && d.groups[2] > 1;
     });
-    EXPECT_EQ(split, 2 * kGemma3Tiny.layers) << "every o and down projection split over K";
+    EXPECT_EQ(split, 3 * kGemma3Tiny.layers) << "every o, up and down projection split over K";
   }
   expect_matches_golden<D>(tiny_gguf("Q4_0"), "q4_0", 1e-3);
 }

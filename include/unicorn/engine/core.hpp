@@ -681,9 +681,10 @@ class EngineCore {
     uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
     uint32_t coop_wave = std::max(1u, env_or("UNICORN_COOP_WAVE", kernels::kCoopWaveGroups));
     bool coop_x_half = env_or("UNICORN_COOP_X16", 1) != 0;  // kernels::x_half_fits
-    // The most splits of K for the products into Act::Proj (1: none), and the
-    // fewest steps of 32 k each split keeps.
+    // The most splits of K for the products into Act::Proj and Act::Up (1:
+    // none), and the fewest steps of 32 k each split keeps.
     uint32_t coop_splits = std::clamp(env_or("UNICORN_COOP_SPLITS", kProjSlices), 1u, kProjSlices);
+    uint32_t coop_up_splits = std::clamp(env_or("UNICORN_COOP_UP_SPLITS", kUpSlices), 1u, kUpSlices);
     uint32_t coop_split_steps = env_or("UNICORN_COOP_SPLIT_STEPS", kernels::kCoopMinSplitSteps);
     kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t max_splits) const {
       if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
@@ -824,15 +825,22 @@ class EngineCore::Recorder {
     const auto& info = c_.ctx_.info();
     const bool coop = !vec && info.coopmat;
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
-    // Act::Proj takes partial sums (its consumer, add_norm, adds them): the
-    // output projections may split K where their tiles alone would leave
-    // much of the GPU idle.
+    // Act::Proj and Act::Up take partial sums (their consumers, add_norm and
+    // geglu, add them): the output projections may split K where their tiles
+    // alone would leave much of the GPU idle, and the up projection where it
+    // fills the last wave it shares with the gate's (same tile).
     const uint32_t max_splits =
-        out == Act::Proj && coop ? kernels::coop_max_splits(K, c_.tuning_.coop_splits, c_.tuning_.coop_split_steps)
-                                 : 1;
-    const kernels::CoopTile tile =
-        c_.tuning_.coop_tile(rows_n, M, in == Act::Operand, max_splits);
+        !coop || (out != Act::Proj && out != Act::Up)
+            ? 1
+            : kernels::coop_max_splits(K,
+                                       std::min({c_.tuning_.coop_splits, c_.layout_.activations[size_t(out)].slices,
+                                                 out == Act::Up ? c_.tuning_.coop_up_splits : kProjSlices}),
+                                       c_.tuning_.coop_split_steps);
+    kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, M, in == Act::Operand, out == Act::Up ? 1 : max_splits);
+    if (out == Act::Up)
+      tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, c_.tuning_.coop_wave, max_splits);
     if (out == Act::Proj) proj_slices_ = coop ? tile.splits : 1;
+    if (out == Act::Up) up_slices_ = coop ? tile.splits : 1;
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
                         kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
@@ -952,7 +960,8 @@ class EngineCore::Recorder {
   }
 
   void geglu() {
-    const auto& k = c_.kernel("geglu", kernels::kGegluBindings, kernels::Geglu{m_.ffn, half_});
+    const auto& k = c_.kernel("geglu", kernels::kGegluBindings,
+                              kernels::Geglu{m_.ffn, half_, up_slices_, n_ * m_.ffn});
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step(),
                                           c_.act(operand(Act::Gate))};
     add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
@@ -980,6 +989,7 @@ class EngineCore::Recorder {
   void add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push,
            std::array<uint32_t, 3> g, bool barrier = true) {
     d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}, barrier});
+    in_flight_ = barrier ? 0 : in_flight_ + uint64_t(g[0]) * g[1] * g[2];
   }
 
   // Whether this pass's products take fp16 operands (kernels::x_half_fits): a
@@ -1001,6 +1011,8 @@ class EngineCore::Recorder {
   const ModelDims& m_;
   bool half_;  // products take fp16 operands (Act::Operand)
   uint32_t proj_slices_ = 1;  // partial sums in Act::Proj (the last product into it split K)
+  uint32_t up_slices_ = 1;    // and in Act::Up
+  uint64_t in_flight_ = 0;    // workgroups dispatched since the last barrier
   std::vector<gpu::Dispatch> d_;
 };
 

@@ -109,8 +109,23 @@ constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half = false
   best.x_half = x_half;
   return best;
 }
+// The splits of K (at most max_splits) for tile t that best fill the last
+// wave of its workgroups together with `in_flight` others dispatched with it
+// (no barrier between): the up projection after the gate's, same tile.
+constexpr uint32_t coop_splits_after(const CoopTile& t, uint32_t tokens, uint32_t rows, uint64_t in_flight,
+                                     uint32_t wave = kCoopWaveGroups, uint32_t max_splits = 1) {
+  const uint64_t tiles = uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens);
+  uint32_t best = 1;
+  double best_fill = -1;
+  for (uint32_t splits = 1; splits <= max_splits; ++splits) {
+    const uint64_t groups = in_flight + tiles * splits, waves = (groups + wave - 1) / wave;
+    const double fill = double(groups) / double(waves * wave);
+    if (fill > best_fill) best = splits, best_fill = fill;
+  }
+  return best;
+}
 // The most splits of K that leave each range at least `min_steps` steps of
-// 32, capped by what the consumer takes (Act::Proj's slices).
+// 32, capped by what the consumer takes (kProjSlices, kUpSlices).
 inline constexpr uint32_t kCoopMinSplitSteps = 8;
 constexpr uint32_t coop_max_splits(uint32_t K, uint32_t cap, uint32_t min_steps = kCoopMinSplitSteps) {
   return std::clamp((K + 31) / 32 / std::max(min_steps, 1u), 1u, std::max(cap, 1u));
@@ -270,8 +285,10 @@ constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_byt
     if (const AttentionTile t = fit(r); t.rows) return t;
   return {};
 }
+// up_slices, slice: up as partial sums (as RmsNorm's slices).
 struct Geglu {
-  BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn), (uint32_t, half_out));
+  BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn), (uint32_t, half_out), (uint32_t, up_slices),
+                           (uint32_t, slice));
 };
 // Threads per token row of geglu: one per 4 elements when F % 4 == 0.
 constexpr uint32_t geglu_threads(uint32_t F) { return F % 4 == 0 ? F / 4 : F; }

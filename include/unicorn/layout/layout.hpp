@@ -127,18 +127,21 @@ struct TensorPart {
 // Activation buffers, one slab each. Shapes are per prefill chunk of n tokens.
 // Proj: the output projections' result, as up to kProjSlices partial sums
 // (prefill products split over K where their tiles alone leave the GPU idle;
-// the post-norm adds them).
+// the post-norm adds them), as many as fit one binding (proj_slices()).
+// Up: likewise up to kUpSlices partial sums (geglu adds them), where the up
+// projection's split fills the waves that gate and up leave partly idle.
 // Operand: the fp16 input of prefill's tensor-unit products (norm(x), attn,
 // gelu(gate) * up), written once by the kernel that produces it.
 enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, Operand, kCount };
-inline constexpr uint32_t kProjSlices = 4;
+inline constexpr uint32_t kProjSlices = 4, kUpSlices = 2;
 inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn", "proj",
                                                  "gate", "up", "logits", "operand"};
 
 struct ActivationSlot {
   uint64_t row_elems;  // elements per token row: f32, f16 for the operand
-  uint64_t rows;       // token rows it holds
+  uint64_t rows;       // token rows it holds (of every slice, for Proj and Up)
   uint64_t bytes;
+  uint32_t slices = 1;  // partial sums of a chunk it holds (Proj, Up)
 };
 
 struct ArenaSummary {
@@ -371,11 +374,18 @@ constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
   const auto& m = c.model;
   const uint64_t n = c.prefill_chunk;
   const uint64_t operand_elems = std::max({uint64_t(m.hidden), uint64_t(m.q_dim()), uint64_t(m.ffn)});
-  const uint64_t rows[] = {n, n, n, n, n, n, n * kProjSlices, n, n, detail::logit_rows(c), n};
+  // Partial sums: as many slices as kProjSlices / kUpSlices and one binding allow.
+  const auto slices = [&](uint64_t elems, uint32_t most) {
+    return uint32_t(std::clamp<uint64_t>(kMaxBindingBytes / (n * elems * 4), 1, most));
+  };
+  const uint32_t proj_slices = slices(m.hidden, kProjSlices), up_slices = slices(m.ffn, kUpSlices);
+  const uint64_t rows[] = {n, n, n, n, n, n, n * proj_slices, n, n * up_slices, detail::logit_rows(c), n};
   const uint64_t elems[] = {m.hidden, m.hidden, m.q_dim(), m.kv_dim(), m.kv_dim(),
                             m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab, operand_elems};
   for (size_t a = 0; a < size_t(Act::kCount); ++a)
     L.activations[a] = {elems[a], rows[a], elems[a] * rows[a] * (Act(a) == Act::Operand ? 2 : 4)};
+  L.activations[size_t(Act::Proj)].slices = proj_slices;
+  L.activations[size_t(Act::Up)].slices = up_slices;
   L.logit_rows = detail::logit_rows(c);
   L.local_kv_slots = detail::kv_slots(c, AttentionKind::Local);
   L.global_kv_slots = detail::kv_slots(c, AttentionKind::Global);
