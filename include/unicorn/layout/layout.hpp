@@ -127,7 +127,7 @@ struct TensorPart {
 // Activation buffers, one slab each. Shapes are per prefill chunk of n tokens.
 // Proj: the output projections' result, as up to kProjSlices partial sums
 // (prefill products split over K where their tiles alone leave the GPU idle;
-// the post-norm adds them), as many as fit one binding (proj_slices()).
+// the post-norm adds them), as many as fit one binding (ActivationSlot::slices).
 // Up: likewise up to kUpSlices partial sums (geglu adds them), where the up
 // projection's split fills the waves that gate and up leave partly idle.
 // Operand: the fp16 input of prefill's tensor-unit products (norm(x), attn,
