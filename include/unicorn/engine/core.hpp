@@ -681,6 +681,7 @@ class EngineCore {
     uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
     uint32_t coop_wave = std::max(1u, env_or("UNICORN_COOP_WAVE", kernels::kCoopWaveGroups));
     bool coop_x_half = env_or("UNICORN_COOP_X16", 1) != 0;  // kernels::x_half_fits
+    bool coop_qkv_tile = env_or("UNICORN_COOP_QKV_TILE", 1) != 0;  // q, k, v: one tile
     // The most splits of K for the products into Act::Proj and Act::Up (1:
     // none), and the fewest steps of 32 k each split keeps.
     uint32_t coop_splits = std::clamp(env_or("UNICORN_COOP_SPLITS", kProjSlices), 1u, kProjSlices);
@@ -744,9 +745,11 @@ class EngineCore::Recorder {
     const bool last = uint32_t(l) + 1 == m_.layers;
     const Act xn = operand(Act::Xn);
     if (l == 0) norm(Act::X, xn, L.weight(Role::AttnNorm, 0));       // xn = norm(x) [n, H]
+    if (c_.tuning_.coop_qkv_tile) shared_waves_ = m_.q_dim() + 2 * m_.kv_dim();  // q, k, v share waves: one tile
     linear(xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);          // q [n, heads * hd]
     linear(xn, Act::K, L.weight(Role::AttnK, l), 0, false);          // k [n, kv_heads * hd]
     linear(xn, Act::V, L.weight(Role::AttnV, l));                    // v [n, kv_heads * hd]
+    shared_waves_ = 0;
     attn_prep(l, kind);                        // q, k normed and rotated; cache[l] <- k, v
     attention(l, kind);                        // attn [n, heads * hd]
     linear(operand(Act::Attn), Act::Proj, L.weight(Role::AttnOut, l));  // proj [n, H]
@@ -836,7 +839,8 @@ class EngineCore::Recorder {
                                        std::min({c_.tuning_.coop_splits, c_.layout_.activations[size_t(out)].slices,
                                                  out == Act::Up ? c_.tuning_.coop_up_splits : kProjSlices}),
                                        c_.tuning_.coop_split_steps);
-    kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, M, in == Act::Operand, out == Act::Up ? 1 : max_splits);
+    kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, in == Act::Operand,
+                                                  out == Act::Up ? 1 : max_splits);
     if (out == Act::Up)
       tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, c_.tuning_.coop_wave, max_splits);
     if (out == Act::Proj) proj_slices_ = coop ? tile.splits : 1;
@@ -1013,6 +1017,9 @@ class EngineCore::Recorder {
   uint32_t proj_slices_ = 1;  // partial sums in Act::Proj (the last product into it split K)
   uint32_t up_slices_ = 1;    // and in Act::Up
   uint64_t in_flight_ = 0;    // workgroups dispatched since the last barrier
+  // Rows of the products dispatched together whose tile is chosen as one
+  // matrix's (their workgroups share waves); 0: each its own.
+  uint32_t shared_waves_ = 0;
   std::vector<gpu::Dispatch> d_;
 };
 
