@@ -780,10 +780,10 @@ class EngineCore::Recorder {
   }
 
   // x += norm(proj) * w; then, with `next`, xn = norm(x) * next.
-  // proj may hold several partial sums (proj_slices_), added first.
+  // proj may hold several partial sums, added first.
   void add_norm(const TensorSlot& w, const TensorSlot* next) {
     const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
-                                proj_slices_, n_ * m_.hidden};
+                                slices_[size_t(Act::Proj)], slice_elems(Act::Proj)};
     const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
     const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
     const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
@@ -828,30 +828,26 @@ class EngineCore::Recorder {
     const auto& info = c_.ctx_.info();
     const bool coop = !vec && info.coopmat;
     const uint32_t rows_n = row_set ? logit_rows_ : n_;
-    // Act::Proj and Act::Up take partial sums (their consumers, add_norm and
-    // geglu, add them): the output projections may split K where their tiles
-    // alone would leave much of the GPU idle, and the up projection where it
-    // fills the last wave it shares with the gate's (same tile).
-    const uint32_t max_splits =
-        !coop || (out != Act::Proj && out != Act::Up)
-            ? 1
-            : kernels::coop_max_splits(K,
-                                       std::min({c_.tuning_.coop_splits, c_.layout_.activations[size_t(out)].slices,
-                                                 out == Act::Up ? c_.tuning_.coop_up_splits : kProjSlices}),
-                                       c_.tuning_.coop_split_steps);
+    // Outputs whose layout holds several slices (Act::Proj, Act::Up) take
+    // partial sums, which their consumers (add_norm, geglu) add: the output
+    // projections may split K where their tiles alone would leave much of the
+    // GPU idle, and the up projection where it fills the last wave it shares
+    // with the gate's (same tile).
+    const uint32_t slice_cap = std::min({c_.layout_.activations[size_t(out)].slices, c_.tuning_.coop_splits,
+                                         out == Act::Up ? c_.tuning_.coop_up_splits : c_.tuning_.coop_splits});
+    const uint32_t max_splits = coop ? kernels::coop_max_splits(K, slice_cap, c_.tuning_.coop_split_steps) : 1;
     kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, in == Act::Operand,
                                                   out == Act::Up ? 1 : max_splits);
     if (out == Act::Up)
       tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, c_.tuning_.coop_wave, max_splits);
-    if (out == Act::Proj) proj_slices_ = coop ? tile.splits : 1;
-    if (out == Act::Up) up_slices_ = coop ? tile.splits : 1;
+    slices_[size_t(out)] = tile.splits;  // 1 unless split above
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
                         kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
                                         tokens, token_tile})
         : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
                            kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
-                                                info.coop_k, info.subgroup_size, tile, rows_n * M))
+                                                info.coop_k, info.subgroup_size, tile, slice_elems(out)))
                : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
                            kernels::Linear{K, M, row_set});
     const uint32_t tile_rows = coop ? tile.rows : 64, tile_tokens = coop ? tile.tokens : 64;
@@ -868,8 +864,7 @@ class EngineCore::Recorder {
         add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier);
       } else {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
-        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), coop ? tile.splits : 1},
-            barrier);
+        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits}, barrier);
       }
     }
   }
@@ -965,7 +960,7 @@ class EngineCore::Recorder {
 
   void geglu() {
     const auto& k = c_.kernel("geglu", kernels::kGegluBindings,
-                              kernels::Geglu{m_.ffn, half_, up_slices_, n_ * m_.ffn});
+                              kernels::Geglu{m_.ffn, half_, slices_[size_t(Act::Up)], slice_elems(Act::Up)});
     const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step(),
                                           c_.act(operand(Act::Gate))};
     add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
@@ -1007,6 +1002,9 @@ class EngineCore::Recorder {
   // produces norm(x), attn or gelu(gate) * up writes it once into Act::Operand
   // as fp16, instead of each product converting the fp32 one.
   Act operand(Act fp32) const { return half_ ? Act::Operand : fp32; }
+  // Elements between the partial sums of an activation that holds several
+  // (its product's SLICE and its consumer's): this pass's rows of it.
+  uint32_t slice_elems(Act a) const { return n_ * uint32_t(c_.layout_.activations[size_t(a)].row_elems); }
 
   EngineCore& c_;
   uint32_t n_, logit_rows_;
@@ -1014,8 +1012,12 @@ class EngineCore::Recorder {
   bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
   const ModelDims& m_;
   bool half_;  // products take fp16 operands (Act::Operand)
-  uint32_t proj_slices_ = 1;  // partial sums in Act::Proj (the last product into it split K)
-  uint32_t up_slices_ = 1;    // and in Act::Up
+  // Partial sums each activation holds (the last product into it split K).
+  std::array<uint32_t, size_t(Act::kCount)> slices_ = [] {
+    std::array<uint32_t, size_t(Act::kCount)> a{};
+    a.fill(1);
+    return a;
+  }();
   uint64_t in_flight_ = 0;    // workgroups dispatched since the last barrier
   // Rows of the products dispatched together whose tile is chosen as one
   // matrix's (their workgroups share waves); 0: each its own.
