@@ -126,6 +126,26 @@ TEST(CoopSpirv, EngineModulesAreTheRewriteOfTheirNvForm) {
   }
 }
 
+// attention_coop: the same, for both cache formats. Its A matrices (the
+// queries, then the probabilities), B matrices (the keys, then the values)
+// and accumulators (scores, output, the row-index matrix) share three types.
+TEST(CoopSpirv, AttentionModulesAreTheRewriteOfTheirNvForm) {
+  for (const char* kv : {"f16", "f32"}) {
+    const std::string khr = std::string("attention_coop_") + kv, nv = khr + "_nv";
+    const auto nv_words = spirv::find(nv), khr_words = spirv::find(khr);
+    ASSERT_FALSE(nv_words.empty()) << nv;
+    ASSERT_FALSE(khr_words.empty()) << khr;
+    const auto converted = sc::nv_to_khr(nv_words);
+    EXPECT_TRUE(std::equal(converted.begin(), converted.end(), khr_words.begin(), khr_words.end()))
+        << khr << " differs from the rewrite of " << nv;
+    std::map<uint32_t, uint32_t> uses;
+    EXPECT_TRUE(khr_structure(khr_words, &uses)) << khr;
+    std::multiset<uint32_t> use_counts;
+    for (const auto& [type, use] : uses) use_counts.insert(use);
+    EXPECT_EQ(use_counts, (std::multiset<uint32_t>{0, 1, 2})) << khr;
+  }
+}
+
 TEST(CoopSpirv, ModulesWithoutCooperativeMatricesAreUnchanged) {
   const auto words = spirv::find("matmul_f16");
   ASSERT_FALSE(words.empty());

@@ -157,6 +157,10 @@ std::vector<float> widen_fp16(std::span<const _Float16> h, size_t count) {
 }
 // An fp16 output against the unrounded reference: one rounding, 2^-11 of the value.
 constexpr double kFp16OutputTol = 6e-4;
+// attention_coop against the reference on its own fp16-rounded inputs: what
+// remains is the probabilities' fp16 rounding (relative 2^-11 per weight of
+// an average); against the exact reference, the inputs' rounding as well.
+constexpr double kCoopAttentionTol = 2e-3, kCoopAttentionExactTol = 1e-2;
 
 // Compares a [rows, cols] output with the reference. NaN in `want` marks an
 // element the kernel must not touch (it must still hold the poison). Error is
@@ -1141,7 +1145,24 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
             device().ctx.info().max_shared_memory)
       tiles.push_back(t);
   ASSERT_FALSE(tiles.empty()) << c.name() << ": no attention_tiled shape fits this device";
+  // attention_coop, where the device has cooperative matrices: the engine's
+  // tile for this head dim and the other shapes that fit.
+  const auto& info = device().ctx.info();
+  const std::string coop = kernels::variant("attention_coop", c.kv);
+  std::vector<kernels::AttentionTile> coop_tiles;
+  if (info.coopmat) {
+    const kernels::AttentionTile pick = kernels::attention_coop_shape(
+        c.hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, info.max_shared_memory);
+    if (pick.rows) coop_tiles.push_back(pick);
+    for (kernels::AttentionTile t : {kernels::AttentionTile{16, 16}, {32, 32}, {16, 64}, {64, 16}})
+      if (kernels::attention_coop_shape_ok(c.hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, t) &&
+          kernels::attention_coop_shared_bytes(c.hd, info.coop_m, info.subgroup_size, t) <=
+              info.max_shared_memory &&
+          (t.rows != pick.rows || t.keys != pick.keys))
+        coop_tiles.push_back(t);
+  }
 
+  double coop_worst = 0;
   uint32_t pos = 0;
   for (uint32_t n : c.chunks) {
     const std::string at = c.name() + " SLOTS=" + std::to_string(slots) +
@@ -1248,8 +1269,42 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                                        q_row, kFp16OutputTol)
                              : compare(what, o.as<float>(), want, q_row, 1e-5));
       }
+    // The tensor-unit kernel rounds the scaled queries, the keys, the values
+    // and the probabilities to fp16: against the reference with the same
+    // inputs rounded (all but the probabilities' rounding, relative 2^-11 per
+    // weight of an average), and against the exact one at fp16 input error.
+    if (!coop_tiles.empty()) {
+      std::vector<float> q16(q_ref.size()), k16(k_hist.size()), v16(v_hist.size());
+      std::transform(q_ref.begin(), q_ref.end(), q16.begin(), [&](double x) { return round_f16(float(x) * scale); });
+      std::transform(k_hist.begin(), k_hist.end(), k16.begin(), round_f16);
+      std::transform(v_hist.begin(), v_hist.end(), v16.begin(), round_f16);
+      auto want16 = reference::attention(q16, k16, v16, c.heads, c.kv_heads, c.hd, c.window, 1.0f, pos);
+      want16.resize(want16.size() + q_row, NAN);
+      for (const kernels::AttentionTile tile : coop_tiles)
+        for (uint32_t variant = 0; variant < 3; ++variant) {  // fp32 out; fp16 out; row tiles in pairs
+          const uint32_t half_out = variant == 1, pairs = variant == 2;
+          o.poison();
+          const kernels::AttentionCoop spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
+                                            tile.rows, tile.keys, half_out, info.coop_m, info.coop_n,
+                                            info.coop_k, info.subgroup_size,
+                                            tile.rows / info.coop_m * info.subgroup_size, pairs};
+          const uint32_t row_tiles = groups((n + 1) * (c.heads / c.kv_heads), tile.rows);
+          for (uint32_t p = 0; p < parts; ++p)
+            run(coop, kernels::kAttentionCoopBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
+                {part_begin[p], part_heads[p]}, {pairs ? groups(row_tiles, 2) : row_tiles, part_heads[p], 1});
+          const std::string what = at + " " + coop + " rows=" + std::to_string(tile.rows) +
+                                   " keys=" + std::to_string(tile.keys) + (half_out ? " HALF_OUT" : "") +
+                                   (pairs ? " PAIRS" : "");
+          const auto got = half_out ? widen_fp16(o.as<_Float16>(), want.size())
+                                    : std::vector<float>(o.as<float>().begin(), o.as<float>().end());
+          ASSERT_TRUE(compare(what, got, want16, q_row, kCoopAttentionTol + (half_out ? kFp16OutputTol : 0)));
+          ASSERT_TRUE(compare(what + " vs exact", got, want, q_row, kCoopAttentionExactTol));
+          coop_worst = std::max(coop_worst, max_rel_err(got, want16, want16));
+        }
+    }
     pos += n;
   }
+  if (!coop_tiles.empty()) std::printf("[ attention_coop ] %s: max rel err %.2e vs fp16-rounded inputs\n", c.name().c_str(), coop_worst);
   EXPECT_LE(rounded_other_way, k_hist.size() / 100) << c.name() << ": f16 keys rounded the other way";
 
   // The caches: slot s holds the latest position p with p % SLOTS == s, bit for bit.
@@ -1291,6 +1346,38 @@ TEST(AttentionTiledShape, FollowsTheChunkAndTheDevice) {
     for (uint32_t rows : {8u, 16u, 32u}) {
       const AttentionTile t = kernels::attention_tiled_shape(hd, 2, 49152, rows);
       EXPECT_TRUE(!t.rows || kernels::attention_tiled_shape_ok(hd, t)) << "hd=" << hd << " rows=" << rows;
+    }
+}
+
+// attention_coop's tile: the most rows x keys that fit (on a tie more rows),
+// in whole subgroups of the matrix's rows; 64 x 32 for the 27B's 128-dim
+// heads in 48 KiB, 48 x 16 for 256-dim heads; none where no tile fits.
+TEST(AttentionCoopShape, MostRowsTimesKeysThatFit) {
+  auto same = [](kernels::AttentionTile a, kernels::AttentionTile b) { return a.rows == b.rows && a.keys == b.keys; };
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 49152), {64, 32}));
+  // Row tiles in pairs where one each would be more workgroups than a wave:
+  // the 27B's pp512 (16 row tiles x 16 kv heads), not the 4B's (22 x 4).
+  EXPECT_TRUE(kernels::attention_coop_pairs(16 * 16, 132));
+  EXPECT_FALSE(kernels::attention_coop_pairs(22 * 4, 132));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(256, 16, 16, 16, 32, 49152), {48, 16}));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 65536), {64, 48}));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(256, 16, 16, 16, 32, 16384), {}));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(96, 16, 16, 16, 32, 49152), {64, 48}));
+  // 64-lane subgroups (RDNA3 wave64): 4 lanes a row, twice the partial maxima.
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 64, 49152), {64, 32}));
+  EXPECT_EQ(kernels::attention_coop_shared_bytes(128, 16, 64, {64, 32}),
+            kernels::attention_coop_shared_bytes(128, 16, 32, {64, 32}) + 4 * 4 * 32);
+  // Not a whole number of matrices, or more named accumulators than the kernel has.
+  EXPECT_FALSE(kernels::attention_coop_shape_ok(120, 16, 16, 16, 32, {64, 32}));
+  EXPECT_FALSE(kernels::attention_coop_shape_ok(512, 16, 16, 16, 32, {16, 16}));
+  EXPECT_FALSE(kernels::attention_coop_shape_ok(128, 16, 16, 16, 32, {64, 80}));
+  EXPECT_FALSE(kernels::attention_coop_shape_ok(128, 16, 16, 16, 32, {40, 32}));
+  for (uint32_t hd : {32u, 64u, 96u, 128u, 256u})
+    for (uint32_t bytes : {16384u, 32768u, 49152u, 65536u}) {
+      const kernels::AttentionTile t = kernels::attention_coop_shape(hd, 16, 16, 16, 32, bytes);
+      EXPECT_TRUE(!t.rows || (kernels::attention_coop_shape_ok(hd, 16, 16, 16, 32, t) &&
+                              kernels::attention_coop_shared_bytes(hd, 16, 32, t) <= bytes))
+          << "hd=" << hd << " bytes=" << bytes;
     }
 }
 
@@ -1838,6 +1925,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
       {"attn_prep_", contract<k::AttnPrep>(k::kAttnPrepBindings)},
       {"attention_tiled_", contract<k::AttentionTiled>(k::kAttentionTiledBindings)},
+      {"attention_coop_", contract<k::AttentionCoop>(k::kAttentionCoopBindings)},
       {"attention_", contract<k::Attention>(k::kAttentionBindings)},
       {"rmsnorm", contract<k::RmsNorm>(k::kRmsNormBindings)},
       {"geglu", contract<k::Geglu>(k::kGegluBindings)},

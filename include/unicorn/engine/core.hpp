@@ -704,6 +704,8 @@ class EngineCore {
       return kernels::splitk_tile(tokens);
     }
     std::optional<uint32_t> attention_rows = env("UNICORN_ATTENTION_ROWS");  // unset: by chunk
+    bool attention_coop = env_or("UNICORN_ATTENTION_COOP", 1) != 0;  // prefill attention on tensor units
+    std::optional<uint32_t> attention_pairs = env("UNICORN_ATTENTION_PAIRS");  // unset: kernels::attention_coop_pairs
     static std::optional<uint32_t> env(const char* name) {
       const char* v = std::getenv(name);
       if (!v || !*v) return std::nullopt;
@@ -926,34 +928,57 @@ class EngineCore::Recorder {
 
   // attn [n, heads * hd] from q and the layer's cache, per cache part. Decode
   // walks the keys per (token, query head); a chunk of several tokens runs
-  // tiles of query rows that share each key and value load, when the device's
-  // shared memory holds a tile for this head dim.
+  // tiles of query rows that share each key and value load: on the tensor
+  // units where the device has them and a tile fits (attention_coop), else
+  // where the device's shared memory holds a tile for this head dim
+  // (attention_tiled).
   void attention(int l, AttentionKind kind) {
     const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
     const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
     const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
     const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
+    const auto& info = c_.ctx_.info();
+    const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
+    const uint32_t query_rows = n_ * (m_.heads / m_.kv_heads);
+    kernels::AttentionTile coop =
+        chunk && info.coopmat && c_.tuning_.attention_coop
+            ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
+                                            info.subgroup_size, info.max_shared_memory)
+            : kernels::AttentionTile{};
+    const uint64_t coop_groups = coop.rows ? uint64_t(groups(query_rows, coop.rows)) * m_.kv_heads : 0;
+    if (coop_groups < kernels::kAttentionCoopGroups) coop = {};
+    const bool pairs = c_.tuning_.attention_pairs ? *c_.tuning_.attention_pairs != 0
+                                                  : kernels::attention_coop_pairs(coop_groups);
     const uint32_t rows =
         c_.tuning_.attention_rows.value_or(kernels::attention_tiled_rows(n_, m_.heads));
     const kernels::AttentionTile tile =
-        kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
-                                       c_.ctx_.info().max_shared_memory, rows);
-    const bool tiled = !decode_ && n_ > 1 && tile.rows;  // prefill: one stream, consecutive positions
+        coop.rows ? coop
+                  : kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
+                                                   info.max_shared_memory, rows);
+    const bool tiled = chunk && tile.rows;
     const auto& k =
-        tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
-                          kernels::kAttentionTiledBindings,
-                          kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                                  window, scale, tile.rows, tile.keys, half_})
-              : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
-                          kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                             window, scale, c_.ctx_.info().subgroup_size, half_});
+        coop.rows ? c_.kernel(kernels::variant("attention_coop", kc.format), kernels::kAttentionCoopBindings,
+                              kernels::AttentionCoop{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                                     window, scale, coop.rows, coop.keys, half_,
+                                                     info.coop_m, info.coop_n, info.coop_k,
+                                                     info.subgroup_size,
+                                                     coop.rows / info.coop_m * info.subgroup_size,
+                                                     uint32_t(pairs)})
+        : tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
+                            kernels::kAttentionTiledBindings,
+                            kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                                    window, scale, tile.rows, tile.keys, half_})
+                : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
+                            kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                               window, scale, info.subgroup_size, half_});
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
     for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
       const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
                                             c_.act(operand(Act::Attn)), c_.step()};
       const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
+      const uint32_t row_tiles = groups(query_rows, tile.rows);
       add(k, b, {uint32_t(kp[i].row_begin), part_rows},
-          tiled ? std::array{groups(n_ * (m_.heads / m_.kv_heads), tile.rows), part_rows, 1u}
+          tiled ? std::array{coop.rows && pairs ? groups(row_tiles, 2) : row_tiles, part_rows, 1u}
                 : std::array{n_, m_.heads, 1u});
     }
   }

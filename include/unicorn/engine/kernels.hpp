@@ -285,6 +285,70 @@ constexpr AttentionTile attention_tiled_shape(uint32_t head_dim, uint32_t kv_byt
     if (const AttentionTile t = fit(r); t.rows) return t;
   return {};
 }
+// attention_coop (prefill chunks on the tensor units): attention_tiled's
+// constants, then the cooperative-matrix shape and subgroup size
+// (gpu::DeviceInfo) and the workgroup size they make: rows / tm subgroups.
+struct AttentionCoop {
+  BOOST_HANA_DEFINE_STRUCT(AttentionCoop, (uint32_t, heads), (uint32_t, kv_heads),
+                           (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
+                           (float, scale), (uint32_t, rows), (uint32_t, keys), (uint32_t, half_out),
+                           (uint32_t, tm), (uint32_t, tn), (uint32_t, tk), (uint32_t, subgroup_size),
+                           (uint32_t, threads), (uint32_t, pairs));
+};
+// Shared memory of an attention_coop tile: fp16 rows of Q (rows), K and V
+// (keys each), each head_dim + 8 halves; per subgroup (tm rows) an fp32 score
+// region of keys + 4 floats a row; the lanes' partial maxima and the rows'
+// rescaling.
+constexpr uint32_t attention_coop_shared_bytes(uint32_t head_dim, uint32_t tm, uint32_t subgroup_size,
+                                               AttentionTile t) {
+  const uint32_t warps = t.rows / tm;
+  return 16 * ((t.rows + 2 * t.keys) * (head_dim / 8 + 1) + warps * tm * (t.keys / 4 + 1)) +
+         4 * (warps * subgroup_size + t.rows);
+}
+// Whether the kernel tiles this shape: whole subgroups of tm rows (each an
+// even share of a tile's keys per lane: subgroup_size / tm lanes a row), keys
+// and head dims in whole matrices, at most 4 score and 16 output accumulators
+// per subgroup (named in the kernel), and an accumulator of at most 8
+// elements per invocation.
+constexpr bool attention_coop_shape_ok(uint32_t head_dim, uint32_t tm, uint32_t tn, uint32_t tk,
+                                       uint32_t subgroup_size, AttentionTile t) {
+  if (!tm || !tn || !tk || subgroup_size % tm || !t.rows || !t.keys || t.rows % tm) return false;
+  const uint32_t lanes_per_row = subgroup_size / tm;
+  return head_dim % tk == 0 && head_dim % tn == 0 && head_dim % 16 == 0 && head_dim / tn <= 16 &&
+         t.keys % tn == 0 && t.keys % tk == 0 && t.keys / tn <= 4 && t.keys % 16 == 0 &&
+         t.keys % (2 * lanes_per_row) == 0 && tm * tn <= 8 * subgroup_size;
+}
+// The tile for a head dim on a device: the most rows x keys that fit its
+// shared memory (on a tie, more rows: each key tile serves more of them), at
+// most 64 rows and 64 keys; none where nothing fits, so attention_tiled
+// serves prefill. H100 (48 KiB): 128-dim heads (27B) 64 rows x 32 keys,
+// 256-dim heads 48 x 16.
+constexpr AttentionTile attention_coop_shape(uint32_t head_dim, uint32_t tm, uint32_t tn, uint32_t tk,
+                                             uint32_t subgroup_size, uint32_t max_shared_bytes) {
+  AttentionTile best{};
+  for (uint32_t rows = tm; rows <= 64; rows += tm)
+    for (uint32_t keys = 16; keys <= 64; keys += 16) {
+      const AttentionTile t{rows, keys};
+      if (!attention_coop_shape_ok(head_dim, tm, tn, tk, subgroup_size, t) ||
+          attention_coop_shared_bytes(head_dim, tm, subgroup_size, t) > max_shared_bytes)
+        continue;
+      if (rows * keys > best.rows * best.keys || (rows * keys == best.rows * best.keys && rows > best.rows))
+        best = t;
+    }
+  return best;
+}
+// A chunk runs attention_coop where it makes at least this many workgroups of
+// one row tile each, else attention_tiled (smaller tiles, more workgroups).
+// H100, pp512: the 1B (43 workgroups of 48 rows) 1.61 ms of attention per
+// chunk against attention_tiled's 1.33; the 4B (88) 2.37 against 3.88.
+inline constexpr uint32_t kAttentionCoopGroups = 64;
+// Whether attention_coop pairs row tiles (PAIRS): where the workgroups of one
+// row tile each are more than a wave (kCoopWaveGroups), so that some would
+// share a multiprocessor while the last row tiles, which walk the most keys,
+// hold the pass up.
+constexpr bool attention_coop_pairs(uint64_t workgroups, uint32_t wave = kCoopWaveGroups) {
+  return workgroups > wave;
+}
 // up_slices, slice: up as partial sums (as RmsNorm's slices).
 struct Geglu {
   BOOST_HANA_DEFINE_STRUCT(Geglu, (uint32_t, ffn), (uint32_t, half_out), (uint32_t, up_slices),
@@ -315,7 +379,7 @@ inline std::string variant(const char* kernel, Format f) {
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
                           kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
-                          kAttentionTiledBindings = 5, kGegluBindings = 4,
+                          kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
 // matmul_coop_splitk binds what matmul and matmul_coop bind.
 
