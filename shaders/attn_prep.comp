@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 // attn_prep — everything between the Q/K/V projections and attention, for one
 // head per workgroup: RMS-normalise the head (q_norm / k_norm, weights hold
 // 1 + w), rotate it (RoPE, NeoX/"rotate_half" pairs i and i + head_dim/2;
@@ -40,7 +41,7 @@ layout(binding = 6) readonly buffer QNorm { float qw[]; };  // [HD]
 layout(binding = 7) readonly buffer KNorm { float kw[]; };  // [HD]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-shared float partial[128];
+shared float partial[128];  // a sum per subgroup
 
 // sin/cos of a large float32 angle: reduce by 2*pi first, since GPU sin/cos lose
 // accuracy far from zero. Three-part Cody-Waite: C1 and C2 carry 8 significant
@@ -76,14 +77,15 @@ void main() {
     a = is_q ? q[src + tid] : k[src + tid];
     b = is_q ? q[src + tid + half_hd] : k[src + tid + half_hd];
   }
-  partial[tid] = a * a + b * b;
+  // The head's sum of squares: per subgroup, then over the subgroups (one
+  // barrier, where a tree over the workgroup took seven).
+  const float sq = subgroupAdd(a * a + b * b);
+  if (subgroupElect()) partial[gl_SubgroupID] = sq;
   barrier();
-  for (uint s = 64; s > 0; s >>= 1) {
-    if (tid < s) partial[tid] += partial[tid + s];
-    barrier();
-  }
   if (tid >= half_hd) return;
-  const float inv = inversesqrt(partial[0] / float(HD) + EPS);
+  float sum = 0.0;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) sum += partial[i];
+  const float inv = inversesqrt(sum / float(HD) + EPS);
   a *= inv * (is_q ? qw[tid] : kw[tid]);
   b *= inv * (is_q ? qw[tid + half_hd] : kw[tid + half_hd]);
 
