@@ -57,6 +57,11 @@ layout(local_size_x_id = 13) in;                 // WARPS * SUBGROUP_SIZE
 // that the workgroups walk about as many keys each (the host's choice where a
 // chunk has more row tiles than the GPU holds workgroups at once).
 layout(constant_id = 14) const uint PAIRS = 0;
+// Subgroups per TM rows: 1, or 2 that split the tile's keys for S = Q K^T,
+// the rows for the softmax and the head dims for O += P V, with workgroup
+// barriers between the phases (twice the subgroups on the same rows, each
+// with half the products: kernels::attention_coop_shape).
+layout(constant_id = 15) const uint DS = 1;
 #include "include/operand.glsl"
 
 #if defined(KV_F16)
@@ -71,23 +76,32 @@ layout(binding = 3) writeonly buffer OBuf { float o[]; };    // [n, HEADS * HD]
 layout(binding = 3) writeonly buffer OBufH { float16_t oh[]; };  // the same in fp16 (HALF_OUT)
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-const uint WARPS = BR / TM;
+const uint GROUPS = BR / TM;            // row groups of TM rows
+const uint WARPS = GROUPS * DS;
 const uint THREADS = WARPS * SUBGROUP_SIZE;
 const uint G = HEADS / KVH;     // query heads per kv head
-const uint LPR = SUBGROUP_SIZE / TM;  // lanes per row in the softmax
-const uint CPL = BC / LPR;            // keys per lane
+const uint LPR = DS * SUBGROUP_SIZE / TM;  // lanes per row in the softmax (of the row group's subgroups)
+const uint CPL = BC / LPR;                 // keys per lane
 const uint ELEMS = TM * TN / SUBGROUP_SIZE;  // an invocation's elements of an accumulator (<= 8)
 // Shared memory in 16-byte units. fp16 rows of Q, K and V: HD / 8 units plus
 // one of padding, so the 8 rows of a matrix load fall on distinct banks. Per
-// subgroup a TM x BC fp32 region (BC / 4 units plus one a row): the scores,
-// then the probabilities as fp16 (BC / 8 units plus one a row), at the start
-// the row-index matrix, at the end the output's accumulators one at a time.
+// row group a TM x BC fp32 region (BC / 4 units plus one a row): the scores;
+// at the start and the end each subgroup's TM x TN scratch matrix (the
+// row-index matrix, the output). The probabilities (fp16, BC / 8 units plus
+// one a row) take the scores' place with one subgroup per row group, the key
+// tile's (spent by then) with two.
 const uint QST = HD / 8 + 1;
 const uint SST = BC / 4 + 1, PST = BC / 8 + 1;
 const uint K0 = BR * QST, V0 = K0 + BC * QST, S0 = V0 + BC * QST;
-shared uvec4 sm[S0 + WARPS * TM * SST];
+shared uvec4 sm[S0 + GROUPS * TM * SST];
 shared float part[THREADS];  // lanes' row maxima and sums
 shared float row_f[BR];      // the rows' rescaling of this tile, at the end their sums
+
+// Between the phases of a tile: the row group's subgroups see each other's
+// scores and probabilities.
+void sync_group() {
+  if (DS == 1) subgroupBarrier(); else barrier();
+}
 
 uint cache_row;  // the kv head's first cache row
 
@@ -153,39 +167,40 @@ void row_range(uint row, uint rows, out uint lo, out uint hi) {
 #define FOR16(X) FOR8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 // An invocation's elements of an accumulator (a list of its own: it expands FOR16 inside).
 #define EACH_ELEM(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-const uint SN = BC / TN, DN = HD / TN;  // score and output accumulators of a subgroup
-// S = Q K^T: B[k][j] = K[j][k], K rows k-contiguous: a column-major load.
+const uint SN = BC / DS / TN, DN = HD / DS / TN;  // score and output accumulators of a subgroup
+// S = Q K^T on the subgroup's keys: B[k][j] = K[j][k], K rows k-contiguous: a column-major load.
 #define S_DECLARE(j) ACC s##j = ACC(0.0);
 #define S_MUL(j)                                                                      \
   if (j < SN) {                                                                       \
-    coopMatLoadNV(b, sm, K0 + (j * TN) * QST + dk / 8, QST, true);                   \
+    coopMatLoadNV(b, sm, K0 + (key0 + j * TN) * QST + dk / 8, QST, true);            \
     s##j = coopMatMulAddNV(a, b, s##j);                                               \
   }
-#define S_STORE(j) if (j < SN) coopMatStoreNV(s##j, sm, S0 + warp * TM * SST + j * TN / 4, SST, false);
-// O += P V: V rows are the k of the product, head dims its columns: row-major.
+#define S_STORE(j) if (j < SN) coopMatStoreNV(s##j, sm, s_base + (key0 + j * TN) / 4, SST, false);
+// O += P V on the subgroup's head dims: V rows are the k of the product, head
+// dims its columns: row-major.
 #define O_DECLARE(d) ACC o##d = ACC(0.0);
 #define O_MUL(d)                                                                      \
   if (d < DN) {                                                                       \
-    coopMatLoadNV(b, sm, V0 + kc * QST + d * TN / 8, QST, false);                    \
+    coopMatLoadNV(b, sm, V0 + kc * QST + (dim0 + d * TN) / 8, QST, false);          \
     o##d = coopMatMulAddNV(a, b, o##d);                                               \
   }
 // The row of each of this invocation's accumulator elements, and the per-row
 // rescaling applied to each.
 #define ROW_OF(i) uint row_of##i = 0; if (i < ELEMS) row_of##i = uint(rows_of[i]);
 #define SCALE_ELEM(i) \
-  if (i < ELEMS) { const int elem = i; const float f = row_f[warp * TM + row_of##i]; FOR16(SCALE_O) }
+  if (i < ELEMS) { const int elem = i; const float f = row_f[group * TM + row_of##i]; FOR16(SCALE_O) }
 #define SCALE_O(d) if (d < DN) o##d[elem] *= f;
-// Output: one accumulator at a time through the subgroup's region, divided by
-// the row's sum, to the row's token and query head.
+// Output: one accumulator at a time through the subgroup's scratch, divided
+// by the row's sum, to the row's token and query head.
 #define O_OUT(d)                                                                      \
   if (d < DN) {                                                                       \
-    coopMatStoreNV(o##d, sm, S0 + warp * TM * SST, SST, false);                       \
+    coopMatStoreNV(o##d, sm, scratch, TN / 4, false);                                 \
     subgroupBarrier();                                                                \
     for (uint e = lane; e < TM * TN; e += SUBGROUP_SIZE) {                            \
-      const uint r = e / TN, c = e % TN, row = warp_row0 + r;                         \
+      const uint r = e / TN, c = e % TN, row = group_row0 + r;                        \
       if (row < rows) {                                                               \
-        const float v = uintBitsToFloat(sm[S0 + warp * TM * SST + r * SST + c / 4][c % 4]) / row_f[warp * TM + r]; \
-        const uint at = (row / G * HEADS + kvh * G + row % G) * HD + d * TN + c;     \
+        const float v = uintBitsToFloat(sm[scratch + e / 4][e % 4]) / row_f[group * TM + r]; \
+        const uint at = (row / G * HEADS + kvh * G + row % G) * HD + dim0 + d * TN + c; \
         if (HALF_OUT != 0) oh[at] = OPERAND_FP16(v); else o[at] = v;                  \
       }                                                                               \
     }                                                                                 \
@@ -207,16 +222,21 @@ void main() {
   if (first >= tiles || (PAIRS != 0 && first > tiles - 1 - first)) return;
   const uint passes = PAIRS != 0 && tiles - 1 - first != first ? 2 : 1;
 
-  // The row-index matrix: each row of the subgroup's region holds its index.
-  const uint s_base = S0 + warp * TM * SST;
+  // This subgroup's row group, its share of a tile's keys (S = Q K^T) and of
+  // the head dims (O += P V); its lane among the row group's for the softmax.
+  const uint group = warp / DS, half_ = warp % DS;
+  const uint key0 = half_ * (BC / DS), dim0 = half_ * (HD / DS);
+  const uint s_base = S0 + group * TM * SST, scratch = s_base + half_ * (TM * TN / 4);
+  const uint p_base = DS == 1 ? s_base : K0 + group * TM * PST;
+  const uint group_lane = half_ * SUBGROUP_SIZE + lane, r = group_lane / LPR, seg = group_lane % LPR;
+
+  // The row-index matrix: each row of the subgroup's scratch holds its index.
   for (uint e = lane; e < TM * TN; e += SUBGROUP_SIZE)
-    sm[s_base + (e / TN) * SST + (e % TN) / 4][e % 4] = floatBitsToUint(float(e / TN));
+    sm[scratch + e / 4][e % 4] = floatBitsToUint(float(e / TN));
   subgroupBarrier();
   ACC rows_of;
-  coopMatLoadNV(rows_of, sm, s_base, SST, false);
+  coopMatLoadNV(rows_of, sm, scratch, TN / 4, false);
   EACH_ELEM(ROW_OF)
-  // Softmax lanes: row r of the subgroup's, keys [seg * CPL, (seg + 1) * CPL) of a tile.
-  const uint r = lane / LPR, seg = lane % LPR;
   MAT_A a;
   MAT_B b;
 
@@ -226,14 +246,14 @@ void main() {
     uint lo, hi, unused;
     row_range(row0, rows, lo, unused);
     row_range(min(row0 + BR, rows) - 1, rows, unused, hi);
-    // This subgroup's rows, and the keys they see (a tile outside is skipped).
-    const uint warp_row0 = row0 + warp * TM;
-    uint warp_lo, warp_hi;
-    row_range(warp_row0, rows, warp_lo, unused);
-    row_range(min(warp_row0 + TM, rows) - 1, rows, unused, warp_hi);
-    const bool warp_live = warp_row0 < rows;
+    // The row group's rows, and the keys they see (a tile outside is skipped).
+    const uint group_row0 = row0 + group * TM;
+    uint group_lo, group_hi;
+    row_range(group_row0, rows, group_lo, unused);
+    row_range(min(group_row0 + TM, rows) - 1, rows, unused, group_hi);
+    const bool group_live = group_row0 < rows;
 
-    barrier();  // the previous pass is done with Q
+    barrier();  // the previous pass is done with Q and the scratch
     // Q, scaled, as fp16 rows.
     for (uint e = tid; e < BR * (HD / 8); e += THREADS) {
       const uint rq = e / (HD / 8), d8 = e % (HD / 8), row = row0 + rq;
@@ -246,7 +266,7 @@ void main() {
       sm[rq * QST + d8] = v;
     }
     uint r_lo, r_hi;
-    row_range(warp_row0 + r, rows, r_lo, r_hi);
+    row_range(group_row0 + r, rows, r_lo, r_hi);
     float m = -1.0 / 0.0, l = 0.0;  // the row's running max; this lane's share of its sum
 
     FOR16(O_DECLARE)
@@ -256,63 +276,73 @@ void main() {
       store_tiles(tid);
       barrier();
       if (j0 + BC <= hi) load_tiles(tid, j0 + BC, hi);  // in flight during this tile's products
-      if (!warp_live || j0 > warp_hi || j0 + BC <= warp_lo) continue;  // no row of the subgroup sees the tile
+      // Whether any row of the row group sees the tile (uniform in the row
+      // group; with DS = 2 its subgroups still meet the barriers).
+      const bool work = group_live && j0 <= group_hi && j0 + BC > group_lo;
+      if (DS == 1 && !work) continue;
 
-      FOR4(S_DECLARE)
-      [[unroll]] for (uint dk = 0; dk < HD; dk += TK) {
-        coopMatLoadNV(a, sm, warp * TM * QST + dk / 8, QST, false);
-        FOR4(S_MUL)
+      if (work) {
+        FOR4(S_DECLARE)
+        [[unroll]] for (uint dk = 0; dk < HD; dk += TK) {
+          coopMatLoadNV(a, sm, group * TM * QST + dk / 8, QST, false);
+          FOR4(S_MUL)
+        }
+        FOR4(S_STORE)
       }
-      FOR4(S_STORE)
-      subgroupBarrier();
+      sync_group();
 
-      // Online softmax of row r over this tile's keys.
-      float s[CPL];
-      float tile_max = -1.0 / 0.0;
-      [[unroll]] for (uint k = 0; k < CPL; ++k) {
-        const uint c = seg * CPL + k, j = j0 + c;
-        const float v = uintBitsToFloat(sm[s_base + r * SST + c / 4][c % 4]);
-        s[k] = j >= r_lo && j <= r_hi ? v : -1.0 / 0.0;
-        tile_max = max(tile_max, s[k]);
+      if (work) {
+        // Online softmax of row r over this tile's keys (its LPR lanes are
+        // in one subgroup).
+        float s[CPL];
+        float tile_max = -1.0 / 0.0;
+        [[unroll]] for (uint k = 0; k < CPL; ++k) {
+          const uint c = seg * CPL + k, j = j0 + c;
+          const float v = uintBitsToFloat(sm[s_base + r * SST + c / 4][c % 4]);
+          s[k] = j >= r_lo && j <= r_hi ? v : -1.0 / 0.0;
+          tile_max = max(tile_max, s[k]);
+        }
+        part[tid] = tile_max;
+        subgroupBarrier();
+        float m_new = m;
+        [[unroll]] for (uint k = 0; k < LPR; ++k) m_new = max(m_new, part[tid - seg + k]);
+        // A row that has seen no key yet keeps m = -inf, l = 0 and a zero output.
+        const float corr = m_new == -1.0 / 0.0 ? 1.0 : exp(m - m_new);
+        l *= corr;
+        m = m_new;
+        // P (every lane of the subgroup has read its scores above, before
+        // the barrier that let the maxima be read).
+        [[unroll]] for (uint k = 0; k < CPL; k += 2) {
+          const uint c = seg * CPL + k;
+          const f16vec2 p = f16vec2(s[k] == -1.0 / 0.0 ? 0.0 : exp(s[k] - m_new),
+                                    s[k + 1] == -1.0 / 0.0 ? 0.0 : exp(s[k + 1] - m_new));
+          l += float(p.x) + float(p.y);
+          sm[p_base + r * PST + c / 8][(c % 8) / 2] = packFloat2x16(p);
+        }
+        if (seg == 0) row_f[group * TM + r] = corr;
       }
-      part[tid] = tile_max;
-      subgroupBarrier();
-      float m_new = m;
-      [[unroll]] for (uint k = 0; k < LPR; ++k) m_new = max(m_new, part[warp * SUBGROUP_SIZE + r * LPR + k]);
-      // A row that has seen no key yet keeps m = -inf, l = 0 and a zero output.
-      const float corr = m_new == -1.0 / 0.0 ? 1.0 : exp(m - m_new);
-      l *= corr;
-      m = m_new;
-      // P over the scores (every lane has read its scores above, before the
-      // barrier that let the maxima be read).
-      [[unroll]] for (uint k = 0; k < CPL; k += 2) {
-        const uint c = seg * CPL + k;
-        const f16vec2 p = f16vec2(s[k] == -1.0 / 0.0 ? 0.0 : exp(s[k] - m_new),
-                                  s[k + 1] == -1.0 / 0.0 ? 0.0 : exp(s[k + 1] - m_new));
-        l += float(p.x) + float(p.y);
-        sm[s_base + r * PST + c / 8][(c % 8) / 2] = packFloat2x16(p);
-      }
-      if (seg == 0) row_f[warp * TM + r] = corr;
-      subgroupBarrier();
+      sync_group();
 
-      EACH_ELEM(SCALE_ELEM)
-      [[unroll]] for (uint kc = 0; kc < BC; kc += TK) {
-        coopMatLoadNV(a, sm, s_base + kc / 8, PST, false);
-        FOR16(O_MUL)
+      if (work) {
+        EACH_ELEM(SCALE_ELEM)
+        [[unroll]] for (uint kc = 0; kc < BC; kc += TK) {
+          coopMatLoadNV(a, sm, p_base + kc / 8, PST, false);
+          FOR16(O_MUL)
+        }
       }
     }
 
-    if (warp_live) {
+    if (group_live) {
       subgroupBarrier();
       part[tid] = l;
       subgroupBarrier();
       if (seg == 0) {
         float sum = 0.0;
-        for (uint k = 0; k < LPR; ++k) sum += part[warp * SUBGROUP_SIZE + r * LPR + k];
-        row_f[warp * TM + r] = sum;
+        for (uint k = 0; k < LPR; ++k) sum += part[tid + k];
+        row_f[group * TM + r] = sum;
       }
-      subgroupBarrier();
-      FOR16(O_OUT)
     }
+    sync_group();  // the row group's sums
+    if (group_live) FOR16(O_OUT)
   }
 }

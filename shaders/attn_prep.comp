@@ -1,9 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_16bit_storage : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-// attn_prep — everything between the Q/K/V projections and attention, for one
-// head per workgroup: RMS-normalise the head (q_norm / k_norm, weights hold
+#extension GL_EXT_control_flow_attributes : require
+// attn_prep — everything between the Q/K/V projections and attention, for
+// HEADS_PER_GROUP heads of one token per workgroup, 32 threads a head, each
+// thread a few rotation pairs: RMS-normalise the head (q_norm / k_norm, weights hold
 // 1 + w), rotate it (RoPE, NeoX/"rotate_half" pairs i and i + head_dim/2;
 // angle = position / SCALE * THETA^(-2i/head_dim)), then write queries back in
 // place and keys — with their values — into the layer's cache at slot
@@ -13,11 +14,12 @@
 // rows [head_begin, +heads). Workgroups y < HEADS are query heads (done by the
 // dispatch of the first cache part only); the rest are the token's kv heads,
 // and each writes only where its (stream, kv head) row lies in the bound part.
-// Dispatch: (n_tokens, (head_begin == 0 ? HEADS : 0) + KVH, 1) per cache part.
+// Dispatch: (n_tokens, ceil(((head_begin == 0 ? HEADS : 0) + KVH) / HEADS_PER_GROUP),
+// 1) per cache part (kernels::attn_prep_groups).
 #define STEP_BINDING 5
 #include "include/step.glsl"
 
-layout(local_size_x = 128) in;  // one thread per rotation pair: head_dim <= 256
+layout(local_size_x = 128) in;  // HEADS_PER_GROUP heads of 32 threads
 layout(constant_id = 0) const uint HEADS = 1;
 layout(constant_id = 1) const uint KVH = 1;
 layout(constant_id = 2) const uint HD = 2;
@@ -33,7 +35,7 @@ layout(constant_id = 6) const float EPS = 1e-6;
 #endif
 
 layout(binding = 0) buffer QBuf { float q[]; };            // [n, HEADS * HD], in place
-layout(binding = 1) readonly buffer KBuf { float k[]; };   // [n, KVH * HD]
+layout(binding = 1) readonly buffer KBuf { float k_in[]; };  // [n, KVH * HD]
 layout(binding = 2) readonly buffer VBuf { float v[]; };   // [n, KVH * HD]
 layout(binding = 3) writeonly buffer KCache { KV_T kc[]; };  // [rows in part][SLOTS][HD]
 layout(binding = 4) writeonly buffer VCache { KV_T vc[]; };
@@ -41,7 +43,9 @@ layout(binding = 6) readonly buffer QNorm { float qw[]; };  // [HD]
 layout(binding = 7) readonly buffer KNorm { float kw[]; };  // [HD]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-shared float partial[128];  // a sum per subgroup
+const uint HEADS_PER_GROUP = 4;                 // kernels::kAttnPrepHeadsPerGroup
+const uint PAIRS = (HD / 2 + 31) / 32;           // rotation pairs per thread
+shared float partial[128];  // the threads' sums of squares
 
 // sin/cos of a large float32 angle: reduce by 2*pi first, since GPU sin/cos lose
 // accuracy far from zero. Three-part Cody-Waite: C1 and C2 carry 8 significant
@@ -65,43 +69,54 @@ void sincos_reduced(float a, out float s, out float c) {
 void main() {
   const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_hd = HD / 2;
   if (t >= n_tokens) return;
+  // This thread's head: group tid / 32 of the workgroup's HEADS_PER_GROUP.
   const uint q_groups = pc.head_begin == 0 ? HEADS : 0;
-  const bool is_q = gl_WorkGroupID.y < q_groups;
-  const uint h = is_q ? gl_WorkGroupID.y : gl_WorkGroupID.y - q_groups;  // q head, or kv head
+  const uint head = gl_WorkGroupID.y * HEADS_PER_GROUP + tid / 32, lane = tid % 32;
+  const bool is_q = head < q_groups;
+  const uint h = is_q ? head : head - q_groups;  // q head, or kv head
   const uint cache_row = step_rows[t].stream * KVH + h;  // for a kv head
-  if (!is_q && (cache_row < pc.head_begin || cache_row >= pc.head_begin + pc.heads)) return;
+  const bool live = is_q || (h < KVH && cache_row >= pc.head_begin && cache_row < pc.head_begin + pc.heads);
   const uint src = is_q ? t * HEADS * HD + h * HD : t * KVH * HD + h * HD;
 
-  float a = 0.0, b = 0.0;
-  if (tid < half_hd) {
-    a = is_q ? q[src + tid] : k[src + tid];
-    b = is_q ? q[src + tid + half_hd] : k[src + tid + half_hd];
+  // Pairs (i, i + HD / 2) for i = lane, lane + 32, ...: loaded at once, so a
+  // thread has all of them in flight.
+  float a[PAIRS], b[PAIRS];
+  float sq = 0.0;
+  [[unroll]] for (uint k = 0; k < PAIRS; ++k) {
+    const uint i = lane + 32 * k;
+    a[k] = 0.0;
+    b[k] = 0.0;
+    if (live && i < half_hd) {
+      a[k] = is_q ? q[src + i] : k_in[src + i];
+      b[k] = is_q ? q[src + i + half_hd] : k_in[src + i + half_hd];
+    }
+    sq += a[k] * a[k] + b[k] * b[k];
   }
-  // The head's sum of squares: per subgroup, then over the subgroups (one
-  // barrier, where a tree over the workgroup took seven).
-  const float sq = subgroupAdd(a * a + b * b);
-  if (subgroupElect()) partial[gl_SubgroupID] = sq;
+  partial[tid] = sq;
   barrier();
-  if (tid >= half_hd) return;
+  if (!live) return;
   float sum = 0.0;
-  for (uint i = 0; i < gl_NumSubgroups; ++i) sum += partial[i];
+  for (uint k = 0; k < 32; ++k) sum += partial[tid / 32 * 32 + k];
   const float inv = inversesqrt(sum / float(HD) + EPS);
-  a *= inv * (is_q ? qw[tid] : kw[tid]);
-  b *= inv * (is_q ? qw[tid + half_hd] : kw[tid + half_hd]);
 
   const uint pos = step_rows[t].pos;
-  const float inv_freq = 1.0 / pow(THETA, float(2 * tid) / float(HD));
-  float sn, cs;
-  sincos_reduced(float(pos) / SCALE * inv_freq, sn, cs);
-  const float ra = a * cs - b * sn, rb = b * cs + a * sn;
-  if (is_q) {
-    q[src + tid] = ra;
-    q[src + tid + half_hd] = rb;
-  } else {
-    const uint dst = ((cache_row - pc.head_begin) * SLOTS + pos % SLOTS) * HD;
-    kc[dst + tid] = KV_T(ra);
-    kc[dst + tid + half_hd] = KV_T(rb);
-    vc[dst + tid] = KV_T(v[src + tid]);
-    vc[dst + tid + half_hd] = KV_T(v[src + tid + half_hd]);
+  const uint dst = ((cache_row - pc.head_begin) * SLOTS + pos % SLOTS) * HD;
+  [[unroll]] for (uint k = 0; k < PAIRS; ++k) {
+    const uint i = lane + 32 * k;
+    if (i >= half_hd) break;
+    const float x = a[k] * inv * (is_q ? qw[i] : kw[i]), y = b[k] * inv * (is_q ? qw[i + half_hd] : kw[i + half_hd]);
+    const float inv_freq = 1.0 / pow(THETA, float(2 * i) / float(HD));
+    float sn, cs;
+    sincos_reduced(float(pos) / SCALE * inv_freq, sn, cs);
+    const float rx = x * cs - y * sn, ry = y * cs + x * sn;
+    if (is_q) {
+      q[src + i] = rx;
+      q[src + i + half_hd] = ry;
+    } else {
+      kc[dst + i] = KV_T(rx);
+      kc[dst + i + half_hd] = KV_T(ry);
+      vc[dst + i] = KV_T(v[src + i]);
+      vc[dst + i + half_hd] = KV_T(v[src + i + half_hd]);
+    }
   }
 }

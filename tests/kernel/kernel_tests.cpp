@@ -988,7 +988,7 @@ TEST_P(Rope, MatchesReference) {
   const auto step = step_buffer({n, c.start_pos, 0, 0});
   run(kernels::variant("attn_prep", c.kv), kernels::kAttnPrepBindings,
       kernels::AttnPrep{heads, kvh, c.hd, slots, c.theta, c.scale, eps},
-      {&q, &k, &v, &kc, &vc, &step, &qwb, &kwb}, {0, kvh}, {n + 1, heads + kvh, 1});
+      {&q, &k, &v, &kc, &vc, &step, &qwb, &kwb}, {0, kvh}, {n + 1, kernels::attn_prep_groups(heads + kvh), 1});
 
   // Checks one [n, nheads * hd] tensor: got(t, e) against norm + rope of `in`.
   auto check = [&](const char* what, std::span<const float> in, std::span<const float> w,
@@ -1154,11 +1154,12 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     const kernels::AttentionTile pick = kernels::attention_coop_shape(
         c.hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, info.max_shared_memory);
     if (pick.rows) coop_tiles.push_back(pick);
-    for (kernels::AttentionTile t : {kernels::AttentionTile{16, 16}, {32, 32}, {16, 64}, {64, 16}})
+    for (kernels::AttentionTile t : {kernels::AttentionTile{16, 16}, {32, 32}, {16, 64}, {64, 16}, {32, 32, 2}, {16, 32, 2},
+                                     {16, 64, 2}, {64, 32, 1}})
       if (kernels::attention_coop_shape_ok(c.hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, t) &&
           kernels::attention_coop_shared_bytes(c.hd, info.coop_m, info.subgroup_size, t) <=
               info.max_shared_memory &&
-          (t.rows != pick.rows || t.keys != pick.keys))
+          (t.rows != pick.rows || t.keys != pick.keys || t.split != pick.split))
         coop_tiles.push_back(t);
   }
 
@@ -1178,7 +1179,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     for (uint32_t p = 0; p < parts; ++p)
       run(prep, kernels::kAttnPrepBindings, prep_spec,
           {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_heads[p]},
-          {n + 1, (part_begin[p] == 0 ? c.heads : 0) + c.kv_heads, 1});
+          {n + 1, kernels::attn_prep_groups((part_begin[p] == 0 ? c.heads : 0) + c.kv_heads), 1});
 
     // Queries in place, keys in the cache: within 1e-5 (float32 error of values
     // below ~4) plus the angle's float32 error (angle * 2^-20 * the normed pair's
@@ -1287,14 +1288,15 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
           const kernels::AttentionCoop spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
                                             tile.rows, tile.keys, half_out, info.coop_m, info.coop_n,
                                             info.coop_k, info.subgroup_size,
-                                            tile.rows / info.coop_m * info.subgroup_size, pairs};
+                                            tile.rows / info.coop_m * tile.split * info.subgroup_size, pairs,
+                                            tile.split};
           const uint32_t row_tiles = groups((n + 1) * (c.heads / c.kv_heads), tile.rows);
           for (uint32_t p = 0; p < parts; ++p)
             run(coop, kernels::kAttentionCoopBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
                 {part_begin[p], part_heads[p]}, {pairs ? groups(row_tiles, 2) : row_tiles, part_heads[p], 1});
           const std::string what = at + " " + coop + " rows=" + std::to_string(tile.rows) +
-                                   " keys=" + std::to_string(tile.keys) + (half_out ? " HALF_OUT" : "") +
-                                   (pairs ? " PAIRS" : "");
+                                   " keys=" + std::to_string(tile.keys) + " split=" + std::to_string(tile.split) +
+                                   (half_out ? " HALF_OUT" : "") + (pairs ? " PAIRS" : "");
           const auto got = half_out ? widen_fp16(o.as<_Float16>(), want.size())
                                     : std::vector<float>(o.as<float>().begin(), o.as<float>().end());
           ASSERT_TRUE(compare(what, got, want16, q_row, kCoopAttentionTol + (half_out ? kFp16OutputTol : 0)));
@@ -1353,25 +1355,33 @@ TEST(AttentionTiledShape, FollowsTheChunkAndTheDevice) {
 // in whole subgroups of the matrix's rows; 64 x 32 for the 27B's 128-dim
 // heads in 48 KiB, 48 x 16 for 256-dim heads; none where no tile fits.
 TEST(AttentionCoopShape, MostRowsTimesKeysThatFit) {
-  auto same = [](kernels::AttentionTile a, kernels::AttentionTile b) { return a.rows == b.rows && a.keys == b.keys; };
-  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 49152), {64, 32}));
+  auto same = [](kernels::AttentionTile a, kernels::AttentionTile b) {
+    return a.rows == b.rows && a.keys == b.keys && a.split == b.split;
+  };
+  // The 27B's 128-dim heads: 64 rows x 32 keys, two subgroups per 16 rows;
+  // 256-dim heads: 48 x 16, one (16 keys do not split in two 16-key matrices).
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 49152), {64, 32, 2}));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 49152, 64, 64, 1), {64, 32, 1}));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(256, 16, 16, 16, 32, 49152), {48, 16, 1}));
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 65536), {64, 48, 1}));  // 48 keys: 24 a subgroup
+  EXPECT_TRUE(same(kernels::attention_coop_shape(256, 16, 16, 16, 32, 16384), {}));
   // Row tiles in pairs where one each would be more workgroups than a wave:
   // the 27B's pp512 (16 row tiles x 16 kv heads), not the 4B's (22 x 4).
   EXPECT_TRUE(kernels::attention_coop_pairs(16 * 16, 132));
   EXPECT_FALSE(kernels::attention_coop_pairs(22 * 4, 132));
-  EXPECT_TRUE(same(kernels::attention_coop_shape(256, 16, 16, 16, 32, 49152), {48, 16}));
-  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 32, 65536), {64, 48}));
-  EXPECT_TRUE(same(kernels::attention_coop_shape(256, 16, 16, 16, 32, 16384), {}));
-  EXPECT_TRUE(same(kernels::attention_coop_shape(96, 16, 16, 16, 32, 49152), {64, 48}));
-  // 64-lane subgroups (RDNA3 wave64): 4 lanes a row, twice the partial maxima.
-  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 64, 49152), {64, 32}));
-  EXPECT_EQ(kernels::attention_coop_shared_bytes(128, 16, 64, {64, 32}),
-            kernels::attention_coop_shared_bytes(128, 16, 32, {64, 32}) + 4 * 4 * 32);
-  // Not a whole number of matrices, or more named accumulators than the kernel has.
+  // 64-lane subgroups (RDNA3 wave64): twice the partial maxima.
+  EXPECT_TRUE(same(kernels::attention_coop_shape(128, 16, 16, 16, 64, 49152), {64, 32, 2}));
+  EXPECT_EQ(kernels::attention_coop_shared_bytes(128, 16, 64, {64, 32, 1}),
+            kernels::attention_coop_shared_bytes(128, 16, 32, {64, 32, 1}) + 4 * 4 * 32);
+  // Not a whole number of matrices, more named accumulators than the kernel
+  // has, a split of 16 keys, or probabilities that overflow the key tile.
   EXPECT_FALSE(kernels::attention_coop_shape_ok(120, 16, 16, 16, 32, {64, 32}));
   EXPECT_FALSE(kernels::attention_coop_shape_ok(512, 16, 16, 16, 32, {16, 16}));
+  EXPECT_TRUE(kernels::attention_coop_shape_ok(512, 16, 16, 16, 32, {16, 32, 2}));
   EXPECT_FALSE(kernels::attention_coop_shape_ok(128, 16, 16, 16, 32, {64, 80}));
   EXPECT_FALSE(kernels::attention_coop_shape_ok(128, 16, 16, 16, 32, {40, 32}));
+  EXPECT_FALSE(kernels::attention_coop_shape_ok(128, 16, 16, 16, 32, {64, 16, 2}));
+  EXPECT_FALSE(kernels::attention_coop_shape_ok(16, 16, 16, 16, 32, {64, 32, 2}));
   for (uint32_t hd : {32u, 64u, 96u, 128u, 256u})
     for (uint32_t bytes : {16384u, 32768u, 49152u, 65536u}) {
       const kernels::AttentionTile t = kernels::attention_coop_shape(hd, 16, 16, 16, 32, bytes);
@@ -1448,7 +1458,7 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
   for (uint32_t p = 0; p < 2; ++p)
     run(prep, kernels::kAttnPrepBindings, kernels::AttnPrep{heads, kvh, hd, slots, theta, 1.f, eps},
         {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_rows[p]},
-        {n, (part_begin[p] == 0 ? heads : 0) + kvh, 1});
+        {n, kernels::attn_prep_groups((part_begin[p] == 0 ? heads : 0) + kvh), 1});
 
   // The caches: element (cache row R, slot, d), R = stream * kvh + kv head.
   auto at = [&](uint32_t R, uint32_t slot, uint32_t d) {

@@ -706,6 +706,9 @@ class EngineCore {
     std::optional<uint32_t> attention_rows = env("UNICORN_ATTENTION_ROWS");  // unset: by chunk
     bool attention_coop = env_or("UNICORN_ATTENTION_COOP", 1) != 0;  // prefill attention on tensor units
     std::optional<uint32_t> attention_pairs = env("UNICORN_ATTENTION_PAIRS");  // unset: kernels::attention_coop_pairs
+    uint32_t attention_coop_rows = env_or("UNICORN_ATTENTION_COOP_ROWS", 64);  // the tile's most rows
+    uint32_t attention_coop_keys = env_or("UNICORN_ATTENTION_COOP_KEYS", 64);  // and keys
+    uint32_t attention_coop_split = env_or("UNICORN_ATTENTION_COOP_SPLIT", 2);  // subgroups per 16 rows
     static std::optional<uint32_t> env(const char* name) {
       const char* v = std::getenv(name);
       if (!v || !*v) return std::nullopt;
@@ -922,7 +925,8 @@ class EngineCore::Recorder {
           c_.act(Act::Q), c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
           c_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
       const uint32_t q_groups = kp[i].row_begin == 0 ? m_.heads : 0;
-      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)}, {n_, q_groups + m_.kv_heads, 1});
+      add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
+          {n_, kernels::attn_prep_groups(q_groups + m_.kv_heads), 1});
     }
   }
 
@@ -943,7 +947,9 @@ class EngineCore::Recorder {
     kernels::AttentionTile coop =
         chunk && info.coopmat && c_.tuning_.attention_coop
             ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
-                                            info.subgroup_size, info.max_shared_memory)
+                                            info.subgroup_size, info.max_shared_memory,
+                                            c_.tuning_.attention_coop_rows, c_.tuning_.attention_coop_keys,
+                                            c_.tuning_.attention_coop_split)
             : kernels::AttentionTile{};
     const uint64_t coop_groups = coop.rows ? uint64_t(groups(query_rows, coop.rows)) * m_.kv_heads : 0;
     if (coop_groups < kernels::kAttentionCoopGroups) coop = {};
@@ -962,8 +968,8 @@ class EngineCore::Recorder {
                                                      window, scale, coop.rows, coop.keys, half_,
                                                      info.coop_m, info.coop_n, info.coop_k,
                                                      info.subgroup_size,
-                                                     coop.rows / info.coop_m * info.subgroup_size,
-                                                     uint32_t(pairs)})
+                                                     coop.rows / info.coop_m * coop.split * info.subgroup_size,
+                                                     uint32_t(pairs), coop.split})
         : tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
                             kernels::kAttentionTiledBindings,
                             kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),

@@ -215,6 +215,14 @@ constexpr bool matvec_shape_ok(uint32_t lanes, uint32_t rows, uint32_t subgroup_
                         (subgroup_size % lanes == 0 || lanes % subgroup_size == 0);
   return lanes_ok && rows >= 1 && rows * 128 / subgroup_size <= 512;
 }
+// attn_prep's workgroups of a token: heads (query heads and kv heads) in
+// groups of kAttnPrepHeadsPerGroup, 32 threads a head. One head per workgroup
+// of 128 threads, half of them idle on 128-dim heads, ran at ~1 TB/s (H100,
+// 27B pp512: 1.59 ms a pass).
+inline constexpr uint32_t kAttnPrepHeadsPerGroup = 4;
+constexpr uint32_t attn_prep_groups(uint32_t heads) {
+  return (heads + kAttnPrepHeadsPerGroup - 1) / kAttnPrepHeadsPerGroup;
+}
 struct AttnPrep {  // q/k norm + RoPE + KV cache write
   BOOST_HANA_DEFINE_STRUCT(AttnPrep, (uint32_t, heads), (uint32_t, kv_heads), (uint32_t, head_dim),
                            (uint32_t, slots), (float, theta), (float, scale), (float, eps));
@@ -233,6 +241,7 @@ struct AttentionTiled {
 };
 struct AttentionTile {
   uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
+  uint32_t split = 1;           // attention_coop: subgroups per 16 rows (its DS)
 };
 // Shared memory of a tile (attention_tiled.comp): fp32 query rows and key or
 // value rows in the cache's element size (kv_bytes), each padded by 4
@@ -293,48 +302,60 @@ struct AttentionCoop {
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, rows), (uint32_t, keys), (uint32_t, half_out),
                            (uint32_t, tm), (uint32_t, tn), (uint32_t, tk), (uint32_t, subgroup_size),
-                           (uint32_t, threads), (uint32_t, pairs));
+                           (uint32_t, threads), (uint32_t, pairs), (uint32_t, split));
 };
 // Shared memory of an attention_coop tile: fp16 rows of Q (rows), K and V
-// (keys each), each head_dim + 8 halves; per subgroup (tm rows) an fp32 score
-// region of keys + 4 floats a row; the lanes' partial maxima and the rows'
-// rescaling.
+// (keys each), each head_dim + 8 halves; per tm rows an fp32 score region of
+// keys + 4 floats a row; the lanes' partial maxima and the rows' rescaling.
 constexpr uint32_t attention_coop_shared_bytes(uint32_t head_dim, uint32_t tm, uint32_t subgroup_size,
                                                AttentionTile t) {
-  const uint32_t warps = t.rows / tm;
-  return 16 * ((t.rows + 2 * t.keys) * (head_dim / 8 + 1) + warps * tm * (t.keys / 4 + 1)) +
-         4 * (warps * subgroup_size + t.rows);
+  const uint32_t groups = t.rows / tm;
+  return 16 * ((t.rows + 2 * t.keys) * (head_dim / 8 + 1) + groups * tm * (t.keys / 4 + 1)) +
+         4 * (groups * t.split * subgroup_size + t.rows);
 }
-// Whether the kernel tiles this shape: whole subgroups of tm rows (each an
-// even share of a tile's keys per lane: subgroup_size / tm lanes a row), keys
-// and head dims in whole matrices, at most 4 score and 16 output accumulators
-// per subgroup (named in the kernel), and an accumulator of at most 8
+// Whether the kernel tiles this shape: row groups of tm rows, each of `split`
+// subgroups (1 or 2) that share its keys for the scores and its head dims for
+// the output, in whole matrices, at most 4 score and 16 output accumulators
+// per subgroup (named in the kernel); an even share of a tile's keys for each
+// of the split * subgroup_size / tm lanes of a row in the softmax; each
+// subgroup's tm x tn scratch matrix in its row group's score region; with
+// split 2 the probabilities in the spent key tile; accumulators of at most 8
 // elements per invocation.
 constexpr bool attention_coop_shape_ok(uint32_t head_dim, uint32_t tm, uint32_t tn, uint32_t tk,
                                        uint32_t subgroup_size, AttentionTile t) {
   if (!tm || !tn || !tk || subgroup_size % tm || !t.rows || !t.keys || t.rows % tm) return false;
-  const uint32_t lanes_per_row = subgroup_size / tm;
-  return head_dim % tk == 0 && head_dim % tn == 0 && head_dim % 16 == 0 && head_dim / tn <= 16 &&
-         t.keys % tn == 0 && t.keys % tk == 0 && t.keys / tn <= 4 && t.keys % 16 == 0 &&
-         t.keys % (2 * lanes_per_row) == 0 && tm * tn <= 8 * subgroup_size;
+  if (t.split != 1 && t.split != 2) return false;
+  const uint32_t lanes_per_row = t.split * subgroup_size / tm, keys = t.keys / t.split,
+                 dims = head_dim / t.split;
+  return head_dim % 16 == 0 && head_dim % tk == 0 && head_dim % (t.split * tn) == 0 && dims / tn <= 16 &&
+         t.keys % 16 == 0 && t.keys % tk == 0 && t.keys % (t.split * tn) == 0 && keys / tn <= 4 &&
+         t.keys % (2 * lanes_per_row) == 0 && t.split * tn / 4 <= t.keys / 4 + 1 &&
+         (t.split == 1 || t.rows * (t.keys / 8 + 1) <= t.keys * (head_dim / 8 + 1)) &&
+         tm * tn <= 8 * subgroup_size;
 }
 // The tile for a head dim on a device: the most rows x keys that fit its
 // shared memory (on a tie, more rows: each key tile serves more of them), at
-// most 64 rows and 64 keys; none where nothing fits, so attention_tiled
-// serves prefill. H100 (48 KiB): 128-dim heads (27B) 64 rows x 32 keys,
-// 256-dim heads 48 x 16.
+// most 64 rows and 64 keys (UNICORN_ATTENTION_COOP_ROWS and _KEYS lower
+// them), and two subgroups per 16 rows where the shape allows (max_split, or
+// UNICORN_ATTENTION_COOP_SPLIT, 1 keeps one); none where nothing fits, so
+// attention_tiled serves prefill. H100 (48 KiB): 128-dim heads (27B) 64 rows
+// x 32 keys, 8 subgroups; 256-dim heads 48 x 16, 3 subgroups.
 constexpr AttentionTile attention_coop_shape(uint32_t head_dim, uint32_t tm, uint32_t tn, uint32_t tk,
-                                             uint32_t subgroup_size, uint32_t max_shared_bytes) {
+                                             uint32_t subgroup_size, uint32_t max_shared_bytes,
+                                             uint32_t max_rows = 64, uint32_t max_keys = 64,
+                                             uint32_t max_split = 2) {
   AttentionTile best{};
-  for (uint32_t rows = tm; rows <= 64; rows += tm)
-    for (uint32_t keys = 16; keys <= 64; keys += 16) {
-      const AttentionTile t{rows, keys};
-      if (!attention_coop_shape_ok(head_dim, tm, tn, tk, subgroup_size, t) ||
-          attention_coop_shared_bytes(head_dim, tm, subgroup_size, t) > max_shared_bytes)
-        continue;
-      if (rows * keys > best.rows * best.keys || (rows * keys == best.rows * best.keys && rows > best.rows))
-        best = t;
-    }
+  for (uint32_t rows = tm; rows <= max_rows; rows += tm)
+    for (uint32_t keys = 16; keys <= max_keys; keys += 16)
+      for (uint32_t split = 1; split <= std::min(max_split, 2u); ++split) {
+        const AttentionTile t{rows, keys, split};
+        if (!attention_coop_shape_ok(head_dim, tm, tn, tk, subgroup_size, t) ||
+            attention_coop_shared_bytes(head_dim, tm, subgroup_size, t) > max_shared_bytes)
+          continue;
+        const uint32_t area = rows * keys, best_area = best.rows * best.keys;
+        if (area > best_area || (area == best_area && (rows > best.rows || (rows == best.rows && split > best.split))))
+          best = t;
+      }
   return best;
 }
 // A chunk runs attention_coop where it makes at least this many workgroups of
