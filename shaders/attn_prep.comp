@@ -2,9 +2,11 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 // attn_prep — everything between the Q/K/V projections and attention, for
-// HEADS_PER_GROUP heads of one token per workgroup, 32 threads a head, each
-// thread a few rotation pairs: RMS-normalise the head (q_norm / k_norm, weights hold
+// HEADS_PER_GROUP heads of one token per workgroup, 128 / HEADS_PER_GROUP
+// threads a head, each thread one or a few rotation pairs: RMS-normalise the head (q_norm / k_norm, weights hold
 // 1 + w), rotate it (RoPE, NeoX/"rotate_half" pairs i and i + head_dim/2;
 // angle = position / SCALE * THETA^(-2i/head_dim)), then write queries back in
 // place and keys — with their values — into the layer's cache at slot
@@ -27,6 +29,11 @@ layout(constant_id = 3) const uint SLOTS = 1;
 layout(constant_id = 4) const float THETA = 10000.0;
 layout(constant_id = 5) const float SCALE = 1.0;
 layout(constant_id = 6) const float EPS = 1e-6;
+// Heads per workgroup of 128 threads (1, 2 or 4), 128 / HEADS_PER_GROUP
+// threads a head: 4 for a prefill chunk (many workgroups of a few threads a
+// head, each with all its loads in flight), 1 for decode (a few workgroups,
+// one pair a thread: the fewest steps from load to store).
+layout(constant_id = 7) const uint HEADS_PER_GROUP = 1;
 
 #if defined(KV_F16)
 #define KV_T float16_t
@@ -43,9 +50,9 @@ layout(binding = 6) readonly buffer QNorm { float qw[]; };  // [HD]
 layout(binding = 7) readonly buffer KNorm { float kw[]; };  // [HD]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-const uint HEADS_PER_GROUP = 4;                 // kernels::kAttnPrepHeadsPerGroup
-const uint PAIRS = (HD / 2 + 31) / 32;           // rotation pairs per thread
-shared float partial[128];  // the threads' sums of squares
+const uint LANES = 128 / HEADS_PER_GROUP;       // threads a head
+const uint PAIRS = (HD / 2 + LANES - 1) / LANES;  // rotation pairs per thread
+shared float partial[128];  // the subgroups' sums of squares
 
 // sin/cos of a large float32 angle: reduce by 2*pi first, since GPU sin/cos lose
 // accuracy far from zero. Three-part Cody-Waite: C1 and C2 carry 8 significant
@@ -69,21 +76,21 @@ void sincos_reduced(float a, out float s, out float c) {
 void main() {
   const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_hd = HD / 2;
   if (t >= n_tokens) return;
-  // This thread's head: group tid / 32 of the workgroup's HEADS_PER_GROUP.
+  // This thread's head: group tid / LANES of the workgroup's HEADS_PER_GROUP.
   const uint q_groups = pc.head_begin == 0 ? HEADS : 0;
-  const uint head = gl_WorkGroupID.y * HEADS_PER_GROUP + tid / 32, lane = tid % 32;
+  const uint head = gl_WorkGroupID.y * HEADS_PER_GROUP + tid / LANES, lane = tid % LANES;
   const bool is_q = head < q_groups;
   const uint h = is_q ? head : head - q_groups;  // q head, or kv head
   const uint cache_row = step_rows[t].stream * KVH + h;  // for a kv head
   const bool live = is_q || (h < KVH && cache_row >= pc.head_begin && cache_row < pc.head_begin + pc.heads);
   const uint src = is_q ? t * HEADS * HD + h * HD : t * KVH * HD + h * HD;
 
-  // Pairs (i, i + HD / 2) for i = lane, lane + 32, ...: loaded at once, so a
-  // thread has all of them in flight.
+  // Pairs (i, i + HD / 2) for i = lane, lane + LANES, ...: loaded at once, so
+  // a thread has all of them in flight.
   float a[PAIRS], b[PAIRS];
   float sq = 0.0;
   [[unroll]] for (uint k = 0; k < PAIRS; ++k) {
-    const uint i = lane + 32 * k;
+    const uint i = lane + LANES * k;
     a[k] = 0.0;
     b[k] = 0.0;
     if (live && i < half_hd) {
@@ -92,17 +99,22 @@ void main() {
     }
     sq += a[k] * a[k] + b[k] * b[k];
   }
-  partial[tid] = sq;
+  // The head's sum of squares: per subgroup, then over the head's subgroups
+  // (whole subgroups make up a head: the host keeps LANES a multiple of the
+  // subgroup size, kernels::attn_prep_heads_per_group).
+  sq = subgroupAdd(sq);
+  if (subgroupElect()) partial[gl_SubgroupID] = sq;
   barrier();
   if (!live) return;
+  const uint per_head = LANES / gl_SubgroupSize;
   float sum = 0.0;
-  for (uint k = 0; k < 32; ++k) sum += partial[tid / 32 * 32 + k];
+  for (uint k = 0; k < per_head; ++k) sum += partial[tid / LANES * per_head + k];
   const float inv = inversesqrt(sum / float(HD) + EPS);
 
   const uint pos = step_rows[t].pos;
   const uint dst = ((cache_row - pc.head_begin) * SLOTS + pos % SLOTS) * HD;
   [[unroll]] for (uint k = 0; k < PAIRS; ++k) {
-    const uint i = lane + 32 * k;
+    const uint i = lane + LANES * k;
     if (i >= half_hd) break;
     const float x = a[k] * inv * (is_q ? qw[i] : kw[i]), y = b[k] * inv * (is_q ? qw[i + half_hd] : kw[i + half_hd]);
     const float inv_freq = 1.0 / pow(THETA, float(2 * i) / float(HD));

@@ -940,10 +940,11 @@ struct RopeCase {
   float theta, scale;
   uint32_t start_pos;
   Format kv = Format::F32;
+  uint32_t heads_per_group = 4;  // attn_prep's HEADS_PER_GROUP: 4 for chunks, 1 for decode
   std::string name() const {
     std::ostringstream s;
     s << kernels::variant("attn_prep", kv) << " rope heads=4 kv=2 hd=" << hd << " theta=" << theta
-      << " scale=" << scale << " start_pos=" << start_pos;
+      << " scale=" << scale << " start_pos=" << start_pos << " HEADS_PER_GROUP=" << heads_per_group;
     return s.str();
   }
   // theta^(2/hd) a power of two: every inv_freq, and p * inv_freq, is exact in float32.
@@ -986,9 +987,12 @@ TEST_P(Rope, MatchesReference) {
   qwb.fill<float>(qw);
   kwb.fill<float>(kw);
   const auto step = step_buffer({n, c.start_pos, 0, 0});
+  // A head's threads must be whole subgroups (kernels::attn_prep_heads_per_group).
+  const uint32_t heads_per_group = std::min(c.heads_per_group, 128 / device().ctx.info().subgroup_size);
   run(kernels::variant("attn_prep", c.kv), kernels::kAttnPrepBindings,
-      kernels::AttnPrep{heads, kvh, c.hd, slots, c.theta, c.scale, eps},
-      {&q, &k, &v, &kc, &vc, &step, &qwb, &kwb}, {0, kvh}, {n + 1, kernels::attn_prep_groups(heads + kvh), 1});
+      kernels::AttnPrep{heads, kvh, c.hd, slots, c.theta, c.scale, eps, heads_per_group},
+      {&q, &k, &v, &kc, &vc, &step, &qwb, &kwb}, {0, kvh},
+      {n + 1, kernels::attn_prep_groups(heads + kvh, heads_per_group), 1});
 
   // Checks one [n, nheads * hd] tensor: got(t, e) against norm + rope of `in`.
   auto check = [&](const char* what, std::span<const float> in, std::span<const float> w,
@@ -1061,6 +1065,12 @@ std::vector<RopeCase> rope_cases() {
   v.push_back({256, 1e6f, 8.f, 100000, Format::F16});
   v.push_back({128, 0x1p64f, 1.f, 100000, Format::F16});
   v.push_back({256, 1e6f, 8.f, 131069});
+  // Decode's shape (a head per workgroup, a pair per thread) and two heads a
+  // workgroup, on the large angles.
+  v.push_back({256, 1e6f, 8.f, 100000, Format::F16, 1});
+  v.push_back({128, 0x1p64f, 1.f, 100000, Format::F32, 1});
+  v.push_back({32, 65536.f, 8.f, 100000, Format::F32, 1});
+  v.push_back({256, 1e6f, 8.f, 131069, Format::F32, 2});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Rope, ::testing::ValuesIn(rope_cases()),
@@ -1132,7 +1142,11 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   HostBuffer qwb(c.hd * 4), kwb(c.hd * 4);
   qwb.fill<float>(qw);
   kwb.fill<float>(kw);
-  const kernels::AttnPrep prep_spec{c.heads, c.kv_heads, c.hd, slots, theta, rope_scale, eps};
+  // attn_prep as the engine records it: four heads a workgroup for a chunk, one for a decode step.
+  auto prep_spec = [&](uint32_t n) {
+    return kernels::AttnPrep{c.heads, c.kv_heads, c.hd, slots, theta, rope_scale, eps,
+                             kernels::attn_prep_heads_per_group(n == 1, device().ctx.info().subgroup_size)};
+  };
   const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
                                      device().ctx.info().subgroup_size};
   const std::string prep = kernels::variant("attn_prep", c.kv),
@@ -1177,9 +1191,10 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     q.fill<float>(qs);
     const auto step = step_buffer({n, pos, 0, 0});
     for (uint32_t p = 0; p < parts; ++p)
-      run(prep, kernels::kAttnPrepBindings, prep_spec,
+      run(prep, kernels::kAttnPrepBindings, prep_spec(n),
           {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_heads[p]},
-          {n + 1, kernels::attn_prep_groups((part_begin[p] == 0 ? c.heads : 0) + c.kv_heads), 1});
+          {n + 1, kernels::attn_prep_groups((part_begin[p] == 0 ? c.heads : 0) + c.kv_heads,
+                                            prep_spec(n).heads_per_group), 1});
 
     // Queries in place, keys in the cache: within 1e-5 (float32 error of values
     // below ~4) plus the angle's float32 error (angle * 2^-20 * the normed pair's
@@ -1354,6 +1369,18 @@ TEST(AttentionTiledShape, FollowsTheChunkAndTheDevice) {
 // attention_coop's tile: the most rows x keys that fit (on a tie more rows),
 // in whole subgroups of the matrix's rows; 64 x 32 for the 27B's 128-dim
 // heads in 48 KiB, 48 x 16 for 256-dim heads; none where no tile fits.
+// attn_prep: four heads a workgroup for a chunk, one for a decode step; a
+// head's threads stay whole subgroups (two heads with 64-lane subgroups).
+TEST(AttnPrepShape, HeadsPerWorkgroup) {
+  EXPECT_EQ(kernels::attn_prep_heads_per_group(false, 32), 4u);
+  EXPECT_EQ(kernels::attn_prep_heads_per_group(false, 8), 4u);
+  EXPECT_EQ(kernels::attn_prep_heads_per_group(false, 64), 2u);
+  EXPECT_EQ(kernels::attn_prep_heads_per_group(false, 128), 1u);
+  EXPECT_EQ(kernels::attn_prep_heads_per_group(true, 32), 1u);
+  EXPECT_EQ(kernels::attn_prep_groups(32 + 16, 4), 12u);  // 27B: query and kv heads of a token
+  EXPECT_EQ(kernels::attn_prep_groups(4 + 1, 4), 2u);
+}
+
 TEST(AttentionCoopShape, MostRowsTimesKeysThatFit) {
   auto same = [](kernels::AttentionTile a, kernels::AttentionTile b) {
     return a.rows == b.rows && a.keys == b.keys && a.split == b.split;
@@ -1456,9 +1483,9 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
   const auto step = step_buffer(rows);
   const std::string prep = kernels::variant("attn_prep", Format::F32), attn = kernels::variant("attention", Format::F32);
   for (uint32_t p = 0; p < 2; ++p)
-    run(prep, kernels::kAttnPrepBindings, kernels::AttnPrep{heads, kvh, hd, slots, theta, 1.f, eps},
+    run(prep, kernels::kAttnPrepBindings, kernels::AttnPrep{heads, kvh, hd, slots, theta, 1.f, eps, 1},
         {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_rows[p]},
-        {n, kernels::attn_prep_groups((part_begin[p] == 0 ? heads : 0) + kvh), 1});
+        {n, kernels::attn_prep_groups((part_begin[p] == 0 ? heads : 0) + kvh, 1), 1});
 
   // The caches: element (cache row R, slot, d), R = stream * kvh + kv head.
   auto at = [&](uint32_t R, uint32_t slot, uint32_t d) {

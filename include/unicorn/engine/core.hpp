@@ -913,9 +913,10 @@ class EngineCore::Recorder {
     const TensorSlot& kc = L.kv(Role::KCache, l);
     const TensorSlot& vc = L.kv(Role::VCache, l);
     const bool global = kind == AttentionKind::Global;
+    const uint32_t heads_per_group = kernels::attn_prep_heads_per_group(decode_, c_.ctx_.info().subgroup_size);
     const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                  global ? m_.rope_theta_global : m_.rope_theta_local,
-                                 global ? m_.rope_scale_global : 1.0f, m_.rms_eps};
+                                 global ? m_.rope_scale_global : 1.0f, m_.rms_eps, heads_per_group};
     const auto& k = c_.kernel(kernels::variant("attn_prep", kc.format), kernels::kAttnPrepBindings, spec);
     const TensorSlot& qn = L.weight(Role::AttnQNorm, l);
     const TensorSlot& kn = L.weight(Role::AttnKNorm, l);
@@ -926,7 +927,7 @@ class EngineCore::Recorder {
           c_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
       const uint32_t q_groups = kp[i].row_begin == 0 ? m_.heads : 0;
       add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
-          {n_, kernels::attn_prep_groups(q_groups + m_.kv_heads), 1});
+          {n_, kernels::attn_prep_groups(q_groups + m_.kv_heads, heads_per_group), 1});
     }
   }
 

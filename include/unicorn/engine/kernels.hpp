@@ -215,17 +215,22 @@ constexpr bool matvec_shape_ok(uint32_t lanes, uint32_t rows, uint32_t subgroup_
                         (subgroup_size % lanes == 0 || lanes % subgroup_size == 0);
   return lanes_ok && rows >= 1 && rows * 128 / subgroup_size <= 512;
 }
-// attn_prep's workgroups of a token: heads (query heads and kv heads) in
-// groups of kAttnPrepHeadsPerGroup, 32 threads a head. One head per workgroup
-// of 128 threads, half of them idle on 128-dim heads, ran at ~1 TB/s (H100,
-// 27B pp512: 1.59 ms a pass).
-inline constexpr uint32_t kAttnPrepHeadsPerGroup = 4;
-constexpr uint32_t attn_prep_groups(uint32_t heads) {
-  return (heads + kAttnPrepHeadsPerGroup - 1) / kAttnPrepHeadsPerGroup;
+// attn_prep's heads per workgroup of 128 threads (its HEADS_PER_GROUP): 4
+// for a prefill chunk, where one head per workgroup, half the threads idle on
+// 128-dim heads, ran at ~1 TB/s (H100, 27B pp512: 1.59 -> 0.87 ms a pass);
+// 1 for a decode step, whose few workgroups each do one pair a thread (four
+// heads a workgroup took 1B decode from 150 to 203 us of attn_prep a token).
+// A head's threads are whole subgroups: fewer heads with 64-lane subgroups.
+constexpr uint32_t attn_prep_heads_per_group(bool decode, uint32_t subgroup_size = 32) {
+  return decode ? 1 : std::clamp(128 / std::max(subgroup_size, 1u), 1u, 4u);
+}
+constexpr uint32_t attn_prep_groups(uint32_t heads, uint32_t heads_per_group) {
+  return (heads + heads_per_group - 1) / heads_per_group;
 }
 struct AttnPrep {  // q/k norm + RoPE + KV cache write
   BOOST_HANA_DEFINE_STRUCT(AttnPrep, (uint32_t, heads), (uint32_t, kv_heads), (uint32_t, head_dim),
-                           (uint32_t, slots), (float, theta), (float, scale), (float, eps));
+                           (uint32_t, slots), (float, theta), (float, scale), (float, eps),
+                           (uint32_t, heads_per_group));
 };
 struct Attention {
   BOOST_HANA_DEFINE_STRUCT(Attention, (uint32_t, heads), (uint32_t, kv_heads),
