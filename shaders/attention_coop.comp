@@ -13,14 +13,16 @@
 //
 // Rows are (token, query head of the kv head's group) pairs, row = token * G +
 // head in group, as in attention_tiled. A workgroup holds BR rows of one kv
-// head in WARPS subgroups of TM rows each; it walks the keys its rows see, BC
-// at a time: the key and value tiles go to shared memory as fp16 once for all
-// rows, then each subgroup on its own rows (subgroup barriers only):
-//   S = Q K^T        (TM x BC: BC / TN accumulators, HD / TK steps)
+// head in row groups of TM rows, DS subgroups each; it walks the keys its rows
+// see, BC at a time: the key and value tiles go to shared memory as fp16 once
+// for all rows (loaded a tile ahead), then each row group on its own rows:
+//   S = Q K^T        (each subgroup BC / DS of the keys, HD / TK steps)
 //   online softmax   (S through shared memory: LPR lanes per row)
 //   O = O * corr     (per row: see "rows of an accumulator")
-//   O += P V         (TM x HD: HD / TN accumulators, BC / TK steps)
-// and at the end O / l through shared memory to the output rows.
+//   O += P V         (each subgroup HD / DS of the head dims, BC / TK steps)
+// and at the end O / l through shared memory to the output rows. With DS = 1
+// only subgroup barriers separate the phases, with DS = 2 workgroup barriers.
+// With PAIRS a workgroup takes two row tiles, one after the other.
 //
 // Rows of an accumulator: which rows of a cooperative matrix an invocation's
 // elements belong to is the implementation's choice, but it is the same for
@@ -35,18 +37,19 @@
 // Q is scaled before its fp16 rounding; K, V and P are rounded to fp16; S, O
 // and the softmax are fp32; l sums the rounded probabilities that P V uses.
 // Dispatch: (row tiles, cache rows in the part, 1), row tiles = ceil(n_tokens *
-// HEADS / KVH / BR), halved (rounded up) with PAIRS; WARPS * SUBGROUP_SIZE threads.
+// HEADS / KVH / BR), halved (rounded up) with PAIRS; WARPS = BR / TM * DS
+// subgroups (kernels::attention_coop_threads).
 #define STEP_BINDING 4
 #include "include/step.glsl"
 
 layout(constant_id = 0) const uint HEADS = 1;
 layout(constant_id = 1) const uint KVH = 1;
-layout(constant_id = 2) const uint HD = 64;      // multiple of TK and TN, at most 16 * TN
+layout(constant_id = 2) const uint HD = 64;      // multiple of TK and DS * TN, at most 16 * DS * TN
 layout(constant_id = 3) const uint SLOTS = 1;
 layout(constant_id = 4) const uint WINDOW = 0;   // 0: global layer
 layout(constant_id = 5) const float SCALE = 1.0; // query_pre_attn_scalar^-0.5
 layout(constant_id = 6) const uint BR = 64;      // query rows per workgroup: WARPS * TM
-layout(constant_id = 7) const uint BC = 32;      // keys per tile: a multiple of TN and TK, at most 4 * TN
+layout(constant_id = 7) const uint BC = 32;      // keys per tile: a multiple of TK and DS * TN, at most 4 * DS * TN
 layout(constant_id = 8) const uint HALF_OUT = 0; // o as the fp16 operand of the output projection
 layout(constant_id = 9) const uint TM = 16;      // cooperative matrix shape (the device's)
 layout(constant_id = 10) const uint TN = 16;

@@ -105,45 +105,34 @@ std::vector<Inst> instructions(std::span<const uint32_t> m) {
 
 const char* kFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
 
-// The build step (unicorn-spirv-coop-khr) and the header agree, and its output
-// for every engine module is well formed.
-TEST(CoopSpirv, EngineModulesAreTheRewriteOfTheirNvForm) {
-  for (const char* f : kFormats) {
-    const std::string khr = std::string("matmul_coop_") + f, nv = khr + "_nv";
-    const auto nv_words = spirv::find(nv), khr_words = spirv::find(khr);
-    ASSERT_FALSE(nv_words.empty()) << nv;
-    ASSERT_FALSE(khr_words.empty()) << khr;
-    const auto converted = sc::nv_to_khr(nv_words);
-    EXPECT_TRUE(std::equal(converted.begin(), converted.end(), khr_words.begin(), khr_words.end()))
-        << khr << " differs from the rewrite of " << nv;
-    std::map<uint32_t, uint32_t> uses;
-    EXPECT_TRUE(khr_structure(khr_words, &uses)) << khr;
-    // matmul_coop names its A, B and C shapes with their own spec constants:
-    // three NV types, one use each, rewritten in place (no clones).
-    std::multiset<uint32_t> use_counts;
-    for (const auto& [type, use] : uses) use_counts.insert(use);
-    EXPECT_EQ(use_counts, (std::multiset<uint32_t>{0, 1, 2})) << khr;
-  }
+// The build step (unicorn-spirv-coop-khr) and the header agree on engine
+// module `khr`, its output is well formed, and it has three matrix types, one
+// use each, rewritten in place (no clones).
+void expect_rewrite_of_nv_form(const std::string& khr) {
+  const std::string nv = khr + "_nv";
+  const auto nv_words = spirv::find(nv), khr_words = spirv::find(khr);
+  ASSERT_FALSE(nv_words.empty()) << nv;
+  ASSERT_FALSE(khr_words.empty()) << khr;
+  const auto converted = sc::nv_to_khr(nv_words);
+  EXPECT_TRUE(std::equal(converted.begin(), converted.end(), khr_words.begin(), khr_words.end()))
+      << khr << " differs from the rewrite of " << nv;
+  std::map<uint32_t, uint32_t> uses;
+  EXPECT_TRUE(khr_structure(khr_words, &uses)) << khr;
+  std::multiset<uint32_t> use_counts;
+  for (const auto& [type, use] : uses) use_counts.insert(use);
+  EXPECT_EQ(use_counts, (std::multiset<uint32_t>{0, 1, 2})) << khr;
 }
 
-// attention_coop: the same, for both cache formats. Its A matrices (the
-// queries, then the probabilities), B matrices (the keys, then the values)
-// and accumulators (scores, output, the row-index matrix) share three types.
+// matmul_coop names its A, B and C shapes with their own spec constants.
+TEST(CoopSpirv, EngineModulesAreTheRewriteOfTheirNvForm) {
+  for (const char* f : kFormats) expect_rewrite_of_nv_form(std::string("matmul_coop_") + f);
+}
+
+// attention_coop, for both cache formats: its A matrices (the queries, then
+// the probabilities), B matrices (the keys, then the values) and accumulators
+// (scores, output, the row-index matrix) share the three types.
 TEST(CoopSpirv, AttentionModulesAreTheRewriteOfTheirNvForm) {
-  for (const char* kv : {"f16", "f32"}) {
-    const std::string khr = std::string("attention_coop_") + kv, nv = khr + "_nv";
-    const auto nv_words = spirv::find(nv), khr_words = spirv::find(khr);
-    ASSERT_FALSE(nv_words.empty()) << nv;
-    ASSERT_FALSE(khr_words.empty()) << khr;
-    const auto converted = sc::nv_to_khr(nv_words);
-    EXPECT_TRUE(std::equal(converted.begin(), converted.end(), khr_words.begin(), khr_words.end()))
-        << khr << " differs from the rewrite of " << nv;
-    std::map<uint32_t, uint32_t> uses;
-    EXPECT_TRUE(khr_structure(khr_words, &uses)) << khr;
-    std::multiset<uint32_t> use_counts;
-    for (const auto& [type, use] : uses) use_counts.insert(use);
-    EXPECT_EQ(use_counts, (std::multiset<uint32_t>{0, 1, 2})) << khr;
-  }
+  for (const char* kv : {"f16", "f32"}) expect_rewrite_of_nv_form(std::string("attention_coop_") + kv);
 }
 
 TEST(CoopSpirv, ModulesWithoutCooperativeMatricesAreUnchanged) {

@@ -1303,7 +1303,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
           const kernels::AttentionCoop spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
                                             tile.rows, tile.keys, half_out, info.coop_m, info.coop_n,
                                             info.coop_k, info.subgroup_size,
-                                            tile.rows / info.coop_m * tile.split * info.subgroup_size, pairs,
+                                            kernels::attention_coop_threads(tile, info.coop_m, info.subgroup_size), pairs,
                                             tile.split};
           const uint32_t row_tiles = groups((n + 1) * (c.heads / c.kv_heads), tile.rows);
           for (uint32_t p = 0; p < parts; ++p)

@@ -969,7 +969,7 @@ class EngineCore::Recorder {
                                                      window, scale, coop.rows, coop.keys, half_,
                                                      info.coop_m, info.coop_n, info.coop_k,
                                                      info.subgroup_size,
-                                                     coop.rows / info.coop_m * coop.split * info.subgroup_size,
+                                                     kernels::attention_coop_threads(coop, info.coop_m, info.subgroup_size),
                                                      uint32_t(pairs), coop.split})
         : tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
                             kernels::kAttentionTiledBindings,

@@ -363,6 +363,10 @@ constexpr AttentionTile attention_coop_shape(uint32_t head_dim, uint32_t tm, uin
       }
   return best;
 }
+// Its workgroup: split subgroups per tm rows.
+constexpr uint32_t attention_coop_threads(AttentionTile t, uint32_t tm, uint32_t subgroup_size) {
+  return t.rows / tm * t.split * subgroup_size;
+}
 // A chunk runs attention_coop where it makes at least this many workgroups of
 // one row tile each, else attention_tiled (smaller tiles, more workgroups).
 // H100, pp512: the 1B (43 workgroups of 48 rows) 1.61 ms of attention per
