@@ -66,6 +66,7 @@ layout(constant_id = 14) const uint PAIRS = 0;
 // with half the products: kernels::attention_coop_shape).
 layout(constant_id = 15) const uint DS = 1;
 #include "include/operand.glsl"
+#include "include/fp16_pack.glsl"
 
 #if defined(KV_F16)
 layout(binding = 1) readonly buffer KCache { uvec4 kc[]; };  // [rows in part][SLOTS][HD / 8], 8 halves
@@ -118,10 +119,7 @@ const uint UNITS = BC * (HD / 8), LOADS = (UNITS + THREADS - 1) / THREADS;
 uvec4 to_fp16(uvec4 x) { return x; }
 #else
 #define RAW_T mat2x4  // 8 floats
-uvec4 to_fp16(mat2x4 x) {
-  const f16vec4 a = OPERAND_FP16X4(x[0]), b = OPERAND_FP16X4(x[1]);
-  return uvec4(packFloat2x16(a.xy), packFloat2x16(a.zw), packFloat2x16(b.xy), packFloat2x16(b.zw));
-}
+uvec4 to_fp16(mat2x4 x) { return pack8(x[0], x[1]); }
 #endif
 RAW_T k_raw[LOADS], v_raw[LOADS];
 
@@ -263,8 +261,7 @@ void main() {
       uvec4 v = uvec4(0);
       if (row < rows) {
         const uint i = (row / G * HEADS + kvh * G + row % G) * (HD / 4) + d8 * 2;
-        const f16vec4 qa = OPERAND_FP16X4(q[i] * SCALE), qb = OPERAND_FP16X4(q[i + 1] * SCALE);
-        v = uvec4(packFloat2x16(qa.xy), packFloat2x16(qa.zw), packFloat2x16(qb.xy), packFloat2x16(qb.zw));
+        v = pack8(q[i] * SCALE, q[i + 1] * SCALE);
       }
       sm[rq * QST + d8] = v;
     }

@@ -7,10 +7,7 @@
 // source encoding and become fp16 only when staged, so a kernel can keep a
 // step's loads in flight while it multiplies the previous step.
 
-// fp32 -> fp16, saturating: Gemma's activations can pass 65504, which would
-// otherwise become inf and then NaN in the products.
-uint pack2(vec2 v) { return packFloat2x16(f16vec2(clamp(v, vec2(-65504.0), vec2(65504.0)))); }
-uvec4 pack8(vec4 a, vec4 b) { return uvec4(pack2(a.xy), pack2(a.zw), pack2(b.xy), pack2(b.zw)); }
+#include "fp16_pack.glsl"
 
 #if WEIGHT_BLOCK > 1
 // The 16 quant bytes that hold the unit (Q4_0: both halves of its block) and

@@ -962,7 +962,7 @@ class EngineCore::Recorder {
         coop.rows ? coop
                   : kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
                                                    info.max_shared_memory, rows);
-    const bool tiled = chunk && tile.rows;
+    const bool tiled = chunk && tile.rows;  // attention_coop or attention_tiled: tiles of query rows
     const auto& k =
         coop.rows ? c_.kernel(kernels::variant("attention_coop", kc.format), kernels::kAttentionCoopBindings,
                               kernels::AttentionCoop{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
