@@ -3,6 +3,14 @@
 # unicorn_add_generator(<target> HEADER <header> TYPE <deployment type>)
 #   Builds the generator (examples/generate) for one deployment type.
 #
+# unicorn_add_server(<target> HEADER <header> TYPE <deployment type>)
+# unicorn_add_server(<target> CONFIG <config.json> QUANT <scheme> STREAMS <n>
+#                    [CONTEXT <tokens>] [KV F16|F32] [PREFILL_CHUNK <tokens>])
+#   Builds the OpenAI-compatible server (examples/server) for a deployment type,
+#   or for a config.json as unicorn_add_engine does. STREAMS is its slots
+#   (requests decoded together) and CONTEXT each slot's tokens: both compiled
+#   in, and the server's flags may lower them, never raise them.
+#
 # unicorn_add_engine(<target> CONFIG <config.json> QUANT <scheme>
 #                    [CONTEXT <tokens>] [KV F16|F32] [PREFILL_CHUNK <tokens>])
 #   Turns a Hugging Face config.json of any Gemma 3-architecture checkpoint
@@ -14,21 +22,46 @@
 #   transformers' (layer_types, rope_parameters per layer type); multimodal
 #   configs are read from their text_config.
 
-# The generator's source: in the source tree, or beside this file once installed.
-if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/generate/main.cpp)
-  set(UNICORN_GENERATOR_SOURCE ${CMAKE_CURRENT_LIST_DIR}/../examples/generate/main.cpp)
-else()
-  set(UNICORN_GENERATOR_SOURCE ${CMAKE_CURRENT_LIST_DIR}/generate/main.cpp)
-endif()
-set(UNICORN_GENERATOR_SOURCE ${UNICORN_GENERATOR_SOURCE} CACHE INTERNAL "")
+# The generator's and the server's sources: in the source tree, or beside
+# this file once installed.
+foreach(tool generate server)
+  string(TOUPPER ${tool} TOOL)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/${tool}/main.cpp)
+    set(source ${CMAKE_CURRENT_LIST_DIR}/../examples/${tool}/main.cpp)
+  else()
+    set(source ${CMAKE_CURRENT_LIST_DIR}/${tool}/main.cpp)
+  endif()
+  set(UNICORN_${TOOL}_SOURCE ${source} CACHE INTERNAL "")
+endforeach()
+
+# A binary of `source` for one deployment type.
+function(_unicorn_add_binary target source header type)
+  add_executable(${target} ${source})
+  target_link_libraries(${target} PRIVATE unicorn::unicorn CLI11::CLI11)
+  target_compile_definitions(${target} PRIVATE
+    UNICORN_DEPLOYMENT_HEADER="${header}" UNICORN_DEPLOYMENT=${type}
+    UNICORN_BINARY_NAME="${target}")
+endfunction()
 
 function(unicorn_add_generator target)
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
-  add_executable(${target} ${UNICORN_GENERATOR_SOURCE})
-  target_link_libraries(${target} PRIVATE unicorn::unicorn CLI11::CLI11)
-  target_compile_definitions(${target} PRIVATE
-    UNICORN_DEPLOYMENT_HEADER="${G_HEADER}" UNICORN_DEPLOYMENT=${G_TYPE}
-    UNICORN_BINARY_NAME="${target}")
+  _unicorn_add_binary(${target} ${UNICORN_GENERATE_SOURCE} "${G_HEADER}" ${G_TYPE})
+endfunction()
+
+function(unicorn_add_server target)
+  cmake_parse_arguments(S "" "HEADER;TYPE;CONFIG;QUANT;STREAMS;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
+  if(S_CONFIG)
+    if(NOT S_STREAMS)
+      message(FATAL_ERROR "unicorn_add_server(${target}): STREAMS (the slots served at once) is required with CONFIG")
+    endif()
+    _unicorn_deployment_header(${target} header type CONFIG ${S_CONFIG} QUANT ${S_QUANT} CONTEXT "${S_CONTEXT}"
+                               KV "${S_KV}" PREFILL_CHUNK "${S_PREFILL_CHUNK}" STREAMS ${S_STREAMS})
+    set(S_HEADER ${header})
+    set(S_TYPE ${type})
+  elseif(NOT S_HEADER OR NOT S_TYPE)
+    message(FATAL_ERROR "unicorn_add_server(${target}): give HEADER and TYPE, or CONFIG, QUANT and STREAMS")
+  endif()
+  _unicorn_add_binary(${target} ${UNICORN_SERVER_SOURCE} "${S_HEADER}" ${S_TYPE})
 endfunction()
 
 # Reads key `path...` of JSON `json` into `out`, or `default` when absent/null.
@@ -42,6 +75,15 @@ endfunction()
 
 function(unicorn_add_engine target)
   cmake_parse_arguments(E "" "CONFIG;QUANT;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
+  _unicorn_deployment_header(${target} header type CONFIG "${E_CONFIG}" QUANT "${E_QUANT}" CONTEXT "${E_CONTEXT}"
+                             KV "${E_KV}" PREFILL_CHUNK "${E_PREFILL_CHUNK}" STREAMS 1)
+  unicorn_add_generator(${target} HEADER ${header} TYPE ${type})
+endfunction()
+
+# Writes the deployment header for a config.json (see unicorn_add_engine) and
+# sets <header_var> to its path and <type_var> to its deployment type.
+function(_unicorn_deployment_header target header_var type_var)
+  cmake_parse_arguments(E "" "CONFIG;QUANT;CONTEXT;KV;PREFILL_CHUNK;STREAMS" "" ${ARGN})
   if(NOT E_CONFIG OR NOT E_QUANT)
     message(FATAL_ERROR "unicorn_add_engine(${target}): CONFIG and QUANT are required")
   endif()
@@ -146,9 +188,10 @@ inline constexpr ModelDims k_${type}_model{
     .rms_eps = float(${eps}), .max_context = ${max_ctx}};
 struct ${type} {
   static constexpr DeploymentConfig kConfig =
-      make_deployment(k_${type}_model, ${scheme}, ${E_CONTEXT}, ${E_PREFILL_CHUNK});
+      make_deployment(k_${type}_model, ${scheme}, ${E_CONTEXT}, ${E_PREFILL_CHUNK}).with_streams(${E_STREAMS});
 };
 }  // namespace unicorn::engines
 ")
-  unicorn_add_generator(${target} HEADER ${header} TYPE unicorn::engines::${type})
+  set(${header_var} ${header} PARENT_SCOPE)
+  set(${type_var} unicorn::engines::${type} PARENT_SCOPE)
 endfunction()

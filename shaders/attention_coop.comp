@@ -123,14 +123,14 @@ uvec4 to_fp16(mat2x4 x) { return pack8(x[0], x[1]); }
 #endif
 RAW_T k_raw[LOADS], v_raw[LOADS];
 
-// Units tid + u * THREADS of the key and value tiles [j0, j0 + BC); zero past
-// `hi` (a probability of 0 times stale memory must not be NaN).
-void load_tiles(uint tid, uint j0, uint hi) {
+// Units tid + u * THREADS of the key and value tiles [j0, j0 + BC); zero
+// outside [lo, hi] (a probability of 0 times stale memory must not be NaN).
+void load_tiles(uint tid, uint j0, uint lo, uint hi) {
   [[unroll]] for (uint u = 0; u < LOADS; ++u) {
     const uint e = tid + u * THREADS, j = j0 + e / (HD / 8), d8 = e % (HD / 8);
     k_raw[u] = RAW_T(0);
     v_raw[u] = RAW_T(0);
-    if (e < UNITS && j <= hi) {
+    if (e < UNITS && j >= lo && j <= hi) {
       const uint row = cache_row + j % SLOTS;
 #if defined(KV_F16)
       k_raw[u] = kc[row * (HD / 8) + d8];
@@ -243,10 +243,14 @@ void main() {
 
   for (uint pass = 0; pass < passes; ++pass) {
     const uint row0 = (pass == 0 ? first : tiles - 1 - first) * BR;
-    // Keys any row of the tile sees: from the first row's window to the last row.
+    // Keys any row of the tile sees: from the first row's window to the last
+    // row, walked in tiles at multiples of BC, so a row's result does not
+    // depend on where its chunk began (as in attention_tiled: a prompt
+    // prefilled after a cached prefix gives the bits of a whole prefill).
     uint lo, hi, unused;
     row_range(row0, rows, lo, unused);
     row_range(min(row0 + BR, rows) - 1, rows, unused, hi);
+    const uint first_key = lo <= hi ? lo - lo % BC : lo;  // an empty tile stays empty
     // The row group's rows, and the keys they see (a tile outside is skipped).
     const uint group_row0 = row0 + group * TM;
     uint group_lo, group_hi;
@@ -270,12 +274,12 @@ void main() {
     float m = -1.0 / 0.0, l = 0.0;  // the row's running max; this lane's share of its sum
 
     FOR16(O_DECLARE)
-    load_tiles(tid, lo, hi);
-    for (uint j0 = lo; j0 <= hi; j0 += BC) {
+    load_tiles(tid, first_key, lo, hi);
+    for (uint j0 = first_key; j0 <= hi; j0 += BC) {
       barrier();  // every subgroup is done with the previous tiles
       store_tiles(tid);
       barrier();
-      if (j0 + BC <= hi) load_tiles(tid, j0 + BC, hi);  // in flight during this tile's products
+      if (j0 + BC <= hi) load_tiles(tid, j0 + BC, lo, hi);  // in flight during this tile's products
       // Whether any row of the row group sees the tile (uniform in the row
       // group; with DS = 2 its subgroups still meet the barriers).
       const bool work = group_live && j0 <= group_hi && j0 + BC > group_lo;

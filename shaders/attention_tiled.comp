@@ -84,12 +84,12 @@ shared float corr[BR];          // the rows' rescaling of this tile
 const uint LOADS = (BC * DQ + THREADS - 1) / THREADS;
 uint cache_row;  // the kv head's first cache row
 
-// Element e of the tile of keys (or values) [j0, j0 + BC): zero past `hi`
-// (a probability of 0 times a stale value must not be NaN).
-TILE_T cache_element(bool values, uint e, uint j0, uint hi) {
+// Element e of the tile of keys (or values) [j0, j0 + BC): zero outside
+// [lo, hi] (a probability of 0 times a stale value must not be NaN).
+TILE_T cache_element(bool values, uint e, uint j0, uint lo, uint hi) {
   const uint c = e / DQ, d4 = e % DQ, j = j0 + c;
   TILE_T x = TILE_T(0);
-  if (e < BC * DQ && j <= hi) {
+  if (e < BC * DQ && j >= lo && j <= hi) {
     const uint i = (cache_row + j % SLOTS) * DQ + d4;
     x = values ? vc[i] : kc[i];
   }
@@ -113,10 +113,15 @@ void main() {
   if (cache_head / KVH != step_rows[0].stream) return;  // another stream's cache
   const uint kvh = cache_head % KVH;
   cache_row = kvh_local * SLOTS;
-  // Keys any row of the tile sees: from the first row's window to the last row.
+  // Keys any row of the tile sees: from the first row's window to the last
+  // row, walked in tiles at multiples of BC. Key tiles at fixed positions make
+  // a row's result independent of where its chunk began, so a prompt prefilled
+  // after a cached prefix gives the bits a whole prefill gives (the server's
+  // prompt cache); tiles a row does not see change nothing (p = 0, rescale 1).
   uint lo, hi, unused;
   row_range(row0, rows, lo, unused);
   row_range(min(row0 + BR, rows) - 1, rows, unused, hi);
+  const uint first_key = lo <= hi ? lo - lo % BC : lo;  // an empty tile stays empty
 
   for (uint e = tid; e < BR * DQ; e += THREADS) {
     const uint r = e / DQ, d4 = e % DQ, row = row0 + r;
@@ -135,14 +140,14 @@ void main() {
   for (uint k = 0; k < O_ROWS; ++k) acc[k] = vec4(0.0);
 
   TILE_T staged[LOADS];
-  for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(false, tid + k * THREADS, lo, hi);
-  for (uint j0 = lo; j0 <= hi; j0 += BC) {
+  for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(false, tid + k * THREADS, first_key, lo, hi);
+  for (uint j0 = first_key; j0 <= hi; j0 += BC) {
     for (uint k = 0; k < LOADS; ++k) {
       const uint e = tid + k * THREADS;
       if (e < BC * DQ) kvs[e / DQ * STRIDE + e % DQ] = staged[k];
     }
     barrier();
-    for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(true, tid + k * THREADS, j0, hi);
+    for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(true, tid + k * THREADS, j0, lo, hi);
 
     // Scores of key j0 + s_col, -inf where the row does not see it.
     float s[S_ROWS];
@@ -167,7 +172,7 @@ void main() {
     barrier();
 
     if (j0 + BC <= hi)  // the next key tile
-      for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(false, tid + k * THREADS, j0 + BC, hi);
+      for (uint k = 0; k < LOADS; ++k) staged[k] = cache_element(false, tid + k * THREADS, j0 + BC, lo, hi);
     float m_new = m;
     for (uint k = 0; k < TPR; ++k) m_new = max(m_new, part[m_row * TPR + k]);
     // A row that has seen no key yet keeps m = -inf, l = 0 and a zero output.

@@ -3,9 +3,10 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 // logits_max — the first step of choosing a token, spread over many
-// workgroups: apply the repetition penalty to the history tokens in this
-// workgroup's slice of the row (CTRL/llama.cpp: positive logits divided,
-// negative multiplied), then write the slice's largest logit and its lowest
+// workgroups: apply the penalties to the history tokens in this workgroup's
+// slice of the row (repetition as CTRL/llama.cpp: positive logits divided,
+// negative multiplied; then OpenAI's frequency penalty per occurrence and
+// presence penalty once), then write the slice's largest logit and its lowest
 // index. shaders/sample.comp finishes from these partial results, so greedy
 // decoding never has one workgroup scan a 262144-entry row.
 // Dispatch: (PARTS, logit rows, 1); rows past logit_count exit.
@@ -30,12 +31,15 @@ void main() {
   if (row >= logit_count) return;
   const uint base = row * V, lo = part * SLICE, hi = min(V, lo + SLICE);
   const float repeat_penalty = sampling[row].repeat_penalty;
-  if (repeat_penalty != 1.0) {
+  const float presence = sampling[row].presence_penalty, frequency = sampling[row].frequency_penalty;
+  if (repeat_penalty != 1.0 || presence != 0.0 || frequency != 0.0) {
     for (uint h = tid; h < sampling[row].history_len; h += 256) {
       const uint id = sampling[row].history[h];
       if (id >= lo && id < hi) {
-        const float l = logits[base + id];
-        logits[base + id] = l > 0.0 ? l / repeat_penalty : l * repeat_penalty;
+        float l = logits[base + id];
+        if (repeat_penalty != 1.0) l = l > 0.0 ? l / repeat_penalty : l * repeat_penalty;
+        l -= frequency * float(sampling[row].history_count[h]) + presence;
+        logits[base + id] = l;
       }
     }
     memoryBarrierBuffer();

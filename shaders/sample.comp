@@ -155,7 +155,7 @@ void main() {
   }
   barrier();
   const float total_kept = uintBitsToFloat(red_u[0]);
-  const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].stream)));
+  const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].key)));
   const float u = float(draw >> 8) * (1.0 / 16777216.0) * total_kept;
   const float start = red_f[tid];
   if (u >= start && u < start + mine) {

@@ -5,16 +5,20 @@
 
 namespace unicorn {
 
-// Defaults are greedy decoding. Applied in Hugging Face's order: repetition
-// penalty, temperature, top-k, top-p, min-p, then a seeded draw.
+// Defaults are greedy decoding. Applied in Hugging Face's order: penalties
+// (repetition, then OpenAI's frequency and presence), temperature, top-k,
+// top-p, min-p, then a seeded draw. The penalties look at the last
+// repeat_last_n tokens of the stream, prompt included (as llama.cpp's do).
 struct SamplingParams {
   float temperature = 0.0f;     // 0: greedy
   uint32_t top_k = 0;           // 0: off
   float top_p = 1.0f;           // 1: off
   float min_p = 0.0f;           // 0: off; keep tokens with p >= min_p * p(most likely)
-  float repeat_penalty = 1.0f;  // 1: off; applies to the last repeat_last_n tokens
+  float repeat_penalty = 1.0f;  // 1: off; divides positive logits, multiplies negative ones
   uint32_t repeat_last_n = 64;
-  uint32_t seed = 0;            // same seed, same prompt, same device: same tokens
+  uint32_t seed = 0;            // same seed, same prompt, same device: same tokens, on any stream
+  float presence_penalty = 0.0f;   // 0: off; subtracted once from each token in the window
+  float frequency_penalty = 0.0f;  // 0: off; subtracted per occurrence in the window
 };
 
 }  // namespace unicorn

@@ -10,9 +10,12 @@ struct SamplerRow {
   float min_p;          // 0: off
   float repeat_penalty; // 1: off
   uint seed;
-  uint counter;         // advances every step of the row's stream
+  uint counter;         // advances with every token the row's stream chooses
   uint history_len;
-  uint stream;          // which random stream the draw takes (the row's stream)
-  uint history[MAX_PENALTY_HISTORY];  // distinct recent token ids the penalty applies to
+  uint key;             // which random stream the draw takes (the engine writes 0)
+  float presence_penalty;   // 0: off
+  float frequency_penalty;  // 0: off
+  uint history[MAX_PENALTY_HISTORY];        // distinct recent token ids the penalties apply to
+  uint history_count[MAX_PENALTY_HISTORY];  // how often each occurs in the window
 };
 layout(binding = SAMPLER_BINDING) readonly buffer Params { SamplerRow sampling[]; };

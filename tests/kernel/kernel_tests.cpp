@@ -1666,15 +1666,16 @@ INSTANTIATE_TEST_SUITE_P(Kernel, Geglu, ::testing::Values(192u, 100u, 98u),  // 
 // The sampler's parameters and penalty history, as the engine writes them, for
 // `rows` logit rows: the same state in each, row r drawing as stream r.
 HostBuffer sampler_buffer(detail::SamplerState st, std::span<const uint32_t> history = {},
-                          uint32_t rows = 1) {
+                          uint32_t rows = 1, std::span<const uint32_t> counts = {}) {
   st.history_len = uint32_t(history.size());
   HostBuffer b(detail::kSamplerRowBytes * rows);
   std::vector<std::byte> bytes(detail::kSamplerRowBytes * rows);
   for (uint32_t r = 0; r < rows; ++r) {
-    st.stream = r;
+    st.key = r;
     std::byte* p = bytes.data() + r * detail::kSamplerRowBytes;
     std::memcpy(p, &st, sizeof st);
-    std::memcpy(p + sizeof st, history.data(), history.size_bytes());
+    if (!history.empty()) std::memcpy(p + sizeof st, history.data(), history.size_bytes());
+    if (!counts.empty()) std::memcpy(p + sizeof st + 4 * detail::kMaxPenaltyHistory, counts.data(), counts.size_bytes());
   }
   b.fill<std::byte>(bytes);
   return b;
@@ -1873,6 +1874,37 @@ TEST(Sample, RepetitionPenalty) {
   neg[9] = -1.f, neg[11] = -1.5f;
   const uint32_t hist3[] = {9};
   EXPECT_EQ(draw(neg, 1, st, hist3)[0], 11u) << "-1 * 2 = -2 < -1.5";
+}
+
+// OpenAI's penalties (the server's presence_penalty and frequency_penalty):
+// each history token's logit loses frequency x its count, plus presence once,
+// after the repetition penalty; other logits are untouched.
+TEST(Sample, PresenceAndFrequencyPenalties) {
+  const uint32_t V = 3000;
+  std::vector<float> row(V, -50.f);
+  row[5] = 10.f, row[7] = 9.f, row[9] = 8.f, row[11] = -2.f;
+  const uint32_t hist[] = {5, 7, 11}, counts[] = {3, 1, 2};
+  auto st = greedy_state();
+  st.presence_penalty = 0.5f;
+  st.frequency_penalty = 1.0f;
+  st.repeat_penalty = 2.0f;
+  HostBuffer l(V * 4), out(4);
+  l.fill<float>(row);
+  logits_max_then_sample(l, out, sampler_buffer(st, hist, 1, counts), V, kernels::kLogitParts, 1, 1);
+  const auto got = l.as<float>();
+  EXPECT_EQ(got[5], 10.f / 2 - 3 - 0.5f);   // 1.5
+  EXPECT_EQ(got[7], 9.f / 2 - 1 - 0.5f);    // 3.0
+  EXPECT_EQ(got[11], -2.f * 2 - 2 - 0.5f);  // -6.5
+  EXPECT_EQ(got[9], 8.f) << "not in the history";
+  EXPECT_EQ(out.as<uint32_t>()[0], 9u) << "8 now leads";
+  // Negative penalties favour the history, as OpenAI's do.
+  st.repeat_penalty = 1.f;
+  st.presence_penalty = -3.f;
+  st.frequency_penalty = 0.f;
+  l.fill<float>(row);
+  logits_max_then_sample(l, out, sampler_buffer(st, hist, 1, counts), V, kernels::kLogitParts, 1, 1);
+  EXPECT_EQ(l.as<float>()[7], 12.f);
+  EXPECT_EQ(out.as<uint32_t>()[0], 5u) << "13 leads";
 }
 
 // logits_max applies the penalty in place, each slice its own history tokens:

@@ -297,6 +297,30 @@ TEST_F(Model, SplitProjectionsQ4_0) {
   expect_matches_golden<D>(tiny_gguf("Q4_0"), "q4_0", 1e-3);
 }
 
+// The server's prompt cache (server/scheduler.hpp) prefills a prompt after
+// the prefix a slot already holds, so its chunks start elsewhere than a whole
+// prefill's. Attention walks keys in tiles at fixed positions, so every row's
+// logits must come out bit for bit those of the whole prefill: a cached prefix
+// cannot change a seeded request's text. Prefixes cut inside and across the
+// 32-token chunks and the 16-position window (F16 cache, as the server's).
+TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
+  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context());
+  engine.load(tiny_gguf("Q8_0"));
+  const auto& prompt = golden().prompt;
+  const uint32_t V = kGemma3Tiny.vocab;
+  const auto whole = engine.forward_logits(prompt);
+  for (size_t cut : {1, 5, 17, 31, 32, 40, 70}) {
+    engine.reset();
+    engine.core().feed(0, std::span(prompt).first(cut));
+    const auto rest = engine.forward_logits(std::span(prompt).subspan(cut));
+    size_t differing = 0;
+    for (size_t row = cut; row < prompt.size(); ++row)
+      differing += std::memcmp(whole.data() + row * V, rest.data() + (row - cut) * V, V * 4) != 0;
+    EXPECT_EQ(differing, 0u) << "after a prefix of " << cut << " tokens, " << differing << " of "
+                             << prompt.size() - cut << " rows' logits differ from the whole prefill's";
+  }
+}
+
 // --- several streams: batched decode against one stream alone ---
 TEST_F(Model, BatchedDecodeQ4_0) { expect_batched_decode_matches_single_stream<Format::Q4_0>(tiny_gguf("Q4_0")); }
 TEST_F(Model, BatchedDecodeQ8_0) { expect_batched_decode_matches_single_stream<Format::Q8_0>(tiny_gguf("Q8_0")); }

@@ -11,8 +11,8 @@
 //   batch:   with DeploymentConfig::streams > 1, one token of each of up to
 //            `streams` streams: the same matrix-vector kernels, each weight block
 //            read once for all the step's tokens, and one logit row per stream.
-// Every stream has its own KV cache rows (layout.hpp), position, penalty
-// history and random stream. Before each submission the host writes a
+// Every stream has its own KV cache rows (layout.hpp), the tokens they hold
+// (its position is their count), its sampling parameters and its draw counter. Before each submission the host writes a
 // StepHeader and one StepRow per token (id, position, stream) into a small
 // host-visible buffer; nothing is re-recorded. The calls without a stream
 // argument work on stream 0.
@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <deque>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -82,7 +81,7 @@ struct StepRow {
 };
 
 // Mirrors SamplerRow in shaders/include/sampler.glsl: one per logit row, each
-// followed by its history (kMaxPenaltyHistory ids).
+// followed by its history (kMaxPenaltyHistory distinct ids, then as many counts).
 struct SamplerState {
   float temperature;
   uint32_t top_k;
@@ -92,10 +91,12 @@ struct SamplerState {
   uint32_t seed;
   uint32_t counter;
   uint32_t history_len;
-  uint32_t stream;
+  uint32_t key;  // which random stream the draw takes (the engine writes 0: see write_sampler)
+  float presence_penalty;
+  float frequency_penalty;
 };
 inline constexpr uint32_t kMaxPenaltyHistory = 1024;
-inline constexpr uint64_t kSamplerRowBytes = sizeof(SamplerState) + 4ull * kMaxPenaltyHistory;
+inline constexpr uint64_t kSamplerRowBytes = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
 
 // What convert() reads: float source values, or (GgmlBlocks) ggml blocks of
 // the target format itself, which only move into the device layout.
@@ -162,26 +163,62 @@ class EngineCore {
     return &batch_pass(n) == &*batch_ && batch_->splitk ? "matmul_coop_splitk: fp16 cooperative matrices, split K"
                                                         : "matvec: every token row per workgroup";
   }
-  uint32_t position(uint32_t stream = 0) const { return stream_state(stream).pos; }
+  uint32_t position(uint32_t stream = 0) const { return uint32_t(stream_state(stream).tokens.size()); }
+  // The tokens a stream's KV cache holds, position by position.
+  std::span<const int32_t> tokens(uint32_t stream = 0) const { return stream_state(stream).tokens; }
   // Forget every stream's sequence: the next tokens start at position 0, and
-  // each sampler's random stream and penalty history start over.
+  // each sampler's draws and penalty history start over.
   void reset() {
-    for (StreamState& s : streams_) s = StreamState{};
+    for (uint32_t s = 0; s < cfg_.streams; ++s) reset(s);
   }
-  // Forget one stream's sequence; the others keep theirs.
-  void reset(uint32_t stream) { stream_state(stream) = StreamState{}; }
+  // Forget one stream's sequence; the others keep theirs. Its sampling
+  // parameters stay.
+  void reset(uint32_t stream) {
+    StreamState& s = stream_state(stream);
+    s.tokens.clear();
+    s.counter = 0;
+  }
+
+  // Whether a stream can go back to position `pos`, keeping the tokens before
+  // it: local layers keep a ring of the last window + prefill_chunk positions
+  // (layout.hpp), so a stream that went more than prefill_chunk + 1 positions
+  // past `pos` has overwritten keys that a token at `pos` attends to.
+  bool can_rewind(uint32_t stream, uint32_t pos) const {
+    const uint32_t end = position(stream);
+    const uint32_t ring = layout_.local_kv_slots;
+    return pos == 0 ||
+           (pos <= end && (ring >= cfg_.max_context || end <= ring || end - pos <= cfg_.prefill_chunk + 1));
+  }
+  // Goes back to position `pos`: the stream keeps its first `pos` tokens (and
+  // their KV cache) and the next token fed lands at `pos`. A prompt that
+  // shares a prefix with what the stream holds then prefills only the rest.
+  void rewind(uint32_t stream, uint32_t pos) {
+    if (!can_rewind(stream, pos))
+      throw Error("rewind: stream " + std::to_string(stream) + " cannot go back from position " +
+                  std::to_string(position(stream)) + " to " + std::to_string(pos) +
+                  " (its sliding-window layers no longer hold the keys before it)");
+    stream_state(stream).tokens.resize(pos);
+  }
 
   // How prefill() and decode() choose tokens from now on (default: greedy), for
-  // every stream; each stream keeps its own step counter and penalty history.
+  // every stream; each stream keeps its own draw counter and penalty history.
   void set_sampling(const SamplingParams& p) {
-    if (!(p.temperature >= 0) || !(p.top_p > 0 && p.top_p <= 1) || !(p.min_p >= 0 && p.min_p <= 1) ||
-        !(p.repeat_penalty > 0) || p.repeat_last_n > kMaxPenaltyHistory)
-      throw Error("sampling: temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0 "
-                  "and repeat-last-n <= " + std::to_string(kMaxPenaltyHistory) + " are required");
-    sampling_ = p;
-    for (StreamState& s : streams_) s.counter = 0;
+    for (uint32_t s = 0; s < cfg_.streams; ++s) set_sampling(s, p);
   }
-  const SamplingParams& sampling() const { return sampling_; }
+  // The same for one stream; its draws start over (the counter goes back to 0),
+  // so a seed gives the same tokens from here whichever stream runs them.
+  void set_sampling(uint32_t stream, const SamplingParams& p) {
+    if (!(p.temperature >= 0) || !(p.top_p > 0 && p.top_p <= 1) || !(p.min_p >= 0 && p.min_p <= 1) ||
+        !(p.repeat_penalty > 0) || p.repeat_last_n > kMaxPenaltyHistory || !std::isfinite(p.presence_penalty) ||
+        !std::isfinite(p.frequency_penalty))
+      throw Error("sampling: temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0, "
+                  "finite presence and frequency penalties and repeat-last-n <= " +
+                  std::to_string(kMaxPenaltyHistory) + " are required");
+    StreamState& s = stream_state(stream);
+    s.sampling = p;
+    s.counter = 0;
+  }
+  const SamplingParams& sampling(uint32_t stream = 0) const { return stream_state(stream).sampling; }
 
   // Which recorded pass teacher forcing goes through.
   enum class Pass { Prefill, Decode };
@@ -223,12 +260,21 @@ class EngineCore {
   int32_t prefill(uint32_t stream, std::span<const int32_t> tokens) {
     check_tokens(stream, tokens);
     if (tokens.empty()) throw Error("prefill: the prompt is empty");
+    const size_t last = (tokens.size() - 1) / cfg_.prefill_chunk * cfg_.prefill_chunk;
+    feed(stream, tokens.first(last));
+    const uint32_t n = uint32_t(tokens.size() - last);
+    run_chunk(*prefill_, stream, tokens.subspan(last), n - 1, 1);
+    return chosen_token(0);
+  }
+  // Runs tokens (in chunks) from the stream's position into its KV cache and
+  // chooses no token: the part of a prompt before its last chunk, which a
+  // scheduler feeds between other streams' decode steps.
+  void feed(uint32_t stream, std::span<const int32_t> tokens) {
+    check_tokens(stream, tokens);
     for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
       const uint32_t n = uint32_t(std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done));
-      const bool last = done + n == tokens.size();
-      run_chunk(*prefill_, stream, tokens.subspan(done, n), last ? n - 1 : 0, last ? 1 : 0);
+      run_chunk(*prefill_, stream, tokens.subspan(done, n), 0, 0);
     }
-    return chosen_token(0);
   }
 
   // One decode step of stream 0: feeds `token`, returns the next token.
@@ -475,22 +521,21 @@ class EngineCore {
                   std::to_string(info.min_storage_buffer_offset_alignment) + " bytes");
   }
 
-  // While it lives, the passes leave raw logits: the sampler's penalty (which
-  // edits logits in place) is off. Teacher forcing holds one.
+  // While it lives, the passes leave raw logits: every row samples greedily
+  // with no penalty (which edits logits in place). Teacher forcing holds one.
   struct RawLogits {
     EngineCore& core;
-    SamplingParams saved;
-    explicit RawLogits(EngineCore& c) : core(c), saved(c.sampling_) { c.sampling_ = SamplingParams{}; }
-    ~RawLogits() { core.sampling_ = saved; }
+    explicit RawLogits(EngineCore& c) : core(c) { c.raw_logits_ = true; }
+    ~RawLogits() { core.raw_logits_ = false; }
     RawLogits(const RawLogits&) = delete;
     RawLogits& operator=(const RawLogits&) = delete;
   };
 
   // What each stream carries between steps.
   struct StreamState {
-    uint32_t pos = 0;            // its next token's position
-    std::deque<int32_t> recent;  // the penalty history: its last repeat_last_n tokens
-    uint32_t counter = 0;        // its sampler steps: the draw's counter
+    std::vector<int32_t> tokens;  // what its KV cache holds; its next position is their count
+    SamplingParams sampling;      // how its tokens are chosen
+    uint32_t counter = 0;         // tokens chosen since set_sampling: the draw's counter
   };
   StreamState& stream_state(uint32_t stream) {
     check_stream(stream);
@@ -512,7 +557,7 @@ class EngineCore {
       if (t < 0 || uint32_t(t) >= cfg_.model.vocab)
         throw Error("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                     std::to_string(cfg_.model.vocab) + ")");
-    const uint32_t pos = stream_state(stream).pos;
+    const uint32_t pos = position(stream);
     if (uint64_t(pos) + tokens.size() > context_limit_)
       throw Error("context full: " + std::to_string(tokens.size()) + " tokens at position " +
                   std::to_string(pos) + (cfg_.streams > 1 ? " of stream " + std::to_string(stream) : "") +
@@ -537,7 +582,7 @@ class EngineCore {
   // A prefill chunk: one stream's tokens at consecutive positions.
   void write_step(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin,
                   uint32_t logit_count) {
-    const uint32_t pos = streams_[stream].pos;
+    const uint32_t pos = uint32_t(streams_[stream].tokens.size());
     std::vector<StepRow> rows(tokens.size());
     for (size_t t = 0; t < tokens.size(); ++t) rows[t] = {uint32_t(tokens[t]), pos + uint32_t(t), stream};
     write_step(rows, logit_begin, logit_count);
@@ -546,7 +591,7 @@ class EngineCore {
   void write_step(std::span<const StreamToken> batch, uint32_t logit_begin, uint32_t logit_count) {
     std::vector<StepRow> rows(batch.size());
     for (size_t t = 0; t < batch.size(); ++t)
-      rows[t] = {uint32_t(batch[t].token), streams_[batch[t].stream].pos, batch[t].stream};
+      rows[t] = {uint32_t(batch[t].token), uint32_t(streams_[batch[t].stream].tokens.size()), batch[t].stream};
     write_step(rows, logit_begin, logit_count);
   }
   void write_step(std::span<const StepRow> rows, uint32_t logit_begin, uint32_t logit_count) {
@@ -556,54 +601,75 @@ class EngineCore {
     std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
   }
 
+  // A chunk of one stream's tokens; the rows from logit_begin (logit_count
+  // of them) get logits, and a token is chosen for each.
   void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens,
                  uint32_t logit_begin, uint32_t logit_count) {
     write_step(stream, tokens, logit_begin, logit_count);
     StreamState& s = streams_[stream];
-    remember(s, tokens);
+    s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
     // The sampler kernels run on every logit row of the chunk (teacher forcing
     // asks for all of them), so every row gets the stream's state: a row left
     // unwritten would sample with whatever the buffer held (a penalty history
     // billions of entries long).
-    write_sampler(0, stream);
+    if (logit_count) write_sampler(0, stream);
     for (uint32_t row = 1; row < logit_count; ++row)
       std::memcpy(host_[2].mapped + row * kSamplerRowBytes, host_[2].mapped, kSamplerRowBytes);
-    stream_.submit_and_wait(*graph.commands);
-    s.pos += uint32_t(tokens.size());
+    submit(graph, s.tokens.size() - tokens.size(), stream);
   }
 
   // A decode pass over a written step: logit row i samples for batch[i].
   void run(const Graph& graph, std::span<const StreamToken> batch) {
     for (size_t i = 0; i < batch.size(); ++i) {
-      const int32_t one[] = {batch[i].token};
-      remember(streams_[batch[i].stream], one);
+      streams_[batch[i].stream].tokens.push_back(batch[i].token);
       write_sampler(uint32_t(i), batch[i].stream);
     }
-    stream_.submit_and_wait(*graph.commands);
-    for (const StreamToken& t : batch) streams_[t.stream].pos += 1;
+    try {
+      stream_.submit_and_wait(*graph.commands);
+    } catch (...) {
+      for (const StreamToken& t : batch) streams_[t.stream].tokens.pop_back();
+      throw;
+    }
+  }
+  // Submits a prefill chunk; a failure leaves the stream where it was.
+  void submit(const Graph& graph, size_t stream_tokens_before, uint32_t stream) {
+    try {
+      stream_.submit_and_wait(*graph.commands);
+    } catch (...) {
+      streams_[stream].tokens.resize(stream_tokens_before);
+      throw;
+    }
   }
 
-  // The penalty history: the last repeat_last_n tokens fed to the model.
-  void remember(StreamState& s, std::span<const int32_t> tokens) {
-    for (int32_t t : tokens) s.recent.push_back(t);
-    while (s.recent.size() > sampling_.repeat_last_n) s.recent.pop_front();
-  }
-
-  // Logit row `row` samples for `stream`: its history, its counter, its random stream.
+  // Logit row `row` samples for `stream`: its parameters, its counter, and its
+  // penalty history (the distinct ids among its last repeat_last_n tokens,
+  // each with its count). Every stream draws with key 0, so a seed gives the
+  // same tokens whichever stream, and whichever row of a step, runs it.
   void write_sampler(uint32_t row, uint32_t stream) {
     StreamState& st = streams_[stream];
-    std::vector<uint32_t> history;
-    if (sampling_.repeat_penalty != 1.0f)
-      for (int32_t t : st.recent)  // distinct ids: the penalty applies once per token
-        if (std::find(history.begin(), history.end(), uint32_t(t)) == history.end())
-          history.push_back(uint32_t(t));
-    const SamplerState s{sampling_.temperature,    sampling_.top_k, sampling_.top_p,
-                         sampling_.min_p,          sampling_.repeat_penalty,
-                         sampling_.seed,           st.counter++,    uint32_t(history.size()),
-                         stream};
-    std::byte* p = host_[2].mapped + row * kSamplerRowBytes;
-    std::memcpy(p, &s, sizeof s);
-    std::memcpy(p + sizeof s, history.data(), history.size() * 4);
+    const SamplingParams p = raw_logits_ ? SamplingParams{} : st.sampling;
+    std::vector<uint32_t> history, counts;
+    if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+      const size_t n = std::min<size_t>(p.repeat_last_n, st.tokens.size());
+      for (size_t i = st.tokens.size() - n; i < st.tokens.size(); ++i) {
+        const uint32_t t = uint32_t(st.tokens[i]);
+        const auto at = std::find(history.begin(), history.end(), t);
+        if (at == history.end()) {
+          history.push_back(t);
+          counts.push_back(1);
+        } else {
+          counts[size_t(at - history.begin())] += 1;
+        }
+      }
+    }
+    const SamplerState s{p.temperature,      p.top_k,    p.top_p, p.min_p, p.repeat_penalty,
+                         p.seed,             st.counter++, uint32_t(history.size()), 0,
+                         p.presence_penalty, p.frequency_penalty};
+    std::byte* out = host_[2].mapped + row * kSamplerRowBytes;
+    std::memcpy(out, &s, sizeof s);
+    if (history.empty()) return;
+    std::memcpy(out + sizeof s, history.data(), history.size() * 4);
+    std::memcpy(out + sizeof s + 4ull * kMaxPenaltyHistory, counts.data(), counts.size() * 4);
   }
 
   // The first n rows of logits of the last pass, into out [n, vocab].
@@ -717,7 +783,7 @@ class EngineCore {
     static uint32_t env_or(const char* name, uint32_t fallback) { return env(name).value_or(fallback); }
   } tuning_;
   uint32_t context_limit_ = cfg_.max_context;
-  SamplingParams sampling_;
+  bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   std::vector<StreamState> streams_ = std::vector<StreamState>(cfg_.streams);
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "unicorn/engine/core.hpp"
+#include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::text {
@@ -44,31 +45,10 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
   int32_t next = engine.prefill(prompt);
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  StreamDecoder stream(tok, /*skip_special=*/true);
-  std::string held;  // decoded text not yet shown (a possible stop-string prefix)
-  auto emit = [&](std::string text, bool final) {
-    held += text;
-    for (const auto& s : opt.stop)
-      if (const size_t at = held.find(s); !s.empty() && at != std::string::npos) {
-        held.resize(at);
-        on_text(held);
-        r.text += held;
-        held.clear();
-        return true;  // stop string seen
-      }
-    size_t keep = 0;  // longest tail of `held` that starts some stop string
-    if (!final)
-      for (const auto& s : opt.stop)
-        for (size_t n = std::min(s.size() - 1, held.size()); n > keep; --n)
-          if (held.compare(held.size() - n, n, s, 0, n) == 0) {
-            keep = n;
-            break;
-          }
-    const std::string out = held.substr(0, held.size() - keep);
-    on_text(out);
-    r.text += out;
-    held.erase(0, held.size() - keep);
-    return false;
+  TextStream stream(tok, opt.stop);
+  auto emit = [&](const std::string& text) {
+    on_text(text);
+    r.text += text;
   };
 
   t0 = Clock::now();
@@ -78,13 +58,14 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
     if (next == tok.end_of_turn_id()) { r.stopped_by = "end_of_turn"; break; }
     if (cancel && cancel->load()) { r.stopped_by = "cancelled"; break; }
     ++r.generated;
-    if (emit(stream.feed(next), false)) { r.stopped_by = "stop string"; break; }
+    emit(stream.push(next));
+    if (stream.stopped()) { r.stopped_by = "stop string"; break; }
     if (r.generated == opt.max_tokens) break;
     if (engine.position() >= engine.context_limit()) { r.stopped_by = "context full"; break; }
     next = engine.decode(next);
   }
   r.pending = next;
-  if (r.stopped_by != "stop string") emit(stream.flush(), true);
+  emit(stream.finish());
   r.decode_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }

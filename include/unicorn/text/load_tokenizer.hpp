@@ -40,4 +40,13 @@ inline Tokenizer load_tokenizer(const std::filesystem::path& path) {
   return Tokenizer::from_tokenizer_json(path);
 }
 
+// The tokenizer that travels with a model: inside a GGUF file, or
+// tokenizer.json in a Hugging Face directory; `override_path` (a tokenizer.json
+// or a GGUF) replaces it when given.
+inline Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesystem::path& override_path = {}) {
+  if (!override_path.empty()) return load_tokenizer(override_path);
+  if (std::filesystem::is_directory(model)) return load_tokenizer(model / "tokenizer.json");
+  return load_tokenizer(model);
+}
+
 }  // namespace unicorn::text

@@ -1,0 +1,110 @@
+// The OpenAI-compatible server: one binary per deployment (unicorn_add_server).
+// UNICORN_DEPLOYMENT_HEADER / UNICORN_DEPLOYMENT name the compiled engine; its
+// streams are the server's slots and its context each slot's.
+//
+//   unicorn-server                                         # the built-in demo model on 127.0.0.1:8080
+//   unicorn-gemma3-27b-server -m gemma-3-27b-it-q4_0.gguf --port 8000 --api-key $KEY
+//   curl http://127.0.0.1:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
+//
+// Exit codes: 0 after SIGINT/SIGTERM once running requests ended; 1 a run-time
+// error (bad file, device, port in use, a failed engine); 2 bad command line.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include UNICORN_DEPLOYMENT_HEADER
+#include "unicorn/server/http.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
+
+namespace {
+
+using Engine = unicorn::Engine<UNICORN_DEPLOYMENT>;
+constexpr uint32_t kSlots = Engine::kStreams, kContext = Engine::kConfig.max_context;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{std::string(UNICORN_BINARY_NAME) + ": an OpenAI-compatible server for " +
+               std::string(Engine::kConfig.model.name) + " (" + std::to_string(kSlots) + " slots of " +
+               std::to_string(kContext) + " tokens, compiled in)"};
+  std::string model, tokenizer;
+  unicorn::server::ServerOptions opt;
+  uint32_t slots = kSlots, context = kContext;
+  unsigned timeout = 60, grace = 30;
+  bool quiet = false;
+  app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
+  app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", opt.port, "port to listen on (0: any free port, printed)")->capture_default_str();
+  app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' (not on /health and /metrics)");
+  app.add_option("--parallel", slots, "(also -np) slots: requests decoded together (at most the compiled " +
+                                              std::to_string(kSlots) + ")")->capture_default_str();
+  app.add_option("-c,--ctx-size", context, "tokens per slot, prompt and answer (at most the compiled " +
+                                               std::to_string(kContext) + ")")->capture_default_str();
+  app.add_option("--queue", opt.queue_limit, "requests that may wait for a slot; more get 503")->capture_default_str();
+  app.add_option("--alias", opt.model_id, "the model's name in /v1/models and requests (default: the file's name)");
+  app.add_option("--max-body", opt.max_body_bytes, "largest request body in bytes (413 past it)")->capture_default_str();
+  app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
+  app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
+  app.add_flag("--quiet", quiet, "no line per request on stderr");
+  // llama-server's spelling -np (CLI11 takes one-letter short names only).
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (auto& a : args)
+    if (a == "-np") a = "--parallel";
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
+  try {
+    app.parse(args);
+    // Slots and context are compiled in; flags may lower them, never raise them.
+    if (slots == 0 || slots > kSlots)
+      throw CLI::ValidationError("--parallel", std::to_string(slots) + ": this server is compiled for " +
+                                                   std::to_string(kSlots) + " slots (STREAMS of unicorn_add_server); "
+                                                   "a flag may lower that, never raise it");
+    if (context < 2 || context > kContext)
+      throw CLI::ValidationError("--ctx-size", std::to_string(context) + ": this server is compiled for " +
+                                                   std::to_string(kContext) + " tokens per slot (CONTEXT of "
+                                                   "unicorn_add_server); a flag may lower that, never raise it");
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "%s: %s (see --help)\n", UNICORN_BINARY_NAME, e.what());
+    return 2;
+  }
+  opt.slots = slots;
+  opt.context = context;
+  opt.idle_timeout = std::chrono::seconds(timeout);
+  opt.shutdown_grace = std::chrono::seconds(grace);
+  opt.log_requests = !quiet;
+
+  try {
+    if (model.empty()) {
+#ifdef UNICORN_DEFAULT_MODEL
+      model = UNICORN_DEFAULT_MODEL;
+      if (tokenizer.empty()) tokenizer = UNICORN_DEFAULT_TOKENIZER;
+      std::fprintf(stderr, "%s: no --model given: serving the built-in demo model (Gemma 3 architecture, "
+                           "random weights, real Gemma 3 tokenizer); its text is noise by design.\n",
+                   UNICORN_BINARY_NAME);
+#else
+      throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory)");
+#endif
+    }
+    if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
+
+    unicorn::server::Server server(opt);
+    std::fprintf(stderr, "%s: listening on http://%s:%u; loading %s\n", UNICORN_BINARY_NAME, opt.host.c_str(),
+                 server.port(), model.c_str());
+    std::optional<Engine> engine;
+    std::optional<unicorn::text::Tokenizer> tok;
+    return server.run([&] {
+      engine.emplace();
+      const auto report = engine->load(model);
+      tok.emplace(unicorn::text::tokenizer_for(model, tokenizer));
+      std::fprintf(stderr, "%s: loaded %s (%s, %.1f MiB) on %s\n", UNICORN_BINARY_NAME, model.c_str(),
+                   report.format.c_str(), report.bytes / 1048576.0, engine->context().info().name.c_str());
+      return unicorn::server::Model{engine->core(), *tok};
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", UNICORN_BINARY_NAME, e.what());
+    return 1;
+  }
+}

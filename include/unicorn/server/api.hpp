@@ -1,0 +1,411 @@
+// unicorn/server/api.hpp — the OpenAI API's requests and responses as the
+// server speaks them: a request body in, a checked CompletionRequest out (or an
+// ApiError with the status and the OpenAI error object), and the JSON of every
+// response and stream chunk. Pure functions over nlohmann::json, with no
+// sockets and no engine, so the fuzz target and the unit tests call them as
+// the HTTP layer (server/http.hpp) does.
+//
+// A field this server does not implement is refused with a 400 that names it,
+// never silently ignored: a client that asks for n = 2, logprobs or tools
+// learns at once that it will not get them.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "unicorn/sampling.hpp"
+#include "unicorn/text/chat_template.hpp"
+
+namespace unicorn::server {
+
+using Json = nlohmann::json;
+
+// An error a client caused (4xx) or met (5xx), in OpenAI's shape:
+// {"error": {"message", "type", "param", "code"}}.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending field, or empty
+  std::string code;   // a machine-readable reason, or empty
+
+  Json body() const {
+    return {{"error",
+             {{"message", message},
+              {"type", type},
+              {"param", param.empty() ? Json(nullptr) : Json(param)},
+              {"code", code.empty() ? Json(nullptr) : Json(code)}}}};
+  }
+};
+
+inline ApiError bad_request(std::string message, std::string param = "", std::string code = "") {
+  return {400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
+}
+
+// What a chat or text completion asks for, checked.
+struct CompletionRequest {
+  enum class Kind { Chat, Text };
+  Kind kind = Kind::Chat;
+  std::string model;                       // empty: the client named none
+  std::vector<text::ChatMessage> messages;  // Kind::Chat
+  std::optional<std::string> prompt_text;   // Kind::Text: a string ...
+  std::vector<int32_t> prompt_ids;          // ... or token ids
+  std::optional<uint32_t> max_tokens;       // none: until the context is full (chat)
+  SamplingParams sampling;                  // seed filled in by the server when not given
+  bool seeded = false;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool cache_prompt = true;    // llama-server's: reuse a slot's KV cache for a shared prefix
+};
+
+namespace parse {
+
+inline std::string type_name(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "an integer";
+    case Json::value_t::number_float: return "a number";
+    default: return "an unexpected value";
+  }
+}
+
+// A value for an error message: scalars as JSON, strings cut short, arrays
+// and objects by their type (a hostile body may nest them a million deep).
+inline std::string brief(const Json& v) {
+  if (v.is_array() || v.is_object()) return type_name(v);
+  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return s.size() > 64 ? s.substr(0, 61) + "..." : s;
+}
+
+inline ApiError wrong_type(const std::string& field, const Json& v, std::string_view want) {
+  return bad_request("'" + field + "' must be " + std::string(want) + ", not " + type_name(v), field,
+                     "invalid_type");
+}
+
+// A number field within [lo, hi] (closed unless open_lo).
+inline double number_in(const Json& v, const std::string& field, double lo, double hi, bool open_lo = false) {
+  if (!v.is_number()) throw wrong_type(field, v, "a number");
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || (open_lo ? x <= lo : x < lo) || x > hi) {
+    std::string range = (open_lo ? "(" : "[") + Json(lo).dump() + ", " + Json(hi).dump() + "]";
+    throw bad_request("'" + field + "' must be in " + range + ", not " + brief(v), field, "invalid_value");
+  }
+  return x;
+}
+
+inline int64_t integer_in(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer() && !v.is_number_unsigned()) {
+    // 16.0 is an integer in JSON's eyes too: JavaScript clients send it so.
+    if (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>() &&
+        std::abs(v.get<double>()) < 9.0e15)
+      return integer_in(Json(int64_t(v.get<double>())), field, lo, hi);
+    throw wrong_type(field, v, "an integer");
+  }
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw bad_request("'" + field + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], not " + brief(v), field, "invalid_value");
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi)
+    throw bad_request("'" + field + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], not " + std::to_string(x), field, "invalid_value");
+  return x;
+}
+
+inline bool boolean(const Json& v, const std::string& field) {
+  if (!v.is_boolean()) throw wrong_type(field, v, "a boolean");
+  return v.get<bool>();
+}
+
+// A message's content: a string, or an array of text parts (OpenAI's
+// [{"type": "text", "text": ...}]), joined.
+inline std::string content_text(const Json& v, const std::string& field) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) throw wrong_type(field, v, "a string or an array of text parts");
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string part = field + "[" + std::to_string(i) + "]";
+    const Json& p = v[i];
+    if (!p.is_object()) throw wrong_type(part, p, "an object");
+    for (const auto& [k, _] : p.items())
+      if (k != "type" && k != "text")
+        throw bad_request("'" + part + "." + k + "' is not supported: content parts are {type: \"text\", text}",
+                          part + "." + k, "unsupported_parameter");
+    if (!p.contains("type") || p["type"] != "text")
+      throw bad_request("'" + part + ".type' must be \"text\": this server runs Gemma 3's text model only",
+                        part + ".type", "unsupported_content");
+    if (!p.contains("text") || !p["text"].is_string()) throw wrong_type(part + ".text", p.value("text", Json()), "a string");
+    out += p["text"].get<std::string>();
+  }
+  return out;
+}
+
+inline std::vector<text::ChatMessage> messages(const Json& v) {
+  if (!v.is_array()) throw wrong_type("messages", v, "an array of messages");
+  if (v.empty()) throw bad_request("'messages' must hold at least one message", "messages", "invalid_value");
+  std::vector<text::ChatMessage> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    const Json& m = v[i];
+    if (!m.is_object()) throw wrong_type(at, m, "an object");
+    for (const auto& [k, _] : m.items())
+      if (k != "role" && k != "content")
+        throw bad_request("'" + at + "." + k + "' is not supported by this server (messages take role and content)",
+                          at + "." + k, "unsupported_parameter");
+    if (!m.contains("role") || !m["role"].is_string()) throw wrong_type(at + ".role", m.value("role", Json()), "a string");
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system role
+    if (role != "system" && role != "user" && role != "assistant")
+      throw bad_request("'" + at + ".role' must be system, developer, user or assistant, not '" + role + "'",
+                        at + ".role", "invalid_value");
+    if (!m.contains("content")) throw bad_request("'" + at + ".content' is required", at + ".content", "missing_field");
+    out.push_back({role, content_text(m["content"], at + ".content")});
+  }
+  return out;
+}
+
+inline std::vector<std::string> stop_strings(const Json& v) {
+  constexpr size_t kMaxStops = 16, kMaxStopBytes = 256;
+  std::vector<std::string> out;
+  if (v.is_string()) {
+    out.push_back(v.get<std::string>());
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string()) throw wrong_type("stop[" + std::to_string(i) + "]", v[i], "a string");
+      out.push_back(v[i].get<std::string>());
+    }
+  } else {
+    throw wrong_type("stop", v, "a string or an array of strings");
+  }
+  if (out.size() > kMaxStops)
+    throw bad_request("'stop' holds " + std::to_string(out.size()) + " strings; at most " +
+                          std::to_string(kMaxStops), "stop", "invalid_value");
+  for (const auto& s : out)
+    if (s.size() > kMaxStopBytes)
+      throw bad_request("a stop string is " + std::to_string(s.size()) + " bytes; at most " +
+                            std::to_string(kMaxStopBytes), "stop", "invalid_value");
+  return out;
+}
+
+// The prompt of a text completion: a string, token ids, or a one-element
+// array of either (the API's batch form, which asks for one completion per
+// element: only one is served).
+inline void text_prompt(const Json& v, CompletionRequest& r) {
+  const auto ids = [&](const Json& a, const std::string& field) {
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < a.size(); ++i)
+      out.push_back(int32_t(integer_in(a[i], field + "[" + std::to_string(i) + "]", 0,
+                                       std::numeric_limits<int32_t>::max())));
+    return out;
+  };
+  if (v.is_string()) {
+    r.prompt_text = v.get<std::string>();
+  } else if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array())) {
+    if (v[0].is_string()) r.prompt_text = v[0].get<std::string>();
+    else r.prompt_ids = ids(v[0], "prompt[0]");
+  } else if (v.is_array() && !v.empty() && (v[0].is_string() || v[0].is_array())) {
+    throw bad_request("'prompt' holds " + std::to_string(v.size()) + " prompts; this server completes one "
+                      "per request", "prompt", "unsupported_value");
+  } else if (v.is_array()) {
+    r.prompt_ids = ids(v, "prompt");
+  } else {
+    throw wrong_type("prompt", v, "a string or an array of token ids");
+  }
+  if ((r.prompt_text && r.prompt_text->empty()) || (!r.prompt_text && r.prompt_ids.empty()))
+    throw bad_request("'prompt' is empty", "prompt", "invalid_value");
+}
+
+}  // namespace parse
+
+// Parses and checks a /v1/chat/completions or /v1/completions body. Throws
+// ApiError (400) naming the first field that is wrong or not supported.
+inline CompletionRequest parse_completion_request(std::string_view body, CompletionRequest::Kind kind) {
+  using namespace parse;
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {  // a parse error, or a number past double's range
+    throw bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
+  }
+  if (!j.is_object()) throw bad_request("the body must be a JSON object, not " + type_name(j), "", "invalid_json");
+  const bool chat = kind == CompletionRequest::Kind::Chat;
+  CompletionRequest r;
+  r.kind = kind;
+  r.sampling.temperature = 1.0f;  // OpenAI's defaults: temperature 1, top_p 1
+  r.sampling.repeat_last_n = 64;
+  if (!chat) r.max_tokens = 16;  // the legacy completions API's default
+  // Fields of OpenAI's API that change nothing here when they hold their
+  // default, and are refused otherwise.
+  const auto only_default = [](const Json& v, const std::string& field, const Json& allowed) {
+    if (!v.is_null() && v != allowed)
+      throw bad_request("'" + field + "' = " + brief(v) + " is not supported by this server (only " +
+                            allowed.dump() + ")", field, "unsupported_value");
+  };
+  bool has_stream_options = false;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "model") {
+      if (!v.is_string()) throw wrong_type(key, v, "a string");
+      r.model = v.get<std::string>();
+    } else if (chat && key == "messages") {
+      r.messages = messages(v);
+    } else if (!chat && key == "prompt") {
+      text_prompt(v, r);
+    } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
+      if (!v.is_null()) r.max_tokens = uint32_t(integer_in(v, key, 1, std::numeric_limits<int32_t>::max()));
+      else if (chat) r.max_tokens.reset();
+    } else if (key == "temperature") {
+      if (!v.is_null()) r.sampling.temperature = float(number_in(v, key, 0, 2));
+    } else if (key == "top_p") {
+      if (!v.is_null()) r.sampling.top_p = float(number_in(v, key, 0, 1, /*open_lo=*/true));
+    } else if (key == "top_k") {
+      if (!v.is_null()) r.sampling.top_k = uint32_t(integer_in(v, key, 0, 1 << 20));
+    } else if (key == "min_p") {
+      if (!v.is_null()) r.sampling.min_p = float(number_in(v, key, 0, 1));
+    } else if (key == "presence_penalty") {
+      if (!v.is_null()) r.sampling.presence_penalty = float(number_in(v, key, -2, 2));
+    } else if (key == "frequency_penalty") {
+      if (!v.is_null()) r.sampling.frequency_penalty = float(number_in(v, key, -2, 2));
+    } else if (key == "repeat_penalty") {
+      if (!v.is_null()) r.sampling.repeat_penalty = float(number_in(v, key, 0, 10, /*open_lo=*/true));
+    } else if (key == "repeat_last_n") {
+      if (!v.is_null()) r.sampling.repeat_last_n = uint32_t(integer_in(v, key, 0, 1024));
+    } else if (key == "seed") {
+      if (!v.is_null()) {
+        // OpenAI's seed is any 64-bit integer; the sampler's is 32 bits: fold.
+        const int64_t s = integer_in(v, key, std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max());
+        r.sampling.seed = uint32_t(uint64_t(s) ^ (uint64_t(s) >> 32));
+        r.seeded = true;
+      }
+    } else if (key == "stop") {
+      if (!v.is_null()) r.stop = stop_strings(v);
+    } else if (key == "stream") {
+      if (!v.is_null()) r.stream = boolean(v, key);
+    } else if (key == "stream_options") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) throw wrong_type(key, v, "an object");
+      for (const auto& [k, o] : v.items()) {
+        if (k != "include_usage")
+          throw bad_request("'stream_options." + k + "' is not supported by this server", "stream_options." + k,
+                            "unsupported_parameter");
+        r.include_usage = boolean(o, "stream_options.include_usage");
+      }
+      has_stream_options = true;
+    } else if (key == "cache_prompt") {
+      if (!v.is_null()) r.cache_prompt = boolean(v, key);
+    } else if (key == "n") {
+      only_default(v, key, 1);
+    } else if (key == "logprobs") {
+      only_default(v, key, chat ? Json(false) : Json(0));
+    } else if (key == "top_logprobs" || key == "suffix" || key == "logit_bias" || key == "response_format" ||
+               key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
+      only_default(v, key, Json(nullptr));
+    } else if (!chat && key == "echo") {
+      only_default(v, key, false);
+    } else if (!chat && key == "best_of") {
+      only_default(v, key, 1);
+    } else if (key == "user") {
+      // An end-user id for the provider's abuse monitoring: it changes no output.
+      if (!v.is_null() && !v.is_string()) throw wrong_type(key, v, "a string");
+    } else {
+      throw bad_request("'" + key + "' is not supported by this server", key, "unsupported_parameter");
+    }
+  }
+  if (chat && r.messages.empty()) throw bad_request("'messages' is required", "messages", "missing_field");
+  if (!chat && !r.prompt_text && r.prompt_ids.empty()) throw bad_request("'prompt' is required", "prompt", "missing_field");
+  if (has_stream_options && !r.stream)
+    throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
+  if (chat) {
+    try {  // roles alternate, as Gemma 3's template requires: refuse now, not in the scheduler
+      (void)text::render_chat(r.messages, true);
+    } catch (const Error& e) {
+      throw bad_request(std::string(e.what()).substr(std::string("render_chat: ").size()), "messages",
+                        "invalid_value");
+    }
+  }
+  return r;
+}
+
+// --- responses ---
+
+enum class FinishReason { Stop, Length };
+inline const char* finish_name(FinishReason f) { return f == FinishReason::Stop ? "stop" : "length"; }
+
+struct Usage {
+  uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  Json json() const {
+    return {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  }
+};
+
+// The fields every response and chunk of one completion shares.
+struct ResponseHead {
+  CompletionRequest::Kind kind;
+  std::string id;     // chatcmpl-... / cmpl-...
+  int64_t created;    // Unix seconds
+  std::string model;  // the served model's id
+  std::string fingerprint;
+
+  Json base(bool chunk) const {
+    const bool chat = kind == CompletionRequest::Kind::Chat;
+    return {{"id", id},
+            {"object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"system_fingerprint", fingerprint}};
+  }
+
+  // A whole (unstreamed) completion.
+  Json response(const std::string& text, FinishReason finish, const Usage& usage) const {
+    Json j = base(false);
+    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_name(finish)}};
+    if (kind == CompletionRequest::Kind::Chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+    else choice["text"] = text;
+    j["choices"] = Json::array({choice});
+    j["usage"] = usage.json();
+    return j;
+  }
+
+  // One stream chunk: new text (the first chat chunk also names the role), or
+  // the finish reason with empty content. With include_usage every chunk
+  // carries "usage": null and a last chunk carries the usage and no choices.
+  Json chunk(const std::string& text, std::optional<FinishReason> finish, bool first, bool include_usage) const {
+    Json j = base(true);
+    Json choice = {{"index", 0}, {"logprobs", nullptr},
+                   {"finish_reason", finish ? Json(finish_name(*finish)) : Json(nullptr)}};
+    if (kind == CompletionRequest::Kind::Chat) {
+      Json delta = Json::object();
+      if (first) delta["role"] = "assistant";
+      if (!finish) delta["content"] = text;
+      choice["delta"] = delta;
+    } else {
+      choice["text"] = text;
+    }
+    j["choices"] = Json::array({choice});
+    if (include_usage) j["usage"] = nullptr;
+    return j;
+  }
+  Json usage_chunk(const Usage& usage) const {
+    Json j = base(true);
+    j["choices"] = Json::array();
+    j["usage"] = usage.json();
+    return j;
+  }
+};
+
+}  // namespace unicorn::server

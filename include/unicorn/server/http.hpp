@@ -1,0 +1,648 @@
+// unicorn/server/http.hpp — the HTTP front end: Boost.Beast over Asio C++20
+// coroutines, one I/O thread for every connection, the scheduler's thread for
+// the GPU. serve() listens first (GET /health answers 503 while the model
+// loads), then runs the scheduler until SIGINT/SIGTERM.
+//
+// Routes, as the OpenAI API and llama-server define them:
+//   POST /v1/chat/completions, /v1/completions   (stream or not; SSE chunks)
+//   GET  /v1/models, /v1/models/{id}
+//   GET  /health, /metrics                        (no API key needed)
+//   POST /tokenize, /detokenize
+// Every error is an OpenAI error object with a 4xx (the client's fault) or 5xx
+// (ours) status. A client that goes away, mid-stream or while waiting, frees
+// its slot at the scheduler's next step: each completion watches its socket.
+#pragma once
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "unicorn/server/api.hpp"
+#include "unicorn/server/metrics.hpp"
+#include "unicorn/server/scheduler.hpp"
+#include "unicorn/text/chat_template.hpp"
+
+namespace unicorn::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+// What the tools fill in from their flags.
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless --host says otherwise
+  uint16_t port = 8080;
+  std::string api_key;                      // empty: no check; else "Authorization: Bearer <key>"
+  uint32_t slots = 0;                       // 0: every compiled stream
+  uint32_t queue_limit = 64;                // requests waiting for a slot, then 503
+  uint32_t context = 0;                     // tokens per slot; 0: the compiled context
+  size_t max_body_bytes = size_t(8) << 20;  // a larger request body gets a 413
+  uint32_t max_connections = 512;           // open connections; more are answered 503 and closed
+  std::chrono::seconds idle_timeout{60};    // a connection that sends nothing for this long is closed
+  std::chrono::seconds shutdown_grace{30};  // after SIGINT/SIGTERM, running completions get this long
+  bool log_requests = true;                 // one line per request on stderr
+  std::string model_id;                     // the name /v1/models lists and requests may give
+};
+
+// What serve() runs on, made by the loader it is given.
+struct Model {
+  detail::EngineCore& engine;
+  const text::Tokenizer& tokenizer;
+};
+
+namespace detail_http {
+
+inline std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+inline std::string random_hex(std::mt19937_64& rng, int digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < digits; ++i) s += kHex[rng() % 16];
+  return s;
+}
+
+// Equal strings in time that does not depend on where they differ.
+inline bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0;
+}
+
+}  // namespace detail_http
+
+// The server: its state, shared by the I/O thread's sessions and the
+// scheduler's thread.
+class Server {
+ public:
+  explicit Server(ServerOptions opt) : opt_(std::move(opt)), acceptor_(ioc_), signals_(ioc_, SIGINT, SIGTERM) {
+    boost::system::error_code ec;
+    tcp::resolver resolver(ioc_);
+    const auto found = resolver.resolve(opt_.host, std::to_string(opt_.port), tcp::resolver::passive, ec);
+    if (ec || found.empty())
+      throw Error("server: cannot resolve host '" + opt_.host + "': " + (ec ? ec.message() : "no address"));
+    const tcp::endpoint at = found.begin()->endpoint();
+    acceptor_.open(at.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(at, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) throw Error("server: cannot listen on " + opt_.host + ":" + std::to_string(opt_.port) + ": " + ec.message());
+    port_ = acceptor_.local_endpoint().port();
+  }
+
+  uint16_t port() const { return port_; }
+  Metrics& metrics() { return metrics_; }
+
+  // Serves until SIGINT/SIGTERM (or a failed engine): listens now, calls
+  // `load` (requests meanwhile get 503), then runs the scheduler on this
+  // thread. Returns the process's exit status: 0 after a clean shutdown, 1
+  // when loading or the engine failed.
+  int run(const std::function<Model()>& load) {
+    net::co_spawn(ioc_, accept_loop(), net::detached);
+    watch_signals();
+    std::thread io([&] { ioc_.run(); });
+    int status = 0;
+    try {
+      const Model model = load();
+      model_.emplace(model);
+      context_ = opt_.context ? opt_.context : model.engine.config().max_context;
+      model.engine.set_context_limit(context_);
+      const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
+      scheduler_.emplace(model.engine, model.tokenizer, SchedulerOptions{slots, opt_.queue_limit}, metrics_);
+      metrics_.ready(true);
+      ready_ = true;
+      std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens)\n", opt_.model_id.c_str(),
+                   opt_.host.c_str(), port_, slots, context_);
+      if (!stopping_) scheduler_->run();
+      if (scheduler_->failed()) status = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "server: %s\n", e.what());
+      status = 1;
+    }
+    net::post(ioc_, [this] { begin_shutdown(true); });
+    // Sessions finish writing what the scheduler ended (a few ms), then stop.
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (in_flight_ > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ioc_.stop();
+    io.join();
+    return status;
+  }
+
+ private:
+  using Stream = beast::tcp_stream;
+  using Request = http::request<http::string_body>;
+  struct Reply {
+    http::status status;
+    std::string body;
+    std::string content_type = "application/json";
+    std::vector<std::pair<http::field, std::string>> headers;
+  };
+
+  static Reply json_reply(int status, const Json& j) {
+    return {http::status(status), detail_http::dump(j) + "\n"};
+  }
+  static Reply error_reply(const ApiError& e) {
+    Reply r = json_reply(e.status, e.body());
+    if (e.status == 503) r.headers.push_back({http::field::retry_after, "1"});
+    return r;
+  }
+
+  // --- connections ---
+
+  net::awaitable<void> accept_loop() {
+    while (acceptor_.is_open()) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor_.async_accept(net::redirect_error(net::use_awaitable, ec));
+      if (ec) {
+        if (!acceptor_.is_open()) break;
+        continue;  // a connection that failed before we saw it (or out of descriptors): keep serving
+      }
+      if (connections_ >= opt_.max_connections) {
+        net::co_spawn(ioc_, refuse(std::move(socket)), net::detached);
+        continue;
+      }
+      net::co_spawn(ioc_, session(std::move(socket)), net::detached);
+    }
+  }
+
+  net::awaitable<void> refuse(tcp::socket socket) {
+    Stream stream(std::move(socket));
+    stream.expires_after(std::chrono::seconds(5));
+    co_await send(stream, error_reply({503, "too many open connections; retry later", "unavailable_error", "",
+                                       "too_many_connections"}), false);
+  }
+
+  net::awaitable<void> session(tcp::socket socket) {
+    connections_++;
+    try {
+      co_await serve_connection(std::move(socket));
+    } catch (const std::exception& e) {  // a bug of ours: close this connection, keep serving
+      std::fprintf(stderr, "server: connection closed on an unexpected error: %s\n", e.what());
+    }
+    connections_--;
+  }
+
+  net::awaitable<void> serve_connection(tcp::socket socket) {
+    Stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    bool keep_alive = true;
+    while (keep_alive && !stopping_) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(opt_.max_body_bytes);
+      parser.header_limit(32 * 1024);
+      boost::system::error_code ec;
+      stream.expires_after(opt_.idle_timeout);
+      co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+      if (!ec && !parser.chunked() && parser.get().count(http::field::transfer_encoding)) {
+        // RFC 9112 6.1: a body whose length cannot be known; answer and close.
+        co_await send(stream, *read_error(http::error::bad_transfer_encoding), false);
+        break;
+      }
+      if (!ec && parser.get()[http::field::expect] == "100-continue") {
+        // curl waits for this before it sends a body over 1 KiB.
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        co_await net::async_write(stream, net::buffer(kContinue.data(), kContinue.size()),
+                                  net::redirect_error(net::use_awaitable, ec));
+      }
+      if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+      if (ec) {
+        if (auto reply = read_error(ec)) co_await send(stream, *reply, false);
+        break;
+      }
+      Request req = parser.release();
+      keep_alive = req.keep_alive();
+      const auto started = Clock::now();
+      in_flight_++;
+      const int status = co_await handle(stream, req, keep_alive);
+      in_flight_--;
+      if (opt_.log_requests)
+        std::fprintf(stderr, "%s %s %d %.1f ms\n", std::string(req.method_string()).c_str(),
+                     std::string(req.target()).c_str(), status,
+                     std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // The answer to a request that could not be read: 413 past the body limit,
+  // 431 past the header limit, 400 for anything else malformed; none when the
+  // client closed or went quiet.
+  std::optional<Reply> read_error(const boost::system::error_code& ec) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted || ec == net::error::broken_pipe)
+      return std::nullopt;
+    const auto record = [&](int status, ApiError e) {
+      metrics_.request("malformed", status);
+      return error_reply(e);
+    };
+    if (ec == http::error::body_limit)
+      return record(413, {413, "the request body is over " + std::to_string(opt_.max_body_bytes) + " bytes", "invalid_request_error", "",
+                          "body_too_large"});
+    if (ec == http::error::header_limit)
+      return record(431, {431, "the request's headers are over 32 KiB", "invalid_request_error", "", "headers_too_large"});
+    return record(400, bad_request("malformed HTTP request: " + ec.message(), "", "malformed_request"));
+  }
+
+  net::awaitable<void> send(Stream& stream, const Reply& r, bool keep_alive, unsigned version = 11) {
+    http::response<http::string_body> res{r.status, version};
+    res.set(http::field::server, "unicorn");
+    res.set(http::field::content_type, r.content_type);
+    for (const auto& [f, v] : r.headers) res.set(f, v);
+    res.keep_alive(keep_alive);
+    res.body() = r.body;
+    res.prepare_payload();
+    boost::system::error_code ec;
+    stream.expires_after(std::chrono::seconds(30));
+    co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+  }
+
+  // --- routing ---
+
+  // Answers one request; returns its status (499: the client went away first).
+  net::awaitable<int> handle(Stream& stream, Request& req, bool& keep_alive) {
+    Routed r = route(req);
+    if (r.reply) {
+      metrics_.request(r.endpoint, int(r.reply->status));
+      co_await send(stream, *r.reply, keep_alive, req.version());
+      co_return int(r.reply->status);
+    }
+    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(r.job), r.endpoint);
+  }
+
+  // Where a request goes: an answer made at once, or a completion to run.
+  struct Routed {
+    std::string endpoint;  // the metrics' name for the route
+    std::optional<Reply> reply;
+    std::optional<CompletionRequest> request;
+    std::shared_ptr<Job> job;
+  };
+  Routed route(const Request& req) {
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    const auto method = req.method();
+    const auto answer = [](std::string endpoint, Reply r) { return Routed{std::move(endpoint), std::move(r), {}, {}}; };
+    const auto wrong_method = [&](const std::string& allowed, std::string endpoint) {
+      Reply r = error_reply({405, std::string(req.method_string()) + " " + path + " is not allowed; use " + allowed,
+                             "invalid_request_error", "", "method_not_allowed"});
+      r.headers.push_back({http::field::allow, allowed});
+      return answer(std::move(endpoint), std::move(r));
+    };
+
+    if (path == "/health") {
+      if (method != http::verb::get) return wrong_method("GET", "health");
+      return answer("health", ready_ ? json_reply(200, {{"status", "ok"}}) : loading());
+    }
+    if (path == "/metrics") {
+      if (method != http::verb::get) return wrong_method("GET", "metrics");
+      return answer("metrics", {http::status::ok, metrics_.text(), "text/plain; version=0.0.4; charset=utf-8"});
+    }
+    const bool chat = path == "/v1/chat/completions" || path == "/chat/completions";
+    const bool text = path == "/v1/completions" || path == "/completions";
+    const bool models_path = path == "/v1/models" || path.starts_with("/v1/models/");
+    if (!chat && !text && !models_path && path != "/tokenize" && path != "/detokenize")
+      return answer("other", error_reply({404, "no route " + path, "not_found_error", "", "not_found"}));
+    const std::string endpoint = chat ? "chat_completions" : text ? "completions" : models_path ? "models"
+                                                                                               : path.substr(1);
+    if (!opt_.api_key.empty()) {
+      const std::string auth(req[http::field::authorization]);
+      if (!auth.starts_with("Bearer ") || !detail_http::same_secret(auth.substr(7), opt_.api_key))
+        return answer("auth", error_reply({401, "invalid API key: send 'Authorization: Bearer <key>'",
+                                           "authentication_error", "", "invalid_api_key"}));
+    }
+    if (models_path) return method != http::verb::get ? wrong_method("GET", endpoint) : answer(endpoint, models(path));
+    if (method != http::verb::post) return wrong_method("POST", endpoint);
+    if (!ready_) return answer(endpoint, loading());
+    if (path == "/tokenize") return answer(endpoint, guarded([&] { return tokenize(req.body()); }));
+    if (path == "/detokenize") return answer(endpoint, guarded([&] { return detokenize(req.body()); }));
+    Routed r{endpoint, {}, {}, {}};
+    try {
+      r.request = parse_completion_request(req.body(), chat ? CompletionRequest::Kind::Chat : CompletionRequest::Kind::Text);
+      r.job = make_job(*r.request);
+    } catch (const ApiError& e) {
+      r.reply = error_reply(e);
+    } catch (const Error& e) {  // the tokenizer or the template refused the text
+      r.reply = error_reply(bad_request(e.what()));
+    }
+    return r;
+  }
+
+  template <class F>
+  Reply guarded(F&& f) {
+    try {
+      return f();
+    } catch (const ApiError& e) {
+      return error_reply(e);
+    } catch (const Error& e) {
+      return error_reply(bad_request(e.what()));
+    }
+  }
+
+  Reply loading() const {
+    return error_reply({503, "the model is loading", "unavailable_error", "", "loading"});
+  }
+
+  Reply models(const std::string& path) const {
+    const Json entry = {{"id", opt_.model_id},
+                        {"object", "model"},
+                        {"created", started_},
+                        {"owned_by", "unicorn"}};
+    if (path == "/v1/models") return json_reply(200, {{"object", "list"}, {"data", Json::array({entry})}});
+    if (path.substr(std::string("/v1/models/").size()) == opt_.model_id) return json_reply(200, entry);
+    return error_reply({404, "The model '" + path.substr(11) + "' does not exist", "invalid_request_error", "model",
+                        "model_not_found"});
+  }
+
+  // --- tokenizer endpoints (llama-server's) ---
+
+  static Json parse_object(const std::string& body, std::initializer_list<std::string_view> fields) {
+    Json j;
+    try {
+      j = Json::parse(body);
+    } catch (const Json::exception& e) {  // a parse error, or a number past double's range
+      throw bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
+    }
+    if (!j.is_object()) throw bad_request("the body must be a JSON object", "", "invalid_json");
+    for (const auto& [k, _] : j.items())
+      if (std::find(fields.begin(), fields.end(), k) == fields.end())
+        throw bad_request("'" + k + "' is not supported by this endpoint", k, "unsupported_parameter");
+    return j;
+  }
+
+  Reply tokenize(const std::string& body) const {
+    const Json j = parse_object(body, {"content", "add_special", "with_pieces"});
+    if (!j.contains("content") || !j["content"].is_string())
+      throw parse::wrong_type("content", j.value("content", Json()), "a string");
+    const bool add_special = j.contains("add_special") && parse::boolean(j["add_special"], "add_special");
+    const bool pieces = j.contains("with_pieces") && parse::boolean(j["with_pieces"], "with_pieces");
+    const auto& tok = model_->tokenizer;
+    const auto ids = tok.encode(j["content"].get<std::string>(), add_special);
+    Json out = Json::array();
+    for (int32_t id : ids) {
+      if (!pieces) out.push_back(id);
+      else out.push_back({{"id", id}, {"piece", std::string(tok.token_bytes(id))}});
+    }
+    return json_reply(200, {{"tokens", out}});
+  }
+
+  Reply detokenize(const std::string& body) const {
+    const Json j = parse_object(body, {"tokens"});
+    if (!j.contains("tokens") || !j["tokens"].is_array())
+      throw parse::wrong_type("tokens", j.value("tokens", Json()), "an array of token ids");
+    std::vector<int32_t> ids;
+    const int64_t vocab = int64_t(model_->tokenizer.vocab_size());
+    for (size_t i = 0; i < j["tokens"].size(); ++i)
+      ids.push_back(int32_t(parse::integer_in(j["tokens"][i], "tokens[" + std::to_string(i) + "]", 0, vocab - 1)));
+    return json_reply(200, {{"content", model_->tokenizer.decode(ids)}});
+  }
+
+  // --- completions ---
+
+  // The job for a checked request: its prompt's tokens (which must fit the
+  // context), its sampling and its limits.
+  std::shared_ptr<Job> make_job(const CompletionRequest& r) {
+    if (!r.model.empty() && r.model != opt_.model_id)
+      throw ApiError{404, "The model '" + r.model + "' does not exist; this server serves '" + opt_.model_id + "'",
+                     "invalid_request_error", "model", "model_not_found"};
+    const auto& tok = model_->tokenizer;
+    auto job = std::make_shared<Job>();
+    if (r.kind == CompletionRequest::Kind::Chat) {
+      job->prompt = tok.encode(text::render_chat(r.messages, true), /*add_bos=*/false);
+    } else if (r.prompt_text) {
+      job->prompt = tok.encode(*r.prompt_text, /*add_bos=*/true);
+    } else {
+      const uint32_t vocab = model_->engine.config().model.vocab;
+      for (size_t i = 0; i < r.prompt_ids.size(); ++i)
+        if (uint32_t(r.prompt_ids[i]) >= vocab)
+          throw bad_request("prompt[" + std::to_string(i) + "] = " + std::to_string(r.prompt_ids[i]) +
+                                " is not a token id (the vocabulary has " + std::to_string(vocab) + ")",
+                            "prompt", "invalid_value");
+      job->prompt = r.prompt_ids;
+    }
+    if (job->prompt.size() >= context_)
+      throw bad_request("This model's maximum context length is " + std::to_string(context_) +
+                            " tokens. However, your " + (r.kind == CompletionRequest::Kind::Chat ? "messages" : "prompt") +
+                            " resulted in " + std::to_string(job->prompt.size()) + " tokens.",
+                        r.kind == CompletionRequest::Kind::Chat ? "messages" : "prompt", "context_length_exceeded");
+    job->sampling = r.sampling;
+    if (!r.seeded) job->sampling.seed = uint32_t(rng_());
+    job->max_tokens = r.max_tokens.value_or(UINT32_MAX);
+    job->stop = r.stop;
+    job->cache_prompt = r.cache_prompt;
+    return job;
+  }
+
+  // Wakes a session's coroutine from the scheduler's thread: the job's notify
+  // posts to the I/O thread a handler that raises `signalled` and cancels the
+  // timer the session may be waiting on. A signal that came while the session
+  // was busy (writing a chunk) is kept, so wait() returns at once and no
+  // output is left unread. It lives as long as the completion's coroutine;
+  // handlers that outlive it hold it weakly and do nothing once it is gone.
+  struct Waker {
+    explicit Waker(net::any_io_executor ex) : timer(ex) {}
+    net::steady_timer timer;
+    bool signalled = false;  // the I/O thread's
+    void signal() {
+      signalled = true;
+      timer.cancel();
+    }
+  };
+  net::awaitable<void> wait(Waker& w) {
+    if (!w.signalled) {
+      w.timer.expires_at(net::steady_timer::time_point::max());
+      boost::system::error_code ec;
+      co_await w.timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+    w.signalled = false;
+  }
+
+  // Runs a completion and answers it, streamed or whole.
+  net::awaitable<int> complete(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
+                               std::shared_ptr<Job> job, const std::string& endpoint) {
+    metrics_.answering(+1);
+    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(job));
+    metrics_.request(endpoint, status);
+    metrics_.answering(-1);
+    co_return status;
+  }
+
+  net::awaitable<int> run_completion(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
+                                     std::shared_ptr<Job> job) {
+    auto waker = std::make_shared<Waker>(co_await net::this_coro::executor);
+    job->notify = [weak = std::weak_ptr<Waker>(waker), ex = waker->timer.get_executor()] {
+      net::post(ex, [weak] {
+        if (auto w = weak.lock()) w->signal();
+      });
+    };
+    if (!scheduler_->submit(job)) {
+      const ApiError busy{503, "the server is busy: every slot is taken and the queue of " +
+                                   std::to_string(opt_.queue_limit) + " is full; retry later",
+                          "unavailable_error", "", "queue_full"};
+      metrics_.rejected("queue_full");
+      co_await send(stream, error_reply(busy), keep_alive, req.version());
+      co_return 503;
+    }
+    // Watch the socket while the job runs: readable with nothing to read means
+    // the client closed, and the job is cancelled.
+    stream.expires_never();
+    auto& socket = stream.socket();
+    socket.async_wait(tcp::socket::wait_read, [job, weak = std::weak_ptr<Waker>(waker), &socket](
+                                                  const boost::system::error_code& ec) {
+      const auto w = weak.lock();  // gone: the completion (and maybe the socket) has ended
+      if (!w || ec == net::error::operation_aborted) return;
+      char byte;
+      boost::system::error_code peek_ec;
+      const size_t n = socket.receive(net::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+      if (peek_ec == net::error::would_block) return;
+      if (ec || peek_ec || n == 0) {
+        job->cancelled = true;
+        w->signal();
+      }
+    });
+
+    const ResponseHead head{r.kind, std::string(r.kind == CompletionRequest::Kind::Chat ? "chatcmpl-" : "cmpl-") +
+                                        detail_http::random_hex(rng_, 24),
+                            std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count(),
+                            opt_.model_id, "unicorn-" + std::string(model_->engine.config().model.name)};
+    int status = 0;
+    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage);
+    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive);
+    boost::system::error_code ignored;
+    socket.cancel(ignored);  // ends the watch
+    if (job->cancelled) keep_alive = false;
+    if (!status) {  // the client went away: nginx's 499, "client closed request"
+      metrics_.disconnect();
+      status = 499;
+    }
+    co_return status;
+  }
+
+  net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker,
+                                       const ResponseHead& head, bool keep_alive) {
+    std::string text;
+    while (true) {
+      Job::Progress p = job.take();
+      text += p.text;
+      if (p.ended) {
+        if (p.error && p.error->status == 499) co_return 0;  // the client is gone
+        const Reply r = p.error ? error_reply(*p.error) : json_reply(200, head.response(text, *p.finish, p.usage));
+        co_await send(stream, r, keep_alive && !job.cancelled, req.version());
+        co_return int(r.status);
+      }
+      co_await wait(waker);
+    }
+  }
+
+  // Server-sent events: a chunk per piece of text, the finish reason, the
+  // usage (when asked), then "data: [DONE]". An error before the first chunk
+  // is an ordinary error response; after it, an error event ends the stream.
+  net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
+                                        const ResponseHead& head, bool include_usage) {
+    bool started = false, first = true;
+    boost::system::error_code ec;
+    const auto event = [&](const Json& j) -> net::awaitable<bool> {
+      const std::string data = "data: " + detail_http::dump(j) + "\n\n";
+      co_await net::async_write(stream, http::make_chunk(net::buffer(data)), net::redirect_error(net::use_awaitable, ec));
+      co_return !ec;
+    };
+    while (true) {
+      Job::Progress p = job.take();
+      if (p.ended && p.error && p.error->status == 499) co_return 0;
+      if (!started && p.ended && p.error) {
+        co_await send(stream, error_reply(*p.error), false, req.version());
+        co_return int(p.error->status);
+      }
+      if (!started && (p.ended || !p.text.empty())) {
+        http::response<http::empty_body> res{http::status::ok, req.version()};
+        res.set(http::field::server, "unicorn");
+        res.set(http::field::content_type, "text/event-stream");
+        res.set(http::field::cache_control, "no-cache");
+        res.keep_alive(false);  // the stream ends with the connection's close
+        res.chunked(true);
+        http::response_serializer<http::empty_body> sr{res};
+        co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
+        if (ec) break;
+        started = true;
+      }
+      if (!p.text.empty() || (first && p.ended && !p.error)) {
+        if (!co_await event(head.chunk(p.text, std::nullopt, first, include_usage))) break;
+        first = false;
+      }
+      if (p.ended) {
+        if (p.error) {
+          if (!co_await event(p.error->body())) break;
+        } else {
+          if (!co_await event(head.chunk("", p.finish, false, include_usage))) break;
+          if (include_usage && !co_await event(head.usage_chunk(p.usage))) break;
+        }
+        static constexpr std::string_view kDone = "data: [DONE]\n\n";
+        co_await net::async_write(stream, http::make_chunk(net::buffer(kDone.data(), kDone.size())),
+                                  net::redirect_error(net::use_awaitable, ec));
+        if (!ec) co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+        co_return ec ? 0 : 200;
+      }
+      co_await wait(waker);
+    }
+    job.cancelled = true;  // a write failed: the client is gone
+    co_return 0;
+  }
+
+  // --- shutdown ---
+
+  void watch_signals() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      const bool again = stopping_;
+      std::fprintf(stderr, again ? "server: stopping now\n"
+                                 : "server: stopping: no new requests; running ones finish (Ctrl-C again cancels them)\n");
+      begin_shutdown(again);
+      watch_signals();
+    });
+  }
+
+  // On the I/O thread: close the listening socket and tell the scheduler;
+  // after the grace period whatever still runs is cancelled. (ready_ says the
+  // scheduler exists; run() checks stopping_ after setting it, so one of the
+  // two threads always sees the other's flag.)
+  void begin_shutdown(bool cancel_running) {
+    if (!stopping_) {
+      stopping_ = true;
+      boost::system::error_code ignored;
+      acceptor_.close(ignored);
+      grace_.expires_after(opt_.shutdown_grace);
+      grace_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && ready_) scheduler_->shutdown(true);
+      });
+    }
+    if (ready_) scheduler_->shutdown(cancel_running);
+  }
+
+  ServerOptions opt_;
+  net::io_context ioc_{1};
+  tcp::acceptor acceptor_;
+  net::signal_set signals_;
+  net::steady_timer grace_{ioc_};
+  uint16_t port_ = 0;
+  Metrics metrics_;
+  std::optional<Model> model_;               // set before ready_
+  std::optional<Scheduler> scheduler_;       // set before ready_
+  uint32_t context_ = 0;
+  std::atomic<bool> ready_{false}, stopping_{false};
+  std::atomic<uint32_t> in_flight_{0};  // requests being answered
+  uint32_t connections_ = 0;            // the I/O thread's
+  std::mt19937_64 rng_{std::random_device{}()};  // the I/O thread's: ids and unseeded requests' seeds
+  int64_t started_ = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+};
+
+}  // namespace unicorn::server

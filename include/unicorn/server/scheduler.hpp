@@ -1,0 +1,380 @@
+// unicorn/server/scheduler.hpp — continuous batching: many requests share one
+// engine's compiled streams (slots), step by step.
+//
+// One thread owns the engine and runs the loop (Scheduler::run); HTTP sessions
+// on other threads submit Jobs and read their output. Each turn of the loop:
+//   1. drops jobs whose client went away (their slots are free at once);
+//   2. gives waiting jobs free slots, preferring a slot whose KV cache already
+//      holds a prefix of the job's prompt (then only the rest is prefilled);
+//   3. prefills one chunk of one prompt, oldest first, so a long prompt stalls
+//      the running streams for at most one chunk a step;
+//   4. runs one batched decode step: one token of every slot that is generating.
+// Jobs beyond the slots wait in a bounded queue; past it submit() refuses.
+//
+// Sampling parameters and seeds are per slot and applied on the GPU; a seed's
+// draws depend only on the seed and the token's index in its completion
+// (EngineCore::set_sampling), so a seeded request gives the same text whatever
+// else shares its steps or whichever slot it lands in.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unicorn/engine/core.hpp"
+#include "unicorn/server/api.hpp"
+#include "unicorn/server/metrics.hpp"
+#include "unicorn/text/text_stream.hpp"
+#include "unicorn/text/tokenizer.hpp"
+
+namespace unicorn::server {
+
+using Clock = std::chrono::steady_clock;
+
+// One completion in flight, shared by the HTTP session that submitted it and
+// the scheduler that runs it.
+class Job {
+ public:
+  // The request, fixed before submit().
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  uint32_t max_tokens = UINT32_MAX;  // generated tokens at most (the context also ends it)
+  std::vector<std::string> stop;
+  bool cache_prompt = true;
+  Clock::time_point arrived = Clock::now();
+
+  // Set by the session when its client goes away: the job leaves its slot at
+  // the scheduler's next step.
+  std::atomic<bool> cancelled{false};
+  // Called on the scheduler's thread after new output and at the end; it
+  // should only wake the session (which then calls take()).
+  std::function<void()> notify;
+
+  // What the scheduler has produced since the last take().
+  struct Progress {
+    std::string text;
+    bool ended = false;
+    std::optional<FinishReason> finish;  // ended normally
+    std::optional<ApiError> error;       // ended by a failure (or the server stopping)
+    Usage usage;
+  };
+  Progress take() {
+    std::lock_guard lock(m_);
+    Progress p = out_;  // the end, once set, stays for later takes
+    out_.text.clear();
+    return p;
+  }
+
+  // --- the scheduler's side ---
+  void append(const std::string& text) {
+    if (text.empty()) return;
+    {
+      std::lock_guard lock(m_);
+      out_.text += text;
+    }
+    wake();
+  }
+  void end(std::optional<FinishReason> finish, std::optional<ApiError> error, const Usage& usage) {
+    {
+      std::lock_guard lock(m_);
+      out_.ended = true;
+      out_.finish = finish;
+      out_.error = std::move(error);
+      out_.usage = usage;
+    }
+    wake();
+  }
+
+ private:
+  void wake() {
+    if (notify) notify();
+  }
+  std::mutex m_;
+  Progress out_;
+};
+
+struct SchedulerOptions {
+  uint32_t slots = 1;        // streams used, at most the engine's compiled streams
+  uint32_t queue_limit = 64;  // jobs waiting for a slot before submit() refuses
+};
+
+class Scheduler {
+ public:
+  Scheduler(detail::EngineCore& engine, const text::Tokenizer& tok, SchedulerOptions opt, Metrics& metrics)
+      : engine_(engine), tok_(tok), opt_(opt), metrics_(metrics), slots_(opt.slots) {
+    if (opt.slots == 0 || opt.slots > engine.streams())
+      throw Error("server: " + std::to_string(opt.slots) + " slots asked; this engine is compiled for " +
+                  std::to_string(engine.streams()) + " (STREAMS of unicorn_add_server), and a flag may only lower it");
+    metrics_.slots(opt.slots);
+    for (uint32_t s = 0; s < opt.slots; ++s) engine_.reset(s);
+  }
+
+  // From any thread. Queues a job; false when the queue is full or the
+  // scheduler is stopping (the caller answers 503).
+  bool submit(std::shared_ptr<Job> job) {
+    {
+      std::lock_guard lock(m_);
+      if (stopping_ || failed_ || queue_.size() >= opt_.queue_limit) return false;
+      queue_.push_back(std::move(job));
+      metrics_.gauges(uint32_t(queue_.size()), busy_);
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  // From any thread: stop taking jobs. Queued jobs end with a 503 at once;
+  // jobs in slots run to their end, or are cancelled with `cancel_running`.
+  // run() returns once no job is left.
+  void shutdown(bool cancel_running) {
+    {
+      std::lock_guard lock(m_);
+      stopping_ = true;
+      cancel_running_ = cancel_running_ || cancel_running;
+    }
+    cv_.notify_one();
+  }
+  // Whether the engine failed (a step threw): the process should exit and be
+  // restarted by its supervisor.
+  bool failed() const {
+    std::lock_guard lock(m_);
+    return failed_;
+  }
+
+  // The engine's thread: steps until shutdown() and every job has ended.
+  void run() {
+    while (true) {
+      std::vector<std::shared_ptr<Job>> admitted, refused;
+      bool cancel_all;
+      {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return stopping_ || busy_ > 0 || (!queue_.empty() && busy_ < opt_.slots); });
+        if (stopping_) refused.assign(queue_.begin(), queue_.end()), queue_.clear();
+        while (!queue_.empty() && busy_ + admitted.size() < opt_.slots) {
+          admitted.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        cancel_all = cancel_running_ || failed_;
+        if (stopping_ && busy_ == 0 && admitted.empty()) break;
+      }
+      for (auto& job : refused) finish_unstarted(*job, shutting_down());
+      for (auto& job : admitted) place(std::move(job));
+      if (cancel_all)
+        for (Slot& s : slots_)
+          if (s.job) end(s, std::nullopt, shutting_down());
+      drop_cancelled();
+      prefill_one_chunk();
+      decode_step();
+      publish_gauges();
+    }
+    publish_gauges();
+  }
+
+ private:
+  // A slot: one compiled stream, and the job running on it (none: free; its
+  // KV cache still holds the last job's tokens for the next prompt to reuse).
+  struct Slot {
+    std::shared_ptr<Job> job;
+    bool generating = false;  // past the prompt: `next` is the token to feed
+    size_t fed = 0;           // prompt tokens in the KV cache
+    uint32_t cached = 0;      // of them, taken from the cache
+    int32_t next = -1;
+    uint32_t generated = 0;
+    std::optional<text::TextStream> text;
+    Clock::time_point last_token;
+    uint64_t admitted_at = 0;  // admission order: the oldest prompt prefills first
+    uint64_t used_at = 0;      // when its cache was last written: the least recent is reused first
+  };
+
+  // Gives a job the free slot whose cache shares the longest usable prefix
+  // with its prompt, else the least recently used one.
+  void place(std::shared_ptr<Job> job) {
+    size_t best = slots_.size();
+    uint32_t best_reuse = 0;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].job) continue;
+      const uint32_t reuse = job->cache_prompt ? reusable_prefix(uint32_t(s), job->prompt) : 0;
+      if (best == slots_.size() || reuse > best_reuse ||
+          (reuse == best_reuse && slots_[s].used_at < slots_[best].used_at)) {
+        best = s;
+        best_reuse = reuse;
+      }
+    }
+    Slot& slot = slots_[best];
+    const uint32_t stream = uint32_t(best);
+    try {
+      engine_.rewind(stream, best_reuse);
+      engine_.set_sampling(stream, job->sampling);
+    } catch (const std::exception& e) {  // checked by the session; an engine that refuses is a bug
+      return finish_unstarted(*job, {500, std::string("server: ") + e.what(), "server_error", "", ""});
+    }
+    slot = Slot{};
+    slot.job = std::move(job);
+    slot.fed = best_reuse;
+    slot.cached = best_reuse;
+    slot.text.emplace(tok_, slot.job->stop);
+    slot.admitted_at = ++clock_;
+    slot.used_at = clock_;
+    std::lock_guard lock(m_);
+    busy_++;
+  }
+
+  // The longest prefix of `prompt` the stream holds and can go back to,
+  // leaving at least the prompt's last token to prefill (its logits choose
+  // the first new token).
+  uint32_t reusable_prefix(uint32_t stream, const std::vector<int32_t>& prompt) const {
+    const auto held = engine_.tokens(stream);
+    if (prompt.empty()) return 0;
+    const size_t limit = std::min(held.size(), prompt.size() - 1);
+    uint32_t n = 0;
+    while (n < limit && held[n] == prompt[n]) ++n;
+    return engine_.can_rewind(stream, n) ? n : 0;
+  }
+
+  void drop_cancelled() {
+    for (Slot& s : slots_)
+      if (s.job && s.job->cancelled)
+        end(s, std::nullopt, ApiError{499, "the request was cancelled", "cancelled", "", "cancelled"});
+  }
+
+  // One chunk of the oldest prompt still prefilling. The last chunk chooses
+  // the completion's first token.
+  void prefill_one_chunk() {
+    Slot* oldest = nullptr;
+    for (Slot& s : slots_)
+      if (s.job && !s.generating && (!oldest || s.admitted_at < oldest->admitted_at)) oldest = &s;
+    if (!oldest) return;
+    Slot& s = *oldest;
+    const uint32_t stream = uint32_t(oldest - slots_.data());
+    const std::vector<int32_t>& prompt = s.job->prompt;
+    const size_t n = std::min<size_t>(engine_.config().prefill_chunk, prompt.size() - s.fed);
+    const std::span<const int32_t> chunk(prompt.data() + s.fed, n);
+    try {
+      if (s.fed + n < prompt.size()) {
+        engine_.feed(stream, chunk);
+        s.fed += n;
+        metrics_.prefill_chunk(uint32_t(n));
+        return;
+      }
+      const int32_t first = engine_.prefill(stream, chunk);
+      s.fed += n;
+      metrics_.prefill_chunk(uint32_t(n));
+      metrics_.time_to_first_token(seconds(Clock::now() - s.job->arrived));
+      s.generating = true;
+      s.used_at = ++clock_;
+      deliver(s, stream, first);
+      engine_failures_ = 0;
+    } catch (const std::exception& e) {
+      engine_failed(std::string("prefill: ") + e.what(), {&s});
+    }
+  }
+
+  // One token of every generating slot, in one pass over the weights.
+  void decode_step() {
+    std::vector<StreamToken> batch;
+    std::vector<Slot*> who;
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].job && slots_[i].generating) {
+        batch.push_back({uint32_t(i), slots_[i].next});
+        who.push_back(&slots_[i]);
+      }
+    if (batch.empty()) return;
+    std::vector<int32_t> next;
+    try {
+      next = engine_.decode(batch);
+      engine_failures_ = 0;
+    } catch (const std::exception& e) {
+      return engine_failed(std::string("decode: ") + e.what(), who);
+    }
+    metrics_.decode_step(uint32_t(batch.size()));
+    const auto now = Clock::now();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Slot& s = *who[i];
+      metrics_.inter_token(seconds(now - s.last_token));
+      s.used_at = ++clock_;
+      deliver(s, batch[i].stream, next[i]);
+    }
+  }
+
+  // A chosen token: the end of the completion, or text and the next step's input.
+  void deliver(Slot& s, uint32_t stream, int32_t token) {
+    s.last_token = Clock::now();
+    if (token == tok_.eos_id() || token == tok_.end_of_turn_id()) return end(s, FinishReason::Stop, std::nullopt);
+    s.generated++;
+    s.job->append(s.text->push(token));
+    if (s.text->stopped()) return end(s, FinishReason::Stop, std::nullopt);
+    // The context holds the prompt and every generated token but the last
+    // (which is never fed): prompt + completion tokens <= the context.
+    if (s.generated >= s.job->max_tokens || engine_.position(stream) + 1 >= engine_.context_limit())
+      return end(s, FinishReason::Length, std::nullopt);
+    s.next = token;
+  }
+
+  void end(Slot& s, std::optional<FinishReason> finish, std::optional<ApiError> error) {
+    if (finish) s.job->append(s.text->finish());
+    const Usage usage{uint32_t(s.job->prompt.size()), s.cached, s.generated};
+    const std::string outcome = finish ? finish_name(*finish) : error->status == 499 ? "cancelled" : "error";
+    metrics_.completion(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, outcome);
+    s.job->end(finish, std::move(error), usage);
+    s.job.reset();
+    s.generating = false;
+    std::lock_guard lock(m_);
+    busy_--;
+  }
+
+  void finish_unstarted(Job& job, ApiError error) {
+    metrics_.rejected(error.code.empty() ? "error" : error.code);
+    job.end(std::nullopt, std::move(error), Usage{uint32_t(job.prompt.size()), 0, 0});
+  }
+
+  // A step threw (a device fault, a NaN from a broken weights file): its jobs
+  // end with a 500 naming it. Three failed steps in a row mean the device is
+  // gone: every job ends and the scheduler stops, for a supervisor to restart
+  // the process.
+  void engine_failed(const std::string& what, const std::vector<Slot*>& involved) {
+    for (Slot* s : involved) {
+      const uint32_t stream = uint32_t(s - slots_.data());
+      end(*s, std::nullopt, ApiError{500, "engine: " + what, "server_error", "", "engine_error"});
+      engine_.reset(stream);  // its cache may be half written
+    }
+    if (++engine_failures_ < 3) return;
+    for (Slot& s : slots_)
+      if (s.job) end(s, std::nullopt, ApiError{500, "engine: " + what, "server_error", "", "engine_error"});
+    std::lock_guard lock(m_);
+    failed_ = stopping_ = cancel_running_ = true;
+  }
+
+  static ApiError shutting_down() {
+    return {503, "the server is shutting down", "unavailable_error", "", "shutting_down"};
+  }
+
+  void publish_gauges() {
+    std::lock_guard lock(m_);
+    metrics_.gauges(uint32_t(queue_.size()), busy_);
+  }
+
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+  detail::EngineCore& engine_;
+  const text::Tokenizer& tok_;
+  SchedulerOptions opt_;
+  Metrics& metrics_;
+  std::vector<Slot> slots_;  // the engine's thread only
+  uint64_t clock_ = 0;       // a logical clock for admission order and cache age
+  uint32_t engine_failures_ = 0;
+
+  mutable std::mutex m_;  // guards what follows
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  uint32_t busy_ = 0;  // slots with a job
+  bool stopping_ = false, cancel_running_ = false, failed_ = false;
+};
+
+}  // namespace unicorn::server

@@ -1,0 +1,288 @@
+// Label server: the server's request checks and response shapes
+// (server/api.hpp), its text streaming (text/text_stream.hpp) and its metrics
+// text (server/metrics.hpp). No engine, no sockets: plain functions.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "unicorn/server/api.hpp"
+#include "unicorn/server/metrics.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
+#include "unicorn/text/text_stream.hpp"
+
+using namespace unicorn;
+using namespace unicorn::server;
+using Kind = CompletionRequest::Kind;
+
+namespace {
+
+ApiError refusal(const std::string& body, Kind kind = Kind::Chat) {
+  try {
+    parse_completion_request(body, kind);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+const std::string kHi = R"("messages":[{"role":"user","content":"Hi"}])";
+
+}  // namespace
+
+TEST(Request, ChatDefaultsAndFields) {
+  const auto r = parse_completion_request(
+      R"({"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},
+          {"role":"assistant","content":[{"type":"text","text":"Hello"},{"type":"text","text":"!"}]},
+          {"role":"user","content":"Bye"}],
+          "max_completion_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":-3,
+          "stop":["\n\n","END"],"presence_penalty":0.5,"frequency_penalty":-0.25,"repeat_penalty":1.1,
+          "repeat_last_n":32,"stream":true,"stream_options":{"include_usage":true},"n":1,"logprobs":false,
+          "user":"u1","cache_prompt":false})",
+      Kind::Chat);
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[2].content, "Hello!");
+  EXPECT_EQ(r.max_tokens, 7u);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 40u);
+  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, -0.25f);
+  EXPECT_EQ(r.sampling.repeat_last_n, 32u);
+  EXPECT_TRUE(r.seeded);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_FALSE(r.cache_prompt);
+
+  const auto d = parse_completion_request("{" + kHi + "}", Kind::Chat);
+  EXPECT_FALSE(d.max_tokens) << "chat: until the context is full";
+  EXPECT_FLOAT_EQ(d.sampling.temperature, 1.0f) << "OpenAI's default temperature";
+  EXPECT_FALSE(d.seeded);
+  EXPECT_TRUE(d.cache_prompt);
+  // developer is OpenAI's newer name for system.
+  const auto dev = parse_completion_request(
+      R"({"messages":[{"role":"developer","content":"x"},{"role":"user","content":"y"}]})", Kind::Chat);
+  EXPECT_EQ(dev.messages[0].role, "system");
+  // A JavaScript client may send 16.0 for 16.
+  EXPECT_EQ(parse_completion_request("{" + kHi + R"(,"max_tokens":16.0})", Kind::Chat).max_tokens, 16u);
+}
+
+TEST(Request, TextPrompts) {
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"Once"})", Kind::Text).prompt_text, "Once");
+  EXPECT_EQ(parse_completion_request(R"({"prompt":["Once"]})", Kind::Text).prompt_text, "Once");
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[2,9,10]})", Kind::Text).prompt_ids,
+            (std::vector<int32_t>{2, 9, 10}));
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[[2,9]]})", Kind::Text).prompt_ids, (std::vector<int32_t>{2, 9}));
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})", Kind::Text).max_tokens, 16u)
+      << "the legacy completions API's default";
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","echo":false,"best_of":1,"logprobs":null})", Kind::Text)
+                .prompt_text, "x");
+}
+
+// Every malformed or unsupported field is a 400 naming it: never a silent
+// default, never an exception of another type.
+TEST(Request, RefusalsNameTheField) {
+  struct Case {
+    std::string body;
+    std::string param;
+    Kind kind = Kind::Chat;
+  };
+  const Case cases[] = {
+      {"", ""}, {"{", ""}, {"null", ""}, {"[]", ""}, {"42", ""}, {R"("text")", ""}, {"{} trailing", ""},
+      {R"({"messages":[{"role":"user","content":"\xff"}]})", ""},  // invalid UTF-8
+      {"{}", "messages"}, {R"({"messages":"hi"})", "messages"}, {R"({"messages":[]})", "messages"},
+      {R"({"messages":[1]})", "messages[0]"}, {R"({"messages":[{"content":"x"}]})", "messages[0].role"},
+      {R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].role"},
+      {R"({"messages":[{"role":"user"}]})", "messages[0].content"},
+      {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
+      {R"({"messages":[{"role":"user","content":"x","name":"bob"}]})", "messages[0].name"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+       "messages[0].content[0].image_url"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image","text":"x"}]}]})", "messages[0].content[0].type"},
+      {R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})", "messages"},
+      {R"({"messages":[{"role":"assistant","content":"a"}]})", "messages"},
+      {"{" + kHi + R"(,"model":5})", "model"},
+      {"{" + kHi + R"(,"temperature":-1})", "temperature"}, {"{" + kHi + R"(,"temperature":2.5})", "temperature"},
+      {"{" + kHi + R"(,"temperature":"hot"})", "temperature"}, {"{" + kHi + R"(,"temperature":1e999})", ""},
+      {"{" + kHi + R"(,"top_p":0})", "top_p"}, {"{" + kHi + R"(,"top_p":1.5})", "top_p"},
+      {"{" + kHi + R"(,"top_k":-1})", "top_k"}, {"{" + kHi + R"(,"top_k":1.5})", "top_k"},
+      {"{" + kHi + R"(,"min_p":2})", "min_p"}, {"{" + kHi + R"(,"max_tokens":0})", "max_tokens"},
+      {"{" + kHi + R"(,"max_tokens":-5})", "max_tokens"}, {"{" + kHi + R"(,"max_tokens":"10"})", "max_tokens"},
+      {"{" + kHi + R"(,"max_tokens":1e12})", "max_tokens"},
+      {"{" + kHi + R"(,"max_completion_tokens":true})", "max_completion_tokens"},
+      {"{" + kHi + R"(,"n":2})", "n"}, {"{" + kHi + R"(,"n":[[[[1]]]]})", "n"},
+      {"{" + kHi + R"(,"logprobs":true})", "logprobs"}, {"{" + kHi + R"(,"top_logprobs":3})", "top_logprobs"},
+      {"{" + kHi + R"(,"tools":[{"type":"function"}]})", "tools"},
+      {"{" + kHi + R"(,"tool_choice":"auto"})", "tool_choice"},
+      {"{" + kHi + R"(,"response_format":{"type":"json_object"}})", "response_format"},
+      {"{" + kHi + R"(,"logit_bias":{"5":10}})", "logit_bias"}, {"{" + kHi + R"(,"foo":1})", "foo"},
+      {"{" + kHi + R"(,"stream":"yes"})", "stream"},
+      {"{" + kHi + R"(,"stream_options":{"include_usage":true}})", "stream_options"},
+      {"{" + kHi + R"(,"stream":true,"stream_options":{"include_usage":"yes"}})", "stream_options.include_usage"},
+      {"{" + kHi + R"(,"stream":true,"stream_options":{"other":1}})", "stream_options.other"},
+      {"{" + kHi + R"(,"stream":true,"stream_options":[]})", "stream_options"},
+      {"{" + kHi + R"(,"stop":[1]})", "stop[0]"}, {"{" + kHi + R"(,"stop":{"a":1}})", "stop"},
+      {"{" + kHi + R"(,"stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})", "stop"},
+      {"{" + kHi + R"(,"stop":")" + std::string(300, 'x') + R"("})", "stop"},
+      {"{" + kHi + R"(,"seed":"abc"})", "seed"}, {"{" + kHi + R"(,"seed":1.5})", "seed"},
+      {"{" + kHi + R"(,"seed":18446744073709551615})", "seed"},
+      {"{" + kHi + R"(,"presence_penalty":3})", "presence_penalty"},
+      {"{" + kHi + R"(,"frequency_penalty":-3})", "frequency_penalty"},
+      {"{" + kHi + R"(,"repeat_penalty":0})", "repeat_penalty"},
+      {"{" + kHi + R"(,"repeat_last_n":5000})", "repeat_last_n"},
+      {"{" + kHi + R"(,"user":5})", "user"}, {"{" + kHi + R"(,"cache_prompt":1})", "cache_prompt"},
+      {"{" + kHi + R"(,"prompt":"x"})", "prompt"},
+      {"{}", "prompt", Kind::Text}, {R"({"prompt":""})", "prompt", Kind::Text},
+      {R"({"prompt":[]})", "prompt", Kind::Text}, {R"({"prompt":["a","b"]})", "prompt", Kind::Text},
+      {R"({"prompt":[-1]})", "prompt[0]", Kind::Text}, {R"({"prompt":[1.5]})", "prompt[0]", Kind::Text},
+      {R"({"prompt":{}})", "prompt", Kind::Text}, {R"({"prompt":true})", "prompt", Kind::Text},
+      {R"({"prompt":"x","echo":true})", "echo", Kind::Text},
+      {R"({"prompt":"x","best_of":2})", "best_of", Kind::Text},
+      {R"({"prompt":"x","suffix":"y"})", "suffix", Kind::Text},
+      {R"({"prompt":"x","messages":[]})", "messages", Kind::Text},
+      {R"({"prompt":"x","max_completion_tokens":5})", "max_completion_tokens", Kind::Text},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const ApiError e = refusal(c.body, c.kind);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.type, "invalid_request_error") << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
+    EXPECT_FALSE(e.message.empty()) << c.body;
+    // The error object is OpenAI's and serialises whatever the message holds.
+    const Json j = e.body();
+    EXPECT_TRUE(j["error"].contains("message") && j["error"].contains("type") && j["error"].contains("param") &&
+                j["error"].contains("code"));
+    EXPECT_NO_THROW((void)j.dump(-1, ' ', false, Json::error_handler_t::replace));
+    ++n;
+  }
+  std::printf("[ refused ] %d malformed or unsupported request bodies, each a 400 naming its field\n", n);
+}
+
+// A hostile body nested a million deep is refused without recursion.
+TEST(Request, DeepNestingIsRefused) {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  EXPECT_EQ(refusal("{" + kHi + R"(,"n":)" + deep + "}").param, "n");
+  EXPECT_EQ(refusal(R"({"messages":)" + deep + "}").param, "messages[0]");
+  EXPECT_EQ(refusal(deep).status, 400);
+}
+
+TEST(Response, ShapesFollowOpenAI) {
+  const ResponseHead chat{Kind::Chat, "chatcmpl-1", 1700000000, "demo", "fp"};
+  const Usage usage{11, 4, 3};
+  const Json whole = chat.response("Hello", FinishReason::Length, usage);
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(whole["usage"]["total_tokens"], 14);
+  EXPECT_EQ(whole["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+  const Json first = chat.chunk("He", std::nullopt, true, true);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(first["choices"][0]["delta"]["content"], "He");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(first.contains("usage") && first["usage"].is_null());
+  const Json last = chat.chunk("", FinishReason::Stop, false, false);
+  EXPECT_TRUE(last["choices"][0]["delta"].empty());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(last.contains("usage"));
+  const Json u = chat.usage_chunk(usage);
+  EXPECT_TRUE(u["choices"].empty());
+  EXPECT_EQ(u["usage"]["completion_tokens"], 3);
+
+  const ResponseHead text{Kind::Text, "cmpl-1", 1700000000, "demo", "fp"};
+  EXPECT_EQ(text.response("x", FinishReason::Stop, usage)["object"], "text_completion");
+  EXPECT_EQ(text.response("x", FinishReason::Stop, usage)["choices"][0]["text"], "x");
+  EXPECT_EQ(text.chunk("y", std::nullopt, true, false)["choices"][0]["text"], "y");
+}
+
+TEST(Metrics, PrometheusText) {
+  Metrics m;
+  m.request("chat_completions", 200);
+  m.request("chat_completions", 200);
+  m.request("completions", 400);
+  m.completion(10, 4, 5, "stop");
+  m.time_to_first_token(0.02);
+  m.time_to_first_token(7);
+  m.inter_token(0.003);
+  m.gauges(3, 2);
+  m.slots(8);
+  const std::string t = m.text();
+  EXPECT_NE(t.find("unicorn_requests_total{endpoint=\"chat_completions\",status=\"200\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("unicorn_requests_total{endpoint=\"completions\",status=\"400\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_prompt_tokens_total 10\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_generated_tokens_total 5\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_queue_depth 3\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_slots_busy 2\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_time_to_first_token_seconds_bucket{le=\"0.025\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_time_to_first_token_seconds_bucket{le=\"10\"} 2\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_time_to_first_token_seconds_count 2\n"), std::string::npos);
+  EXPECT_NE(t.find("unicorn_inter_token_latency_seconds_bucket{le=\"+Inf\"} 1\n"), std::string::npos);
+  // Every line is a comment or `name{labels} value`.
+  const std::regex line(R"((# (HELP|TYPE) .*|[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [0-9.e+-]+))");
+  size_t start = 0;
+  while (start < t.size()) {
+    const size_t end = t.find('\n', start);
+    const std::string l = t.substr(start, end - start);
+    EXPECT_TRUE(std::regex_match(l, line)) << l;
+    start = end + 1;
+  }
+}
+
+// --- text streaming: stop strings held back, UTF-8 completed ---
+
+class Stream : public ::testing::Test {
+ protected:
+  static const text::Tokenizer& tok() {
+    static const text::Tokenizer t = text::load_tokenizer(std::getenv("UNICORN_TINY_TOKENIZER"));
+    return t;
+  }
+  // Streams `text` token by token; returns the pieces and the stream.
+  static std::pair<std::vector<std::string>, bool> run(const std::string& text, std::vector<std::string> stop) {
+    text::TextStream s(tok(), std::move(stop));
+    std::vector<std::string> out;
+    for (int32_t id : tok().encode(text)) {
+      out.push_back(s.push(id));
+      if (s.stopped()) return {out, true};
+    }
+    out.push_back(s.finish());
+    return {out, false};
+  }
+  static std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& p : v) s += p;
+    return s;
+  }
+};
+
+TEST_F(Stream, StopStringsEndTheTextBeforeThem) {
+  auto [pieces, stopped] = run("The cat sat. END of it", {"END"});
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(joined(pieces), "The cat sat. ");
+  // The earliest of several stop strings wins, whichever is listed first.
+  std::tie(pieces, stopped) = run("alpha beta gamma", {"gamma", "beta"});
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(joined(pieces), "alpha ");
+  // A partial match is held back, then released when it turns out not to be one.
+  std::tie(pieces, stopped) = run("an ENDLESS road", {"END."});
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(joined(pieces), "an ENDLESS road");
+  // Text is never shown past a stop string that spans tokens.
+  std::tie(pieces, stopped) = run("one two three", {"o t"});
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(joined(pieces), "one tw");
+  // Empty stop strings are ignored.
+  std::tie(pieces, stopped) = run("abc", {""});
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(joined(pieces), "abc");
+}
+
+TEST_F(Stream, Utf8IsCompletedAcrossByteTokens) {
+  auto [pieces, stopped] = run("caf\xc3\xa9 \xe2\x82\xac", {});  // byte tokens for é and €
+  EXPECT_EQ(joined(pieces), "caf\xc3\xa9 \xe2\x82\xac");
+  for (const auto& p : pieces) EXPECT_TRUE(text::is_valid_utf8(p)) << "a piece split a character";
+}

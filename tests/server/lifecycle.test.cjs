@@ -1,0 +1,145 @@
+// Label server: overload, departures, keys, flags and shutdown, on
+// unicorn-tiny-server (compiled for 8 slots of 256 tokens).
+"use strict";
+const { test } = require("node:test");
+const assert = require("node:assert/strict");
+const { spawnSync } = require("node:child_process");
+const h = require("./harness.cjs");
+
+const binary = () => h.env("UNICORN_TINY_SERVER");
+const long = { messages: [{ role: "user", content: "go on" }], max_tokens: 200, temperature: 0.8, seed: 1 };
+
+test("past the slots and the queue the answer is 503 with Retry-After", async () => {
+  const s = await h.start(binary(), [...h.tinyArgs(), "--parallel", "1", "--queue", "1"]);
+  try {
+    let first;
+    const started = new Promise((resolve) => {
+      first = h.streamEvents(s, "/v1/chat/completions", long, { onChunk: () => resolve() });
+    });
+    await started;  // it holds the one slot
+    const queued = h.post(s, "/v1/chat/completions", { ...long, max_tokens: 2 });
+    for (;;) {  // until the second waits in the queue
+      if ((await h.metrics(s)).unicorn_queue_depth === 1) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const refused = await h.post(s, "/v1/chat/completions", { ...long, max_tokens: 2 });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.equal(refused.json.error.code, "queue_full");
+    assert.equal((await queued).status, 200);
+    assert.ok((await first).done);
+    const m = await h.metrics(s);
+    assert.equal(m['unicorn_rejected_total{reason="queue_full"}'], 1);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("a client that leaves mid-stream, or while waiting unstreamed, frees its slot", async () => {
+  const s = await h.start(binary(), [...h.tinyArgs(), "--parallel", "1"]);
+  try {
+    const out = await h.streamEvents(s, "/v1/chat/completions", long, { onChunk: (_, i) => (i === 1 ? "abort" : undefined) });
+    assert.ok(out.aborted);
+    await h.postThenLeave(s, "/v1/chat/completions", long, 50);
+    // The one slot serves the next request at once (not after 200 tokens twice).
+    const t0 = Date.now();
+    const next = await h.post(s, "/v1/chat/completions", { ...long, max_tokens: 3 });
+    assert.equal(next.status, 200);
+    let m;
+    for (;;) {
+      m = await h.metrics(s);
+      if (m.unicorn_completions_in_flight === 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(m.unicorn_client_disconnects_total, 2);
+    assert.equal(m['unicorn_requests_total{endpoint="chat_completions",status="499"}'], 2);
+    assert.equal(m['unicorn_completions_total{outcome="cancelled"}'], 2);
+    assert.equal(m.unicorn_slots_busy, 0);
+    assert.ok(m.unicorn_generated_tokens_total < 200, `the departed requests stopped early (${m.unicorn_generated_tokens_total} tokens)`);
+    console.log(`next request answered in ${Date.now() - t0} ms`);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("--api-key: completions and models need the Bearer key; /health and /metrics do not", async () => {
+  const s = await h.start(binary(), [...h.tinyArgs(), "--api-key", "s3cret"]);
+  try {
+    const none = await fetch(s.url + "/v1/models");
+    assert.equal(none.status, 401);
+    assert.equal((await none.json()).error.type, "authentication_error");
+    const wrong = await h.post(s, "/v1/completions", { prompt: "a" }, { authorization: "Bearer s3creT" });
+    assert.equal(wrong.status, 401);
+    const right = await h.post(s, "/v1/completions", { prompt: "a", max_tokens: 2 }, { authorization: "Bearer s3cret" });
+    assert.equal(right.status, 200);
+    assert.equal((await fetch(s.url + "/health")).status, 200);
+    assert.equal((await fetch(s.url + "/metrics")).status, 200);
+    const OpenAI = h.npm("openai").OpenAI;
+    const client = new OpenAI({ baseURL: s.url + "/v1", apiKey: "s3cret", maxRetries: 0 });
+    assert.equal((await client.models.list()).data.length, 1);
+    const bad = new OpenAI({ baseURL: s.url + "/v1", apiKey: "nope", maxRetries: 0 });
+    await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("flags may lower the compiled slots and context, never raise them", async () => {
+  const run = (args) => spawnSync(binary(), [...h.tinyArgs(), "--port", "0", ...args], { encoding: "utf8", timeout: 60000 });
+  const slots = run(["--parallel", "9"]);
+  assert.equal(slots.status, 2);
+  assert.match(slots.stderr, /compiled for 8 slots/);
+  const np = run(["-np", "0"]);
+  assert.equal(np.status, 2);
+  const ctx = run(["--ctx-size", "257"]);
+  assert.equal(ctx.status, 2);
+  assert.match(ctx.stderr, /compiled for 256 tokens per slot/);
+  // Lowered: 2 slots of 64 tokens; a 70-token prompt no longer fits.
+  const s = await h.start(binary(), [...h.tinyArgs(), "-np", "2", "-c", "64"]);
+  try {
+    assert.match(s.log, /2 slots of 64 tokens/);
+    assert.equal((await h.metrics(s)).unicorn_slots, 2);
+    const r = await h.post(s, "/v1/completions", { prompt: Array(70).fill(300) });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error.code, "context_length_exceeded");
+    // Random weights may choose <eos> early: the first seed that does not shows the context's end.
+    let fits;
+    for (let seed = 1; seed <= 20; seed++) {
+      fits = await h.post(s, "/v1/completions", { prompt: Array.from({ length: 60 }, (_, i) => 300 + i), max_tokens: 100, seed });
+      assert.equal(fits.status, 200);
+      if (fits.json.choices[0].finish_reason === "length") break;
+    }
+    assert.equal(fits.json.choices[0].finish_reason, "length");
+    assert.equal(fits.json.usage.prompt_tokens + fits.json.usage.completion_tokens, 64, "the context ends it");
+    // A port in use is a clear error, exit status 1.
+    const busy = spawnSync(binary(), [...h.tinyArgs(), "--port", String(s.port)], { encoding: "utf8", timeout: 60000 });
+    assert.equal(busy.status, 1);
+    assert.match(busy.stderr, /cannot listen on 127\.0\.0\.1:\d+/);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("SIGTERM: no new connections, the running stream finishes, exit 0; a second signal cancels", async () => {
+  const s = await h.start(binary(), h.tinyArgs());
+  assert.match(s.log, /listening on http:\/\/127\.0\.0\.1:/, "loopback unless --host says otherwise");
+  let stopping;
+  const out = await h.streamEvents(s, "/v1/chat/completions", { ...long, max_tokens: 60 }, {
+    onChunk: (_, i) => { if (i === 0) stopping = h.stop(s, "SIGTERM"); },
+  });
+  assert.ok(out.done, "the stream in flight ends with [DONE]");
+  assert.equal(h.streamed(out).finish === "length" || h.streamed(out).finish === "stop", true);
+  assert.equal((await stopping).code, 0);
+  await assert.rejects(fetch(s.url + "/health"), "nothing listens any more");
+
+  const t = await h.start(binary(), h.tinyArgs());
+  let signals = 0;
+  const cut = await h.streamEvents(t, "/v1/chat/completions", { ...long, max_tokens: 250 }, {
+    onChunk: () => { if (signals < 2) { signals++; t.proc.kill("SIGINT"); } },
+  });
+  const { code } = await t.exit;
+  assert.equal(code, 0, "SIGINT twice: running requests cancelled, exit 0");
+  const last = cut.chunks.at(-1);
+  assert.ok(cut.chunks.length < 250, "the stream was cut short");
+  assert.ok(last && (last.error || last.choices), "the stream ends with an error event or its last chunk");
+});

@@ -1,0 +1,140 @@
+// Label server: the official `openai` npm client (the project's npm manifest
+// pins it) drives unicorn-server on the built-in demo model: the model list,
+// chat and text completions, streamed and not, with assertions on content,
+// usage and finish_reason. Greedy content must equal what unicorn-generate
+// prints for the same prompt on the same model.
+"use strict";
+const { test, before, after } = require("node:test");
+const assert = require("node:assert/strict");
+const { execFileSync } = require("node:child_process");
+const h = require("./harness.cjs");
+
+const mod = h.npm("openai");
+const OpenAI = mod.OpenAI ?? mod.default;
+let server, client;
+
+before(async () => {
+  // /health answers 503 while the model loads (the demo takes seconds), then 200.
+  server = await h.start(h.env("UNICORN_SERVER"), [], { until: "listening" });
+  const early = await fetch(server.url + "/health");
+  const body = await early.json();
+  assert.ok(early.status === 503 || early.status === 200, `health while loading: ${early.status}`);
+  if (early.status === 503) assert.equal(body.error.code, "loading");
+  while ((await fetch(server.url + "/health")).status !== 200) await new Promise((r) => setTimeout(r, 50));
+  client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "unused", maxRetries: 0, timeout: 300000 });
+});
+after(async () => {
+  const { code } = await h.stop(server);
+  assert.equal(code, 0, "SIGTERM ends the server with status 0");
+});
+
+// unicorn-generate's greedy answer to one user turn (its stdout is the text).
+function generated(prompt, n) {
+  const out = execFileSync(h.env("UNICORN_GENERATE"), ["--chat", "-p", prompt, "-n", String(n), "--temp", "0"],
+                           { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  return out.replace(/\n$/, "");
+}
+
+test("models.list and models.retrieve name the served model", async () => {
+  const list = await client.models.list();
+  assert.equal(list.data.length, 1);
+  assert.equal(list.data[0].id, "gemma3-demo-q8_0");
+  assert.equal(list.data[0].object, "model");
+  const one = await client.models.retrieve("gemma3-demo-q8_0");
+  assert.equal(one.id, "gemma3-demo-q8_0");
+});
+
+test("chat, unstreamed: greedy content equals unicorn-generate's; usage and finish_reason", async () => {
+  const prompt = "Name three colours.";
+  const r = await client.chat.completions.create({
+    model: "gemma3-demo-q8_0", messages: [{ role: "user", content: prompt }], max_tokens: 8, temperature: 0,
+  });
+  assert.equal(r.object, "chat.completion");
+  assert.match(r.id, /^chatcmpl-/);
+  const choice = r.choices[0];
+  assert.equal(choice.message.role, "assistant");
+  assert.equal(choice.message.content, generated(prompt, 8));
+  assert.ok(choice.finish_reason === "length" || choice.finish_reason === "stop");
+  if (choice.finish_reason === "length") assert.equal(r.usage.completion_tokens, 8);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  // <bos><start_of_turn>user\n ... <end_of_turn>\n<start_of_turn>model\n
+  const tokens = await h.post(server, "/tokenize", { content: `<bos><start_of_turn>user\n${prompt}<end_of_turn>\n<start_of_turn>model\n` });
+  assert.equal(r.usage.prompt_tokens, tokens.json.tokens.length);
+});
+
+test("chat, streamed with include_usage: the deltas make the unstreamed text", async () => {
+  const request = {
+    messages: [{ role: "system", content: "You are terse." }, { role: "user", content: "Why is the sky blue?" }],
+    max_tokens: 10, temperature: 0,
+  };
+  const whole = await client.chat.completions.create(request);
+  const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+  let text = "", finish = null, usage = null, chunks = 0, role = null;
+  for await (const chunk of stream) {
+    chunks++;
+    assert.equal(chunk.object, "chat.completion.chunk");
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta.role) role = c.delta.role;
+      text += c.delta.content ?? "";
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.equal(role, "assistant");
+  assert.ok(chunks >= 3, `${chunks} chunks`);
+  assert.equal(text, whole.choices[0].message.content);
+  assert.equal(finish, whole.choices[0].finish_reason);
+  assert.deepEqual(usage.completion_tokens, whole.usage.completion_tokens);
+  assert.equal(usage.prompt_tokens, whole.usage.prompt_tokens);
+});
+
+test("completions: a string prompt and its token ids give the same text", async () => {
+  const prompt = "The capital of France is";
+  const a = await client.completions.create({ model: "gemma3-demo-q8_0", prompt, max_tokens: 6, temperature: 0 });
+  const ids = (await h.post(server, "/tokenize", { content: prompt, add_special: true })).json.tokens;
+  assert.equal(ids[0], 2, "add_special puts <bos> first");
+  const b = await client.completions.create({ model: "gemma3-demo-q8_0", prompt: ids, max_tokens: 6, temperature: 0 });
+  assert.equal(a.object, "text_completion");
+  assert.ok(a.choices[0].text.length > 0);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  assert.equal(a.usage.prompt_tokens, ids.length);
+  assert.equal(b.usage.prompt_tokens, ids.length);
+  const detok = await h.post(server, "/detokenize", { tokens: ids.slice(1) });
+  assert.equal(detok.json.content, prompt);
+  // Streamed: the same text, chunk by chunk.
+  const stream = await client.completions.create({ prompt, max_tokens: 6, temperature: 0, stream: true });
+  let text = "";
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? "";
+  assert.equal(text, a.choices[0].text);
+});
+
+test("a stop string ends the text before it, with finish_reason stop", async () => {
+  const request = { messages: [{ role: "user", content: "Count." }], max_tokens: 12, temperature: 0 };
+  const full = (await client.chat.completions.create(request)).choices[0].message.content;
+  assert.ok(full.length >= 4, `premise: a longer answer (${JSON.stringify(full)})`);
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 2);
+  const cut = await client.chat.completions.create({ ...request, stop: [stop] });
+  assert.equal(cut.choices[0].finish_reason, "stop");
+  assert.equal(cut.choices[0].message.content, full.slice(0, full.indexOf(stop)));
+});
+
+test("seeded sampling: the same seed gives the same text, another seed other text", async () => {
+  const request = { messages: [{ role: "user", content: "Tell me a story." }], max_tokens: 16, temperature: 1, top_p: 1 };
+  const a = await client.chat.completions.create({ ...request, seed: 42 });
+  const b = await client.chat.completions.create({ ...request, seed: 42 });
+  const c = await client.chat.completions.create({ ...request, seed: 43 });
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  assert.notEqual(a.choices[0].message.content, c.choices[0].message.content);
+});
+
+test("errors are the client's typed OpenAI errors", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ messages: [{ role: "user", content: "x" }], n: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.error?.param === "n");
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "x" }] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && e.code === "model_not_found");
+  await assert.rejects(
+    client.chat.completions.create({ messages: [{ role: "user", content: "x".repeat(20000) }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded");
+});

@@ -1,0 +1,242 @@
+// Label server: continuous batching (server/scheduler.hpp) on the Vulkan
+// device, with the tiny Gemma 3 model of tests/model/fixtures and a 512-token
+// tokenizer in Gemma's shape (fixtures/tiny_tokenizer.json). Jobs go in as the
+// HTTP layer submits them; what comes out is checked against the same jobs run
+// one at a time: batch invariance, the prompt cache, cancellation, the queue's
+// bound, the context's end and shutdown.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "unicorn/engine.hpp"
+#include "unicorn/server/scheduler.hpp"
+#include "unicorn/text/chat_template.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
+
+using namespace unicorn;
+using namespace unicorn::server;
+
+namespace {
+
+// 4 slots of 256 tokens; 32-token prefill chunks, so prompts take several and
+// the 16-position window's ring wraps (as in tests/model).
+struct TinyServer {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3Tiny, schemes::all(Format::Q8_0, Format::F16), 256, 32).with_streams(4);
+};
+
+struct World {
+  gpu::Context ctx;
+  Engine<TinyServer> engine{ctx};
+  text::Tokenizer tok = text::load_tokenizer(std::getenv("UNICORN_TINY_TOKENIZER"));
+  World() { engine.load(std::string(std::getenv("UNICORN_FIXTURES")) + "/tiny"); }
+};
+World& world() {
+  static World w;
+  return w;
+}
+
+struct Outcome {
+  std::string text;
+  std::optional<FinishReason> finish;
+  std::optional<ApiError> error;
+  Usage usage;
+  bool operator==(const Outcome& o) const {
+    return text == o.text && finish == o.finish && error.has_value() == o.error.has_value() &&
+           usage.completion_tokens == o.usage.completion_tokens;
+  }
+};
+
+std::shared_ptr<Job> chat_job(const std::string& user, uint32_t seed, uint32_t max_tokens, float temperature = 0.9f) {
+  auto job = std::make_shared<Job>();
+  const text::ChatMessage m[] = {{"user", user}};
+  job->prompt = world().tok.encode(text::render_chat(m, true));
+  job->sampling = {.temperature = temperature, .top_k = 50, .top_p = 0.95f, .seed = seed};
+  job->max_tokens = max_tokens;
+  return job;
+}
+
+// Everything a job produced, once it ended.
+Outcome collect(Job& job) {
+  Outcome o;
+  for (;;) {
+    Job::Progress p = job.take();
+    o.text += p.text;
+    if (p.ended) {
+      o.finish = p.finish;
+      o.error = p.error;
+      o.usage = p.usage;
+      return o;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// A scheduler on its own thread, stopped (after its jobs end) on destruction.
+struct Running {
+  Metrics metrics;
+  Scheduler scheduler;
+  std::thread thread;
+  explicit Running(SchedulerOptions opt) : scheduler(world().engine.core(), world().tok, opt, metrics) {
+    thread = std::thread([this] { scheduler.run(); });
+  }
+  ~Running() {
+    scheduler.shutdown(false);
+    thread.join();
+  }
+  Outcome run_alone(std::shared_ptr<Job> job) {
+    EXPECT_TRUE(scheduler.submit(job));
+    return collect(*job);
+  }
+};
+
+// The requests of the invariance tests: prompts of 1 to 4 chunks, sampled.
+std::vector<std::shared_ptr<Job>> mixed_jobs() {
+  const char* users[] = {"Hi", "Tell me a story about the sea and the ships upon it, long ago.",
+                         "one two three four five six seven eight nine ten eleven twelve thirteen fourteen",
+                         "What?", "a b c d e f g h i j k l m n o p q r s t u v w x y z and again the alphabet please",
+                         "The end."};
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint32_t i = 0; i < 6; ++i) jobs.push_back(chat_job(users[i], 100 + i, 12 + 5 * i));
+  jobs[3]->sampling.temperature = 0;  // one greedy
+  jobs[4]->sampling.presence_penalty = 1.5f, jobs[4]->sampling.frequency_penalty = 0.5f;
+  return jobs;
+}
+
+std::vector<std::shared_ptr<Job>> copies(const std::vector<std::shared_ptr<Job>>& jobs) {
+  std::vector<std::shared_ptr<Job>> out;
+  for (const auto& j : jobs) {
+    auto c = std::make_shared<Job>();
+    c->prompt = j->prompt, c->sampling = j->sampling, c->max_tokens = j->max_tokens, c->stop = j->stop;
+    c->cache_prompt = j->cache_prompt;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+// A seeded request gives the same text whether it runs alone or shares every
+// step with others that join and leave at other times, in whichever slot.
+TEST(Scheduler, BatchInvariance) {
+  const auto jobs = mixed_jobs();
+  std::vector<Outcome> alone;
+  {
+    Running r({.slots = 1});  // one slot: every job alone, and the cache of the last
+    for (const auto& j : copies(jobs)) alone.push_back(r.run_alone(j));
+    // The last job stops at a stop string: two characters from the middle of its text.
+    const std::string& t = alone[5].text;
+    ASSERT_GE(t.size(), 4u);
+    jobs[5]->stop = {t.substr(t.size() / 2, 2)};
+    alone[5] = r.run_alone(copies(jobs)[5]);
+  }
+  for (const auto& o : alone) ASSERT_FALSE(o.error) << o.error->message;
+  EXPECT_EQ(alone[5].finish, FinishReason::Stop) << "a stop string ends the last job (premise of the test)";
+
+  for (int round = 0; round < 3; ++round) {
+    Running r({.slots = 4, .queue_limit = 64});
+    auto together = copies(jobs);
+    // Staggered arrivals: two at once, the rest while those decode.
+    for (size_t i = 0; i < together.size(); ++i) {
+      const size_t k = (i + size_t(round) * 2) % together.size();
+      ASSERT_TRUE(r.scheduler.submit(together[k]));
+      if (i % 2) std::this_thread::sleep_for(std::chrono::milliseconds(5 + 20 * round));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Outcome o = collect(*together[i]);
+      EXPECT_EQ(o.text, alone[i].text) << "job " << i << " round " << round;
+      EXPECT_EQ(o.finish, alone[i].finish) << "job " << i;
+      EXPECT_EQ(o.usage.completion_tokens, alone[i].usage.completion_tokens) << "job " << i;
+    }
+    EXPECT_NE(r.metrics.text().find("unicorn_completions_total{outcome=\"length\"}"), std::string::npos);
+  }
+}
+
+// A prompt that extends what a slot holds prefills only the rest; what is
+// prefilled after a cached prompt is bit for bit a whole prefill's, so the
+// text is the same with the cache and without it.
+TEST(Scheduler, PromptCache) {
+  Running r({.slots = 1});
+  auto first = chat_job("Tell me about the sea, the ships, the storms and the harbours of long ago.", 7, 6, 0);
+  const Outcome a = r.run_alone(first);
+  EXPECT_EQ(a.usage.cached_tokens, 0u);
+  // The next turn of the chat: everything held is reused.
+  auto turn = std::make_shared<Job>();
+  turn->prompt = first->prompt;
+  const auto held = world().engine.core().tokens(0);
+  turn->prompt.assign(held.begin(), held.end());
+  for (const char* more : {"<end_of_turn>", "\n<start_of_turn>user\nAnd then?<end_of_turn>\n<start_of_turn>model\n"}) {
+    const auto ids = world().tok.encode(more);
+    turn->prompt.insert(turn->prompt.end(), ids.begin(), ids.end());
+  }
+  turn->max_tokens = 4;
+  const Outcome b = r.run_alone(turn);
+  EXPECT_EQ(b.usage.cached_tokens, held.size()) << "the whole held conversation is reused";
+  EXPECT_EQ(b.usage.prompt_tokens, turn->prompt.size());
+
+  // Another question after the same opening: the shared prompt prefix is
+  // reused (across a chunk boundary), and the text equals an uncached run.
+  const std::string opening = "Tell me about the sea, the ships, the storms and the harbours of long ago.";
+  auto warm = chat_job(opening, 1, 3, 0);
+  r.run_alone(warm);
+  auto cached = chat_job(opening + " Briefly!", 9, 10), cold = chat_job(opening + " Briefly!", 9, 10);
+  cold->cache_prompt = false;
+  const Outcome with = r.run_alone(cached), without = r.run_alone(cold);
+  EXPECT_GT(with.usage.cached_tokens, 32u) << "more than a chunk of the opening is reused";
+  EXPECT_EQ(without.usage.cached_tokens, 0u);
+  EXPECT_EQ(with.text, without.text);
+  EXPECT_EQ(with.usage.completion_tokens, without.usage.completion_tokens);
+}
+
+// A cancelled job leaves its slot at the next step; the next job runs.
+TEST(Scheduler, CancelFreesTheSlot) {
+  Running r({.slots = 1, .queue_limit = 4});
+  auto longer = chat_job("Go on and on.", 3, 200), next = chat_job("Hi", 4, 5);
+  ASSERT_TRUE(r.scheduler.submit(longer));
+  ASSERT_TRUE(r.scheduler.submit(next));
+  while (longer->take().text.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  longer->cancelled = true;
+  const Outcome a = collect(*longer), b = collect(*next);
+  ASSERT_TRUE(a.error);
+  EXPECT_EQ(a.error->status, 499);
+  EXPECT_LT(a.usage.completion_tokens, 200u);
+  EXPECT_FALSE(b.error);
+  EXPECT_NE(r.metrics.text().find("unicorn_completions_total{outcome=\"cancelled\"} 1\n"), std::string::npos);
+}
+
+// The queue holds queue_limit jobs beyond the slots; past it submit() refuses,
+// and a shutdown ends what still waits with a 503.
+TEST(Scheduler, BoundedQueueAndShutdown) {
+  Metrics metrics;
+  Scheduler s(world().engine.core(), world().tok, {.slots = 1, .queue_limit = 2}, metrics);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back(chat_job("Hi", uint32_t(i), 40));
+  EXPECT_TRUE(s.submit(jobs[0]));
+  EXPECT_TRUE(s.submit(jobs[1]));
+  EXPECT_FALSE(s.submit(jobs[2])) << "the queue of 2 is full (the scheduler has not started)";
+  std::thread t([&] { s.run(); });
+  while (jobs[0]->take().text.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  s.shutdown(false);
+  t.join();
+  const Outcome running = collect(*jobs[0]), queued = collect(*jobs[1]);
+  EXPECT_FALSE(running.error) << "a running job finishes";
+  EXPECT_TRUE(running.finish);
+  ASSERT_TRUE(queued.error);
+  EXPECT_EQ(queued.error->status, 503);
+  EXPECT_FALSE(s.submit(jobs[2])) << "no jobs once stopping";
+  // Slots and context come from the engine; asking for more is an error.
+  EXPECT_THROW(Scheduler(world().engine.core(), world().tok, {.slots = 5}, metrics), Error);
+}
+
+// A job ends at the context's end with finish_reason length, whatever max_tokens.
+TEST(Scheduler, ContextEnd) {
+  Running r({.slots = 2});
+  auto job = chat_job("Hi", 5, UINT32_MAX, 1.0f);
+  job->sampling.top_k = 0;
+  const Outcome o = r.run_alone(job);
+  ASSERT_FALSE(o.error);
+  if (o.finish == FinishReason::Length)
+    EXPECT_EQ(o.usage.prompt_tokens + o.usage.completion_tokens, 256u) << "the context holds 256 tokens";
+  else
+    std::printf("[ context ] the model chose <eos>/<end_of_turn> after %u tokens\n", o.usage.completion_tokens);
+}
