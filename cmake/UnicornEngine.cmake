@@ -24,14 +24,15 @@
 
 # The generator's and the server's sources: in the source tree, or beside
 # this file once installed.
-foreach(tool generate server)
-  string(TOUPPER ${tool} TOOL)
-  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/${tool}/main.cpp)
-    set(source ${CMAKE_CURRENT_LIST_DIR}/../examples/${tool}/main.cpp)
+foreach(file generate/main server/main server/serve)
+  string(TOUPPER ${file} var)
+  string(REPLACE "/" "_" var ${var})
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/${file}.cpp)
+    set(source ${CMAKE_CURRENT_LIST_DIR}/../examples/${file}.cpp)
   else()
-    set(source ${CMAKE_CURRENT_LIST_DIR}/${tool}/main.cpp)
+    set(source ${CMAKE_CURRENT_LIST_DIR}/${file}.cpp)
   endif()
-  set(UNICORN_${TOOL}_SOURCE ${source} CACHE INTERNAL "")
+  set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
 
 # A binary of `source` for one deployment type.
@@ -45,7 +46,7 @@ endfunction()
 
 function(unicorn_add_generator target)
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
-  _unicorn_add_binary(${target} ${UNICORN_GENERATE_SOURCE} "${G_HEADER}" ${G_TYPE})
+  _unicorn_add_binary(${target} ${UNICORN_GENERATE_MAIN_SOURCE} "${G_HEADER}" ${G_TYPE})
 endfunction()
 
 function(unicorn_add_server target)
@@ -61,7 +62,14 @@ function(unicorn_add_server target)
   elseif(NOT S_HEADER OR NOT S_TYPE)
     message(FATAL_ERROR "unicorn_add_server(${target}): give HEADER and TYPE, or CONFIG, QUANT and STREAMS")
   endif()
-  _unicorn_add_binary(${target} ${UNICORN_SERVER_SOURCE} "${S_HEADER}" ${S_TYPE})
+  # The HTTP front end (Boost.Beast) does not depend on the deployment: one
+  # object file for every server of the build.
+  if(NOT TARGET unicorn_server_http)
+    add_library(unicorn_server_http OBJECT ${UNICORN_SERVER_SERVE_SOURCE})
+    target_link_libraries(unicorn_server_http PUBLIC unicorn::unicorn)
+  endif()
+  _unicorn_add_binary(${target} ${UNICORN_SERVER_MAIN_SOURCE} "${S_HEADER}" ${S_TYPE})
+  target_link_libraries(${target} PRIVATE unicorn_server_http)
 endfunction()
 
 # Reads key `path...` of JSON `json` into `out`, or `default` when absent/null.

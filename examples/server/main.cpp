@@ -15,7 +15,7 @@
 #include <optional>
 
 #include UNICORN_DEPLOYMENT_HEADER
-#include "unicorn/server/http.hpp"
+#include "unicorn/server/serve.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
 namespace {
@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
   app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
   app.add_flag("--quiet", quiet, "no line per request on stderr");
+  bool by_size = false;
+  app.add_flag("--fastest-batches", by_size,
+               "each decode step takes the fastest kernels for its size: more tokens/s on GPUs with tensor units "
+               "(steps of 5+ slots in fp16 there), but a seeded request's text may then depend on other traffic");
   // llama-server's spelling -np (CLI11 takes one-letter short names only).
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args)
@@ -75,6 +79,7 @@ int main(int argc, char** argv) {
   opt.idle_timeout = std::chrono::seconds(timeout);
   opt.shutdown_grace = std::chrono::seconds(grace);
   opt.log_requests = !quiet;
+  opt.batch_invariant = !by_size;
 
   try {
     if (model.empty()) {
@@ -90,12 +95,10 @@ int main(int argc, char** argv) {
     }
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
 
-    unicorn::server::Server server(opt);
-    std::fprintf(stderr, "%s: listening on http://%s:%u; loading %s\n", UNICORN_BINARY_NAME, opt.host.c_str(),
-                 server.port(), model.c_str());
     std::optional<Engine> engine;
     std::optional<unicorn::text::Tokenizer> tok;
-    return server.run([&] {
+    return unicorn::server::serve(opt, [&] {
+      std::fprintf(stderr, "%s: loading %s\n", UNICORN_BINARY_NAME, model.c_str());
       engine.emplace();
       const auto report = engine->load(model);
       tok.emplace(unicorn::text::tokenizer_for(model, tokenizer));

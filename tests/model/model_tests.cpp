@@ -321,6 +321,44 @@ TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
   }
 }
 
+// The server's batch invariance (EngineCore::BatchPasses::Fixed): a stream's
+// logits are the same bits whatever the size of the step it runs in. One step
+// of 18 streams, then (each stream rewound one position) the same tokens in
+// steps of 9 and of 1: on a device with tensor units the 32-token split-K
+// tile, then the 16-token one; elsewhere matvec throughout.
+template <Format F>
+struct TinyWide {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3Tiny, schemes::all(F, Format::F16), 256, 32).with_streams(18);
+};
+TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
+  Engine<TinyWide<Format::Q4_0>> engine(context());
+  engine.load(tiny_gguf("Q4_0"));
+  auto& core = engine.core();
+  core.set_batch_passes(detail::EngineCore::BatchPasses::Fixed);
+  const auto& g = golden();
+  const uint32_t V = kGemma3Tiny.vocab, streams = 18;
+  std::vector<StreamToken> all;
+  for (uint32_t s = 0; s < streams; ++s)
+    all.push_back({s, engine.prefill(s, std::span(g.prompt).subspan(s, 10 + s))});
+  const auto whole = core.forward_logits(all);
+  const auto again = [&](std::span<const StreamToken> part) {
+    for (const StreamToken& t : part) core.rewind(t.stream, core.position(t.stream) - 1);
+    return core.forward_logits(part);
+  };
+  std::vector<float> parts = again(std::span(all).first(9));
+  const auto rest = again(std::span(all).subspan(9));
+  parts.insert(parts.end(), rest.begin(), rest.end());
+  const auto one = again(std::span(all).subspan(3, 1));
+  size_t differing = 0;
+  for (uint32_t s = 0; s < streams; ++s)
+    differing += std::memcmp(whole.data() + s * V, parts.data() + s * V, V * 4) != 0;
+  EXPECT_EQ(differing, 0u) << differing << " of 18 streams' logits differ between a step of 18 and steps of 9";
+  EXPECT_EQ(std::memcmp(whole.data() + 3 * V, one.data(), V * 4), 0) << "stream 3 alone differs from a step of 18";
+  std::printf("[ batch  ] fixed passes: %s for 18, %s for 9 and 1\n", core.batch_linear_path(18).c_str(),
+              core.batch_linear_path(9).c_str());
+}
+
 // --- several streams: batched decode against one stream alone ---
 TEST_F(Model, BatchedDecodeQ4_0) { expect_batched_decode_matches_single_stream<Format::Q4_0>(tiny_gguf("Q4_0")); }
 TEST_F(Model, BatchedDecodeQ8_0) { expect_batched_decode_matches_single_stream<Format::Q8_0>(tiny_gguf("Q8_0")); }

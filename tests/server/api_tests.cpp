@@ -39,7 +39,7 @@ TEST(Request, ChatDefaultsAndFields) {
           "max_completion_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":-3,
           "stop":["\n\n","END"],"presence_penalty":0.5,"frequency_penalty":-0.25,"repeat_penalty":1.1,
           "repeat_last_n":32,"stream":true,"stream_options":{"include_usage":true},"n":1,"logprobs":false,
-          "user":"u1","cache_prompt":false})",
+          "user":"u1","cache_prompt":false,"ignore_eos":true})",
       Kind::Chat);
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.messages.size(), 4u);
@@ -56,6 +56,7 @@ TEST(Request, ChatDefaultsAndFields) {
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_FALSE(r.cache_prompt);
+  EXPECT_TRUE(r.ignore_eos);
 
   const auto d = parse_completion_request("{" + kHi + "}", Kind::Chat);
   EXPECT_FALSE(d.max_tokens) << "chat: until the context is full";
@@ -134,6 +135,7 @@ TEST(Request, RefusalsNameTheField) {
       {"{" + kHi + R"(,"repeat_penalty":0})", "repeat_penalty"},
       {"{" + kHi + R"(,"repeat_last_n":5000})", "repeat_last_n"},
       {"{" + kHi + R"(,"user":5})", "user"}, {"{" + kHi + R"(,"cache_prompt":1})", "cache_prompt"},
+      {"{" + kHi + R"(,"ignore_eos":"no"})", "ignore_eos"},
       {"{" + kHi + R"(,"prompt":"x"})", "prompt"},
       {"{}", "prompt", Kind::Text}, {R"({"prompt":""})", "prompt", Kind::Text},
       {R"({"prompt":[]})", "prompt", Kind::Text}, {R"({"prompt":["a","b"]})", "prompt", Kind::Text},

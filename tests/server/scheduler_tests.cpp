@@ -18,11 +18,12 @@ using namespace unicorn::server;
 
 namespace {
 
-// 4 slots of 256 tokens; 32-token prefill chunks, so prompts take several and
+// 6 slots of 256 tokens (steps of 5 or 6 take the tensor-unit pass where the
+// device has one: kernels::kSplitKFromStreams); 32-token prefill chunks, so prompts take several and
 // the 16-position window's ring wraps (as in tests/model).
 struct TinyServer {
   static constexpr DeploymentConfig kConfig =
-      make_deployment(kGemma3Tiny, schemes::all(Format::Q8_0, Format::F16), 256, 32).with_streams(4);
+      make_deployment(kGemma3Tiny, schemes::all(Format::Q8_0, Format::F16), 256, 32).with_streams(6);
 };
 
 struct World {
@@ -134,7 +135,7 @@ TEST(Scheduler, BatchInvariance) {
   EXPECT_EQ(alone[5].finish, FinishReason::Stop) << "a stop string ends the last job (premise of the test)";
 
   for (int round = 0; round < 3; ++round) {
-    Running r({.slots = 4, .queue_limit = 64});
+    Running r({.slots = 6, .queue_limit = 64});
     auto together = copies(jobs);
     // Staggered arrivals: two at once, the rest while those decode.
     for (size_t i = 0; i < together.size(); ++i) {
@@ -225,7 +226,7 @@ TEST(Scheduler, BoundedQueueAndShutdown) {
   EXPECT_EQ(queued.error->status, 503);
   EXPECT_FALSE(s.submit(jobs[2])) << "no jobs once stopping";
   // Slots and context come from the engine; asking for more is an error.
-  EXPECT_THROW(Scheduler(world().engine.core(), world().tok, {.slots = 5}, metrics), Error);
+  EXPECT_THROW(Scheduler(world().engine.core(), world().tok, {.slots = 7}, metrics), Error);
 }
 
 // A job ends at the context's end with finish_reason length, whatever max_tokens.

@@ -138,6 +138,11 @@ class EngineCore {
       batch_ = record_forward(cfg_.streams, cfg_.streams, tensor_units ? PassKind::DecodeSplitK : PassKind::Decode);
       if (tensor_units && tuning_.splitk_from > 2)
         batch_few_ = record_forward(cfg_.streams, cfg_.streams, PassKind::Decode);
+      // Steps of up to kSplitKSmallTokens streams on the tile of that many
+      // tokens: a step's token rows fill it. A row's sums are the same on
+      // either tile (the same k order; the model test holds them bit for bit).
+      if (tensor_units && cfg_.streams > kernels::kSplitKSmallTokens)
+        batch_small_ = record_forward(cfg_.streams, cfg_.streams, PassKind::DecodeSplitK, kernels::kSplitKSmallTokens);
     }
     kernels_.save();  // the next start reads these pipelines from disk
   }
@@ -157,11 +162,29 @@ class EngineCore {
   const LayoutView& layout() const { return layout_; }
   gpu::Context& context() const { return ctx_; }
   uint32_t streams() const { return cfg_.streams; }
+  // Which recorded pass a batched step takes. By its size (the default, the
+  // fastest): on a device with tensor units, steps of kSplitKFromStreams
+  // streams or more run their products there in fp16 (matmul_coop_splitk)
+  // and smaller steps in fp32 (matvec), so a stream's logits depend, in their
+  // last bits, on how many streams share its step. Fixed: every step, of any
+  // size, takes the pass compiled for all the streams, so each stream's
+  // results are the same whatever shares its steps (the server's batch
+  // invariance), at the cost of small steps on tensor-unit devices.
+  enum class BatchPasses { BySize, Fixed };
+  void set_batch_passes(BatchPasses p) { batch_passes_ = p; }
+  BatchPasses batch_passes() const { return batch_passes_; }
+  // Whether steps of different sizes run different kernels (BySize on a
+  // device with tensor units).
+  bool batch_passes_differ() const { return batch_ && batch_->splitk; }
+
   // Which kernel the products of a batched step of n streams run on.
   std::string batch_linear_path(uint32_t n) const {
-    if (n <= 1 || !batch_) return "matvec: one token";
-    return &batch_pass(n) == &*batch_ && batch_->splitk ? "matmul_coop_splitk: fp16 cooperative matrices, split K"
-                                                        : "matvec: every token row per workgroup";
+    if (!batch_ || (n <= 1 && batch_passes_ == BatchPasses::BySize)) return "matvec: one token";
+    const Graph& g = batch_pass(n);
+    if (!g.splitk) return "matvec: every token row per workgroup";
+    return &g == &*batch_ ? "matmul_coop_splitk: fp16 cooperative matrices, split K"
+                          : "matmul_coop_splitk: fp16 cooperative matrices, split K, the " +
+                                std::to_string(kernels::kSplitKSmallTokens) + "-token tile";
   }
   uint32_t position(uint32_t stream = 0) const { return uint32_t(stream_state(stream).tokens.size()); }
   // The tokens a stream's KV cache holds, position by position.
@@ -713,11 +736,15 @@ class EngineCore {
   // A pass over up to n token rows producing up to logit_rows rows of logits:
   // a prompt chunk (matrix-matrix kernels), or with `decode` one token per
   // stream (matrix-vector kernels reading each weight once for all rows).
-  std::optional<Graph> record_forward(uint32_t n, uint32_t logit_rows, PassKind kind);
+  // splitk_tokens: the split-K tile's token rows (0: the tile for n).
+  std::optional<Graph> record_forward(uint32_t n, uint32_t logit_rows, PassKind kind, uint32_t splitk_tokens = 0);
   // The recorded pass for a step of n streams' tokens.
   const Graph& batch_pass(uint32_t n) const {
-    if (n <= 1 || !batch_) return *decode_;
-    return batch_few_ && n < tuning_.splitk_from ? *batch_few_ : *batch_;
+    if (!batch_) return *decode_;
+    const Graph& largest = batch_small_ && n <= kernels::kSplitKSmallTokens ? *batch_small_ : *batch_;
+    if (batch_passes_ == BatchPasses::Fixed) return largest;  // one kernel family for every size
+    if (n <= 1) return *decode_;
+    return batch_few_ && n < tuning_.splitk_from ? *batch_few_ : largest;
   }
 
   gpu::Context& ctx_;
@@ -735,7 +762,7 @@ class EngineCore {
   // Prompt chunks (logits of the last token only), single tokens, one token of
   // each of several streams (streams > 1), and, recorded on first use, prompt
   // chunks with every token's logits (teacher forcing).
-  std::optional<Graph> prefill_, decode_, batch_, batch_few_, prefill_all_logits_;
+  std::optional<Graph> prefill_, decode_, batch_, batch_few_, batch_small_, prefill_all_logits_;
   // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
   // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_*,
   // UNICORN_BATCH_*, UNICORN_SPLITK_* and UNICORN_ATTENTION_ROWS override them.
@@ -784,6 +811,7 @@ class EngineCore {
   } tuning_;
   uint32_t context_limit_ = cfg_.max_context;
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
+  BatchPasses batch_passes_ = BatchPasses::BySize;
   std::vector<StreamState> streams_ = std::vector<StreamState>(cfg_.streams);
 };
 
@@ -791,9 +819,10 @@ class EngineCore {
 // Gemma 3 layer and says the shape of what it writes.
 class EngineCore::Recorder {
  public:
-  Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows, PassKind kind)
+  Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows, PassKind kind, uint32_t splitk_tokens)
       : c_(core), n_(n), logit_rows_(logit_rows), decode_(kind != PassKind::Prefill),
-        splitk_(kind == PassKind::DecodeSplitK), m_(core.cfg_.model), half_(half_operands()) {}
+        splitk_(kind == PassKind::DecodeSplitK), splitk_tokens_(splitk_tokens), m_(core.cfg_.model),
+        half_(half_operands()) {}
 
   std::vector<gpu::Dispatch> forward() {
     embed();                                                   // x  [n, H]
@@ -945,7 +974,7 @@ class EngineCore::Recorder {
   void linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier) {
     const auto& info = c_.ctx_.info();
     const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows), rows_n = row_set ? logit_rows_ : n_;
-    const kernels::SplitKTile tile = c_.tuning_.splitk_tile(rows_n);
+    const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : rows_n);
     const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearBindings,
                               kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
                                                           info.coop_k, info.subgroup_size, tile));
@@ -1108,6 +1137,7 @@ class EngineCore::Recorder {
   uint32_t n_, logit_rows_;
   bool decode_;  // one token per stream: per-row positions and streams
   bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
+  uint32_t splitk_tokens_;  // their tile's token rows (0: by the pass's rows)
   const ModelDims& m_;
   bool half_;  // products take fp16 operands (Act::Operand)
   // Partial sums each activation holds (the last product into it split K).
@@ -1124,8 +1154,8 @@ class EngineCore::Recorder {
 };
 
 inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows,
-                                                                   PassKind kind) {
-  const auto dispatches = Recorder(*this, n, logit_rows, kind).forward();
+                                                                   PassKind kind, uint32_t splitk_tokens) {
+  const auto dispatches = Recorder(*this, n, logit_rows, kind, splitk_tokens).forward();
   Graph g;
   g.splitk = kind == PassKind::DecodeSplitK;
   g.commands = stream_.allocate();

@@ -167,6 +167,9 @@ inline constexpr SplitKTile kSplitKTiles[] = {{16, 32, 8}, {32, 32, 8}, {32, 48,
 // (measured on the H100: see README, batched decode). UNICORN_SPLITK_FROM overrides.
 inline constexpr uint32_t kSplitKFromStreams = 5;
 constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <= 16 ? 0 : 1]; }
+// Engines of more streams than this also record a split-K pass on the first
+// tile, for steps of up to this many streams (EngineCore::batch_pass).
+inline constexpr uint32_t kSplitKSmallTokens = kSplitKTiles[0].tokens;
 inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm,
                                            uint32_t tn, uint32_t tk, uint32_t subgroup_size,
                                            SplitKTile t) {

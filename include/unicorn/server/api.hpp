@@ -64,6 +64,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool cache_prompt = true;    // llama-server's: reuse a slot's KV cache for a shared prefix
+  bool ignore_eos = false;     // llama-server's: <eos> and <end_of_turn> do not end it (benchmarks)
 };
 
 namespace parse {
@@ -305,6 +306,8 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
       has_stream_options = true;
     } else if (key == "cache_prompt") {
       if (!v.is_null()) r.cache_prompt = boolean(v, key);
+    } else if (key == "ignore_eos") {
+      if (!v.is_null()) r.ignore_eos = boolean(v, key);
     } else if (key == "n") {
       only_default(v, key, 1);
     } else if (key == "logprobs") {

@@ -13,10 +13,15 @@
 // its slot at the scheduler's next step: each completion watches its socket.
 #pragma once
 
+// The engine (Vulkan-Hpp) before Asio: Asio's serial ports pull in
+// <termios.h>, whose baud-rate macros (B0, ...) break Vulkan-Hpp's templates.
+#include "unicorn/server/api.hpp"
+#include "unicorn/server/metrics.hpp"
+#include "unicorn/server/scheduler.hpp"
+#include "unicorn/server/serve.hpp"
+#include "unicorn/text/chat_template.hpp"
+
 #include <atomic>
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -26,11 +31,11 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 
-#include "unicorn/server/api.hpp"
-#include "unicorn/server/metrics.hpp"
-#include "unicorn/server/scheduler.hpp"
-#include "unicorn/text/chat_template.hpp"
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 namespace unicorn::server {
 
@@ -38,28 +43,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-
-// What the tools fill in from their flags.
-struct ServerOptions {
-  std::string host = "127.0.0.1";  // loopback unless --host says otherwise
-  uint16_t port = 8080;
-  std::string api_key;                      // empty: no check; else "Authorization: Bearer <key>"
-  uint32_t slots = 0;                       // 0: every compiled stream
-  uint32_t queue_limit = 64;                // requests waiting for a slot, then 503
-  uint32_t context = 0;                     // tokens per slot; 0: the compiled context
-  size_t max_body_bytes = size_t(8) << 20;  // a larger request body gets a 413
-  uint32_t max_connections = 512;           // open connections; more are answered 503 and closed
-  std::chrono::seconds idle_timeout{60};    // a connection that sends nothing for this long is closed
-  std::chrono::seconds shutdown_grace{30};  // after SIGINT/SIGTERM, running completions get this long
-  bool log_requests = true;                 // one line per request on stderr
-  std::string model_id;                     // the name /v1/models lists and requests may give
-};
-
-// What serve() runs on, made by the loader it is given.
-struct Model {
-  detail::EngineCore& engine;
-  const text::Tokenizer& tokenizer;
-};
 
 namespace detail_http {
 
@@ -108,6 +91,7 @@ class Server {
   // thread. Returns the process's exit status: 0 after a clean shutdown, 1
   // when loading or the engine failed.
   int run(const std::function<Model()>& load) {
+    std::fprintf(stderr, "server: listening on http://%s:%u\n", opt_.host.c_str(), port_);
     net::co_spawn(ioc_, accept_loop(), net::detached);
     watch_signals();
     std::thread io([&] { ioc_.run(); });
@@ -118,11 +102,15 @@ class Server {
       context_ = opt_.context ? opt_.context : model.engine.config().max_context;
       model.engine.set_context_limit(context_);
       const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
-      scheduler_.emplace(model.engine, model.tokenizer, SchedulerOptions{slots, opt_.queue_limit}, metrics_);
+      scheduler_.emplace(model.engine, model.tokenizer,
+                         SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariant}, metrics_);
       metrics_.ready(true);
       ready_ = true;
-      std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens)\n", opt_.model_id.c_str(),
-                   opt_.host.c_str(), port_, slots, context_);
+      std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens; decode steps %s)\n",
+                   opt_.model_id.c_str(), opt_.host.c_str(), port_, slots, context_,
+                   !model.engine.batch_passes_differ() ? "run the same kernels at any batch size"
+                   : opt_.batch_invariant           ? "fixed to one pass: batch invariant"
+                                                    : "by size: not batch invariant");
       if (!stopping_) scheduler_->run();
       if (scheduler_->failed()) status = 1;
     } catch (const std::exception& e) {
@@ -438,6 +426,7 @@ class Server {
     job->max_tokens = r.max_tokens.value_or(UINT32_MAX);
     job->stop = r.stop;
     job->cache_prompt = r.cache_prompt;
+    job->ignore_eos = r.ignore_eos;
     return job;
   }
 

@@ -49,6 +49,7 @@ class Job {
   uint32_t max_tokens = UINT32_MAX;  // generated tokens at most (the context also ends it)
   std::vector<std::string> stop;
   bool cache_prompt = true;
+  bool ignore_eos = false;  // <eos> and <end_of_turn> are text like any other token
   Clock::time_point arrived = Clock::now();
 
   // Set by the session when its client goes away: the job leaves its slot at
@@ -102,8 +103,12 @@ class Job {
 };
 
 struct SchedulerOptions {
-  uint32_t slots = 1;        // streams used, at most the engine's compiled streams
+  uint32_t slots = 1;         // streams used, at most the engine's compiled streams
   uint32_t queue_limit = 64;  // jobs waiting for a slot before submit() refuses
+  // Every decode step runs the same kernels whatever its size, so a seeded
+  // request's text does not depend on what shares its steps
+  // (EngineCore::BatchPasses::Fixed); false: each step the fastest for its size.
+  bool batch_invariant = true;
 };
 
 class Scheduler {
@@ -115,6 +120,8 @@ class Scheduler {
                   std::to_string(engine.streams()) + " (STREAMS of unicorn_add_server), and a flag may only lower it");
     metrics_.slots(opt.slots);
     for (uint32_t s = 0; s < opt.slots; ++s) engine_.reset(s);
+    engine_.set_batch_passes(opt.batch_invariant ? detail::EngineCore::BatchPasses::Fixed
+                                                 : detail::EngineCore::BatchPasses::BySize);
   }
 
   // From any thread. Queues a job; false when the queue is full or the
@@ -306,7 +313,8 @@ class Scheduler {
   // A chosen token: the end of the completion, or text and the next step's input.
   void deliver(Slot& s, uint32_t stream, int32_t token) {
     s.last_token = Clock::now();
-    if (token == tok_.eos_id() || token == tok_.end_of_turn_id()) return end(s, FinishReason::Stop, std::nullopt);
+    if (!s.job->ignore_eos && (token == tok_.eos_id() || token == tok_.end_of_turn_id()))
+      return end(s, FinishReason::Stop, std::nullopt);
     s.generated++;
     s.job->append(s.text->push(token));
     if (s.text->stopped()) return end(s, FinishReason::Stop, std::nullopt);

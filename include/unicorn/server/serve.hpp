@@ -1,0 +1,52 @@
+// unicorn/server/serve.hpp — the server's entry point and its options,
+// declared apart from the implementation (http.hpp: Boost.Beast, Asio): a
+// server binary's translation unit holds its engine and includes only this;
+// the HTTP code is compiled once for every server binary of a build
+// (unicorn_add_server links examples/server/serve.cpp, built once).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace unicorn::detail {
+class EngineCore;
+}
+namespace unicorn::text {
+class Tokenizer;
+}
+
+namespace unicorn::server {
+
+// What the tools fill in from their flags.
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless --host says otherwise
+  uint16_t port = 8080;
+  std::string api_key;                      // empty: no check; else "Authorization: Bearer <key>"
+  uint32_t slots = 0;                       // 0: every compiled stream
+  uint32_t queue_limit = 64;                // requests waiting for a slot, then 503
+  uint32_t context = 0;                     // tokens per slot; 0: the compiled context
+  size_t max_body_bytes = size_t(8) << 20;  // a larger request body gets a 413
+  uint32_t max_connections = 512;           // open connections; more are answered 503 and closed
+  std::chrono::seconds idle_timeout{60};    // a connection that sends nothing for this long is closed
+  std::chrono::seconds shutdown_grace{30};  // after SIGINT/SIGTERM, running completions get this long
+  bool log_requests = true;                 // one line per request on stderr
+  bool batch_invariant = true;              // SchedulerOptions::batch_invariant
+  std::string model_id;                     // the name /v1/models lists and requests may give
+};
+
+// What serve() runs on, made by the loader it is given.
+struct Model {
+  detail::EngineCore& engine;
+  const text::Tokenizer& tokenizer;
+};
+
+// Listens on options.host:options.port (printing "listening on
+// http://HOST:PORT"; /health answers 503 meanwhile), calls `load`, then serves
+// until SIGINT/SIGTERM or a failed engine. Returns the process's exit status:
+// 0 after a clean shutdown, 1 when listening, loading or the engine failed.
+int serve(const ServerOptions& options, const std::function<Model()>& load);
+
+}  // namespace unicorn::server

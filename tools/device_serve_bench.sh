@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): the server's speed beside unicorn-bench
+# --batch on the same random-weight file.
+#   tools/device_serve_bench.sh BIN_DIR OUT_DIR model:server_binary ...
+# e.g. tools/device_serve_bench.sh .carry/bin $OUT gemma3-4b:unicorn-bench-server-4b-q4_0
+# For each model (every matrix Q4_0, unicorn-convert --random): unicorn-bench
+# --batch N -p 128 -n 128 -r REPS for N in BATCH (default "8 32"), then the
+# server (its flags: SERVER_FLAGS) with unicorn-serve-bench for CLIENTS
+# (default "1,8,32,64") clients, 128-token prompts and 128 generated tokens,
+# REQUESTS (default 2) requests per client; CHAT_CACHE=N adds the second-chat-
+# turn test with a system prompt of ~N tokens. Binaries are built here and
+# carried (.carry/bin), with the loader packages in .gl (device README).
+set -uo pipefail
+bin=$1 out=$2
+shift 2
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+models=/tmp/unicorn-models
+mkdir -p "$models" "$out"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+for spec in "$@"; do
+  IFS=: read -r model server <<<"$spec"
+  file="$models/$model-Q4_0.gguf"
+  [ -f "$file" ] || "$bin/unicorn-convert" --random "$model" --type Q4_0 --out "$file" >/dev/null || exit 1
+  for n in ${BATCH-8 32}; do
+    "$bin/unicorn-bench" --model "$file" --batch "$n" -p 128 -n 128 -r ${REPS:-3} --json \
+      > "$out/$model-batch$n.json" 2> "$out/$model-batch$n.err"
+    python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['batch']; print(f'$model unicorn-bench --batch {b[\"streams\"]}: {b[\"tokens_per_s\"]:.1f} t/s [{b[\"linear\"]}]')" \
+      "$out/$model-batch$n.json" || tail -3 "$out/$model-batch$n.err"
+  done
+  log="$out/$model-server.log"
+  "$bin/$server" --model "$file" --port 0 --quiet ${SERVER_FLAGS:-} 2> "$log" &
+  pid=$!
+  port=""
+  for _ in $(seq 600); do
+    grep -q "ready on" "$log" && port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log" | head -1) && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.5
+  done
+  if [ -z "$port" ]; then echo "$model: the server did not start"; cat "$log"; continue; fi
+  grep "ready on" "$log"
+  "$bin/unicorn-serve-bench" --port "$port" --clients "${CLIENTS:-1,8,32,64}" --requests "${REQUESTS:-2}" \
+    --prompt 128 --tokens 128 --json "$out/$model-serve.json"
+  [ -n "${CHAT_CACHE:-}" ] && "$bin/unicorn-serve-bench" --port "$port" --chat-cache "$CHAT_CACHE" \
+    --json "$out/$model-chat-cache.json"
+  kill -TERM $pid
+  wait $pid
+  echo "$model server exit status $?"
+done
