@@ -9,11 +9,14 @@
 // stream-major, split into parts of rows [head_begin, +heads): a workgroup
 // whose row lies outside the bound part exits.
 // Each subgroup walks its own share of the keys, BATCH consecutive keys at a
-// time (all their loads issued together: memory latency, not bandwidth, bounds
-// a decode step), with its own online softmax; its lanes split the head
-// dimension, so key and value rows are read in whole cache lines. The
-// subgroups' (max, sum, output) meet in shared memory at the end — no barrier
-// inside the loop, and any context length in fixed shared memory.
+// time, its lanes splitting the head dimension so key and value rows are read
+// in whole cache lines. A decode step is bound by memory latency, not
+// bandwidth: a batch's key and value rows are all loaded before its scores are
+// reduced (one round trip a batch, not two), and a workgroup has THREADS / SG
+// subgroups (16 on the H100), so a walk over a few hundred keys is a few
+// batches long. Each subgroup keeps its own online softmax; their (max, sum,
+// output) meet in shared memory at the end — no barrier inside the loop, and
+// any context length in fixed shared memory.
 // Dispatch: (n_tokens, HEADS, 1) per cache part.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -21,7 +24,7 @@
 #define STEP_BINDING 4
 #include "include/step.glsl"
 
-layout(local_size_x = 128) in;
+layout(local_size_x_id = 8) in;  // THREADS: kernels::attention_threads
 layout(constant_id = 0) const uint HEADS = 1;
 layout(constant_id = 1) const uint KVH = 1;
 layout(constant_id = 2) const uint HD = 64;      // <= 256
@@ -45,15 +48,15 @@ layout(binding = 3) writeonly buffer OBuf { float o[]; };    // [n, HEADS * HD]
 layout(binding = 3) writeonly buffer OBufH { float16_t oh[]; };  // the same in fp16 (HALF_OUT)
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-const uint THREADS = 128, BATCH = 4;
-const uint MAX_SUBGROUPS = THREADS / 8;  // subgroups of >= 8 lanes (host-checked)
+layout(constant_id = 8) const uint THREADS = 128;  // a multiple of SG
+const uint BATCH = 4;
+const uint NS = THREADS / SG;  // subgroups
 const uint LANE_DIMS = (HD + SG - 1) / SG;  // head dims per lane
-shared float qs[HD];
-shared float sg_max[MAX_SUBGROUPS], sg_sum[MAX_SUBGROUPS];
-shared float sg_out[MAX_SUBGROUPS * HD];
+shared float sg_max[NS], sg_sum[NS];
+shared float sg_out[NS * HD];
 
 void main() {
-  const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+  const uint t = gl_WorkGroupID.x;
   const uint head = gl_WorkGroupID.y;
   if (t >= n_tokens) return;
   const uint cache_row = step_rows[t].stream * KVH + head / (HEADS / KVH);
@@ -61,29 +64,35 @@ void main() {
   const uint p = step_rows[t].pos;
   const uint lo = (WINDOW != 0 && p + 1 > WINDOW) ? p + 1 - WINDOW : 0;
   const uint qb = t * HEADS * HD + head * HD;
-  for (uint d = tid; d < HD; d += THREADS) qs[d] = q[qb + d] * SCALE;
-  barrier();
+  const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, tid = gl_LocalInvocationID.x;
+  float qr[LANE_DIMS];  // this lane's query dims lane, lane + SG, ..., scaled
+  for (uint e = 0; e < LANE_DIMS; ++e) {
+    const uint d = lane + e * SG;
+    qr[e] = d < HD ? q[qb + d] * SCALE : 0.0;
+  }
 
-  const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, NS = THREADS / SG;
   const uint cache_base = (cache_row - pc.head_begin) * SLOTS * HD;
   float m = -1.0 / 0.0, l = 0.0;
   float acc[LANE_DIMS];  // dims lane, lane + SG, ...
   for (uint e = 0; e < LANE_DIMS; ++e) acc[e] = 0.0;
 
   for (uint j0 = lo + sg * BATCH; j0 <= p; j0 += NS * BATCH) {
-    float s[BATCH];
+    // The batch's keys and values (past p: key p again, weighted 0), all in flight.
+    float kr[BATCH][LANE_DIMS], vr[BATCH][LANE_DIMS];
     for (uint b = 0; b < BATCH; ++b) {
-      const uint kb = cache_base + (min(j0 + b, p) % SLOTS) * HD;
-      float part = 0.0;
+      const uint rb = cache_base + (min(j0 + b, p) % SLOTS) * HD;
       for (uint e = 0; e < LANE_DIMS; ++e) {
-        const uint d = lane + e * SG;
-        if (d < HD) part += qs[d] * float(kc[kb + d]);
+        const uint d = min(lane + e * SG, HD - 1);
+        kr[b][e] = float(kc[rb + d]);
+        vr[b][e] = float(vc[rb + d]);
       }
-      s[b] = part;
     }
+    float s[BATCH];
     float m_new = m;
     for (uint b = 0; b < BATCH; ++b) {
-      s[b] = j0 + b <= p ? subgroupAdd(s[b]) : -1.0 / 0.0;
+      float part = 0.0;
+      for (uint e = 0; e < LANE_DIMS; ++e) part += qr[e] * kr[b][e];
+      s[b] = j0 + b <= p ? subgroupAdd(part) : -1.0 / 0.0;
       m_new = max(m_new, s[b]);
     }
     const float correction = exp(m - m_new);  // 0 on the first batch (m = -inf)
@@ -93,11 +102,7 @@ void main() {
       if (j0 + b > p) break;
       const float w = exp(s[b] - m_new);
       l += w;
-      const uint vb = cache_base + ((j0 + b) % SLOTS) * HD;
-      for (uint e = 0; e < LANE_DIMS; ++e) {
-        const uint d = lane + e * SG;
-        if (d < HD) acc[e] += w * float(vc[vb + d]);
-      }
+      for (uint e = 0; e < LANE_DIMS; ++e) acc[e] += w * vr[b][e];
     }
     m = m_new;
   }

@@ -5,10 +5,11 @@
 # e.g. tools/device_serve_bench.sh .carry/bin $OUT gemma3-4b:unicorn-bench-server-4b-q4_0
 # For each model (every matrix Q4_0, unicorn-convert --random): unicorn-bench
 # --batch N -p 128 -n 128 -r REPS for N in BATCH (default "8 32"), then the
-# server (its flags: SERVER_FLAGS) with unicorn-serve-bench for CLIENTS
+# server (its flags: SERVER_FLAGS, e.g. "--batch-invariance off") with unicorn-serve-bench for CLIENTS
 # (default "1,8,32,64") clients, 128-token prompts and 128 generated tokens,
 # REQUESTS (default 2) requests per client; CHAT_CACHE=N adds the second-chat-
-# turn test with a system prompt of ~N tokens. Binaries are built here and
+# turn test with a system prompt of ~N tokens. TOKENIZER: a tokenizer.json
+# for the server (random-weight files carry none). Binaries are built here and
 # carried (.carry/bin), with the loader packages in .gl (device README).
 set -uo pipefail
 bin=$1 out=$2
@@ -32,7 +33,7 @@ for spec in "$@"; do
       "$out/$model-batch$n.json" || tail -3 "$out/$model-batch$n.err"
   done
   log="$out/$model-server.log"
-  "$bin/$server" --model "$file" --port 0 --quiet ${SERVER_FLAGS:-} 2> "$log" &
+  "$bin/$server" --model "$file" ${TOKENIZER:+--tokenizer "$TOKENIZER"} --port 0 --quiet ${SERVER_FLAGS:-} 2> "$log" &
   pid=$!
   port=""
   for _ in $(seq 600); do

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include UNICORN_DEPLOYMENT_HEADER
@@ -21,6 +22,7 @@
 namespace {
 
 using Engine = unicorn::Engine<UNICORN_DEPLOYMENT>;
+using Invariance = unicorn::server::BatchInvariance;
 constexpr uint32_t kSlots = Engine::kStreams, kContext = Engine::kConfig.max_context;
 
 }  // namespace
@@ -49,10 +51,15 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
   app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
   app.add_flag("--quiet", quiet, "no line per request on stderr");
-  bool by_size = false;
-  app.add_flag("--fastest-batches", by_size,
-               "each decode step takes the fastest kernels for its size: more tokens/s on GPUs with tensor units "
-               "(steps of 5+ slots in fp16 there), but a seeded request's text may then depend on other traffic");
+  app.add_option("--batch-invariance", opt.batch_invariance,
+                 "which decode steps run the same kernels at any batch size, so that a request's text does not "
+                 "depend on other traffic: 'deterministic' (steps holding a seeded or greedy request), 'always', "
+                 "'off' (every step the fastest kernels for its size)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Invariance>{
+          {"deterministic", Invariance::Deterministic},
+          {"always", Invariance::Always},
+          {"off", Invariance::Off}}))
+      ->default_str("deterministic");
   // llama-server's spelling -np (CLI11 takes one-letter short names only).
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args)
@@ -79,7 +86,6 @@ int main(int argc, char** argv) {
   opt.idle_timeout = std::chrono::seconds(timeout);
   opt.shutdown_grace = std::chrono::seconds(grace);
   opt.log_requests = !quiet;
-  opt.batch_invariant = !by_size;
 
   try {
     if (model.empty()) {

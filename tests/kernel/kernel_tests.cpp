@@ -1148,7 +1148,8 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                              kernels::attn_prep_heads_per_group(n == 1, device().ctx.info().subgroup_size)};
   };
   const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
-                                     device().ctx.info().subgroup_size};
+                                     device().ctx.info().subgroup_size, 0,
+                                     kernels::attention_threads(device().ctx.info().subgroup_size)};
   const std::string prep = kernels::variant("attn_prep", c.kv),
                     attn = kernels::variant("attention", c.kv),
                     tiled = kernels::variant("attention_tiled", c.kv);
@@ -1520,7 +1521,8 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
 
   for (uint32_t p = 0; p < 2; ++p)
     run(attn, kernels::kAttentionBindings,
-        kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size, 0},
+        kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size, 0,
+                           kernels::attention_threads(device().ctx.info().subgroup_size)},
         {&q, &kc[p], &vc[p], &o, &step}, {part_begin[p], part_rows[p]}, {n, heads, 1});
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = rows[t].pos;

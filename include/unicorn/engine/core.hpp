@@ -1072,7 +1072,8 @@ class EngineCore::Recorder {
                                                     window, scale, tile.rows, tile.keys, half_})
                 : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
                             kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                               window, scale, info.subgroup_size, half_});
+                                               window, scale, info.subgroup_size, half_,
+                                               kernels::attention_threads(info.subgroup_size)});
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
     for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
       const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),

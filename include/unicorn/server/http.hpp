@@ -103,14 +103,15 @@ class Server {
       model.engine.set_context_limit(context_);
       const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
       scheduler_.emplace(model.engine, model.tokenizer,
-                         SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariant}, metrics_);
+                         SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariance}, metrics_);
       metrics_.ready(true);
       ready_ = true;
       std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens; decode steps %s)\n",
                    opt_.model_id.c_str(), opt_.host.c_str(), port_, slots, context_,
                    !model.engine.batch_passes_differ() ? "run the same kernels at any batch size"
-                   : opt_.batch_invariant           ? "fixed to one pass: batch invariant"
-                                                    : "by size: not batch invariant");
+                   : opt_.batch_invariance == BatchInvariance::Always ? "batch invariant"
+                   : opt_.batch_invariance == BatchInvariance::Off    ? "by size: not batch invariant"
+                                                                      : "batch invariant where a request is seeded or greedy");
       if (!stopping_) scheduler_->run();
       if (scheduler_->failed()) status = 1;
     } catch (const std::exception& e) {
@@ -427,6 +428,7 @@ class Server {
     job->stop = r.stop;
     job->cache_prompt = r.cache_prompt;
     job->ignore_eos = r.ignore_eos;
+    job->deterministic = r.seeded || r.sampling.temperature <= 0.0f || r.sampling.top_k == 1;
     return job;
   }
 

@@ -32,6 +32,7 @@
 #include "unicorn/engine/core.hpp"
 #include "unicorn/server/api.hpp"
 #include "unicorn/server/metrics.hpp"
+#include "unicorn/server/serve.hpp"
 #include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
@@ -50,6 +51,9 @@ class Job {
   std::vector<std::string> stop;
   bool cache_prompt = true;
   bool ignore_eos = false;  // <eos> and <end_of_turn> are text like any other token
+  // Its text is a function of the request alone (a seed given, or greedy):
+  // the steps it shares run batch-invariant kernels (SchedulerOptions).
+  bool deterministic = false;
   Clock::time_point arrived = Clock::now();
 
   // Set by the session when its client goes away: the job leaves its slot at
@@ -105,10 +109,7 @@ class Job {
 struct SchedulerOptions {
   uint32_t slots = 1;         // streams used, at most the engine's compiled streams
   uint32_t queue_limit = 64;  // jobs waiting for a slot before submit() refuses
-  // Every decode step runs the same kernels whatever its size, so a seeded
-  // request's text does not depend on what shares its steps
-  // (EngineCore::BatchPasses::Fixed); false: each step the fastest for its size.
-  bool batch_invariant = true;
+  BatchInvariance batch_invariance = BatchInvariance::Deterministic;
 };
 
 class Scheduler {
@@ -120,8 +121,6 @@ class Scheduler {
                   std::to_string(engine.streams()) + " (STREAMS of unicorn_add_server), and a flag may only lower it");
     metrics_.slots(opt.slots);
     for (uint32_t s = 0; s < opt.slots; ++s) engine_.reset(s);
-    engine_.set_batch_passes(opt.batch_invariant ? detail::EngineCore::BatchPasses::Fixed
-                                                 : detail::EngineCore::BatchPasses::BySize);
   }
 
   // From any thread. Queues a job; false when the queue is full or the
@@ -293,6 +292,10 @@ class Scheduler {
         who.push_back(&slots_[i]);
       }
     if (batch.empty()) return;
+    const bool fixed = opt_.batch_invariance == BatchInvariance::Always ||
+                       (opt_.batch_invariance == BatchInvariance::Deterministic &&
+                        std::ranges::any_of(who, [](const Slot* s) { return s->job->deterministic; }));
+    engine_.set_batch_passes(fixed ? detail::EngineCore::BatchPasses::Fixed : detail::EngineCore::BatchPasses::BySize);
     std::vector<int32_t> next;
     try {
       next = engine_.decode(batch);

@@ -20,6 +20,17 @@ class Tokenizer;
 
 namespace unicorn::server {
 
+// Which decode steps run the same kernels whatever their size
+// (EngineCore::BatchPasses::Fixed), so that a request's text does not depend
+// on what shares its steps. The others take the fastest kernels for their size
+// (BySize): on the H100 a lone stream's step on the fixed kernels costs about
+// twice its matrix-vector one (notes/server.md).
+enum class BatchInvariance {
+  Deterministic,  // steps holding a deterministic job (seeded or greedy): the default
+  Always,         // every step
+  Off,            // no step
+};
+
 // What the tools fill in from their flags.
 struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback unless --host says otherwise
@@ -33,7 +44,7 @@ struct ServerOptions {
   std::chrono::seconds idle_timeout{60};    // a connection that sends nothing for this long is closed
   std::chrono::seconds shutdown_grace{30};  // after SIGINT/SIGTERM, running completions get this long
   bool log_requests = true;                 // one line per request on stderr
-  bool batch_invariant = true;              // SchedulerOptions::batch_invariant
+  BatchInvariance batch_invariance = BatchInvariance::Deterministic;  // see scheduler.hpp
   std::string model_id;                     // the name /v1/models lists and requests may give
 };
 
