@@ -42,9 +42,12 @@ layout(constant_id = 7) const uint BT = 32;             // tile: tokens (at most
 layout(constant_id = 8) const uint BR = 32;             // tile: weight rows (at most 4 TN)
 layout(constant_id = 9) const uint SPLIT = 4;           // subgroups, each a share of K
 layout(local_size_x_id = 10) in;                        // SPLIT * SUBGROUP_SIZE
+layout(constant_id = 11) const uint X_HALF = 0;         // 1: X arrives as fp16 (K % 8 == 0)
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
+layout(binding = 1) readonly buffer XBufH { uvec4 xh[]; };  // or fp16 [n, K], 8 at a time (X_HALF = 1):
+                                                            // written once by the kernel that makes X
 layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 
 const uint STEP = 32;  // k per step: one quant block
@@ -67,18 +70,21 @@ uint w_tile(uint sg) { return sg * STAGE + BT * LDV; }
 // the current step multiplies.
 const uint XU = (BT * (STEP / 8) + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
 const uint WU = (BR * 2 + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
-vec4 x_raw0[XU * 2], x_raw1[XU * 2];
+vec4 x_raw0[XU * 2], x_raw1[XU * 2];  // X_HALF = 0
+uvec4 x_half0[XU], x_half1[XU];       // X_HALF = 1
 WUnit w_raw0[WU], w_raw1[WU];
 
 // Step `step` (k from 32 * step) of the tile's X or W into a register set.
 // Macros, so that each set stays a named register array.
-#define LOAD_X(XR, step)                                                                \
+#define LOAD_X(XR, XH, step)                                                            \
   {                                                                                     \
     const uint k0 = (step) * STEP, lane = gl_SubgroupInvocationID;                      \
     [[unroll]] for (uint u = 0; u < XU; ++u) {                                          \
       const uint unit = lane + u * SUBGROUP_SIZE, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8; \
       const bool ok = unit < BT * 4 && t < n;                                           \
-      if (K % 4 == 0 && k0 + STEP <= K) {                                               \
+      if (X_HALF == 1) {                                                                \
+        XH[u] = ok && k < K ? xh[(t * K + k) / 8] : uvec4(0);                           \
+      } else if (K % 4 == 0 && k0 + STEP <= K) {                                               \
         XR[2 * u] = ok ? x4[(t * K + k) / 4] : vec4(0);                                 \
         XR[2 * u + 1] = ok ? x4[(t * K + k) / 4 + 1] : vec4(0);                         \
       } else {                                                                          \
@@ -97,12 +103,13 @@ WUnit w_raw0[WU], w_raw1[WU];
   }
 
 // A register set as fp16 into subgroup sg's tiles.
-#define STORE_X(XR)                                                                     \
+#define STORE_X(XR, XH)                                                                 \
   {                                                                                     \
     const uint lane = gl_SubgroupInvocationID;                                          \
     [[unroll]] for (uint u = 0; u < XU; ++u) {                                          \
       const uint unit = lane + u * SUBGROUP_SIZE;                                       \
-      if (unit < BT * 4) smem[x_tile(sg) + (unit / 4) * LDV + unit % 4] = pack8(XR[2 * u], XR[2 * u + 1]); \
+      if (unit < BT * 4)                                                                \
+        smem[x_tile(sg) + (unit / 4) * LDV + unit % 4] = X_HALF == 1 ? XH[u] : pack8(XR[2 * u], XR[2 * u + 1]); \
     }                                                                                   \
   }
 #define STORE_W(WR)                                                                     \
@@ -156,20 +163,20 @@ void main() {
   // This subgroup's steps: sg, sg + SPLIT, ...; two register sets take turns.
   const uint steps = (K + STEP - 1) / STEP;
   const uint mine = sg < steps ? (steps - sg + SPLIT - 1) / SPLIT : 0;  // subgroup-uniform
-  if (mine > 0) { LOAD_W(w_raw0, sg) LOAD_X(x_raw0, sg) }
-  if (mine > 1) { LOAD_W(w_raw1, sg + SPLIT) LOAD_X(x_raw1, sg + SPLIT) }
+  if (mine > 0) { LOAD_W(w_raw0, sg) LOAD_X(x_raw0, x_half0, sg) }
+  if (mine > 1) { LOAD_W(w_raw1, sg + SPLIT) LOAD_X(x_raw1, x_half1, sg + SPLIT) }
   for (uint i = 0; i < mine; i += 2) {
-    STORE_X(x_raw0)
+    STORE_X(x_raw0, x_half0)
     STORE_W(w_raw0)
     subgroupBarrier();  // the tiles are written before any lane's matrix loads
-    if (i + 2 < mine) { LOAD_W(w_raw0, sg + (i + 2) * SPLIT) LOAD_X(x_raw0, sg + (i + 2) * SPLIT) }
+    if (i + 2 < mine) { LOAD_W(w_raw0, sg + (i + 2) * SPLIT) LOAD_X(x_raw0, x_half0, sg + (i + 2) * SPLIT) }
     MULTIPLY_STEP
     subgroupBarrier();  // every lane's matrix loads are done before the next store
     if (i + 1 < mine) {
-      STORE_X(x_raw1)
+      STORE_X(x_raw1, x_half1)
       STORE_W(w_raw1)
       subgroupBarrier();
-      if (i + 3 < mine) { LOAD_W(w_raw1, sg + (i + 3) * SPLIT) LOAD_X(x_raw1, sg + (i + 3) * SPLIT) }
+      if (i + 3 < mine) { LOAD_W(w_raw1, sg + (i + 3) * SPLIT) LOAD_X(x_raw1, x_half1, sg + (i + 3) * SPLIT) }
       MULTIPLY_STEP
       subgroupBarrier();
     }

@@ -500,11 +500,15 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
                                       info.subgroup_size, tile, uint32_t(slice)),
                  tile.tokens, tile.rows, tile_name(tile), tile.x_half ? xh : x, tile.splits);
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
-    check_tile("matmul_coop_splitk",
-               kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
-                                           info.subgroup_size, tile),
-               tile.tokens, tile.rows,
-               std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" + std::to_string(tile.split), x);
+    for (bool x_half : {false, true})
+      if (!x_half || kernels::x_half_fits(c.K))
+        check_tile("matmul_coop_splitk",
+                   kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                                               info.subgroup_size, tile, x_half),
+                   tile.tokens, tile.rows,
+                   std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" + std::to_string(tile.split) +
+                       (x_half ? " fp16 X" : ""),
+                   x_half ? xh : x);
 }
 
 std::vector<LinearCase> linear_coop_cases() {

@@ -977,7 +977,8 @@ class EngineCore::Recorder {
     const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : rows_n);
     const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearBindings,
                               kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
-                                                          info.coop_k, info.subgroup_size, tile));
+                                                          info.coop_k, info.subgroup_size, tile,
+                                                          in == Act::Operand));
     for (const TensorPart& p : c_.layout_.parts_of(w)) {
       const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
       add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)},
@@ -1124,7 +1125,7 @@ class EngineCore::Recorder {
   bool half_operands() const {
     const bool fits = kernels::x_half_fits(m_.hidden) && kernels::x_half_fits(m_.q_dim()) &&
                       kernels::x_half_fits(m_.ffn);
-    return !decode_ && c_.ctx_.info().coopmat && c_.tuning_.coop_x_half && fits;
+    return (!decode_ || splitk_) && c_.ctx_.info().coopmat && c_.tuning_.coop_x_half && fits;
   }
   // Where the input of a product lives: with fp16 operands the kernel that
   // produces norm(x), attn or gelu(gate) * up writes it once into Act::Operand

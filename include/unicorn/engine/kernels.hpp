@@ -144,7 +144,8 @@ struct LinearCoopSplitK {
   BOOST_HANA_DEFINE_STRUCT(LinearCoopSplitK, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, tm), (uint32_t, tn), (uint32_t, tk),
                            (uint32_t, subgroup_size), (uint32_t, tile_tokens),
-                           (uint32_t, tile_rows), (uint32_t, split), (uint32_t, threads));
+                           (uint32_t, tile_rows), (uint32_t, split), (uint32_t, threads),
+                           (uint32_t, x_half));
 };
 struct SplitKTile {
   uint32_t tokens, rows, split;
@@ -172,8 +173,9 @@ constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <
 inline constexpr uint32_t kSplitKSmallTokens = kSplitKTiles[0].tokens;
 inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm,
                                            uint32_t tn, uint32_t tk, uint32_t subgroup_size,
-                                           SplitKTile t) {
-  return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.split, t.split * subgroup_size};
+                                           SplitKTile t, bool x_half = false) {
+  return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.split, t.split * subgroup_size,
+          uint32_t(x_half)};
 }
 struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
