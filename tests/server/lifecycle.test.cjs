@@ -94,8 +94,11 @@ test("flags may lower the compiled slots and context, never raise them", async (
   const ctx = run(["--ctx-size", "257"]);
   assert.equal(ctx.status, 2);
   assert.match(ctx.stderr, /compiled for 256 tokens per slot/);
+  const mode = run(["--batch-invariance", "sometimes"]);
+  assert.equal(mode.status, 2);
+  assert.match(mode.stderr, /batch-invariance/);
   // Lowered: 2 slots of 64 tokens; a 70-token prompt no longer fits.
-  const s = await h.start(binary(), [...h.tinyArgs(), "-np", "2", "-c", "64"]);
+  const s = await h.start(binary(), [...h.tinyArgs(), "-np", "2", "-c", "64", "--batch-invariance", "always"]);
   try {
     assert.match(s.log, /2 slots of 64 tokens/);
     assert.equal((await h.metrics(s)).unicorn_slots, 2);
