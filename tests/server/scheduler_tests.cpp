@@ -163,6 +163,47 @@ TEST(Scheduler, BatchInvariance) {
   }
 }
 
+// Under the default BatchInvariance::Deterministic a seeded request reuses
+// only cache that prefill or batch-invariant decode steps wrote: the answer
+// of an unseeded request was decoded on the fastest kernels for its steps
+// (values a seeded request running through it would not compute), so it is
+// prefilled again; a seeded answer is reused whole, and so is everything by
+// an unseeded request.
+TEST(Scheduler, SeededRequestsReuseOnlyInvariantCache) {
+  Running r({.slots = 1});
+  const auto next_turn = [&](bool seeded) {
+    auto job = std::make_shared<Job>();
+    const auto held = world().engine.core().tokens(0);
+    job->prompt.assign(held.begin(), held.end());
+    for (const char* more : {"<end_of_turn>", "\n<start_of_turn>user\nAnd then?<end_of_turn>\n<start_of_turn>model\n"}) {
+      const auto ids = world().tok.encode(more);
+      job->prompt.insert(job->prompt.end(), ids.begin(), ids.end());
+    }
+    job->sampling = {.temperature = 0.9f, .seed = 5};
+    job->deterministic = seeded;
+    job->max_tokens = 5;
+    return job;
+  };
+  auto unseeded = chat_job("Tell me about the sea, the ships, the storms and the harbours of long ago.", 7, 6);
+  unseeded->deterministic = false;
+  const size_t unseeded_prompt = unseeded->prompt.size();
+  ASSERT_FALSE(r.run_alone(unseeded).error);
+  ASSERT_GT(world().engine.core().tokens(0).size(), unseeded_prompt) << "the answer is in the cache";
+
+  auto seeded = next_turn(true);
+  const Outcome a = r.run_alone(seeded);
+  ASSERT_FALSE(a.error);
+  EXPECT_EQ(a.usage.cached_tokens, unseeded_prompt) << "the unseeded answer is prefilled again";
+
+  const size_t held = world().engine.core().tokens(0).size();
+  const Outcome b = r.run_alone(next_turn(true));
+  EXPECT_EQ(b.usage.cached_tokens, held) << "a seeded answer is reused whole";
+
+  const size_t held2 = world().engine.core().tokens(0).size();
+  const Outcome c = r.run_alone(next_turn(false));
+  EXPECT_EQ(c.usage.cached_tokens, held2) << "an unseeded request reuses everything";
+}
+
 // A prompt that extends what a slot holds prefills only the rest; what is
 // prefilled after a cached prompt is bit for bit a whole prefill's, so the
 // text is the same with the cache and without it.

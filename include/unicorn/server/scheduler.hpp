@@ -115,7 +115,7 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   Scheduler(detail::EngineCore& engine, const text::Tokenizer& tok, SchedulerOptions opt, Metrics& metrics)
-      : engine_(engine), tok_(tok), opt_(opt), metrics_(metrics), slots_(opt.slots) {
+      : engine_(engine), tok_(tok), opt_(opt), metrics_(metrics), slots_(opt.slots), invariant_(opt.slots, 0) {
     if (opt.slots == 0 || opt.slots > engine.streams())
       throw Error("server: " + std::to_string(opt.slots) + " slots asked; this engine is compiled for " +
                   std::to_string(engine.streams()) + " (STREAMS of unicorn_add_server), and a flag may only lower it");
@@ -206,7 +206,7 @@ class Scheduler {
     uint32_t best_reuse = 0;
     for (size_t s = 0; s < slots_.size(); ++s) {
       if (slots_[s].job) continue;
-      const uint32_t reuse = job->cache_prompt ? reusable_prefix(uint32_t(s), job->prompt) : 0;
+      const uint32_t reuse = job->cache_prompt ? reusable_prefix(uint32_t(s), *job) : 0;
       if (best == slots_.size() || reuse > best_reuse ||
           (reuse == best_reuse && slots_[s].used_at < slots_[best].used_at)) {
         best = s;
@@ -217,6 +217,7 @@ class Scheduler {
     const uint32_t stream = uint32_t(best);
     try {
       engine_.rewind(stream, best_reuse);
+      invariant_[stream] = std::min(invariant_[stream], best_reuse);
       engine_.set_sampling(stream, job->sampling);
     } catch (const std::exception& e) {  // checked by the session; an engine that refuses is a bug
       return finish_unstarted(*job, {500, std::string("server: ") + e.what(), "server_error", "", ""});
@@ -232,13 +233,19 @@ class Scheduler {
     busy_++;
   }
 
-  // The longest prefix of `prompt` the stream holds and can go back to,
-  // leaving at least the prompt's last token to prefill (its logits choose
-  // the first new token).
-  uint32_t reusable_prefix(uint32_t stream, const std::vector<int32_t>& prompt) const {
+  // The longest prefix of the job's prompt the stream holds and can go back
+  // to, leaving at least the prompt's last token to prefill (its logits choose
+  // the first new token). A deterministic job under BatchInvariance::
+  // Deterministic takes only what prefill and batch-invariant steps wrote: an
+  // unseeded answer decoded on the fastest kernels may hold other values than
+  // the job would compute itself, and its text must not depend on that.
+  uint32_t reusable_prefix(uint32_t stream, const Job& job) const {
     const auto held = engine_.tokens(stream);
+    const std::vector<int32_t>& prompt = job.prompt;
     if (prompt.empty()) return 0;
-    const size_t limit = std::min(held.size(), prompt.size() - 1);
+    size_t limit = std::min(held.size(), prompt.size() - 1);
+    if (job.deterministic && opt_.batch_invariance == BatchInvariance::Deterministic)
+      limit = std::min<size_t>(limit, invariant_[stream]);
     uint32_t n = 0;
     while (n < limit && held[n] == prompt[n]) ++n;
     return engine_.can_rewind(stream, n) ? n : 0;
@@ -263,13 +270,18 @@ class Scheduler {
     const size_t n = std::min<size_t>(engine_.config().prefill_chunk, prompt.size() - s.fed);
     const std::span<const int32_t> chunk(prompt.data() + s.fed, n);
     try {
+      // Prefill passes are the same whatever else runs: the chunk extends the
+      // invariant part of the cache if that reaches up to it.
+      const bool extends = invariant_[stream] == s.fed;
       if (s.fed + n < prompt.size()) {
         engine_.feed(stream, chunk);
+        if (extends) invariant_[stream] += uint32_t(n);
         s.fed += n;
         metrics_.prefill_chunk(uint32_t(n));
         return;
       }
       const int32_t first = engine_.prefill(stream, chunk);
+      if (extends) invariant_[stream] += uint32_t(n);
       s.fed += n;
       metrics_.prefill_chunk(uint32_t(n));
       metrics_.time_to_first_token(seconds(Clock::now() - s.job->arrived));
@@ -296,6 +308,8 @@ class Scheduler {
                        (opt_.batch_invariance == BatchInvariance::Deterministic &&
                         std::ranges::any_of(who, [](const Slot* s) { return s->job->deterministic; }));
     engine_.set_batch_passes(fixed ? detail::EngineCore::BatchPasses::Fixed : detail::EngineCore::BatchPasses::BySize);
+    std::vector<uint32_t> positions;  // where each row's token goes in its cache
+    for (const StreamToken& t : batch) positions.push_back(uint32_t(engine_.tokens(t.stream).size()));
     std::vector<int32_t> next;
     try {
       next = engine_.decode(batch);
@@ -304,6 +318,8 @@ class Scheduler {
       return engine_failed(std::string("decode: ") + e.what(), who);
     }
     metrics_.decode_step(uint32_t(batch.size()));
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (fixed && invariant_[batch[i].stream] == positions[i]) invariant_[batch[i].stream]++;
     const auto now = Clock::now();
     for (size_t i = 0; i < batch.size(); ++i) {
       Slot& s = *who[i];
@@ -378,6 +394,9 @@ class Scheduler {
   SchedulerOptions opt_;
   Metrics& metrics_;
   std::vector<Slot> slots_;  // the engine's thread only
+  // Per stream: how many tokens at the start of its cache were written by
+  // prefill or by batch-invariant decode steps (what a deterministic job may reuse).
+  std::vector<uint32_t> invariant_;
   uint64_t clock_ = 0;       // a logical clock for admission order and cache age
   uint32_t engine_failures_ = 0;
 
