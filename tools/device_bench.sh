@@ -11,13 +11,7 @@
 set -uo pipefail
 bin=$1 out=$2
 shift 2
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
-models=/tmp/unicorn-models
-mkdir -p "$models" "$out"
+source "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv | tee "$out/gpu.txt"
 for spec in "$@"; do
   IFS=: read -r model type embedding <<<"$spec"
