@@ -21,13 +21,27 @@
 // subgroups' partial sums meet in shared memory (over the staging tiles, no
 // longer needed) and are added in subgroup order (deterministic). Products
 // are fp16 x fp16 -> fp32, inputs saturated to the fp16 range, as in matmul_coop.
-// Dispatch: (ceil(part rows / BR), ceil(n / BT), 1), SPLIT * SUBGROUP_SIZE threads.
+// A matrix with few row tiles and a long K (an output projection: 80 tiles of
+// 32 rows on a 4B) also splits K across workgroups (SPLITS > 1): workgroup z
+// walks the z-th of SPLITS consecutive ranges of the steps and writes its
+// partial sums to slice z of Y, SLICE elements apart, which the consumer adds
+// in order (rmsnorm's SLICES), as matmul_coop's splits do.
+// PAIR = 1 (block formats: the FFN's gate and up, the same parts): a tile's
+// first BR / 2 weight rows are the gate's and the others the same rows of up
+// (binding 4), so both products share each X load and one dispatch, and the
+// tile writes gelu_tanh(gate) * up for its BR / 2 rows — with HALF_OUT as the
+// fp16 operand of the down projection (include/operand.glsl): gate, up and
+// geglu in one dispatch, as matvec's PAIR does for single tokens.
+// Dispatch: (ceil(part rows / BR), ceil(n / BT), SPLITS), or with PAIR
+// (ceil(part rows / (BR / 2)), ceil(n / BT), 1); SPLIT * SUBGROUP_SIZE threads.
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 layout(constant_id = 0) const uint K = 32;
 #define WEIGHT_BINDING 0
+#define WEIGHT2_BINDING 4
 #define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
 #include "include/weights.glsl"
 #include "include/coop_operands.glsl"
+#include "include/gelu.glsl"
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
@@ -43,12 +57,18 @@ layout(constant_id = 8) const uint BR = 32;             // tile: weight rows (at
 layout(constant_id = 9) const uint SPLIT = 4;           // subgroups, each a share of K
 layout(local_size_x_id = 10) in;                        // SPLIT * SUBGROUP_SIZE
 layout(constant_id = 11) const uint X_HALF = 0;         // 1: X arrives as fp16 (K % 8 == 0)
+layout(constant_id = 12) const uint SPLITS = 1;         // ranges of K, one per workgroup z
+layout(constant_id = 13) const uint SLICE = 0;          // elements of Y between their outputs
+layout(constant_id = 14) const uint PAIR = 0;           // 1: gate and up rows, out gelu(gate) * up
+layout(constant_id = 15) const uint HALF_OUT = 0;       // with PAIR: out as the fp16 operand
+#include "include/operand.glsl"
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
 layout(binding = 1) readonly buffer XBufH { uvec4 xh[]; };  // or fp16 [n, K], 8 at a time (X_HALF = 1):
                                                             // written once by the kernel that makes X
-layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
+layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M], or [SPLITS][n, M]
+layout(binding = 2) writeonly buffer YBufH { float16_t yh[]; };  // [n, M] in fp16 (PAIR, HALF_OUT)
 
 const uint STEP = 32;  // k per step: one quant block
 const uint THREADS = SPLIT * SUBGROUP_SIZE;
@@ -64,6 +84,24 @@ const uint STAGE = (BT + BR) * LDV;  // one subgroup's tiles
 shared uvec4 smem[SPLIT * STAGE];
 uint x_tile(uint sg) { return sg * STAGE; }
 uint w_tile(uint sg) { return sg * STAGE + BT * LDV; }
+
+// Unit (row, k0 + 16 * half_k) of the second tensor (PAIR: up), as
+// load_w_unit reads the first.
+#if WEIGHT_BLOCK > 1
+WUnit load_w_unit2(uint row, uint k0, uint half_k, bool ok) {
+  WUnit u;
+  const uint b = row * (K / 32) + k0 / 32;
+#if QUANT_BYTES == 16
+  u.quants = ok ? block_quants2(b) : uvec4(0);
+#else
+  u.quants = ok ? block_quants2(b, half_k) : uvec4(0);
+#endif
+  u.scale = ok ? block_scale2(b) : 0.0;
+  return u;
+}
+#else  // PAIR is for block formats only: binding 4 stays unused
+WUnit load_w_unit2(uint row, uint k0, uint half_k, bool ok) { return load_w_unit(row, k0, half_k, ok); }
+#endif
 
 // A lane's share of a step: XU X units (8 k of a token), WU W units (16 k of a
 // row), in two register sets: the next two steps' loads are in flight while
@@ -97,8 +135,14 @@ WUnit w_raw0[WU], w_raw1[WU];
   {                                                                                     \
     const uint k0 = (step) * STEP, lane = gl_SubgroupInvocationID;                      \
     [[unroll]] for (uint u = 0; u < WU; ++u) {                                          \
-      const uint unit = lane + u * SUBGROUP_SIZE, row = row0 + unit / 2;                \
-      WR[u] = load_w_unit(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);           \
+      const uint unit = lane + u * SUBGROUP_SIZE, tile_row = unit / 2;                  \
+      if (PAIR == 1 && tile_row >= BR / 2) {                                            \
+        const uint row = row0 + tile_row - BR / 2;                                      \
+        WR[u] = load_w_unit2(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);        \
+      } else {                                                                          \
+        const uint row = row0 + tile_row;                                               \
+        WR[u] = load_w_unit(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);         \
+      }                                                                                 \
     }                                                                                   \
   }
 
@@ -155,28 +199,31 @@ WUnit w_raw0[WU], w_raw1[WU];
 
 void main() {
   const uint n = active_rows(ROW_SET);
-  const uint row0 = gl_WorkGroupID.x * BR, tok0 = gl_WorkGroupID.y * BT;
+  const uint row0 = gl_WorkGroupID.x * (PAIR == 1 ? BR / 2 : BR), tok0 = gl_WorkGroupID.y * BT;
   if (tok0 >= n) return;  // whole tile past the step's rows: uniform exit
   const uint sg = gl_SubgroupID;
 
   FOR_ALL(DECLARE)
-  // This subgroup's steps: sg, sg + SPLIT, ...; two register sets take turns.
-  const uint steps = (K + STEP - 1) / STEP;
-  const uint mine = sg < steps ? (steps - sg + SPLIT - 1) / SPLIT : 0;  // subgroup-uniform
-  if (mine > 0) { LOAD_W(w_raw0, sg) LOAD_X(x_raw0, x_half0, sg) }
-  if (mine > 1) { LOAD_W(w_raw1, sg + SPLIT) LOAD_X(x_raw1, x_half1, sg + SPLIT) }
+  // This workgroup's range of steps, and in it this subgroup's: first + sg,
+  // first + sg + SPLIT, ...; two register sets take turns.
+  const uint steps = (K + STEP - 1) / STEP, split = gl_WorkGroupID.z;
+  const uint first = split * steps / SPLITS, range = (split + 1) * steps / SPLITS - first;
+  const uint mine = sg < range ? (range - sg + SPLIT - 1) / SPLIT : 0;  // subgroup-uniform
+  const uint s0 = first + sg;
+  if (mine > 0) { LOAD_W(w_raw0, s0) LOAD_X(x_raw0, x_half0, s0) }
+  if (mine > 1) { LOAD_W(w_raw1, s0 + SPLIT) LOAD_X(x_raw1, x_half1, s0 + SPLIT) }
   for (uint i = 0; i < mine; i += 2) {
     STORE_X(x_raw0, x_half0)
     STORE_W(w_raw0)
     subgroupBarrier();  // the tiles are written before any lane's matrix loads
-    if (i + 2 < mine) { LOAD_W(w_raw0, sg + (i + 2) * SPLIT) LOAD_X(x_raw0, x_half0, sg + (i + 2) * SPLIT) }
+    if (i + 2 < mine) { LOAD_W(w_raw0, s0 + (i + 2) * SPLIT) LOAD_X(x_raw0, x_half0, s0 + (i + 2) * SPLIT) }
     MULTIPLY_STEP
     subgroupBarrier();  // every lane's matrix loads are done before the next store
     if (i + 1 < mine) {
       STORE_X(x_raw1, x_half1)
       STORE_W(w_raw1)
       subgroupBarrier();
-      if (i + 3 < mine) { LOAD_W(w_raw1, sg + (i + 3) * SPLIT) LOAD_X(x_raw1, x_half1, sg + (i + 3) * SPLIT) }
+      if (i + 3 < mine) { LOAD_W(w_raw1, s0 + (i + 3) * SPLIT) LOAD_X(x_raw1, x_half1, s0 + (i + 3) * SPLIT) }
       MULTIPLY_STEP
       subgroupBarrier();
     }
@@ -185,6 +232,25 @@ void main() {
   barrier();  // every subgroup is done with its tiles: the partials go over them
   FOR_ALL(STORE_PARTIAL)
   barrier();
+  if (PAIR == 1) {  // tile columns c < BR / 2: gate row row0 + c; c + BR / 2: the same row of up
+    for (uint e = gl_LocalInvocationID.x; e < BT * (BR / 2); e += THREADS) {
+      const uint tt = e / (BR / 2), c = e % (BR / 2), t = tok0 + tt, r = row0 + c;
+      float gate = 0.0, up = 0.0;
+      for (uint s = 0; s < SPLIT; ++s) {
+        const uint f = (s * BT + tt) * BR + c, fu = f + BR / 2;
+        gate += uintBitsToFloat(smem[f / 4][f % 4]);
+        up += uintBitsToFloat(smem[fu / 4][fu % 4]);
+      }
+      if (t < n && r < pc.rows) {
+        const float v = gelu_tanh(gate) * up;
+        if (HALF_OUT == 1)
+          yh[t * M + pc.row_begin + r] = OPERAND_FP16(v);
+        else
+          y[t * M + pc.row_begin + r] = v;
+      }
+    }
+    return;
+  }
   for (uint e = gl_LocalInvocationID.x; e < BT * BR; e += THREADS) {
     const uint t = tok0 + e / BR, r = row0 + e % BR;
     float sum = 0.0;
@@ -192,6 +258,6 @@ void main() {
       const uint f = s * BT * BR + e;
       sum += uintBitsToFloat(smem[f / 4][f % 4]);
     }
-    if (t < n && r < pc.rows) y[t * M + pc.row_begin + r] = sum;
+    if (t < n && r < pc.rows) y[split * SLICE + t * M + pc.row_begin + r] = sum;
   }
 }

@@ -475,8 +475,12 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
       HostBuffer w(rows * rbytes);
       w.fill<std::byte>(
           reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
-      run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearBindings, spec, {&w, &x, &y, &step},
-          {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), splits});
+      if (kernel == "matmul_coop_splitk")  // binding 4: a pair's second tensor, here unused
+        run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearSplitKBindings, spec,
+            {&w, &x, &y, &step, &w}, {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), splits});
+      else
+        run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearBindings, spec, {&w, &x, &y, &step},
+            {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), splits});
       for (uint32_t t = 0; t < active; ++t)
         for (uint32_t r = rb; r < rb + rows; ++r) {
           want[size_t(t) * c.M + r] = full16[size_t(t) * c.M + r];
@@ -499,16 +503,20 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
                  kernels::linear_coop(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
                                       info.subgroup_size, tile, uint32_t(slice)),
                  tile.tokens, tile.rows, tile_name(tile), tile.x_half ? xh : x, tile.splits);
+  // matmul_coop_splitk also in three ranges of K across workgroups (an output
+  // projection's splits): with K = 96, one step a range, most subgroups idle.
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
     for (bool x_half : {false, true})
-      if (!x_half || kernels::x_half_fits(c.K))
-        check_tile("matmul_coop_splitk",
-                   kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
-                                               info.subgroup_size, tile, x_half),
-                   tile.tokens, tile.rows,
-                   std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" + std::to_string(tile.split) +
-                       (x_half ? " fp16 X" : ""),
-                   x_half ? xh : x);
+      for (uint32_t splits : {1u, 3u})
+        if (!x_half || kernels::x_half_fits(c.K))
+          check_tile("matmul_coop_splitk",
+                     kernels::linear_coop_splitk(c.K, c.M, c.row_set, info.coop_m, info.coop_n, info.coop_k,
+                                                 info.subgroup_size, tile, x_half, splits, uint32_t(slice)),
+                     tile.tokens, tile.rows,
+                     std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" +
+                         std::to_string(tile.split) + (x_half ? " fp16 X" : "") +
+                         (splits > 1 ? " " + std::to_string(splits) + " splits" : ""),
+                     x_half ? xh : x, splits);
 }
 
 std::vector<LinearCase> linear_coop_cases() {
@@ -569,6 +577,24 @@ TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
       EXPECT_GE(rate(t, rows, wave), rate(kernels::coop_tile(512, rows, true, wave, 1), rows, wave) - 1e-9)
           << rows << " rows, " << wave << " workgroups a wave";
     }
+}
+
+// matmul_coop_splitk's splits of K across workgroups: the output projections
+// of few row tiles only, never more than the consumer adds or than leave each
+// subgroup its steps, and the same for every tile of one row count.
+TEST(SplitKTile, SplitsKWhereTheRowTilesLeaveTheGpuIdle) {
+  const kernels::SplitKTile small = kernels::kSplitKTiles[0], large = kernels::kSplitKTiles[1];
+  EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, kProjSlices), 3u);  // 4B down: 80 tiles -> 240
+  EXPECT_EQ(kernels::splitk_splits(2048, 2560, small, kProjSlices), 3u);   // 4B o: 64 steps, 3 ranges
+  EXPECT_EQ(kernels::splitk_splits(21504, 5376, small, kProjSlices), 3u);  // 27B down: 168 tiles -> 504 of 528
+  EXPECT_EQ(kernels::splitk_splits(2560, 10240, small, kProjSlices), 4u);  // 320 tiles: 1,280 fill 97 % of 5 waves
+  EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, 1), 1u);            // a consumer of one sum
+  EXPECT_EQ(kernels::splitk_splits(256, 2560, small, kProjSlices), 1u);    // 8 steps: one each
+  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, kProjSlices), 1u);    // 16 steps: 2 each
+  for (uint32_t K : {1024u, 2048u, 10240u, 21504u})
+    for (uint32_t M : {1152u, 2560u, 5376u})
+      EXPECT_EQ(kernels::splitk_splits(K, M, small, kProjSlices), kernels::splitk_splits(K, M, large, kProjSlices))
+          << K << " x " << M << ": the small-step tile must sum a row in the large one's order";
 }
 
 // Throughput on prefill-sized products (UNICORN_PERF=1; the H100 run reports
@@ -1601,6 +1627,84 @@ INSTANTIATE_TEST_SUITE_P(Kernel, MatVecPair, ::testing::ValuesIn(pair_cases()),
                                             " lanes " + std::to_string(info.param.lanes));
                          });
 
+// matmul_coop_splitk's PAIR (batched decode on tensor units): gate and up in
+// one tile, gelu(gate) * up written as fp32 or as the down projection's fp16
+// operand, for n token rows (the tile's rows past n, and the spare row after
+// them, stay poison), every tile, fp32 and fp16 X, in two parts ([s, F) first).
+struct SplitKPairCase {
+  Format format;
+  uint32_t K, F, n;
+};
+class SplitKPair : public ::testing::TestWithParam<SplitKPairCase> {};
+
+TEST_P(SplitKPair, MatchesLinearThenGeglu) {
+  const auto& info = device().ctx.info();
+  if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
+  const SplitKPairCase& c = GetParam();
+  const auto gate_w = random_weights(c.format, c.F, c.K), up_w = random_weights(c.format, c.F, c.K);
+  auto G = reference::dequantize(c.format, gate_w, size_t(c.F) * c.K);
+  auto U = reference::dequantize(c.format, up_w, size_t(c.F) * c.K);
+  const auto xs = random_floats(size_t(c.n) * c.K, -2.f, 2.f);
+  std::vector<float> x16(xs.size());
+  std::transform(G.begin(), G.end(), G.begin(), round_f16);
+  std::transform(U.begin(), U.end(), U.begin(), round_f16);
+  std::transform(xs.begin(), xs.end(), x16.begin(), round_f16);
+  const auto g = reference::linear(x16, G, c.K, c.F), u = reference::linear(x16, U, c.K, c.F);
+  const std::vector<float> gf(g.begin(), g.end()), uf(u.begin(), u.end());
+  const auto full = reference::geglu(gf, uf);  // [n, F]
+  HostBuffer x(xs.size() * 4), xh(fp16_x_bytes(c.n, c.K)), y(size_t(c.n + 1) * c.F * 4);
+  x.fill<float>(xs);
+  fill_fp16_rows(xh, xs);
+  const auto step = step_buffer({c.n, 3, 0, 0});
+  const uint32_t split = c.F / 3, begins[] = {split, 0}, counts[] = {c.F - split, split};
+  const uint64_t rb = row_bytes(c.format, c.K);
+  for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
+    for (bool x_half : {false, true})
+      for (bool half_out : {false, true}) {
+        const std::string what = kernels::variant("matmul_coop_splitk", c.format) + " pair K=" +
+                                 std::to_string(c.K) + " F=" + std::to_string(c.F) + " n=" + std::to_string(c.n) +
+                                 " tile " + std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" +
+                                 std::to_string(tile.split) + (x_half ? " fp16 X" : "") +
+                                 (half_out ? " fp16 out" : "");
+        y.poison();
+        std::vector<double> want(size_t(c.n + 1) * c.F, NAN);
+        for (int p = 0; p < 2; ++p) {
+          HostBuffer wg(counts[p] * rb), wu(counts[p] * rb);
+          wg.fill<std::byte>(reference::to_device_layout(
+              c.format, std::span(gate_w).subspan(begins[p] * rb, counts[p] * rb)));
+          wu.fill<std::byte>(reference::to_device_layout(
+              c.format, std::span(up_w).subspan(begins[p] * rb, counts[p] * rb)));
+          run(kernels::variant("matmul_coop_splitk", c.format), kernels::kLinearSplitKBindings,
+              kernels::linear_coop_splitk_pair(c.K, c.F, info.coop_m, info.coop_n, info.coop_k,
+                                               info.subgroup_size, tile, x_half, half_out),
+              {&wg, x_half ? &xh : &x, &y, &step, &wu}, {begins[p], counts[p]},
+              {groups(counts[p], tile.rows / 2), groups(c.n, tile.tokens), 1});
+          for (uint32_t t = 0; t < c.n; ++t)
+            for (uint32_t r = begins[p]; r < begins[p] + counts[p]; ++r)
+              want[size_t(t) * c.F + r] = full[size_t(t) * c.F + r];
+        }
+        const size_t count = size_t(c.n + 1) * c.F;
+        const std::vector<float> got =
+            half_out ? widen_fp16(y.as<_Float16>(), count)
+                     : std::vector<float>(y.as<float>().begin(), y.as<float>().begin() + count);
+        // fp32 products of the same fp16 inputs; an fp16 output adds one rounding.
+        ASSERT_TRUE(compare(what, got, want, c.F, half_out ? 2e-3 : 1e-4));
+      }
+}
+std::vector<SplitKPairCase> splitk_pair_cases() {
+  std::vector<SplitKPairCase> v;
+  for (Format f : {Format::Q8_0, Format::Q4_0})
+    for (uint32_t K : {160u, 1024u})
+      for (uint32_t n : {5u, 20u}) v.push_back({f, K, 301, n});
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, SplitKPair, ::testing::ValuesIn(splitk_pair_cases()),
+                         [](const auto& info) {
+                           const auto& c = info.param;
+                           return test_name(kernels::variant("matmul_coop_splitk", c.format) + " K " +
+                                            std::to_string(c.K) + " n " + std::to_string(c.n));
+                         });
+
 // -------------------------------------------------------------------- geglu
 
 class Geglu : public ::testing::TestWithParam<uint32_t> {};
@@ -1994,7 +2098,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
   const std::pair<std::string_view, ModuleContract> table[] = {
       {"embed_", contract<k::Embed>(k::kEmbedBindings)},
       {"matvec_", contract<k::MatVec>(k::kMatVecBindings)},
-      {"matmul_coop_splitk_", contract<k::LinearCoopSplitK>(k::kLinearBindings)},
+      {"matmul_coop_splitk_", contract<k::LinearCoopSplitK>(k::kLinearSplitKBindings)},
       {"matmul_coop_", contract<k::LinearCoop>(k::kLinearBindings)},
       {"matmul_", contract<k::Linear>(k::kLinearBindings)},
       {"convert_", contract<k::Convert>(k::kConvertBindings)},
@@ -2069,11 +2173,15 @@ TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
         EXPECT_EQ(is_float, c->float_fields[id])
             << m.name << ": constant_id " << id << " is " << (is_float ? "float" : "an integer")
             << " in the shader, the other in the struct";
-    // matvec's float variants never fuse a pair, so they leave its binding 4
-    // unused (a pipeline layout may hold more bindings than a module uses).
-    const bool float_matvec = std::string_view(m.name).starts_with("matvec_") &&
-                              !std::string_view(m.name).ends_with("_0");
-    EXPECT_EQ(f.bindings, c->bindings - (float_matvec ? 1 : 0))
+    // The float variants of matvec and matmul_coop_splitk never fuse a pair,
+    // so they leave its binding 4 unused (a pipeline layout may hold more
+    // bindings than a module uses).
+    std::string_view name = m.name;
+    if (name.ends_with("_nv")) name.remove_suffix(3);  // the NV form of a cooperative-matrix module
+    const bool float_variant = name.ends_with("_f32") || name.ends_with("_f16") || name.ends_with("_bf16");
+    const bool float_pair =
+        (name.starts_with("matvec_") || name.starts_with("matmul_coop_splitk_")) && float_variant;
+    EXPECT_EQ(f.bindings, c->bindings - (float_pair ? 1 : 0))
         << m.name << ": binding count differs from kernels::k*Bindings";
   }
 }

@@ -975,27 +975,56 @@ class EngineCore::Recorder {
     const auto& info = c_.ctx_.info();
     const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows), rows_n = row_set ? logit_rows_ : n_;
     const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : rows_n);
-    const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearBindings,
+    // The output projections split K across workgroups too (add_norm adds
+    // the partial sums): by the matrix's shape only, the same on every tile.
+    const uint32_t cap = out == Act::Proj ? c_.layout_.activations[size_t(out)].slices : 1;
+    uint32_t splits = kernels::splitk_splits(K, M, tile, cap);
+    slices_[size_t(out)] = splits;
+    const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearSplitKBindings,
                               kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
                                                           info.coop_k, info.subgroup_size, tile,
-                                                          in == Act::Operand));
+                                                          in == Act::Operand, splits, slice_elems(out)));
     for (const TensorPart& p : c_.layout_.parts_of(w)) {
-      const vk::DescriptorBufferInfo b[] = {c_.part(w, p), c_.act(in), c_.act(out), c_.step()};
+      const auto wp = c_.part(w, p);
+      const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), wp};
       add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)},
-          {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), 1}, barrier);
+          {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), splits}, barrier);
     }
   }
 
-  // gate = gelu(xn W_gate^T) * (xn W_up^T): one fused matrix-vector dispatch
-  // when decoding block-format weights split alike, else gate, up, geglu.
+  // gelu(xn Wg^T) * (xn Wu^T) on matmul_coop_splitk in one dispatch per part
+  // (PAIR): each tile's gate and up rows share its X loads, and the product
+  // goes straight into the down projection's operand.
+  void gate_up_splitk(const TensorSlot& gate, const TensorSlot& up) {
+    const auto& info = c_.ctx_.info();
+    const uint32_t K = uint32_t(gate.cols), M = uint32_t(gate.rows);
+    const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : n_);
+    const Act in = operand(Act::Xn), out = operand(Act::Gate);
+    const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", gate.format), kernels::kLinearSplitKBindings,
+                              kernels::linear_coop_splitk_pair(K, M, info.coop_m, info.coop_n, info.coop_k,
+                                                               info.subgroup_size, tile, in == Act::Operand,
+                                                               out == Act::Operand));
+    const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
+    for (size_t i = 0; i < gp.size(); ++i) {
+      const vk::DescriptorBufferInfo b[] = {c_.part(gate, gp[i]), c_.act(in), c_.act(out), c_.step(),
+                                            c_.part(up, upp[i])};
+      add(k, b, {uint32_t(gp[i].row_begin), uint32_t(gp[i].rows)},
+          {groups(uint32_t(gp[i].rows), tile.rows / 2), groups(n_, tile.tokens), 1});
+    }
+  }
+
+  // gate = gelu(xn W_gate^T) * (xn W_up^T): one fused dispatch when decoding
+  // block-format weights split alike (matrix-vector, or split-K tiles for a
+  // batched step), else gate, up, geglu.
   void gate_up(int l) {
     const TensorSlot& gate = c_.layout_.weight(Role::FfnGate, l);
     const TensorSlot& up = c_.layout_.weight(Role::FfnUp, l);
     const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
-    bool alike = decode_ && !splitk(0) && is_block_quantized(gate.format) && gate.format == up.format &&
+    bool alike = decode_ && is_block_quantized(gate.format) && gate.format == up.format &&
                  gp.size() == upp.size();
     for (size_t i = 0; alike && i < gp.size(); ++i)
       alike = gp[i].row_begin == upp[i].row_begin && gp[i].rows == upp[i].rows;
+    if (alike && splitk(0)) return gate_up_splitk(gate, up);
     if (alike) return linear(Act::Xn, Act::Gate, gate, 0, true, &up);
     linear(operand(Act::Xn), Act::Gate, gate, 0, false);  // gate [n, F]
     linear(operand(Act::Xn), Act::Up, up);                 // up   [n, F]

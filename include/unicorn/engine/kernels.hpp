@@ -139,13 +139,16 @@ inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t
 }
 // matmul_coop_splitk (batched decode: a few token rows): Linear's constants,
 // the cooperative-matrix shape and subgroup size, the workgroup's output tile
-// (tokens x weight rows) and its subgroups, each walking a share of K.
+// (tokens x weight rows) and its subgroups, each walking a share of K; and
+// the ranges of K across workgroups (splits, partial sums `slice` apart);
+// pair: gate and up in one tile, writing gelu(gate) * up (in fp16: half_out).
 struct LinearCoopSplitK {
   BOOST_HANA_DEFINE_STRUCT(LinearCoopSplitK, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, tm), (uint32_t, tn), (uint32_t, tk),
                            (uint32_t, subgroup_size), (uint32_t, tile_tokens),
                            (uint32_t, tile_rows), (uint32_t, split), (uint32_t, threads),
-                           (uint32_t, x_half));
+                           (uint32_t, x_half), (uint32_t, splits), (uint32_t, slice),
+                           (uint32_t, pair), (uint32_t, half_out));
 };
 struct SplitKTile {
   uint32_t tokens, rows, split;
@@ -173,9 +176,45 @@ constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <
 inline constexpr uint32_t kSplitKSmallTokens = kSplitKTiles[0].tokens;
 inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm,
                                            uint32_t tn, uint32_t tk, uint32_t subgroup_size,
-                                           SplitKTile t, bool x_half = false) {
+                                           SplitKTile t, bool x_half = false, uint32_t splits = 1,
+                                           uint32_t slice = 0) {
   return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.split, t.split * subgroup_size,
-          uint32_t(x_half)};
+          uint32_t(x_half), splits, slice, 0, 0};
+}
+// The fused gate and up (block formats): out = gelu(x Wg^T) * (x Wu^T), M
+// rows of each, BR / 2 of each a tile; in fp16 (the down projection's
+// operand) with half_out.
+inline LinearCoopSplitK linear_coop_splitk_pair(uint32_t K, uint32_t M, uint32_t tm, uint32_t tn,
+                                                uint32_t tk, uint32_t subgroup_size, SplitKTile t,
+                                                bool x_half, bool half_out) {
+  LinearCoopSplitK s = linear_coop_splitk(K, M, 0, tm, tn, tk, subgroup_size, t, x_half);
+  s.pair = 1;
+  s.half_out = uint32_t(half_out);
+  return s;
+}
+// Ranges of K across matmul_coop_splitk's workgroups, for a product whose
+// consumer adds up to `cap` partial sums (an output projection): a matrix of
+// few row tiles and a long K — the 4B's down projection is 80 tiles of 32 rows
+// walking K = 10240 — leaves most multiprocessors idle and its chains long.
+// The splits whose workgroups best fill their last wave of kSplitKWaveGroups
+// (two 256-thread workgroups on each of the H100's 132 multiprocessors), each
+// range keeping at least kSplitKMinSteps steps of 32 k for every subgroup.
+// Not a function of the step's tokens: a row's sums keep one order in every
+// batched pass (batch invariance).
+inline constexpr uint32_t kSplitKWaveGroups = 264;
+inline constexpr uint32_t kSplitKMinSteps = 2;
+constexpr uint32_t splitk_splits(uint32_t K, uint32_t M, SplitKTile t, uint32_t cap,
+                                 uint32_t wave = kSplitKWaveGroups) {
+  const uint64_t tiles = (M + t.rows - 1) / t.rows, steps = (K + 31) / 32;
+  const uint32_t most = uint32_t(std::clamp<uint64_t>(steps / (kSplitKMinSteps * t.split), 1, std::max(cap, 1u)));
+  uint32_t best = 1;
+  double best_fill = -1;
+  for (uint32_t splits = 1; splits <= most; ++splits) {
+    const uint64_t groups = tiles * splits, waves = (groups + wave - 1) / wave;
+    const double fill = double(groups) / double(waves * wave);
+    if (fill > best_fill + 1e-9) best = splits, best_fill = fill;
+  }
+  return best;
 }
 struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
@@ -425,6 +464,8 @@ inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindi
                           kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
-// matmul_coop_splitk binds what matmul and matmul_coop bind.
+// matmul_coop_splitk binds what matmul and matmul_coop bind, and as matvec
+// binding 4: the fused pair's second tensor (the first again otherwise).
+inline constexpr uint32_t kLinearSplitKBindings = 5;
 
 }  // namespace unicorn::kernels
