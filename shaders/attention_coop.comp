@@ -22,7 +22,10 @@
 //   O += P V         (each subgroup HD / DS of the head dims, BC / TK steps)
 // and at the end O / l through shared memory to the output rows. With DS = 1
 // only subgroup barriers separate the phases, with DS = 2 workgroup barriers.
-// With PAIRS a workgroup takes two row tiles, one after the other.
+// With PAIRS a workgroup takes two row tiles, one after the other. A chunk
+// may hold several streams' segments (step.glsl), each starting at a multiple
+// of BR / G tokens, so a row tile is one stream's: a workgroup skips the
+// tiles of streams other than its cache row's.
 //
 // Rows of an accumulator: which rows of a cooperative matrix an invocation's
 // elements belong to is the implementation's choice, but it is the same for
@@ -212,7 +215,6 @@ void main() {
   const uint tid = gl_LocalInvocationID.x, warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint rows = n_tokens * G, tiles = (rows + BR - 1) / BR;
   const uint kvh_local = gl_WorkGroupID.y, cache_head = pc.head_begin + kvh_local;
-  if (cache_head / KVH != step_rows[0].stream) return;  // another stream's cache
   const uint kvh = cache_head % KVH;
   cache_row = kvh_local * SLOTS;
   // The row tiles of this workgroup: without PAIRS, one, the last rows first
@@ -222,6 +224,12 @@ void main() {
   const uint first = PAIRS != 0 ? x : gl_NumWorkGroups.x - 1 - x;
   if (first >= tiles || (PAIRS != 0 && first > tiles - 1 - first)) return;
   const uint passes = PAIRS != 0 && tiles - 1 - first != first ? 2 : 1;
+  // A row tile is one stream's rows (a chunk's segments start at multiples of
+  // the tile's tokens); a tile of another stream than this cache row's is skipped.
+  const uint stream = cache_head / KVH;
+  const bool mine0 = step_rows[first * BR / G].stream == stream;
+  const bool mine1 = passes == 2 && step_rows[(tiles - 1 - first) * BR / G].stream == stream;
+  if (!mine0 && !mine1) return;
 
   // This subgroup's row group, its share of a tile's keys (S = Q K^T) and of
   // the head dims (O += P V); its lane among the row group's for the softmax.
@@ -242,6 +250,7 @@ void main() {
   MAT_B b;
 
   for (uint pass = 0; pass < passes; ++pass) {
+    if (!(pass == 0 ? mine0 : mine1)) continue;  // workgroup-uniform
     const uint row0 = (pass == 0 ? first : tiles - 1 - first) * BR;
     // Keys any row of the tile sees: from the first row's window to the last
     // row, walked in tiles at multiples of BC, so a row's result does not

@@ -16,9 +16,10 @@
 // are issued a phase ahead of their use. Arithmetic is fp32 whatever the cache
 // holds. Shapes come from the host (kernels::attention_tiled_shape: what the
 // device's shared memory holds).
-// A chunk is one stream's tokens at consecutive positions (step.glsl); the
+// A chunk is one or several streams' segments of tokens at consecutive
+// positions, each starting at a multiple of BR / G tokens (step.glsl); the
 // cache part's rows are (stream, kv head) pairs, and workgroups on another
-// stream's rows leave at once.
+// stream's rows than their tile's leave at once.
 // Dispatch: (ceil(n_tokens * HEADS / KVH / BR), cache rows in the part, 1).
 #extension GL_EXT_shader_16bit_storage : require
 #define STEP_BINDING 4
@@ -110,7 +111,9 @@ void main() {
   const uint rows = n_tokens * G;
   if (row0 >= rows) return;
   const uint kvh_local = gl_WorkGroupID.y, cache_head = pc.head_begin + kvh_local;
-  if (cache_head / KVH != step_rows[0].stream) return;  // another stream's cache
+  // The tile is one stream's rows (a chunk's segments start at multiples of
+  // the tile's tokens): workgroups on another stream's cache rows leave.
+  if (cache_head / KVH != step_rows[row0 / G].stream) return;
   const uint kvh = cache_head % KVH;
   cache_row = kvh_local * SLOTS;
   // Keys any row of the tile sees: from the first row's window to the last

@@ -11,7 +11,7 @@
 //     — the next sub-layer's pre-norm — so "x += norm(y); xn = norm(x)" is one
 //     dispatch instead of two.
 //   ROW_SET = 1 (the final norm): only the rows whose logits are wanted; input
-//     row logit_begin + i goes to output row i.
+//     row step_rows[i].logit_source goes to output row i.
 //   HALF_OUT: the normalised output (y, or y2 with CHAIN) is written as the
 //     fp16 operand of the prefill products (include/operand.glsl); a residual
 //     y (ACCUMULATE without CHAIN) stays fp32.
@@ -57,7 +57,7 @@ void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   if (row >= active_rows(ROW_SET) * pc.rows_per_token) return;
   const uint base = row * D;
-  const uint in_base = (ROW_SET == 0 ? row : logit_begin + row) * D;
+  const uint in_base = (ROW_SET == 0 ? row : step_rows[row].logit_source) * D;
   // Every load is issued before the first reduction, so the dispatch waits on
   // memory once rather than once per pass (a dependent DRAM round trip costs
   // more than this whole row's arithmetic).

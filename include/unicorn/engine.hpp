@@ -49,10 +49,12 @@ class Engine {
   uint32_t position() const { return core_.position(); }
 
   // Several streams (kConfig.streams, each with its own KV cache and position):
-  //   engine.prefill(s, prompt_s) for each stream s, then
+  //   engine.prefill(s, prompt_s) for each stream s (or several streams' prompt
+  //   chunks in one pass: engine.prefill(chunks), kConfig.prefill_chunk rows at most), then
   //   next = engine.decode(batch)   // batch: {stream, token} per stream, one pass over the weights
   static constexpr uint32_t kStreams = kConfig.streams;
   int32_t prefill(uint32_t stream, std::span<const int32_t> tokens) { return core_.prefill(stream, tokens); }
+  std::vector<int32_t> prefill(std::span<const PromptChunk> chunks) { return core_.prefill(chunks); }
   std::vector<int32_t> decode(std::span<const StreamToken> batch) { return core_.decode(batch); }
   void reset(uint32_t stream) { core_.reset(stream); }
   uint32_t position(uint32_t stream) const { return core_.position(stream); }

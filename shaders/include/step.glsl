@@ -4,20 +4,21 @@
 // logits) is read from here. Mirrors unicorn::detail::StepHeader and StepRow in
 // engine/core.hpp.
 //
-// A prefill chunk is one stream's tokens at consecutive positions; a batched
-// decode step is one token of each of several streams, each at its own
-// position and writing its own stream's KV cache. Both read a row's position
-// and stream from step_rows, never start_pos + t.
+// A prefill chunk is one or several streams' runs of tokens at consecutive
+// positions (segments, each starting at a multiple of the chunk's attention
+// tile in tokens: a tile never holds two streams); a batched decode step is
+// one token of each of several streams, each at its own position and writing
+// its own stream's KV cache. Both read a row's position and stream from
+// step_rows, never a chunk's start + t.
 struct StepRow {
-  uint token;   // token id
-  uint pos;     // its position in its stream
-  uint stream;  // whose KV cache it reads and writes
+  uint token;         // token id
+  uint pos;           // its position in its stream
+  uint stream;        // whose KV cache it reads and writes
+  uint logit_source;  // in rows i < logit_count: the token row whose logits logit row i holds
 };
 layout(binding = STEP_BINDING) readonly buffer StepBuf {
   uint n_tokens;     // token rows in this step
-  uint start_pos;    // position of the first row (a prefill chunk's first token)
-  uint logit_begin;  // first token row whose logits are wanted
-  uint logit_count;  // how many rows, from logit_begin
+  uint logit_count;  // rows of logits wanted (step_rows[i].logit_source says whose)
   StepRow step_rows[];  // n_tokens of them
 };
 

@@ -44,6 +44,12 @@ namespace {
 
 using detail::StepHeader;
 
+// A prefill chunk of one stream, as the tests describe it: n_tokens rows at
+// positions start_pos + t, rows logit_begin .. + logit_count with logits.
+struct ChunkStep {
+  uint32_t n_tokens, start_pos, logit_begin, logit_count;
+};
+
 // ------------------------------------------------------------------ harness
 
 // One device for the whole process (validation from UNICORN_VALIDATION, as ctest sets it).
@@ -82,24 +88,28 @@ class HostBuffer {
   gpu::BufferSet set_;
 };
 
-// The per-step buffer of a prefill chunk, as the engine writes it: StepHeader,
-// then a row per token (its id, or 0; position start_pos + t; stream 0).
-HostBuffer step_buffer(StepHeader h, std::span<const uint32_t> tokens = {}) {
-  std::vector<detail::StepRow> rows(std::max<size_t>({tokens.size(), h.n_tokens, 1}));
-  for (size_t t = 0; t < rows.size(); ++t)
-    rows[t] = {t < tokens.size() ? tokens[t] : 0u, h.start_pos + uint32_t(t), 0u};
-  HostBuffer b(sizeof(StepHeader) + rows.size() * sizeof(detail::StepRow));
-  std::memcpy(b.bytes().data(), &h, sizeof h);
-  std::memcpy(b.bytes().data() + sizeof h, rows.data(), rows.size() * sizeof(detail::StepRow));
-  return b;
-}
-// A batched decode step: one row per (stream, position), token ids 0.
-HostBuffer step_buffer(std::span<const detail::StepRow> rows, uint32_t logit_count = 0) {
-  const StepHeader h{uint32_t(rows.size()), rows[0].pos, 0, logit_count};
-  HostBuffer b(sizeof(StepHeader) + rows.size() * sizeof(detail::StepRow));
+// The per-step buffer as the engine writes it: StepHeader (n_tokens; the
+// first logit_count rows name the rows whose logits are wanted), then the
+// rows (at least n_tokens of them).
+HostBuffer step_buffer(uint32_t n_tokens, std::span<const detail::StepRow> rows, uint32_t logit_count) {
+  const StepHeader h{n_tokens, logit_count};
+  HostBuffer b(sizeof(StepHeader) + rows.size_bytes());
   std::memcpy(b.bytes().data(), &h, sizeof h);
   std::memcpy(b.bytes().data() + sizeof h, rows.data(), rows.size_bytes());
   return b;
+}
+// A batched decode step: one row per (stream, position).
+HostBuffer step_buffer(std::span<const detail::StepRow> rows, uint32_t logit_count = 0) {
+  return step_buffer(uint32_t(rows.size()), rows, logit_count);
+}
+// A prefill chunk: a row per token (its id, or 0; position start_pos + t;
+// stream 0).
+HostBuffer step_buffer(ChunkStep c, std::span<const uint32_t> tokens = {}) {
+  std::vector<detail::StepRow> rows(std::max<size_t>({tokens.size(), c.n_tokens, 1}));
+  for (size_t t = 0; t < rows.size(); ++t)
+    rows[t] = {t < tokens.size() ? tokens[t] : 0u, c.start_pos + uint32_t(t), 0u, 0u};
+  for (uint32_t i = 0; i < c.logit_count; ++i) rows[i].logit_source = c.logit_begin + i;
+  return step_buffer(c.n_tokens, rows, c.logit_count);
 }
 
 uint32_t groups(uint32_t items, uint32_t per) { return (items + per - 1) / per; }
@@ -1126,6 +1136,33 @@ struct AttnCase {
 };
 class Attention : public ::testing::TestWithParam<AttnCase> {};
 
+// The attention_tiled shapes the device holds for a head dim and cache precision.
+std::vector<kernels::AttentionTile> attention_tiled_tiles(uint32_t hd, bool f16) {
+  std::vector<kernels::AttentionTile> tiles;
+  for (kernels::AttentionTile t : {kernels::AttentionTile{8, 16}, {16, 16}, {16, 32}, {32, 16}, {32, 32}})
+    if (kernels::attention_tiled_shape_ok(hd, t) &&
+        kernels::attention_tiled_shared_bytes(hd, f16 ? 2 : 4, t) <= device().ctx.info().max_shared_memory)
+      tiles.push_back(t);
+  return tiles;
+}
+// attention_coop's shapes where the device has cooperative matrices: the
+// engine's pick for this head dim first, then the other shapes that fit.
+std::vector<kernels::AttentionTile> attention_coop_tiles(uint32_t hd) {
+  const auto& info = device().ctx.info();
+  std::vector<kernels::AttentionTile> tiles;
+  if (!info.coopmat) return tiles;
+  const kernels::AttentionTile pick = kernels::attention_coop_shape(hd, info.coop_m, info.coop_n, info.coop_k,
+                                                                    info.subgroup_size, info.max_shared_memory);
+  if (pick.rows) tiles.push_back(pick);
+  for (kernels::AttentionTile t : {kernels::AttentionTile{16, 16}, {32, 32}, {16, 64}, {64, 16}, {32, 32, 2}, {16, 32, 2},
+                                   {16, 64, 2}, {64, 32, 1}})
+    if (kernels::attention_coop_shape_ok(hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, t) &&
+        kernels::attention_coop_shared_bytes(hd, info.coop_m, info.subgroup_size, t) <= info.max_shared_memory &&
+        (t.rows != pick.rows || t.keys != pick.keys || t.split != pick.split))
+      tiles.push_back(t);
+  return tiles;
+}
+
 // A sequence of chunks from position 0: attn_prep then attention per step, per
 // cache part (by default one part per kv head, so head_begin > 0 — no query
 // groups — is exercised; some cases give a part several heads). Local layers
@@ -1183,30 +1220,12 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   const std::string prep = kernels::variant("attn_prep", c.kv),
                     attn = kernels::variant("attention", c.kv),
                     tiled = kernels::variant("attention_tiled", c.kv);
-  std::vector<kernels::AttentionTile> tiles;
-  for (kernels::AttentionTile t : {kernels::AttentionTile{8, 16}, {16, 16}, {16, 32}, {32, 16}, {32, 32}})
-    if (kernels::attention_tiled_shape_ok(c.hd, t) &&
-        kernels::attention_tiled_shared_bytes(c.hd, f16 ? 2 : 4, t) <=
-            device().ctx.info().max_shared_memory)
-      tiles.push_back(t);
+  const std::vector<kernels::AttentionTile> tiles = attention_tiled_tiles(c.hd, f16);
   ASSERT_FALSE(tiles.empty()) << c.name() << ": no attention_tiled shape fits this device";
-  // attention_coop, where the device has cooperative matrices: the engine's
-  // tile for this head dim and the other shapes that fit.
+  // attention_coop, where the device has cooperative matrices.
   const auto& info = device().ctx.info();
   const std::string coop = kernels::variant("attention_coop", c.kv);
-  std::vector<kernels::AttentionTile> coop_tiles;
-  if (info.coopmat) {
-    const kernels::AttentionTile pick = kernels::attention_coop_shape(
-        c.hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, info.max_shared_memory);
-    if (pick.rows) coop_tiles.push_back(pick);
-    for (kernels::AttentionTile t : {kernels::AttentionTile{16, 16}, {32, 32}, {16, 64}, {64, 16}, {32, 32, 2}, {16, 32, 2},
-                                     {16, 64, 2}, {64, 32, 1}})
-      if (kernels::attention_coop_shape_ok(c.hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size, t) &&
-          kernels::attention_coop_shared_bytes(c.hd, info.coop_m, info.subgroup_size, t) <=
-              info.max_shared_memory &&
-          (t.rows != pick.rows || t.keys != pick.keys || t.split != pick.split))
-        coop_tiles.push_back(t);
-  }
+  const std::vector<kernels::AttentionTile> coop_tiles = attention_coop_tiles(c.hd);
 
   double coop_worst = 0;
   uint32_t pos = 0;
@@ -1572,6 +1591,99 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
   }
 }
 
+
+// A prefill chunk of several streams' segments (EngineCore::prefill of
+// several prompt chunks): each segment starts at a multiple of the tile's
+// tokens and the rows between segments repeat the previous segment's last
+// row, as the engine lays them out. Every row's output must be bit for bit
+// what its segment gives as a chunk of its own, in every tile shape of
+// attention_tiled and (with tensor units) attention_coop, with row tiles in
+// pairs, on a global and a sliding-window layer over a ring that wraps.
+TEST(AttentionStreams, ChunkOfSeveralStreamsMatchesEachAlone) {
+  const auto& info = device().ctx.info();
+  const uint32_t heads = 4, kvh = 2, G = heads / kvh, hd = 64, streams = 3, q_row = heads * hd;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  struct Segment {
+    uint32_t stream, pos, n;
+  };
+  const Segment segments[] = {{2, 5, 11}, {0, 40, 7}, {1, 0, 9}};
+  std::vector<std::vector<float>> qs;  // per segment [n, heads * hd]
+  for (const Segment& g : segments) qs.push_back(random_floats(size_t(g.n) * q_row, -4.f, 4.f));
+  const std::string tiled = kernels::variant("attention_tiled", Format::F16),
+                    coop = kernels::variant("attention_coop", Format::F16);
+  for (uint32_t window : {0u, 16u}) {
+    const uint32_t slots = window ? window + 32 : 64, cache_rows = streams * kvh;
+    const size_t cache_elems = size_t(cache_rows) * slots * hd;
+    std::vector<_Float16> k16(cache_elems), v16(cache_elems);
+    const auto kf = random_floats(cache_elems, -2.f, 2.f), vf = random_floats(cache_elems);
+    std::transform(kf.begin(), kf.end(), k16.begin(), [](float x) { return _Float16(x); });
+    std::transform(vf.begin(), vf.end(), v16.begin(), [](float x) { return _Float16(x); });
+    HostBuffer kc(cache_elems * 2), vc(cache_elems * 2);
+    kc.fill<_Float16>(k16);
+    vc.fill<_Float16>(v16);
+    // One dispatch of `module` over `rows` with queries `q`: the outputs [rows, heads * hd].
+    const auto attend = [&](const std::string& module, uint32_t bindings, const auto& spec, uint32_t tile_rows,
+                            bool pairs, std::span<const detail::StepRow> rows, const std::vector<float>& q) {
+      const uint32_t n = uint32_t(rows.size());
+      HostBuffer qb(q.size() * 4), o(q.size() * 4);
+      qb.fill<float>(q);
+      const auto step = step_buffer(rows);
+      const uint32_t row_tiles = groups(n * G, tile_rows);
+      run(module, bindings, spec, {&qb, &kc, &vc, &o, &step}, {0, cache_rows},
+          {pairs ? groups(row_tiles, 2) : row_tiles, cache_rows, 1});
+      return std::vector<float>(o.as<float>().begin(), o.as<float>().begin() + q.size());
+    };
+    const auto check = [&](const std::string& what, const std::string& module, uint32_t bindings, const auto& spec,
+                           uint32_t tile_rows, bool pairs) {
+      const uint32_t align = std::lcm(tile_rows, G) / G;
+      std::vector<detail::StepRow> joint;
+      std::vector<float> joint_q;
+      std::vector<size_t> begin;
+      for (size_t s = 0; s < std::size(segments); ++s) {
+        while (joint.size() % align) {  // twins of the previous segment's last row
+          joint.push_back(joint.back());
+          joint_q.insert(joint_q.end(), joint_q.end() - q_row, joint_q.end());
+        }
+        begin.push_back(joint.size());
+        const Segment& g = segments[s];
+        for (uint32_t t = 0; t < g.n; ++t) joint.push_back({0, g.pos + t, g.stream, 0});
+        joint_q.insert(joint_q.end(), qs[s].begin(), qs[s].end());
+      }
+      const auto together = attend(module, bindings, spec, tile_rows, pairs, joint, joint_q);
+      for (size_t s = 0; s < std::size(segments); ++s) {
+        const Segment& g = segments[s];
+        std::vector<detail::StepRow> own;
+        for (uint32_t t = 0; t < g.n; ++t) own.push_back({0, g.pos + t, g.stream, 0});
+        const auto alone = attend(module, bindings, spec, tile_rows, pairs, own, qs[s]);
+        for (uint32_t t = 0; t < g.n; ++t) {
+          const float* a = alone.data() + size_t(t) * q_row;
+          const float* b = together.data() + (begin[s] + t) * q_row;
+          ASSERT_TRUE(std::all_of(a, a + q_row, [](float x) { return std::isfinite(x); }))
+              << what << " window " << window << ": segment " << s << " alone left row " << t << " unwritten";
+          ASSERT_EQ(std::memcmp(a, b, q_row * 4), 0)
+              << what << " window " << window << ": stream " << g.stream << " position " << g.pos + t
+              << " differs in a chunk of three streams (segments aligned to " << align << " tokens)";
+        }
+      }
+    };
+    const auto tiles = attention_tiled_tiles(hd, true);
+    ASSERT_FALSE(tiles.empty());
+    for (const kernels::AttentionTile t : tiles)
+      check(tiled + " rows=" + std::to_string(t.rows) + " keys=" + std::to_string(t.keys), tiled,
+            kernels::kAttentionTiledBindings,
+            kernels::AttentionTiled{heads, kvh, hd, slots, window, scale, t.rows, t.keys, 0}, t.rows, false);
+    for (const kernels::AttentionTile t : attention_coop_tiles(hd))
+      for (uint32_t pairs : {0u, 1u})
+        check(coop + " rows=" + std::to_string(t.rows) + " keys=" + std::to_string(t.keys) + " split=" +
+                  std::to_string(t.split) + (pairs ? " PAIRS" : ""),
+              coop, kernels::kAttentionCoopBindings,
+              kernels::AttentionCoop{heads, kvh, hd, slots, window, scale, t.rows, t.keys, 0, info.coop_m,
+                                     info.coop_n, info.coop_k, info.subgroup_size,
+                                     kernels::attention_coop_threads(t, info.coop_m, info.subgroup_size), pairs,
+                                     t.split},
+              t.rows, pairs != 0);
+  }
+}
 // ------------------------------------------- matvec, fused gate, up, GeGLU
 
 struct PairCase {

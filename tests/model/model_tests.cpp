@@ -359,6 +359,48 @@ TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
               core.batch_linear_path(9).c_str());
 }
 
+// The server prefills several requests' prompts in one pass
+// (EngineCore::prefill of several chunks): each chunk's logits must be the bits
+// of the same chunk prefilled alone. Four streams, one with a prefix fed
+// before, one whose chunk does not end its prompt (its next chunk, alone,
+// must then give the logits of the whole prompt fed alone).
+TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
+  Engine<TinyWide<Format::Q8_0>> engine(context());
+  engine.load(tiny_gguf("Q8_0"));
+  auto& core = engine.core();
+  const auto& p = golden().prompt;
+  const uint32_t V = kGemma3Tiny.vocab;
+  const auto span_of = [&](size_t at, size_t n) { return std::span(p).subspan(at, n); };
+  // Stream 0: 5 tokens; 1: 4 fed earlier, then 7; 2: 6 of a 9-token prompt; 3: 3.
+  const auto alone = [&](uint32_t stream, std::span<const int32_t> prefix, std::span<const int32_t> chunk) {
+    core.reset(stream);
+    if (!prefix.empty()) core.feed(stream, prefix);
+    const PromptChunk c{stream, chunk, true};
+    return core.forward_logits(std::span(&c, 1));
+  };
+  const auto want0 = alone(0, {}, span_of(0, 5)), want1 = alone(1, span_of(10, 4), span_of(14, 7)),
+             want2 = alone(2, span_of(30, 6), span_of(36, 3)), want3 = alone(3, {}, span_of(50, 3));
+  for (uint32_t s = 0; s < 4; ++s) core.reset(s);
+  core.feed(1, span_of(10, 4));
+  const PromptChunk together[] = {{0, span_of(0, 5), true}, {1, span_of(14, 7), true},
+                                  {2, span_of(30, 6), false}, {3, span_of(50, 3), true}};
+  const auto got = core.forward_logits(together);
+  ASSERT_EQ(got.size(), 3u * V);
+  EXPECT_EQ(std::memcmp(got.data(), want0.data(), V * 4), 0) << "stream 0 differs in a shared pass";
+  EXPECT_EQ(std::memcmp(got.data() + V, want1.data(), V * 4), 0) << "stream 1 (after a prefix) differs";
+  EXPECT_EQ(std::memcmp(got.data() + 2 * V, want3.data(), V * 4), 0) << "stream 3 differs";
+  const PromptChunk rest{2, span_of(36, 3), true};
+  EXPECT_EQ(std::memcmp(core.forward_logits(std::span(&rest, 1)).data(), want2.data(), V * 4), 0)
+      << "stream 2's prompt, fed in a shared pass, then finished alone, differs from it fed alone";
+  EXPECT_EQ(core.position(2), 9u);
+  std::printf("[ prefill ] segments start at multiples of %u tokens\n", core.prefill_alignment());
+  // A pass that cannot hold its chunks is refused before anything runs.
+  std::vector<PromptChunk> too_many;
+  for (uint32_t s = 0; s < 18; ++s) too_many.push_back({s, span_of(0, 17), true});
+  EXPECT_THROW(core.prefill(too_many), Error);
+  EXPECT_EQ(core.position(5), 0u) << "a refused pass moved a stream";
+}
+
 // --- several streams: batched decode against one stream alone ---
 TEST_F(Model, BatchedDecodeQ4_0) { expect_batched_decode_matches_single_stream<Format::Q4_0>(tiny_gguf("Q4_0")); }
 TEST_F(Model, BatchedDecodeQ8_0) { expect_batched_decode_matches_single_stream<Format::Q8_0>(tiny_gguf("Q8_0")); }

@@ -163,6 +163,46 @@ TEST(Scheduler, BatchInvariance) {
   }
 }
 
+// Requests waiting together share prefill passes (their prompts' chunks in one
+// pass over the weights, EngineCore::prefill), and each gives the text it
+// gives alone: a prompt's rows compute the same bits whatever shares the pass.
+TEST(Scheduler, WaitingPromptsSharePrefillPasses) {
+  auto jobs = mixed_jobs();
+  jobs.resize(4);
+  std::vector<Outcome> alone;
+  {
+    Running r({.slots = 1});
+    for (const auto& j : copies(jobs)) alone.push_back(r.run_alone(j));
+  }
+  Metrics metrics;
+  Scheduler scheduler(world().engine.core(), world().tok, {.slots = 4}, metrics);
+  const auto together = copies(jobs);
+  for (const auto& j : together) ASSERT_TRUE(scheduler.submit(j));  // all waiting before the first step
+  std::thread thread([&] { scheduler.run(); });
+  std::vector<Outcome> got;
+  for (const auto& j : together) got.push_back(collect(*j));
+  scheduler.shutdown(false);
+  thread.join();
+  size_t prompt_tokens = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_FALSE(got[i].error) << got[i].error->message;
+    EXPECT_EQ(got[i].text, alone[i].text) << "job " << i;
+    EXPECT_EQ(got[i].usage.completion_tokens, alone[i].usage.completion_tokens) << "job " << i;
+    prompt_tokens += jobs[i]->prompt.size();
+  }
+  const std::string text = metrics.text();
+  const auto counter = [&](const std::string& name) {
+    const size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+  };
+  const double passes = counter("unicorn_prefill_passes_total"), chunks = counter("unicorn_prefill_chunks_total");
+  EXPECT_EQ(counter("unicorn_prefill_tokens_total"), double(prompt_tokens));
+  EXPECT_GE(passes, 1.0);
+  EXPECT_LT(passes, chunks) << "no pass held two prompts' chunks";
+  EXPECT_LE(passes, double((prompt_tokens + 31) / 32 + 3)) << "prompts of " << prompt_tokens
+                                                           << " tokens took more passes than 32-row chunks need";
+}
+
 // Under the default BatchInvariance::Deterministic a seeded request reuses
 // only cache that prefill or batch-invariant decode steps wrote: the answer
 // of an unseeded request was decoded on the fastest kernels for its steps

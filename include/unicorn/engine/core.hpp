@@ -6,7 +6,8 @@
 // rule 1), and all sizes arrive as values taken from the constexpr layout.
 //
 // Command buffers are recorded once, at start-up:
-//   prefill: a chunk of up to `prefill_chunk` tokens of one stream, matrix-matrix kernels;
+//   prefill: a chunk of up to `prefill_chunk` tokens of one or several streams
+//            (each stream's run a segment of its own), matrix-matrix kernels;
 //   decode:  one token, matrix-vector kernels, then the sampler (greedy by default);
 //   batch:   with DeploymentConfig::streams > 1, one token of each of up to
 //            `streams` streams: the same matrix-vector kernels, each weight block
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +51,14 @@ struct StreamToken {
   int32_t token;
 };
 
+// One stream's run of prompt tokens in a prefill pass that may hold several
+// streams' (EngineCore::prefill(std::span<const PromptChunk>)).
+struct PromptChunk {
+  uint32_t stream;
+  std::span<const int32_t> tokens;  // fed from the stream's position on
+  bool ends_prompt = false;         // choose the stream's next token from the last one's logits
+};
+
 }  // namespace unicorn
 
 namespace unicorn::detail {
@@ -70,14 +80,13 @@ static_assert(std::ranges::all_of(kernels::kSplitKTiles,
 // Mirrors shaders/include/step.glsl: the header, then one StepRow per token.
 struct StepHeader {
   uint32_t n_tokens;
-  uint32_t start_pos;
-  uint32_t logit_begin;
   uint32_t logit_count;
 };
 struct StepRow {
   uint32_t token;
   uint32_t pos;
   uint32_t stream;
+  uint32_t logit_source;  // in rows i < logit_count: the token row logit row i takes
 };
 
 // Mirrors SamplerRow in shaders/include/sampler.glsl: one per logit row, each
@@ -260,7 +269,7 @@ class EngineCore {
     for (size_t done = 0; done < tokens.size(); done += chunk) {
       const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
       if (pass == Pass::Decode) decode(tokens[done]);
-      else run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n), 0, n);
+      else run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n));
       read_logits(n, out.data() + done * V);
     }
     return out;
@@ -277,6 +286,18 @@ class EngineCore {
     return out;
   }
 
+  // Teacher forcing through a prefill pass of several streams' chunks: the raw
+  // logits of each chunk that ends a prompt, in order, [such chunks, vocab].
+  // Tests hold them against each chunk prefilled alone.
+  std::vector<float> forward_logits(std::span<const PromptChunk> chunks) {
+    const RawLogits raw(*this);
+    prefill(chunks);
+    const auto ends = uint32_t(std::ranges::count_if(chunks, [](const PromptChunk& c) { return c.ends_prompt; }));
+    std::vector<float> out(size_t(ends) * cfg_.model.vocab);
+    read_logits(ends, out.data());
+    return out;
+  }
+
   // Runs a prompt (in chunks) from the stream's position and returns the
   // stream's next token (see set_sampling).
   int32_t prefill(std::span<const int32_t> tokens) { return prefill(0, tokens); }
@@ -285,19 +306,89 @@ class EngineCore {
     if (tokens.empty()) throw Error("prefill: the prompt is empty");
     const size_t last = (tokens.size() - 1) / cfg_.prefill_chunk * cfg_.prefill_chunk;
     feed(stream, tokens.first(last));
-    const uint32_t n = uint32_t(tokens.size() - last);
-    run_chunk(*prefill_, stream, tokens.subspan(last), n - 1, 1);
-    return chosen_token(0);
+    const PromptChunk chunk{stream, tokens.subspan(last), true};
+    return prefill(std::span(&chunk, 1))[0];
   }
   // Runs tokens (in chunks) from the stream's position into its KV cache and
-  // chooses no token: the part of a prompt before its last chunk, which a
-  // scheduler feeds between other streams' decode steps.
+  // chooses no token: the part of a prompt before its last chunk.
   void feed(uint32_t stream, std::span<const int32_t> tokens) {
     check_tokens(stream, tokens);
     for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
-      const uint32_t n = uint32_t(std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done));
-      run_chunk(*prefill_, stream, tokens.subspan(done, n), 0, 0);
+      const PromptChunk chunk{stream, tokens.subspan(done, std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done))};
+      prefill(std::span(&chunk, 1));
     }
+  }
+
+  // Several streams' prompt chunks in one prefill pass, every weight read once
+  // for all of them (a server's new requests): distinct streams, each chunk
+  // fed from its stream's position; together at most prefill_chunk rows, each
+  // chunk after the first starting at a multiple of prefill_alignment().
+  // Returns, per chunk, the stream's next token where it ends a prompt, else
+  // -1. Every row's products, norms and attention are its own, so a chunk's
+  // results are bit for bit those of the same chunk prefilled alone.
+  std::vector<int32_t> prefill(std::span<const PromptChunk> chunks) {
+    if (chunks.empty()) throw Error("prefill: no prompt chunks");
+    uint32_t rows = 0, ends = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const PromptChunk& c = chunks[i];
+      check_tokens(c.stream, c.tokens);
+      if (c.tokens.empty()) throw Error("prefill: stream " + std::to_string(c.stream) + "'s chunk is empty");
+      for (size_t j = 0; j < i; ++j)
+        if (chunks[j].stream == c.stream)
+          throw Error("prefill: stream " + std::to_string(c.stream) + " appears twice in one pass");
+      rows = prefill_segment_start(rows) + uint32_t(c.tokens.size());
+      ends += c.ends_prompt;
+    }
+    if (rows > cfg_.prefill_chunk)
+      throw Error("prefill: the chunks take " + std::to_string(rows) + " rows (each starting at a multiple of " +
+                  std::to_string(prefill_alignment()) + "); a pass holds " + std::to_string(cfg_.prefill_chunk));
+    if (ends > std::min(cfg_.streams, layout_.logit_rows))
+      throw Error("prefill: " + std::to_string(ends) + " prompts end in one pass; at most " +
+                  std::to_string(std::min(cfg_.streams, layout_.logit_rows)));
+    if (ends > 1 && !prefill_many_logits_)
+      prefill_many_logits_ = record_forward(cfg_.prefill_chunk, std::min(cfg_.streams, layout_.logit_rows),
+                                            PassKind::Prefill);
+    const Graph& graph = ends > 1 ? *prefill_many_logits_ : *prefill_;
+    // Each chunk is a segment of rows; rows between segments repeat the
+    // previous segment's last token (twins: the same values written to the
+    // same cache slots), so no attention tile holds two streams' rows.
+    std::vector<StepRow> step;
+    std::vector<uint32_t> logit_streams;
+    std::vector<size_t> before;  // each stream's tokens, for a failed pass
+    for (const PromptChunk& c : chunks) {
+      while (step.size() < prefill_segment_start(uint32_t(step.size()))) step.push_back(step.back());
+      StreamState& s = streams_[c.stream];
+      const uint32_t pos = uint32_t(s.tokens.size());
+      for (size_t t = 0; t < c.tokens.size(); ++t)
+        step.push_back({uint32_t(c.tokens[t]), pos + uint32_t(t), c.stream, 0});
+      before.push_back(s.tokens.size());
+      s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
+      if (c.ends_prompt) {
+        step[logit_streams.size()].logit_source = uint32_t(step.size() - 1);
+        logit_streams.push_back(c.stream);
+      }
+    }
+    write_step(step, uint32_t(logit_streams.size()));
+    for (size_t j = 0; j < logit_streams.size(); ++j) write_sampler(uint32_t(j), logit_streams[j]);
+    try {
+      stream_.submit_and_wait(*graph.commands);
+    } catch (...) {
+      for (size_t i = 0; i < chunks.size(); ++i) streams_[chunks[i].stream].tokens.resize(before[i]);
+      throw;
+    }
+    std::vector<int32_t> next(chunks.size(), -1);
+    for (size_t i = 0, j = 0; i < chunks.size(); ++i)
+      if (chunks[i].ends_prompt) next[i] = chosen_token(uint32_t(j++));
+    return next;
+  }
+  // Tokens at whose multiples each chunk of a several-stream prefill pass
+  // starts: the prefill attention tile's tokens, so that a tile holds one
+  // stream's rows.
+  uint32_t prefill_alignment() const { return prefill_->segment_tokens; }
+  // Where a chunk after `rows` rows of a pass starts.
+  uint32_t prefill_segment_start(uint32_t rows) const {
+    const uint32_t a = prefill_alignment();
+    return (rows + a - 1) / a * a;
   }
 
   // One decode step of stream 0: feeds `token`, returns the next token.
@@ -305,7 +396,7 @@ class EngineCore {
     const int32_t one[] = {token};
     check_tokens(0, one);
     const StreamToken row[] = {{0, token}};
-    write_step(row, 0, 1);
+    write_step(row);
     run(*decode_, row);
     return chosen_token(0);
   }
@@ -316,7 +407,7 @@ class EngineCore {
   // step; each stream's result is the one decode() would give it alone.
   std::vector<int32_t> decode(std::span<const StreamToken> batch) {
     check_batch(batch);
-    write_step(batch, 0, uint32_t(batch.size()));
+    write_step(batch);
     run(batch_pass(uint32_t(batch.size())), batch);
     std::vector<int32_t> next(batch.size());
     for (size_t i = 0; i < batch.size(); ++i) next[i] = chosen_token(uint32_t(i));
@@ -344,7 +435,7 @@ class EngineCore {
   Profile profile(std::span<const int32_t> tokens) {
     check_tokens(0, tokens);
     const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
-    return profile(g, [&] { write_step(0, tokens, uint32_t(tokens.size()) - 1, 1); });
+    return profile(g, [&] { write_step(chunk_rows(0, tokens, uint32_t(tokens.size()) - 1, 1), 1); });
   }
   // The batched pass, for one token of each of streams 0 .. n-1 (at their positions).
   Profile profile_batch(uint32_t n) {
@@ -352,7 +443,7 @@ class EngineCore {
     std::vector<StreamToken> batch;
     for (uint32_t s = 0; s < n; ++s) batch.push_back({s, 5});
     check_batch(batch);
-    return profile(batch_pass(n), [&] { write_step(batch, 0, n); });
+    return profile(batch_pass(n), [&] { write_step(batch); });
   }
 
  private:
@@ -484,6 +575,9 @@ class EngineCore {
     vk::raii::CommandBuffer commands{nullptr};
     std::vector<gpu::Dispatch> dispatches;
     bool splitk = false;  // a batched pass whose products run on matmul_coop_splitk
+    // A chunk pass: its attention tiles' tokens, at whose multiples each
+    // stream's segment of rows starts (1: attention row by row).
+    uint32_t segment_tokens = 1;
   };
   // What a recorded pass is: prompt chunks (matrix-matrix kernels), one token
   // per stream (matrix-vector kernels), or one token per stream with the
@@ -602,41 +696,43 @@ class EngineCore {
     }
   }
 
-  // A prefill chunk: one stream's tokens at consecutive positions.
-  void write_step(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin,
-                  uint32_t logit_count) {
+  // A chunk of one stream's tokens at consecutive positions; rows from
+  // logit_begin (logit_count of them) get logits.
+  std::vector<StepRow> chunk_rows(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin,
+                                  uint32_t logit_count) const {
     const uint32_t pos = uint32_t(streams_[stream].tokens.size());
     std::vector<StepRow> rows(tokens.size());
-    for (size_t t = 0; t < tokens.size(); ++t) rows[t] = {uint32_t(tokens[t]), pos + uint32_t(t), stream};
-    write_step(rows, logit_begin, logit_count);
+    for (size_t t = 0; t < tokens.size(); ++t) rows[t] = {uint32_t(tokens[t]), pos + uint32_t(t), stream, 0};
+    for (uint32_t i = 0; i < logit_count; ++i) rows[i].logit_source = logit_begin + i;
+    return rows;
   }
-  // A decode step: one token per stream, each at its stream's position.
-  void write_step(std::span<const StreamToken> batch, uint32_t logit_begin, uint32_t logit_count) {
+  // A decode step: one token per stream, each at its stream's position; every
+  // row gets logits.
+  void write_step(std::span<const StreamToken> batch) {
     std::vector<StepRow> rows(batch.size());
     for (size_t t = 0; t < batch.size(); ++t)
-      rows[t] = {uint32_t(batch[t].token), uint32_t(streams_[batch[t].stream].tokens.size()), batch[t].stream};
-    write_step(rows, logit_begin, logit_count);
+      rows[t] = {uint32_t(batch[t].token), uint32_t(streams_[batch[t].stream].tokens.size()), batch[t].stream,
+                 uint32_t(t)};
+    write_step(rows, uint32_t(rows.size()));
   }
-  void write_step(std::span<const StepRow> rows, uint32_t logit_begin, uint32_t logit_count) {
-    const StepHeader h{uint32_t(rows.size()), rows[0].pos, logit_begin, logit_count};
+  void write_step(std::span<const StepRow> rows, uint32_t logit_count) {
+    const StepHeader h{uint32_t(rows.size()), logit_count};
     std::byte* p = host_[0].mapped;
     std::memcpy(p, &h, sizeof h);
     std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
   }
 
-  // A chunk of one stream's tokens; the rows from logit_begin (logit_count
-  // of them) get logits, and a token is chosen for each.
-  void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens,
-                 uint32_t logit_begin, uint32_t logit_count) {
-    write_step(stream, tokens, logit_begin, logit_count);
+  // Teacher forcing: a chunk of one stream's tokens, every row's logits.
+  void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens) {
+    const uint32_t n = uint32_t(tokens.size());
+    write_step(chunk_rows(stream, tokens, 0, n), n);
     StreamState& s = streams_[stream];
     s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
-    // The sampler kernels run on every logit row of the chunk (teacher forcing
-    // asks for all of them), so every row gets the stream's state: a row left
-    // unwritten would sample with whatever the buffer held (a penalty history
-    // billions of entries long).
-    if (logit_count) write_sampler(0, stream);
-    for (uint32_t row = 1; row < logit_count; ++row)
+    // The sampler kernels run on every logit row, so every row gets the
+    // stream's state: a row left unwritten would sample with whatever the
+    // buffer held (a penalty history billions of entries long).
+    write_sampler(0, stream);
+    for (uint32_t row = 1; row < n; ++row)
       std::memcpy(host_[2].mapped + row * kSamplerRowBytes, host_[2].mapped, kSamplerRowBytes);
     submit(graph, s.tokens.size() - tokens.size(), stream);
   }
@@ -759,10 +855,12 @@ class EngineCore {
   std::optional<gpu::StagingRing> uploads_;      // while loading
   gpu::Buffer partials_;  // per-slice logit maxima, [logit rows, kLogitParts]
   std::optional<gpu::BufferSet> logits_readback_;
-  // Prompt chunks (logits of the last token only), single tokens, one token of
-  // each of several streams (streams > 1), and, recorded on first use, prompt
-  // chunks with every token's logits (teacher forcing).
-  std::optional<Graph> prefill_, decode_, batch_, batch_few_, batch_small_, prefill_all_logits_;
+  // Prompt chunks (logits of one row), single tokens, one token of each of
+  // several streams (streams > 1), and, recorded on first use, prompt chunks
+  // with a row of logits for each of several streams' prompts, and with every
+  // token's logits (teacher forcing).
+  std::optional<Graph> prefill_, decode_, batch_, batch_few_, batch_small_, prefill_many_logits_,
+      prefill_all_logits_;
   // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
   // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_*,
   // UNICORN_BATCH_*, UNICORN_SPLITK_* and UNICORN_ATTENTION_ROWS override them.
@@ -832,6 +930,9 @@ class EngineCore::Recorder {
     sample();                                                  // next token ids
     return std::move(d_);
   }
+  // After forward(): tokens at whose multiples each stream's segment of a
+  // chunk starts (Graph::segment_tokens).
+  uint32_t segment_tokens() const { return segment_tokens_; }
 
  private:
   // The Gemma 3 decoder layer (Hugging Face Gemma3DecoderLayer). Fused where it
@@ -1104,6 +1205,10 @@ class EngineCore::Recorder {
                             kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                                window, scale, info.subgroup_size, half_,
                                                kernels::attention_threads(info.subgroup_size)});
+    // A tile holds tile.rows (token, query head) rows: the segments of a
+    // chunk of several streams start at multiples of its tokens.
+    if (tiled) segment_tokens_ = std::lcm(segment_tokens_, std::lcm(tile.rows, m_.heads / m_.kv_heads) /
+                                                               (m_.heads / m_.kv_heads));
     const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
     for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
       const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
@@ -1181,14 +1286,17 @@ class EngineCore::Recorder {
   // Rows of the products dispatched together whose tile is chosen as one
   // matrix's (their workgroups share waves); 0: each its own.
   uint32_t shared_waves_ = 0;
+  uint32_t segment_tokens_ = 1;
   std::vector<gpu::Dispatch> d_;
 };
 
 inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows,
                                                                    PassKind kind, uint32_t splitk_tokens) {
-  const auto dispatches = Recorder(*this, n, logit_rows, kind, splitk_tokens).forward();
+  Recorder recorder(*this, n, logit_rows, kind, splitk_tokens);
+  const auto dispatches = recorder.forward();
   Graph g;
   g.splitk = kind == PassKind::DecodeSplitK;
+  g.segment_tokens = recorder.segment_tokens();
   g.commands = stream_.allocate();
   g.commands.begin(vk::CommandBufferBeginInfo{});
   // The previous submission's writes (KV cache, uploads) come before this pass.

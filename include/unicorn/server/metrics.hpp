@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -82,10 +83,12 @@ class Metrics {
     steps_++;
     step_streams_ += streams;
   }
-  void prefill_chunk(uint32_t tokens) {
+  // A prefill pass over several prompts' chunks (tokens of each).
+  void prefill_pass(std::span<const uint32_t> chunk_tokens) {
     std::lock_guard lock(m_);
-    prefill_chunks_++;
-    prefill_tokens_ += tokens;
+    prefill_passes_++;
+    prefill_chunks_ += chunk_tokens.size();
+    for (uint32_t n : chunk_tokens) prefill_tokens_ += n;
   }
   // Gauges, set by the scheduler after each change.
   void gauges(uint32_t queued, uint32_t busy_slots) {
@@ -132,6 +135,8 @@ class Metrics {
     counter(o, "unicorn_decode_steps_total", "Batched decode steps run.", steps_);
     counter(o, "unicorn_decode_step_streams_total", "Streams summed over decode steps (mean batch = this / steps).",
             step_streams_);
+    counter(o, "unicorn_prefill_passes_total", "Prefill passes run (each over one or several prompts' chunks).",
+            prefill_passes_);
     counter(o, "unicorn_prefill_chunks_total", "Prompt chunks prefilled.", prefill_chunks_);
     counter(o, "unicorn_prefill_tokens_total", "Prompt tokens prefilled.", prefill_tokens_);
     gauge(o, "unicorn_completions_in_flight", "Completion requests being answered (queued, running or sending).",
@@ -157,7 +162,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   std::map<std::string, uint64_t> completions_, rejected_;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, disconnects_ = 0;
-  uint64_t steps_ = 0, step_streams_ = 0, prefill_chunks_ = 0, prefill_tokens_ = 0;
+  uint64_t steps_ = 0, step_streams_ = 0, prefill_passes_ = 0, prefill_chunks_ = 0, prefill_tokens_ = 0;
   uint32_t queued_ = 0, busy_ = 0, slots_ = 0;
   int64_t answering_ = 0;
   bool ready_ = false;

@@ -6,8 +6,9 @@
 //   1. drops jobs whose client went away (their slots are free at once);
 //   2. gives waiting jobs free slots, preferring a slot whose KV cache already
 //      holds a prefix of the job's prompt (then only the rest is prefilled);
-//   3. prefills one chunk of one prompt, oldest first, so a long prompt stalls
-//      the running streams for at most one chunk a step;
+//   3. runs one prefill pass over the prompts still prefilling, oldest first:
+//      several new requests share one pass over the weights, and a long
+//      prompt stalls the running streams for at most one pass a step;
 //   4. runs one batched decode step: one token of every slot that is generating.
 // Jobs beyond the slots wait in a bounded queue; past it submit() refuses.
 //
@@ -176,7 +177,7 @@ class Scheduler {
         for (Slot& s : slots_)
           if (s.job) end(s, std::nullopt, shutting_down());
       drop_cancelled();
-      prefill_one_chunk();
+      prefill_pass();
       decode_step();
       publish_gauges();
     }
@@ -257,42 +258,54 @@ class Scheduler {
         end(s, std::nullopt, ApiError{499, "the request was cancelled", "cancelled", "", "cancelled"});
   }
 
-  // One chunk of the oldest prompt still prefilling. The last chunk chooses
-  // the completion's first token.
-  void prefill_one_chunk() {
-    Slot* oldest = nullptr;
+  // One prefill pass: the prompts still prefilling, oldest first, each with
+  // what is left of it up to the rows the pass has left (EngineCore::prefill
+  // of several streams' chunks). A prompt's last chunk chooses its
+  // completion's first token.
+  void prefill_pass() {
+    std::vector<Slot*> waiting;
     for (Slot& s : slots_)
-      if (s.job && !s.generating && (!oldest || s.admitted_at < oldest->admitted_at)) oldest = &s;
-    if (!oldest) return;
-    Slot& s = *oldest;
-    const uint32_t stream = uint32_t(oldest - slots_.data());
-    const std::vector<int32_t>& prompt = s.job->prompt;
-    const size_t n = std::min<size_t>(engine_.config().prefill_chunk, prompt.size() - s.fed);
-    const std::span<const int32_t> chunk(prompt.data() + s.fed, n);
+      if (s.job && !s.generating) waiting.push_back(&s);
+    if (waiting.empty()) return;
+    std::ranges::sort(waiting, {}, [](const Slot* s) { return s->admitted_at; });
+    const uint32_t capacity = engine_.config().prefill_chunk;
+    std::vector<PromptChunk> chunks;
+    std::vector<Slot*> who;
+    uint32_t rows = 0;
+    for (Slot* s : waiting) {
+      const uint32_t start = engine_.prefill_segment_start(rows);
+      if (start >= capacity) break;
+      const std::vector<int32_t>& prompt = s->job->prompt;
+      const size_t n = std::min<size_t>(capacity - start, prompt.size() - s->fed);
+      chunks.push_back({stream_of(*s), std::span(prompt).subspan(s->fed, n), s->fed + n == prompt.size()});
+      who.push_back(s);
+      rows = start + uint32_t(n);
+    }
+    std::vector<int32_t> first;
     try {
-      // Prefill passes are the same whatever else runs: the chunk extends the
-      // invariant part of the cache if that reaches up to it.
-      const bool extends = invariant_[stream] == s.fed;
-      if (s.fed + n < prompt.size()) {
-        engine_.feed(stream, chunk);
-        if (extends) invariant_[stream] += uint32_t(n);
-        s.fed += n;
-        metrics_.prefill_chunk(uint32_t(n));
-        return;
-      }
-      const int32_t first = engine_.prefill(stream, chunk);
-      if (extends) invariant_[stream] += uint32_t(n);
+      first = engine_.prefill(chunks);
+      engine_failures_ = 0;
+    } catch (const std::exception& e) {
+      return engine_failed(std::string("prefill: ") + e.what(), who);
+    }
+    std::vector<uint32_t> tokens;
+    for (const PromptChunk& c : chunks) tokens.push_back(uint32_t(c.tokens.size()));
+    metrics_.prefill_pass(tokens);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      Slot& s = *who[i];
+      const uint32_t stream = chunks[i].stream, n = tokens[i];
+      // A prefill row's values do not depend on what else shares its pass:
+      // the chunk extends the invariant part of the cache if that reaches up to it.
+      if (invariant_[stream] == s.fed) invariant_[stream] += n;
       s.fed += n;
-      metrics_.prefill_chunk(uint32_t(n));
+      if (!chunks[i].ends_prompt) continue;
       metrics_.time_to_first_token(seconds(Clock::now() - s.job->arrived));
       s.generating = true;
       s.used_at = ++clock_;
-      deliver(s, stream, first);
-      engine_failures_ = 0;
-    } catch (const std::exception& e) {
-      engine_failed(std::string("prefill: ") + e.what(), {&s});
+      deliver(s, stream, first[i]);
     }
   }
+  uint32_t stream_of(const Slot& s) const { return uint32_t(&s - slots_.data()); }
 
   // One token of every generating slot, in one pass over the weights.
   void decode_step() {
