@@ -148,10 +148,12 @@ class EngineCore {
       if (tensor_units && tuning_.splitk_from > 2)
         batch_few_ = record_forward(cfg_.streams, cfg_.streams, PassKind::Decode);
       // Steps of up to kSplitKSmallTokens streams on the tile of that many
-      // tokens: a step's token rows fill it. A row's sums are the same on
-      // either tile (the same k order; the model test holds them bit for bit).
+      // tokens, in a pass of that many rows (no workgroups for rows it never
+      // has). A row's sums are the same on either tile (the same k order; the
+      // model test holds them bit for bit).
       if (tensor_units && cfg_.streams > kernels::kSplitKSmallTokens)
-        batch_small_ = record_forward(cfg_.streams, cfg_.streams, PassKind::DecodeSplitK, kernels::kSplitKSmallTokens);
+        batch_small_ = record_forward(kernels::kSplitKSmallTokens, kernels::kSplitKSmallTokens,
+                                      PassKind::DecodeSplitK, kernels::kSplitKSmallTokens);
     }
     kernels_.save();  // the next start reads these pipelines from disk
   }
@@ -965,9 +967,11 @@ class EngineCore::Recorder {
     const TensorSlot& t = c_.layout_.weight(Role::Embedding);
     const kernels::Embed spec{m_.hidden, std::sqrt(float(m_.hidden))};
     const auto& k = c_.kernel(kernels::variant("embed", t.format), kernels::kEmbedBindings, spec);
-    for (const TensorPart& p : c_.layout_.parts_of(t)) {
+    const auto parts = c_.layout_.parts_of(t);
+    for (size_t i = 0; i < parts.size(); ++i) {  // parts write their own rows: one barrier after the last
+      const TensorPart& p = parts[i];
       const vk::DescriptorBufferInfo b[] = {c_.part(t, p), c_.step(), c_.act(Act::X)};
-      add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)}, {groups(m_.hidden, 64), n_, 1});
+      add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)}, {groups(m_.hidden, 64), n_, 1}, i + 1 == parts.size());
     }
   }
 
@@ -1062,10 +1066,11 @@ class EngineCore::Recorder {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), second};
         const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
         const uint32_t gx = std::min<uint32_t>(g, 65535);
-        add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier);
+        add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier && i + 1 == parts.size());
       } else {
         const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
-        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits}, barrier);
+        add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits},
+            barrier && i + 1 == parts.size());
       }
     }
   }
@@ -1085,11 +1090,13 @@ class EngineCore::Recorder {
                               kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
                                                           info.coop_k, info.subgroup_size, tile,
                                                           in == Act::Operand, splits, slice_elems(out)));
-    for (const TensorPart& p : c_.layout_.parts_of(w)) {
+    const auto parts = c_.layout_.parts_of(w);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const TensorPart& p = parts[i];
       const auto wp = c_.part(w, p);
       const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), wp};
       add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)},
-          {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), splits}, barrier);
+          {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), splits}, barrier && i + 1 == parts.size());
     }
   }
 
@@ -1110,7 +1117,7 @@ class EngineCore::Recorder {
       const vk::DescriptorBufferInfo b[] = {c_.part(gate, gp[i]), c_.act(in), c_.act(out), c_.step(),
                                             c_.part(up, upp[i])};
       add(k, b, {uint32_t(gp[i].row_begin), uint32_t(gp[i].rows)},
-          {groups(uint32_t(gp[i].rows), tile.rows / 2), groups(n_, tile.tokens), 1});
+          {groups(uint32_t(gp[i].rows), tile.rows / 2), groups(n_, tile.tokens), 1}, i + 1 == gp.size());
     }
   }
 
