@@ -1692,6 +1692,20 @@ struct PairCase {
 };
 class MatVecPair : public ::testing::TestWithParam<PairCase> {};
 
+// Rows [begin, begin + count) of a fused pair's gate and up weights (ggml
+// blocks of K columns), in the device layout: one part of each.
+struct PairPart {
+  HostBuffer gate, up;
+};
+PairPart pair_part(Format f, std::span<const std::byte> gate_w, std::span<const std::byte> up_w, uint32_t K,
+                   uint32_t begin, uint32_t count) {
+  const uint64_t rb = row_bytes(f, K);
+  PairPart part{HostBuffer(count * rb), HostBuffer(count * rb)};
+  part.gate.fill<std::byte>(reference::to_device_layout(f, gate_w.subspan(begin * rb, count * rb)));
+  part.up.fill<std::byte>(reference::to_device_layout(f, up_w.subspan(begin * rb, count * rb)));
+  return part;
+}
+
 // gate = gelu(x Wg^T) * (x Wu^T) for one token, in two parts ([s, F) first),
 // against the reference linear and geglu.
 TEST_P(MatVecPair, MatchesLinearThenGeglu) {
@@ -1709,17 +1723,12 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
   const uint32_t sg = device().ctx.info().subgroup_size, rows = kernels::kMatVecRows;
   const uint32_t lanes = c.lanes ? c.lanes : kernels::matvec_lanes(c.format, c.K, c.F, rows, sg);
   const uint32_t split = c.F / 3, begins[] = {split, 0}, counts[] = {c.F - split, split};
-  const uint64_t rb = row_bytes(c.format, c.K);
   std::vector<double> want(c.F, NAN);
   for (int p = 0; p < 2; ++p) {
-    HostBuffer wg(counts[p] * rb), wu(counts[p] * rb);
-    wg.fill<std::byte>(reference::to_device_layout(
-        c.format, std::span(gate_w).subspan(begins[p] * rb, counts[p] * rb)));
-    wu.fill<std::byte>(reference::to_device_layout(
-        c.format, std::span(up_w).subspan(begins[p] * rb, counts[p] * rb)));
+    PairPart w = pair_part(c.format, gate_w, up_w, c.K, begins[p], counts[p]);
     const uint32_t gs = groups(counts[p], rows * 128 / lanes);
     run(kernels::variant("matvec", c.format), kernels::kMatVecBindings,
-        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1, 1, 1}, {&wg, &x, &y, &step, &wu},
+        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1, 1, 1}, {&w.gate, &x, &y, &step, &w.up},
         {begins[p], counts[p]}, {gs, 1, 1});
     for (uint32_t r = begins[p]; r < begins[p] + counts[p]; ++r) want[r] = full[r];
     ASSERT_TRUE(compare(kernels::variant("matvec", c.format) + " pair K=" + std::to_string(c.K) +
@@ -1769,7 +1778,6 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
   fill_fp16_rows(xh, xs);
   const auto step = step_buffer({c.n, 3, 0, 0});
   const uint32_t split = c.F / 3, begins[] = {split, 0}, counts[] = {c.F - split, split};
-  const uint64_t rb = row_bytes(c.format, c.K);
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
     for (bool x_half : {false, true})
       for (bool half_out : {false, true}) {
@@ -1781,15 +1789,11 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
         y.poison();
         std::vector<double> want(size_t(c.n + 1) * c.F, NAN);
         for (int p = 0; p < 2; ++p) {
-          HostBuffer wg(counts[p] * rb), wu(counts[p] * rb);
-          wg.fill<std::byte>(reference::to_device_layout(
-              c.format, std::span(gate_w).subspan(begins[p] * rb, counts[p] * rb)));
-          wu.fill<std::byte>(reference::to_device_layout(
-              c.format, std::span(up_w).subspan(begins[p] * rb, counts[p] * rb)));
+          PairPart w = pair_part(c.format, gate_w, up_w, c.K, begins[p], counts[p]);
           run(kernels::variant("matmul_coop_splitk", c.format), kernels::kLinearSplitKBindings,
               kernels::linear_coop_splitk_pair(c.K, c.F, info.coop_m, info.coop_n, info.coop_k,
                                                info.subgroup_size, tile, x_half, half_out),
-              {&wg, x_half ? &xh : &x, &y, &step, &wu}, {begins[p], counts[p]},
+              {&w.gate, x_half ? &xh : &x, &y, &step, &w.up}, {begins[p], counts[p]},
               {groups(counts[p], tile.rows / 2), groups(c.n, tile.tokens), 1});
           for (uint32_t t = 0; t < c.n; ++t)
             for (uint32_t r = begins[p]; r < begins[p] + counts[p]; ++r)
