@@ -5,12 +5,14 @@
 //   "UNIKLD01"                       8 bytes
 //   u32 vocab, ctx, chunks, scored   scored = ctx - 1 - ctx / 2 positions per window
 //   i32 tokens[chunks * ctx]         the windows as run (each first token already <bos>)
-//   per window, per scored position: f32 floor, u16 q[vocab]
+//   per window, per scored position: f32 floor, f32 log p(next token), u16 q[vocab]
 // A row keeps log p(i) = floor + q[i] * kLogProbStep where q[i] > 0; q[i] = 0 marks
 // log p(i) <= floor = (the row's largest log p) - kLogProbRange. What is dropped is
 // under e^-24 of the top token's probability: under 1e-5 of the mass even over
 // 262,144 tokens. The 16-bit steps are 3.7e-4 nats; the reader renormalizes each row,
-// so their error reaches a KL divergence only squared (about 1e-8).
+// so their error reaches a KL divergence only squared (about 1e-8). The next token's
+// log-probability is kept exactly: it can lie below the floor (a rare word the model
+// did not expect), and the base run's perplexity must come back as it was.
 #pragma once
 
 #include <cmath>
@@ -37,9 +39,9 @@ struct KldHeader {
 
 constexpr uint32_t scored_per_window(uint32_t ctx) { return ctx - 1 - ctx / 2; }
 
-// One row as stored: the floor and the steps above it.
+// One row as stored: the floor, the next token's log-probability and the steps above the floor.
 struct LogProbRow {
-  float floor;
+  float floor, next_log_prob;
   std::span<const uint16_t> q;
 };
 
@@ -75,8 +77,9 @@ class KldBaseWriter {
     }
   }
 
-  void add_row(float floor, std::span<const uint16_t> q) {
-    put(&floor, sizeof floor);
+  void add_row(float floor, float next_log_prob, std::span<const uint16_t> q) {
+    const float head[] = {floor, next_log_prob};
+    put(head, sizeof head);
     put(q.data(), q.size_bytes());
   }
 
@@ -119,13 +122,13 @@ class KldBase {
   std::span<const int32_t> tokens() const { return tokens_; }
   LogProbRow row(uint32_t chunk, uint32_t i) const {
     const std::byte* p = rows_ + (uint64_t(chunk) * h_.scored + i) * row_bytes();
-    float floor;
-    std::memcpy(&floor, p, 4);
-    return {floor, {reinterpret_cast<const uint16_t*>(p + 4), h_.vocab}};
+    float head[2];
+    std::memcpy(head, p, sizeof head);
+    return {head[0], head[1], {reinterpret_cast<const uint16_t*>(p + sizeof head), h_.vocab}};
   }
 
  private:
-  uint64_t row_bytes() const { return 4 + 2 * uint64_t(h_.vocab); }
+  uint64_t row_bytes() const { return 8 + 2 * uint64_t(h_.vocab); }
 
   void parse(std::span<const std::byte> bytes, const std::string& name) {
     auto fail = [&](const std::string& what) { throw Error(name + ": not a KL-divergence base file: " + what); };

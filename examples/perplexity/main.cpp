@@ -222,7 +222,7 @@ int run(const Options& o) {
   totals.rows.resize(size_t(chunks) * scored);
   std::vector<double> chunk_ppl;
   std::vector<uint16_t> saved(writer ? size_t(batch) * vocab : 0);
-  std::vector<float> floors(batch);
+  std::vector<SavedRow> saved_rows(batch);
   const auto start = Clock::now();
   for (uint32_t c = 0; c < chunks; ++c) {
     const std::span<const int32_t> window(tokens.data() + size_t(c) * ctx, ctx);
@@ -238,10 +238,12 @@ int run(const Options& o) {
         const int32_t target = window[at + i + 1];
         if (base) rows[i] = compare_row(row, target, base->row(c, at - first + i));
         else rows[i] = score_row(row, target, writer ? std::span(saved).subspan(size_t(i) * vocab, vocab)
-                                                     : std::span<uint16_t>{}, &floors[i]);
+                                                     : std::span<uint16_t>{}, &saved_rows[i]);
       });
       if (writer)
-        for (uint32_t i = 0; i < n; ++i) writer->add_row(floors[i], std::span(saved).subspan(size_t(i) * vocab, vocab));
+        for (uint32_t i = 0; i < n; ++i)
+          writer->add_row(saved_rows[i].floor, saved_rows[i].next_log_prob,
+                          std::span(saved).subspan(size_t(i) * vocab, vocab));
       progress_bar("perplexity", uint64_t(c) * ctx + at + n + 1, uint64_t(chunks) * ctx);
     }
     const Totals so_far{{totals.rows.begin(), totals.rows.begin() + size_t(c + 1) * scored}, false};

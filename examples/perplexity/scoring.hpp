@@ -43,16 +43,21 @@ inline LogSoftmax log_softmax_of(std::span<const float> logits) {
   return s;
 }
 
+// A row of a base file: what kld_base.hpp stores beside the steps.
+struct SavedRow {
+  float floor = 0, next_log_prob = 0;
+};
+
 // The row's score; with `save`, also its log-probabilities quantized for a
-// base file (q has the row's length; the floor is returned through save_floor).
-inline RowScore score_row(std::span<const float> logits, int32_t target, std::span<uint16_t> save, float* save_floor) {
+// base file (q has the row's length).
+inline RowScore score_row(std::span<const float> logits, int32_t target, std::span<uint16_t> save, SavedRow* saved) {
   const LogSoftmax s = log_softmax_of(logits);
   RowScore r;
   r.nll = double(s.max) + s.log_sum - double(logits[size_t(target)]);
   if (!save.empty()) {
     std::vector<float> lp(logits.size());
     for (size_t i = 0; i < lp.size(); ++i) lp[i] = float(double(logits[i] - s.max) - s.log_sum);
-    *save_floor = quantize_log_probs(lp, float(-s.log_sum), save);
+    *saved = {quantize_log_probs(lp, float(-s.log_sum), save), float(-r.nll)};
   }
   return r;
 }
@@ -81,7 +86,7 @@ inline RowScore compare_row(std::span<const float> logits, int32_t target, const
     kld += std::exp(lb) * (lb - (double(logits[i]) - lse));
   }
   r.kld = kld;
-  r.nll_base = base.q[size_t(target)] ? -base_lp(size_t(target)) : -(double(base.floor) - log_z);
+  r.nll_base = -double(base.next_log_prob);
   r.p_diff = std::exp(-r.nll) - std::exp(-r.nll_base);
   r.same_top = top_base == s.argmax;
   return r;
