@@ -15,6 +15,7 @@
 // did not expect), and the base run's perplexity must come back as it was.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -177,7 +177,6 @@ int run(const Options& o) {
   std::optional<KldBase> base;
   std::vector<int32_t> tokens;
   uint32_t ctx = o.ctx ? o.ctx : kDefaultCtx, chunks = 0;
-  if (!o.kld) check_ctx(ctx);
   if (o.kld) {
     base = KldBase::open(o.kld_base);
     const KldHeader& h = base->header();
@@ -190,6 +189,7 @@ int run(const Options& o) {
     chunks = o.chunks ? std::min(o.chunks, h.chunks) : h.chunks;
     tokens.assign(base->tokens().begin(), base->tokens().begin() + size_t(chunks) * ctx);
   } else {
+    check_ctx(ctx);
     const auto tok = tokenizer_of(o);
     tokens = tok.encode(read_text(o.text_file), /*add_bos=*/true);
     if (tokens.size() < 2 * size_t(ctx))
