@@ -3,6 +3,10 @@
 # unicorn_add_generator(<target> HEADER <header> TYPE <deployment type>)
 #   Builds the generator (examples/generate) for one deployment type.
 #
+# unicorn_add_perplexity(<target> HEADER <header> TYPE <deployment type>)
+#   Builds unicorn-perplexity (examples/perplexity) for one deployment type, or
+#   for a std::tuple of them: the model file's formats then pick the engine.
+#
 # unicorn_add_server(<target> HEADER <header> TYPE <deployment type>)
 # unicorn_add_server(<target> CONFIG <config.json> QUANT <scheme> STREAMS <n>
 #                    [CONTEXT <tokens>] [KV F16|F32] [PREFILL_CHUNK <tokens>])
@@ -24,7 +28,7 @@
 
 # The generator's and the server's sources: in the source tree, or beside
 # this file once installed.
-foreach(file generate/main server/main server/serve)
+foreach(file generate/main perplexity/main server/main server/serve)
   string(TOUPPER ${file} var)
   string(REPLACE "/" "_" var ${var})
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/${file}.cpp)
@@ -47,6 +51,11 @@ endfunction()
 function(unicorn_add_generator target)
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
   _unicorn_add_binary(${target} ${UNICORN_GENERATE_MAIN_SOURCE} "${G_HEADER}" ${G_TYPE})
+endfunction()
+
+function(unicorn_add_perplexity target)
+  cmake_parse_arguments(P "" "HEADER;TYPE" "" ${ARGN})
+  _unicorn_add_binary(${target} ${UNICORN_PERPLEXITY_MAIN_SOURCE} "${P_HEADER}" "${P_TYPE}")
 endfunction()
 
 function(unicorn_add_server target)

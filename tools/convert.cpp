@@ -2,6 +2,7 @@
 //
 //   unicorn-convert --hf DIR --type Q8_0 --out model.gguf      a Hugging Face checkpoint
 //   unicorn-convert --random gemma3-27b --type Q4_0 --out m.gguf   random weights, exact shapes
+//   unicorn-convert --gguf in.gguf --type F32 --out out.gguf   another GGUF file, in other formats
 //
 // --type sets every matrix's format; --embedding overrides the token embedding's
 // (Google's QAT releases: --type Q4_0 --embedding F16). Norm weights are F32 and
@@ -31,14 +32,16 @@ Format parse_format(const std::string& s) {
   throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0)");
 }
 
+// llama.cpp's LLAMA_FTYPE: 0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 32 BF16.
+uint32_t llama_ftype(Format type) {
+  return type == Format::F32 ? 0 : type == Format::F16 ? 1 : type == Format::Q4_0 ? 2 : type == Format::Q8_0 ? 7 : 32;
+}
+
 void set_hparams(io::GgufWriter& w, const ModelDims& m, Format type, const std::string& name) {
   w.set("general.architecture", "gemma3");
   w.set("general.name", name);
   w.set("general.quantization_version", uint32_t{2});
-  // llama.cpp's LLAMA_FTYPE: 0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 32 BF16.
-  const uint32_t ftype = type == Format::F32 ? 0 : type == Format::F16 ? 1
-                         : type == Format::Q4_0 ? 2 : type == Format::Q8_0 ? 7 : 32;
-  w.set("general.file_type", ftype);
+  w.set("general.file_type", llama_ftype(type));
   w.set("gemma3.context_length", m.max_context);
   w.set("gemma3.embedding_length", m.hidden);
   w.set("gemma3.block_count", m.layers);
@@ -132,6 +135,34 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
   return 0;
 }
 
+// Every tensor of a GGUF file decoded and written again in other formats, its
+// metadata kept: the demo model's file in each format the engine runs (the
+// perplexity checks), or a file re-quantized as llama-quantize would.
+int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
+                 const std::filesystem::path& out) {
+  const auto g = io::GgufFile::open(in);
+  io::GgufWriter w;
+  for (const auto& kv : g.metadata()) w.set(kv.key, kv.value);
+  w.set("general.file_type", llama_ftype(type));
+  std::vector<std::vector<std::byte>> blobs(g.tensors().size());
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    const auto& t = g.tensors()[i];
+    const FormatInfo* from = find_format(t.ggml_type);
+    if (!from || !t.known_type)
+      throw Error(in.string() + ": tensor '" + t.name + "' is " + std::string(io::ggml_type_name(t.ggml_type)) +
+                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0)");
+    const auto x = tools::dequantize(from->format, t.data, t.n_elements);
+    const Format f = io::gguf_norm_stores_one_plus_w(t.name) ? Format::F32
+                     : t.name == "token_embd.weight"         ? embedding
+                                                             : type;
+    tools::quantize(f, x, blobs[i]);
+    w.add_tensor(t.name, uint32_t(f), t.dims, blobs[i]);
+  }
+  w.write(out);
+  std::cout << "wrote " << out.string() << " (" << blobs.size() << " tensors of " << in.string() << ")\n";
+  return 0;
+}
+
 // Random bytes in the tensor's format, with sane scales (no NaN/Inf), fast
 // enough for 27B: block formats get random quants and a small f16 scale.
 void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t seed,
@@ -212,13 +243,15 @@ int write_random(const std::string& model, Format type, Format embedding,
 
 int main(int argc, char** argv) {
   CLI::App app{"unicorn-convert: write Gemma 3 GGUF files (llama.cpp-compatible)"};
-  std::string hf_dir, random_model, type = "Q8_0", embedding, out;
+  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, out;
   uint64_t seed = 1;
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
                              "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo");
+  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0 tensors) to write in other formats");
   hf->excludes(rnd);
+  gguf->excludes(hf, rnd);
   app.add_option("--type", type, "format of every matrix: F32, F16, BF16, Q8_0, Q4_0")->capture_default_str();
   app.add_option("--embedding", embedding, "format of token_embd (default: --type)");
   app.add_option("--out", out, "output .gguf file")->required();
@@ -229,7 +262,8 @@ int main(int argc, char** argv) {
     const Format e = embedding.empty() ? t : parse_format(embedding);
     if (!hf_dir.empty()) return convert_hf(hf_dir, t, e, out);
     if (!random_model.empty()) return write_random(random_model, t, e, out, seed);
-    std::cerr << "unicorn-convert: give --hf DIR or --random MODEL\n";
+    if (!gguf_in.empty()) return convert_gguf(gguf_in, t, e, out);
+    std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "unicorn-convert: " << e.what() << "\n";

@@ -1,6 +1,7 @@
-// tools/ggml_quantize.hpp — ggml's reference quantizers, for the tools that
-// write GGUF files (unicorn-convert). Bit-exact with llama.cpp's
-// quantize_row_*_ref, so files written here equal llama.cpp's. This is file
+// tools/ggml_quantize.hpp — ggml's reference quantizers and their inverses, for
+// the tools that write GGUF files (unicorn-convert). Bit-exact with llama.cpp's
+// quantize_row_*_ref and dequantize_row_*, so files written here equal
+// llama.cpp's. This is file
 // preparation, not inference: the engine itself quantizes on the GPU
 // (shaders/convert.comp) and has no CPU path (DESIGN.md decision 5).
 #pragma once
@@ -76,6 +77,48 @@ inline void quantize(Format format, std::span<const float> x, std::vector<std::b
       }
       return;
   }
+}
+
+// `count` values stored in `format` (whole blocks), as float32.
+inline std::vector<float> dequantize(Format format, std::span<const std::byte> data, uint64_t count) {
+  std::vector<float> x(count);
+  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+  auto f16_at = [&](uint64_t byte) {
+    _Float16 h;
+    std::memcpy(&h, p + byte, 2);
+    return float(h);
+  };
+  switch (format) {
+    case Format::F32:
+      std::memcpy(x.data(), p, count * 4);
+      break;
+    case Format::F16:
+      for (uint64_t i = 0; i < count; ++i) x[i] = f16_at(2 * i);
+      break;
+    case Format::BF16:
+      for (uint64_t i = 0; i < count; ++i) {
+        const uint32_t bits = uint32_t(p[2 * i] | p[2 * i + 1] << 8) << 16;
+        std::memcpy(&x[i], &bits, 4);
+      }
+      break;
+    case Format::Q8_0:
+      for (uint64_t b = 0; b < count / 32; ++b) {
+        const float d = f16_at(34 * b);
+        for (int j = 0; j < 32; ++j) x[32 * b + j] = d * float(int8_t(p[34 * b + 2 + j]));
+      }
+      break;
+    case Format::Q4_0:
+      for (uint64_t b = 0; b < count / 32; ++b) {
+        const float d = f16_at(18 * b);
+        for (int j = 0; j < 16; ++j) {
+          const uint8_t q = p[18 * b + 2 + j];
+          x[32 * b + j] = d * float(int(q & 15) - 8);
+          x[32 * b + 16 + j] = d * float(int(q >> 4) - 8);
+        }
+      }
+      break;
+  }
+  return x;
 }
 
 }  // namespace unicorn::tools

@@ -172,11 +172,8 @@ int main(int argc, char** argv) {
 #ifdef UNICORN_DEFAULT_MODEL
       model = UNICORN_DEFAULT_MODEL;
       if (tokenizer.empty()) tokenizer = UNICORN_DEFAULT_TOKENIZER;
-      std::fprintf(stderr,
-                   "%s: no --model given: running the built-in demo model (Gemma 3 "
-                   "architecture, %u layers, random weights, real Gemma 3 tokenizer). Its text "
-                   "is noise by design; give --model for a real Gemma 3 file.\n",
-                   UNICORN_BINARY_NAME, Engine::kConfig.model.layers);
+      std::fprintf(stderr, "%s: no --model given: running the built-in demo model, %s; give --model for a "
+                           "real Gemma 3 file.\n", UNICORN_BINARY_NAME, UNICORN_DEFAULT_MODEL_ABOUT);
 #else
       throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory); "
                            "unicorn-generate runs a built-in demo model without one");

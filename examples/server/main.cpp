@@ -92,9 +92,8 @@ int main(int argc, char** argv) {
 #ifdef UNICORN_DEFAULT_MODEL
       model = UNICORN_DEFAULT_MODEL;
       if (tokenizer.empty()) tokenizer = UNICORN_DEFAULT_TOKENIZER;
-      std::fprintf(stderr, "%s: no --model given: serving the built-in demo model (Gemma 3 architecture, "
-                           "random weights, real Gemma 3 tokenizer); its text is noise by design.\n",
-                   UNICORN_BINARY_NAME);
+      std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", UNICORN_BINARY_NAME,
+                   UNICORN_DEFAULT_MODEL_ABOUT);
 #else
       throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory)");
 #endif

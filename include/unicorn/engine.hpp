@@ -43,6 +43,8 @@ class Engine {
 
   std::vector<float> forward_logits(std::span<const int32_t> tokens) { return core_.forward_logits(tokens); }
   int32_t prefill(std::span<const int32_t> tokens) { return core_.prefill(tokens); }
+  // Runs tokens into the KV cache and computes no logits (perplexity's unscored context).
+  void feed(std::span<const int32_t> tokens) { core_.feed(0, tokens); }
   int32_t decode(int32_t token) { return core_.decode(token); }
   void reset() { core_.reset(); }
   void set_sampling(const SamplingParams& p) { core_.set_sampling(p); }

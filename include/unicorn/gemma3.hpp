@@ -4,6 +4,8 @@
 // (gemma3_1b.hpp, ..., gemma27b.hpp) pick one as the ready engine type.
 #pragma once
 
+#include <tuple>
+
 #include "unicorn/engine.hpp"
 
 namespace unicorn::deployments {
@@ -15,9 +17,24 @@ struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = make_deployme
 struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, 32768); };
 struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, 32768); };
 
-// The built-in demo (unicorn-generate with no --model): Gemma 3 architecture and
-// the real tokenizer, 6 small layers of random weights made at build time.
-struct Gemma3_Demo { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Demo, schemes::kQ8_0, 1024, 128); };
+// The built-in demo (unicorn-generate with no --model): models/gemma3-demo.gguf, a
+// small Gemma 3 trained on English (tools/train_demo) with the real tokenizer. Its
+// embedding is Q4_0 and its other matrices F16: the embedding is 50 M of its 54 M
+// parameters, and Q4_0 keeps the file at 35 MB (at Q8_0 the embedding alone is 53 MB); it was trained
+// onto Q4_0's grid, so the file loses nothing. `unicorn-convert --random gemma3-demo`
+// makes random weights in the same shapes.
+inline constexpr Scheme kDemoScheme{Format::Q4_0, Format::F16, Format::F16, Format::F16};
+struct Gemma3_Demo { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Demo, kDemoScheme, 1024, 128); };
+// The demo model converted to each format the engine runs (an F32 KV cache with F32
+// weights, as reference checks run), for unicorn-perplexity's quality table.
+template <Format F>
+struct Gemma3_Demo_In {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3Demo, schemes::all(F, F == Format::F32 ? Format::F32 : Format::F16), 1024, 128);
+};
+using Gemma3_Demo_Formats =
+    std::tuple<Gemma3_Demo, Gemma3_Demo_In<Format::F32>, Gemma3_Demo_In<Format::F16>, Gemma3_Demo_In<Format::BF16>,
+               Gemma3_Demo_In<Format::Q8_0>, Gemma3_Demo_In<Format::Q4_0>>;
 
 // Servers (unicorn-server, unicorn-gemma3-*-server): the same deployments with
 // several streams, each a slot of its own context. The KV cache is allocated

@@ -87,13 +87,15 @@ inline constexpr ModelDims kGemma3Tiny{
     .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
     .query_pre_attn_scalar = 24.f, .rms_eps = 1e-6f, .max_context = 256};
 
-// The built-in default model of the generator: Gemma 3 architecture with the real
-// 262144-token vocabulary, small enough to make with random weights at build time.
+// The built-in demo model (models/gemma3-demo.gguf): a small Gemma 3 with the real
+// 262144-token vocabulary, trained by tools/train_demo/train.py, whose DIMS must match
+// these. Five sliding-window layers and one global layer, as Gemma 3 interleaves them;
+// the window is shorter than the training windows, so it matters.
 inline constexpr ModelDims kGemma3Demo{
-    .name = "gemma3-demo", .hidden = 128, .layers = 6, .heads = 4, .kv_heads = 1,
-    .head_dim = 32, .ffn = 256, .vocab = 262144, .sliding_window = 64, .global_every = 6,
+    .name = "gemma3-demo", .hidden = 192, .layers = 6, .heads = 4, .kv_heads = 1,
+    .head_dim = 64, .ffn = 768, .vocab = 262144, .sliding_window = 128, .global_every = 6,
     .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 1.f,
-    .query_pre_attn_scalar = 32.f, .rms_eps = 1e-6f, .max_context = 1024};
+    .query_pre_attn_scalar = 64.f, .rms_eps = 1e-6f, .max_context = 1024};
 
 // Invariants of the whole Gemma 3 family (STYLE.md rule 4): checked for every
 // deployment, with messages that name the model.
