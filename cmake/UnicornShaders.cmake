@@ -42,6 +42,7 @@ endfunction()
 # NV form here; tests/kernel checks the KHR form's structure.
 add_executable(unicorn-spirv-coop-khr ${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_coop_khr.cpp)
 target_compile_features(unicorn-spirv-coop-khr PRIVATE cxx_std_20)
+target_include_directories(unicorn-spirv-coop-khr PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
 find_program(SPIRV_VAL spirv-val)
 
 # unicorn_coop_shader(<module> <source.comp> [DEFINES ...])

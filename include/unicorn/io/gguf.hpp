@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -39,6 +38,7 @@
 #include <vector>
 
 #include "unicorn/error.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/io/mapped_file.hpp"
 #include "unicorn/quant/formats.hpp"
 
@@ -726,8 +726,8 @@ class GgufWriter {
     tensors_.push_back({std::move(name), ggml_type, std::move(dims), data});
   }
 
-  // Writes to `path` through a temporary file renamed at the end, so a failed
-  // write never leaves a truncated model under the final name.
+  // Writes to `path` whole or not at all (io::AtomicFile): a failure throws
+  // naming the path and the reason, and leaves a file already there untouched.
   void write(const std::filesystem::path& path) const;
 
  private:
@@ -836,36 +836,19 @@ inline void GgufWriter::write(const std::filesystem::path& path) const {
   }
   header.resize(detail::align_up(header.size(), align), '\0');
 
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(tmp.string() + ": cannot create file for writing");
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    static constexpr char kZeros[256] = {};
-    for (const auto& t : tensors_) {
-      out.write(reinterpret_cast<const char*>(t.data.data()),
-                static_cast<std::streamsize>(t.data.size()));
-      const uint64_t pad = detail::align_up(t.data.size(), align) - t.data.size();
-      for (uint64_t done = 0; done < pad;) {
-        const uint64_t n = std::min<uint64_t>(pad - done, sizeof kZeros);
-        out.write(kZeros, static_cast<std::streamsize>(n));
-        done += n;
-      }
-    }
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error(tmp.string() + ": write failed (disk full?)");
+  AtomicFile out(path);
+  out.write(header);
+  static constexpr char kZeros[256] = {};
+  for (const auto& t : tensors_) {
+    out.write(t.data);
+    const uint64_t pad = detail::align_up(t.data.size(), align) - t.data.size();
+    for (uint64_t done = 0; done < pad;) {
+      const uint64_t n = std::min<uint64_t>(pad - done, sizeof kZeros);
+      out.write(std::string_view(kZeros, n));
+      done += n;
     }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(path.string() + ": cannot rename the written file into place: " + ec.message());
-  }
+  out.commit();
 }
 
 }  // namespace unicorn::io
