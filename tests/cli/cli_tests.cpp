@@ -382,3 +382,27 @@ echo "rc=$?" >> chat.out
   EXPECT_NE(second, std::string::npos) << "no answer to the message after Ctrl-C:\n" << out;
   EXPECT_CONTAINS(out, "rc=0");
 }
+
+// ------------------------------------------------------- nothing lost, nothing crashes
+
+// tests/data/bad: each file has one defect and must give its own message,
+// with exit status 1 (errors.txt pairs them; make_bad_files.py writes both).
+TEST(Cli, BadFilesAreRefused) {
+  const fs::path dir = env("UNICORN_BAD_FILES");
+  std::ifstream list(dir / "errors.txt");
+  ASSERT_TRUE(list) << dir / "errors.txt";
+  size_t cases = 0;
+  for (std::string line; std::getline(list, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    const std::string file = line.substr(0, tab), message = line.substr(tab + 1);
+    SCOPED_TRACE(file);
+    const Result r = run(gen() + " --model " + (dir / file).string() + " -p hi");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, message);
+    EXPECT_CONTAINS(r.out, file);  // the message names the file
+    ++cases;
+  }
+  EXPECT_GE(cases, 20u);
+}

@@ -655,6 +655,8 @@ inline void GgufFile::parse_tensor_infos(detail::GgufCursor& c, uint64_t count) 
       const auto b = detail::tensor_bytes(*f, t.dims);
       if (!b) c.fail("tensor '" + t.name + "' byte size overflows");
       t.bytes = *b;
+    } else if (ggml_type_name(t.ggml_type) == "unknown") {
+      c.fail("tensor '" + t.name + "' has unknown ggml type " + std::to_string(t.ggml_type));
     } else {
       t.known_type = false;
     }
@@ -677,11 +679,29 @@ inline void GgufFile::place_tensors() {
                   " is out of range");
     t.offset = begin;
     if (!t.known_type) continue;  // size unknown: the loader reports the type
+    if (t.bytes && begin > file_size)
+      throw Error(name_ + ": truncated or damaged: tensor '" + t.name + "' data offset " + std::to_string(begin - data_offset_) +
+                  " points past the end of the file (its data would start at byte " + std::to_string(begin) +
+                  " of " + std::to_string(file_size) + ")");
     if (end > file_size)
       throw Error(name_ + ": truncated: tensor '" + t.name + "' data ends at byte " +
                   std::to_string(end) + " but the file has " + std::to_string(file_size) +
                   " bytes");
     t.data = bytes_.subspan(static_cast<size_t>(begin), static_cast<size_t>(t.bytes));
+  }
+  // Two tensors sharing bytes is a damaged file (or a crafted one): refuse it.
+  std::vector<const GgufTensor*> by_offset;
+  for (const GgufTensor& t : tensors_)
+    if (t.known_type && t.bytes) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const GgufTensor& a = *by_offset[i - 1];
+    const GgufTensor& b = *by_offset[i];
+    if (b.offset < a.offset + a.bytes)
+      throw Error(name_ + ": tensors '" + a.name + "' and '" + b.name + "' overlap: '" + a.name +
+                  "' holds bytes " + std::to_string(a.offset) + " to " + std::to_string(a.offset + a.bytes) +
+                  " of the file and '" + b.name + "' starts at byte " + std::to_string(b.offset));
   }
 }
 
