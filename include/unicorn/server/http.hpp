@@ -113,7 +113,11 @@ class Server {
                    : opt_.batch_invariance == BatchInvariance::Off    ? "by size: not batch invariant"
                                                                       : "batch invariant where a request is seeded or greedy");
       if (!stopping_) scheduler_->run();
-      if (scheduler_->failed()) status = 1;
+      if (scheduler_->failed()) {
+        std::fprintf(stderr, "server: the engine failed (%s): the requests in flight ended with a 500; exiting "
+                             "for a supervisor to restart the server\n", scheduler_->failure().c_str());
+        status = 1;
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "server: %s\n", e.what());
       status = 1;
