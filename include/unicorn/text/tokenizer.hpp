@@ -221,16 +221,21 @@ class Tokenizer {
     if (!in) throw Error("tokenizer: cannot open " + path.string());
     std::stringstream buf;
     buf << in.rdbuf();
+    return from_tokenizer_json_text(buf.str(), path.string());
+  }
+  // The same from the file's text; `where` names it in errors (the fuzz target
+  // and tests call this with bytes they hold).
+  static Tokenizer from_tokenizer_json_text(std::string_view text, const std::string& where) {
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(buf.str());
+      j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-      throw Error("tokenizer: " + path.string() + " is not valid JSON: " + e.what());
+      throw Error("tokenizer: " + where + " is not valid JSON: " + e.what());
     }
     try {
-      return from_json(j, path.string());
+      return from_json(j, where);
     } catch (const nlohmann::json::exception& e) {
-      throw Error("tokenizer: " + path.string() + " has an unexpected structure: " + e.what());
+      throw Error("tokenizer: " + where + " has an unexpected structure: " + e.what());
     }
   }
 
