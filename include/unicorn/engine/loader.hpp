@@ -213,6 +213,7 @@ inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
         done += parts[i].bytes;
         if (progress) progress(done, total);
       }
+      g.release(data);
       continue;
     }
     const auto data = g.find_tensor(t.gguf_name())->data;
@@ -222,6 +223,9 @@ inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
       done += parts[i].bytes;
       if (progress) progress(done, total);
     }
+    // upload() has copied the bytes (into staging, or into mapped Gtt memory):
+    // the file's pages of this tensor can go (peak RSS: a tensor, not the file).
+    g.release(data);
   }
   return {"GGUF", total, expected.size(), 0, 0};
 }

@@ -400,6 +400,9 @@ class GgufFile {
   static GgufFile parse(std::span<const std::byte> bytes, std::string name);
 
   const std::string& name() const { return name_; }
+  // The pages of a tensor's data, once it is on the device (MappedFile::release;
+  // nothing for bytes the caller owns).
+  void release(std::span<const std::byte> data) const { file_.release(data); }
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section
