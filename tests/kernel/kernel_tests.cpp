@@ -2103,9 +2103,13 @@ TEST(CheckFinite, FirstBadValueInEveryFormat) {
       const uint32_t first_half = c.kind == Kind::BlockScales ? count * c.quant_halves : 0;
       HostBuffer values(first_half * 2 + uint64_t(count) * c.bytes_per_value);
       auto halves = values.as<uint16_t>();
-      // Quants: every pattern, NaN-looking ones included; values: finite.
+      // Quants: every pattern, NaN-looking ones included; values: finite, from
+      // a generator of this test's own (the shared one feeds the other cases).
       for (uint32_t i = 0; i < first_half; ++i) halves[i] = uint16_t(0x7c00 + i % 0x400);
-      const auto finite = random_floats(count);
+      std::mt19937 own(uint32_t(c.kind) * 7919u + uint32_t(planted.size()));
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      std::vector<float> finite(count);
+      for (float& x : finite) x = u(own);
       for (uint32_t i = 0; i < count; ++i) {
         if (c.kind == Kind::F32) values.as<float>()[i] = finite[i];
         else if (c.kind == Kind::BF16) halves[i] = tools::to_bf16_bits(finite[i]);
