@@ -12,7 +12,7 @@ install(TARGETS unicorn EXPORT unicornTargets)
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/unicorn)
 install(EXPORT unicornTargets NAMESPACE unicorn:: DESTINATION ${_cmake_dir})
 install(FILES cmake/UnicornEngine.cmake DESTINATION ${_cmake_dir})
-install(FILES examples/generate/main.cpp DESTINATION ${_cmake_dir}/generate)
+install(FILES examples/generate/main.cpp examples/generate/options.hpp DESTINATION ${_cmake_dir}/generate)
 install(FILES examples/perplexity/main.cpp examples/perplexity/kld_base.hpp examples/perplexity/scoring.hpp
         DESTINATION ${_cmake_dir}/perplexity)
 install(FILES examples/server/main.cpp examples/server/serve.cpp DESTINATION ${_cmake_dir}/server)

@@ -8,6 +8,10 @@
 // (Google's QAT releases: --type Q4_0 --embedding F16). Norm weights are F32 and
 // stored as 1 + w, as llama.cpp's converter does. Random files are for speed
 // measurements: speed does not depend on weight values.
+//
+// The file is written whole or not at all (io::AtomicFile): on a full disk or
+// an unwritable directory it exits 1 naming the path and the reason, and a
+// file already at --out is left as it was.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <iostream>
@@ -15,6 +19,7 @@
 #include <thread>
 
 #include "ggml_quantize.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/io/safetensors.hpp"
@@ -260,11 +265,15 @@ int main(int argc, char** argv) {
   try {
     const Format t = parse_format(type);
     const Format e = embedding.empty() ? t : parse_format(embedding);
-    if (!hf_dir.empty()) return convert_hf(hf_dir, t, e, out);
-    if (!random_model.empty()) return write_random(random_model, t, e, out, seed);
-    if (!gguf_in.empty()) return convert_gguf(gguf_in, t, e, out);
-    std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
-    return 2;
+    if (!hf_dir.empty()) convert_hf(hf_dir, t, e, out);
+    else if (!random_model.empty()) write_random(random_model, t, e, out, seed);
+    else if (!gguf_in.empty()) convert_gguf(gguf_in, t, e, out);
+    else {
+      std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
+      return 2;
+    }
+    io::check_stdout();
+    return 0;
   } catch (const std::exception& e) {
     std::cerr << "unicorn-convert: " << e.what() << "\n";
     return 1;

@@ -19,12 +19,12 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "unicorn/io/file_output.hpp"
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -211,22 +211,6 @@ Json run_chat_cache(const Options& opt) {
   return out;
 }
 
-// The results file, written whole or not at all: a temporary file, checked
-// through its close, renamed into place.
-void write_json(const std::string& path, const Json& results) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream f(tmp, std::ios::trunc);
-  f << results.dump(2) << '\n';
-  f.close();
-  std::error_code ec;
-  if (!f) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("cannot write " + path + " (disk full?)");
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,9 +247,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
-    if (!opt.json_out.empty()) write_json(opt.json_out, results);
+    if (!opt.json_out.empty()) unicorn::io::write_file(opt.json_out, results.dump(2) + '\n');
     for (const auto& row : results.value("runs", Json::array()))
       if (row["failed"].get<uint64_t>()) return 1;
+    unicorn::io::check_stdout();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unicorn-serve-bench: %s\n", e.what());
     return 1;

@@ -32,6 +32,7 @@
 #include <random>
 
 #include "unicorn/engine.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/gpu/timing.hpp"
 
 namespace {
@@ -368,7 +369,9 @@ int main(int argc, char** argv) {
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
       throw Error("-p, -n and -r must be at least 1");
-    return dispatch(io::GgufFile::open(o.model), o);
+    const int status = dispatch(io::GgufFile::open(o.model), o);
+    io::check_stdout();  // a table or JSON that could not be written is a failure
+    return status;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unicorn-bench: %s\n", e.what());
     return 1;

@@ -6,8 +6,10 @@
 //   unicorn-gemma3-1b --layout
 //   unicorn-gemma3-27b-phoenix-ffn-gtt --placement
 //
-// Exit codes: 0 success; 1 a run-time error (bad file, device, context);
-// 2 bad command line. Errors are one line on stderr.
+// Exit codes: 0 success (also when the reader of standard output goes away,
+// `| head`); 1 a run-time error (bad file, device, context, a write that
+// failed); 2 bad command line; 130 stopped by SIGINT (Ctrl-C), after the token
+// being generated and the timings line. Errors are one line on stderr.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -17,10 +19,12 @@
 #include <iostream>
 #include <iterator>
 #include <random>
-#include <sstream>
 #include <unistd.h>
 
 #include UNICORN_DEPLOYMENT_HEADER
+#include "options.hpp"
+#include "unicorn/engine/check_tensors.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"
 #include "unicorn/placement/print.hpp"
 #include "unicorn/text/chat_session.hpp"
@@ -32,24 +36,6 @@ namespace {
 
 using Engine = unicorn::Engine<UNICORN_DEPLOYMENT>;
 using Clock = std::chrono::steady_clock;
-
-std::vector<int32_t> parse_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      const long v = std::stol(item, &used);
-      if (used != item.size()) throw std::invalid_argument(item);
-      ids.push_back(int32_t(v));
-    } catch (const std::exception&) {
-      throw unicorn::Error("--tokens: '" + item + "' is not a token id (expected e.g. 2,94,2245)");
-    }
-  }
-  if (ids.empty()) throw unicorn::Error("--tokens: no token ids given");
-  return ids;
-}
 
 // The tokenizer travels with the model: inside a GGUF file, or tokenizer.json
 // in a Hugging Face directory; --tokenizer overrides.
@@ -64,21 +50,29 @@ std::string read_all(std::istream& in) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Ctrl-C during an answer stops that answer, not the program.
+// Ctrl-C during an answer stops that answer at the next token (the chat then
+// takes the next message; a one-shot generation prints its timings and exits
+// 130). A second Ctrl-C before that ends the process at once.
 std::atomic<bool> g_interrupt{false};
-extern "C" void on_sigint(int) { g_interrupt = true; }
+extern "C" void on_sigint(int) {
+  g_interrupt = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Generated text, as it comes: a failed write ends the run (io::OutputError).
+void print(std::string_view text) { unicorn::io::write_stdout(text); }
 
 // Multi-turn chat on standard input: the KV cache is kept across turns.
 int chat_loop(Engine& engine, const unicorn::text::Tokenizer& tok, const std::string& system,
               const unicorn::text::GenerateOptions& opt) {
-  std::signal(SIGINT, on_sigint);
   unicorn::text::ChatSession session(engine.core(), tok, system);
   std::fprintf(stderr, "chat: type a message; /reset starts over, /quit or Ctrl-D ends; Ctrl-C "
                        "stops an answer\n");
   std::string line;
   while (true) {
-    std::cout << "\n> " << std::flush;
+    print("\n> ");
     g_interrupt = false;
+    std::signal(SIGINT, on_sigint);
     if (!std::getline(std::cin, line)) break;
     if (line == "/quit") break;
     if (line == "/reset") {
@@ -87,13 +81,14 @@ int chat_loop(Engine& engine, const unicorn::text::Tokenizer& tok, const std::st
     }
     if (line.empty()) continue;
     try {
-      const auto r = session.answer(line, opt, [](std::string_view s) { std::cout << s << std::flush; },
-                                    &g_interrupt);
-      std::cout << std::endl;
+      const auto r = session.answer(line, opt, print, &g_interrupt);
+      print("\n");
       std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
                    r.generated / std::max(r.decode_seconds, 1e-9),
                    r.stopped_by == "cancelled" ? ", stopped" : "", engine.position(),
                    engine.core().context_limit());
+    } catch (const unicorn::io::OutputError&) {
+      throw;  // standard output is gone: so is the chat
     } catch (const unicorn::Error& e) {
       std::fprintf(stderr, "%s\n", e.what());
     }
@@ -127,8 +122,9 @@ int main(int argc, char** argv) {
   interactive = true;
 #endif
   std::string system_prompt;
-  unicorn::SamplingParams sp{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
-  std::optional<uint32_t> seed;
+  unicorn::generate::SamplingFlags sampling;
+  std::optional<uint64_t> max_device_memory;
+  bool check_tensors = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file ('-': standard input)");
@@ -136,13 +132,7 @@ int main(int argc, char** argv) {
   app.add_flag("-i,--interactive", interactive, "multi-turn chat on standard input");
   app.add_option("--system", system_prompt, "system prompt (chat)");
   app.add_option("-n,--n-predict", n_predict, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  app.add_option("--temp", sp.temperature, "temperature; 0 is greedy")->capture_default_str()->check(CLI::Range(0.0f, 100.0f));
-  app.add_option("--top-k", sp.top_k, "keep the k most likely tokens; 0 is off")->capture_default_str();
-  app.add_option("--top-p", sp.top_p, "keep the smallest set with this much probability; 1 is off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--min-p", sp.min_p, "drop tokens below min-p times the top probability; 0 is off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--repeat-penalty", sp.repeat_penalty, "penalty for the last --repeat-last-n tokens; 1 is off")->capture_default_str();
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")->capture_default_str()->check(CLI::Range(0u, unicorn::detail::kMaxPenaltyHistory));
-  app.add_option("--seed", seed, "random seed (default: random; printed)");
+  unicorn::generate::add_sampling_flags(app, sampling);
   app.add_option("--stop", stop, "stop when this text appears (repeatable)");
   app.add_option("-c,--ctx", ctx, "context length in tokens")->capture_default_str()->check(CLI::Range(1u, Engine::kConfig.max_context));
   app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
@@ -150,21 +140,31 @@ int main(int argc, char** argv) {
   app.add_option("--logits-out", logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
   app.add_flag("--layout", show_layout, "print the compile-time layout and exit");
   app.add_flag("--placement", show_placement, "print the compile-time bytes per memory pool and exit");
+  app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
+  unicorn::generate::add_memory_flag(app, max_device_memory);
   try {
     app.parse(argc, argv);
+    unicorn::generate::check_sampling_flags(sampling);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     std::fprintf(stderr, "%s: %s (see --help)\n", UNICORN_BINARY_NAME, e.what());
     return 2;
+  } catch (const unicorn::Error& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", UNICORN_BINARY_NAME, e.what());
+    return 2;
   }
+  // A reader that goes away (`| head`) is a failed write we handle, not a signal.
+  std::signal(SIGPIPE, SIG_IGN);
 
   try {
     if (show_layout) {
       unicorn::print_layout(std::cout, Engine::kConfig, Engine::kLayout.view());
+      unicorn::io::check_stdout();
       return 0;
     }
     if (show_placement) {
       unicorn::print_placement(std::cout, Engine::kConfig, Engine::kBudget);
+      unicorn::io::check_stdout();
       return 0;
     }
     if (!logits_out.empty() && tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");
@@ -194,31 +194,38 @@ int main(int argc, char** argv) {
     if (prompt.empty() && tokens.empty() && !interactive)
       throw unicorn::Error("no prompt: give --prompt, --file or text on standard input");
 
+    const auto ids_forced = tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(tokens);
     const auto t0 = Clock::now();
-    Engine engine;
+    unicorn::gpu::Context device;
+    if (max_device_memory) device.limit_memory(*max_device_memory);
+    Engine engine(device);
     engine.core().set_context_limit(ctx);
     const auto report = engine.load(model, progress_bar);
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),
                  report.format.c_str(), report.bytes / 1048576.0, load_s,
                  engine.context().info().name.c_str());
+    if (check_tensors) {
+      const auto c = engine.check_tensors();
+      std::fprintf(stderr, "check-tensors: %zu tensors (%.1f MiB) hold no NaN or Inf (%.3f s)\n", c.tensors,
+                   c.bytes / 1048576.0, c.seconds);
+    }
 
     if (!tokens.empty()) {
-      const auto ids = parse_ids(tokens);
+      const auto& ids = ids_forced;
       const auto logits = engine.forward_logits(ids);
-      if (!logits_out.empty()) {
-        std::ofstream f(logits_out, std::ios::binary);
-        f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * 4));
-        if (!f) throw unicorn::Error(logits_out + ": cannot write");
-      }
+      if (!logits_out.empty())
+        unicorn::io::write_file(logits_out, std::string_view(reinterpret_cast<const char*>(logits.data()),
+                                                             logits.size() * sizeof(float)));
       std::fprintf(stderr, "%zu positions x %u logits%s%s\n", ids.size(), Engine::kConfig.model.vocab,
                    logits_out.empty() ? "" : " written to ", logits_out.c_str());
       return 0;
     }
 
+    std::optional<uint32_t>& seed = sampling.seed;
     if (!seed) seed = std::random_device{}();
-    sp.seed = *seed;
-    engine.set_sampling(sp);
+    sampling.params.seed = *seed;
+    engine.set_sampling(sampling.params);
     const auto tok = tokenizer_for(model, tokenizer);
     if (interactive) return chat_loop(engine, tok, system_prompt, {.max_tokens = n_predict, .stop = stop});
     std::vector<unicorn::text::ChatMessage> turn;
@@ -230,18 +237,21 @@ int main(int argc, char** argv) {
       throw unicorn::Error("the prompt is " + std::to_string(ids.size()) +
                            " tokens; the context holds " + std::to_string(ctx) +
                            " (raise --ctx, up to " + std::to_string(Engine::kConfig.max_context) + ")");
-    if (!chat) std::cout << prompt << std::flush;
-    const auto r = unicorn::text::generate(
-        engine.core(), tok, ids, {.max_tokens = n_predict, .stop = stop},
-        [](std::string_view s) { std::cout << s << std::flush; });
-    std::cout << std::endl;  // flushed before the stats line on stderr
+    if (!chat) print(prompt);
+    std::signal(SIGINT, on_sigint);
+    const auto r = unicorn::text::generate(engine.core(), tok, ids, {.max_tokens = n_predict, .stop = stop},
+                                           print, &g_interrupt);
+    print("\n");  // out before the stats line on stderr
+    const bool interrupted = r.stopped_by == "cancelled";
     std::fprintf(stderr,
                  "load %.2f s; prompt %d tokens at %.1f tokens/s; generated %d tokens at %.1f "
                  "tokens/s (stopped: %s; seed %u)\n",
                  load_s, r.prompt_tokens, r.prompt_tokens / std::max(r.prefill_seconds, 1e-9),
-                 r.generated, r.generated / std::max(r.decode_seconds, 1e-9), r.stopped_by.c_str(),
-                 *seed);
-    return 0;
+                 r.generated, r.generated / std::max(r.decode_seconds, 1e-9),
+                 interrupted ? "interrupted" : r.stopped_by.c_str(), *seed);
+    return interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports a process Ctrl-C ended
+  } catch (const unicorn::io::StdoutClosed&) {
+    return 0;  // the reader has what it wanted (`| head`)
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", UNICORN_BINARY_NAME, e.what());
     return 1;

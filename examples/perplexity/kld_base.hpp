@@ -20,12 +20,12 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "unicorn/error.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/io/mapped_file.hpp"
 
 namespace unicorn::perplexity {
@@ -56,26 +56,16 @@ inline float quantize_log_probs(std::span<const float> log_probs, float max_log_
   return floor;
 }
 
-// Streams a base file to a temporary file beside `path`, every write checked,
-// renamed into place by finish(); abandoned (an error), the temporary is removed.
+// Streams a base file through io::AtomicFile: written whole by finish() or,
+// abandoned (an error), not at all, leaving what stood at `path` as it was.
 class KldBaseWriter {
  public:
   KldBaseWriter(std::filesystem::path path, const KldHeader& h, std::span<const int32_t> tokens)
-      : path_(std::move(path)), tmp_(path_.string() + ".tmp"), out_(tmp_, std::ios::binary) {
-    if (!out_) throw Error(tmp_.string() + ": cannot create the KL-divergence base file");
+      : out_(std::move(path)) {
     put(kKldMagic, sizeof kKldMagic);
     const uint32_t fields[] = {h.vocab, h.ctx, h.chunks, h.scored};
     put(fields, sizeof fields);
     put(tokens.data(), tokens.size_bytes());
-  }
-  KldBaseWriter(const KldBaseWriter&) = delete;
-  KldBaseWriter& operator=(const KldBaseWriter&) = delete;
-  ~KldBaseWriter() {
-    if (!finished_) {
-      out_.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp_, ec);
-    }
   }
 
   void add_row(float floor, float next_log_prob, std::span<const uint16_t> q) {
@@ -84,23 +74,11 @@ class KldBaseWriter {
     put(q.data(), q.size_bytes());
   }
 
-  void finish() {
-    out_.close();
-    if (!out_) throw Error(tmp_.string() + ": writing the KL-divergence base file failed");
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec) throw Error(path_.string() + ": cannot rename the written file into place: " + ec.message());
-    finished_ = true;
-  }
+  void finish() { out_.commit(); }
 
  private:
-  void put(const void* p, size_t n) {
-    if (!out_.write(static_cast<const char*>(p), std::streamsize(n)))
-      throw Error(tmp_.string() + ": writing the KL-divergence base file failed (disk full?)");
-  }
-  std::filesystem::path path_, tmp_;
-  std::ofstream out_;
-  bool finished_ = false;
+  void put(const void* p, size_t n) { out_.write(std::span(static_cast<const std::byte*>(p), n)); }
+  io::AtomicFile out_;
 };
 
 // A base file read from bytes (a mapping, or a fuzzer's input); every field is

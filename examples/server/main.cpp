@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   unicorn::server::ServerOptions opt;
   uint32_t slots = kSlots, context = kContext;
   unsigned timeout = 60, grace = 30;
-  bool quiet = false;
+  bool quiet = false, check_tensors = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
   app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
   app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
   app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
   app.add_flag("--quiet", quiet, "no line per request on stderr");
+  app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
   app.add_option("--batch-invariance", opt.batch_invariance,
                  "which decode steps run the same kernels at any batch size, so that a request's text does not "
                  "depend on other traffic: 'deterministic' (steps holding a seeded or greedy request), 'always', "
@@ -106,6 +107,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: loading %s\n", UNICORN_BINARY_NAME, model.c_str());
       engine.emplace();
       const auto report = engine->load(model);
+      if (check_tensors) {
+        const auto c = engine->check_tensors();
+        std::fprintf(stderr, "%s: check-tensors: %zu tensors hold no NaN or Inf (%.3f s)\n", UNICORN_BINARY_NAME,
+                     c.tensors, c.seconds);
+      }
       tok.emplace(unicorn::text::tokenizer_for(model, tokenizer));
       std::fprintf(stderr, "%s: loaded %s (%s, %.1f MiB) on %s\n", UNICORN_BINARY_NAME, model.c_str(),
                    report.format.c_str(), report.bytes / 1048576.0, engine->context().info().name.c_str());

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/error.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
           messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
         output.push_back(unicorn::text::render_chat(messages, generation_prompt));
       }
-      std::cout << output.dump() << "\n";
+      unicorn::io::write_stdout(output.dump() + "\n");
       return 0;
     }
 
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
         output.push_back(tokenizer.encode(item.get<std::string>(), add_bos));
       }
     }
-    std::cout << output.dump() << "\n";
+    unicorn::io::write_stdout(output.dump() + "\n");
   } catch (const unicorn::Error& e) {
     std::cerr << "unicorn-tokenize: " << e.what() << "\n";
     return 1;

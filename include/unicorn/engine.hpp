@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "unicorn/deployment.hpp"
+#include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/diag.hpp"
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/loader.hpp"
@@ -40,6 +41,10 @@ class Engine {
   LoadReport load(const std::filesystem::path& model, const LoadProgress& progress = {}) {
     return load_model(core_, model, progress);
   }
+
+  // Scans every loaded weight for NaN and Inf on the GPU (engine/check_tensors.hpp);
+  // throws unicorn::Error naming the first bad tensor and element.
+  TensorCheck check_tensors() { return unicorn::check_tensors(core_); }
 
   std::vector<float> forward_logits(std::span<const int32_t> tokens) { return core_.forward_logits(tokens); }
   int32_t prefill(std::span<const int32_t> tokens) { return core_.prefill(tokens); }

@@ -1,7 +1,9 @@
 // unicorn/sampling.hpp — how the next token is chosen (on the GPU, shaders/sample.comp).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace unicorn {
 
@@ -20,5 +22,20 @@ struct SamplingParams {
   float presence_penalty = 0.0f;   // 0: off; subtracted once from each token in the window
   float frequency_penalty = 0.0f;  // 0: off; subtracted per occurrence in the window
 };
+
+// The values the sampler takes (EngineCore::set_sampling refuses others with
+// sampling_params_rule's sentence): finite numbers, temperature >= 0,
+// 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0, and a penalty window
+// the history buffer holds.
+inline bool sampling_params_valid(const SamplingParams& p, uint32_t max_history) {
+  return std::isfinite(p.temperature) && p.temperature >= 0 && p.top_p > 0 && p.top_p <= 1 && p.min_p >= 0 &&
+         p.min_p <= 1 && std::isfinite(p.repeat_penalty) && p.repeat_penalty > 0 && p.repeat_last_n <= max_history &&
+         std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty);
+}
+inline std::string sampling_params_rule(uint32_t max_history) {
+  return "sampling: a finite temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, a finite repeat penalty > 0, "
+         "finite presence and frequency penalties and repeat-last-n <= " + std::to_string(max_history) +
+         " are required";
+}
 
 }  // namespace unicorn

@@ -2,6 +2,7 @@
 // case checks the exit code and the message a user reads.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -243,25 +245,30 @@ TEST(Cli, BenchPipelineCacheOnDisk) {
   const fs::path model = tmp() / "tiny-q8_0-cache.gguf", cache = tmp() / "pipelines";
   ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
   fs::remove_all(cache);
+  // The bench's startup.pipeline_cache object; a run whose output is not that
+  // JSON fails the test here, before any field of it is read.
   const auto start = [&] {
     const std::string out = stdout_of("UNICORN_PIPELINE_CACHE=" + cache.string() + " " + env("UNICORN_BENCH") +
                                       " -m " + model.string() + " -p 4 -n 2 -r 1 --json");
     const auto j = nlohmann::json::parse(out, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
-    return j.is_discarded() ? nlohmann::json::object() : j["startup"]["pipeline_cache"];
+    const bool ok = !j.is_discarded() && j.contains("startup") && j["startup"].contains("pipeline_cache");
+    EXPECT_TRUE(ok) << "no startup.pipeline_cache in:\n" << out;
+    return ok ? j["startup"]["pipeline_cache"] : nlohmann::json::object();
   };
+  const auto field = [](const nlohmann::json& j, const char* key) { return j.value(key, nlohmann::json()); };
   const auto first = start();
-  EXPECT_EQ(first["loaded_bytes"], 0);
-  EXPECT_GT(first["saved_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(field(first, "loaded_bytes"), 0);
+  EXPECT_GT(field(first, "saved_bytes"), 0);
+  ASSERT_TRUE(field(first, "path").is_string());
   const fs::path file = first["path"].get<std::string>();
   EXPECT_EQ(file.parent_path(), cache);
   const auto second = start();
-  EXPECT_EQ(second["loaded_bytes"].get<uint64_t>(), fs::file_size(file));
+  EXPECT_EQ(field(second, "loaded_bytes"), fs::file_size(file));
   std::ofstream(file, std::ios::trunc) << "garbage";
   const auto third = start();
-  EXPECT_EQ(third["loaded_bytes"], 0);
-  EXPECT_EQ(third["ignored"], "shorter than a pipeline cache header");
-  EXPECT_EQ(start()["loaded_bytes"].get<uint64_t>(), fs::file_size(file));
+  EXPECT_EQ(field(third, "loaded_bytes"), 0);
+  EXPECT_EQ(field(third, "ignored"), "shorter than a pipeline cache header");
+  EXPECT_EQ(field(start(), "loaded_bytes"), fs::file_size(file));
 }
 
 // --batch 4: four streams decoding together; the JSON has the batch figures
@@ -382,3 +389,225 @@ echo "rc=$?" >> chat.out
   EXPECT_NE(second, std::string::npos) << "no answer to the message after Ctrl-C:\n" << out;
   EXPECT_CONTAINS(out, "rc=0");
 }
+
+// ------------------------------------------------------- nothing lost, nothing crashes
+
+// tests/data/bad: each file has one defect and must give its own message,
+// with exit status 1 (errors.txt pairs them; make_bad_files.py writes both).
+TEST(Cli, BadFilesAreRefused) {
+  const fs::path dir = env("UNICORN_BAD_FILES");
+  std::ifstream list(dir / "errors.txt");
+  ASSERT_TRUE(list) << dir / "errors.txt";
+  size_t cases = 0;
+  for (std::string line; std::getline(list, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    const std::string file = line.substr(0, tab), message = line.substr(tab + 1);
+    SCOPED_TRACE(file);
+    const Result r = run(gen() + " --model " + (dir / file).string() + " -p hi");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, message);
+    EXPECT_CONTAINS(r.out, file);  // the message names the file
+    ++cases;
+  }
+  EXPECT_GE(cases, 20u);
+}
+
+namespace {
+
+// The command run as a user who cannot write where root can (root writes into
+// read-only directories): as nobody through setpriv when this test runs as root.
+std::string as_unprivileged(const std::string& cmd) {
+  return ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups -- " + cmd : cmd;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+size_t entries(const fs::path& dir) {
+  return size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+}  // namespace
+
+// unicorn-convert: a full device, a read-only directory and a write cut short
+// (the file-size limit, as a disk filling up mid-file) each exit 1 naming the
+// path and the reason; a file that was there before stays as it was.
+TEST(Cli, ConvertWriteFailuresLoseNothing) {
+  const std::string convert = env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out ";
+  const Result full = run(convert + "/dev/full");
+  EXPECT_EQ(full.code, 1) << full.out;
+  EXPECT_CONTAINS(full.out, "/dev/full: cannot write: No space left on device");
+  EXPECT_EQ(full.out.find("wrote"), std::string::npos) << full.out;
+
+  const fs::path ro = tmp() / "read-only";
+  fs::create_directories(ro);
+  std::ofstream(ro / "model.gguf") << "the old model";
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(tmp(), fs::perms::all & ~(fs::perms::group_write | fs::perms::others_write));
+  const Result denied = run(as_unprivileged(convert + (ro / "model.gguf").string()));
+  EXPECT_EQ(denied.code, 1) << denied.out;
+  EXPECT_CONTAINS(denied.out, (ro / "model.gguf").string() + ": cannot create");
+  EXPECT_CONTAINS(denied.out, "Permission denied");
+  EXPECT_EQ(read_text(ro / "model.gguf"), "the old model");
+  EXPECT_EQ(entries(ro), 1u);
+  fs::permissions(ro, fs::perms::owner_all);
+
+  const fs::path dir = tmp() / "size-limit";
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.gguf") << "the old model";
+  // SIGXFSZ ignored: a write past the limit fails with EFBIG instead of ending the process.
+  const Result cut = run("bash -c \"trap '' XFSZ; ulimit -f 64; " + convert + (dir / "model.gguf").string() + "\"");
+  EXPECT_EQ(cut.code, 1) << cut.out;
+  EXPECT_CONTAINS(cut.out, (dir / "model.gguf").string() + ": cannot write: File too large");
+  EXPECT_EQ(read_text(dir / "model.gguf"), "the old model");
+  EXPECT_EQ(entries(dir), 1u) << "the temporary file is removed";
+
+  // And a write that works replaces the old file whole.
+  ASSERT_EQ(run(convert + (dir / "model.gguf").string()).code, 0);
+  EXPECT_GT(fs::file_size(dir / "model.gguf"), 100000u);
+  EXPECT_EQ(entries(dir), 1u);
+}
+
+TEST(Cli, LogitsOutToAFullDevice) {
+  if (env("UNICORN_TINY_ENGINE").empty()) GTEST_SKIP() << "the tiny engine binary is not built";
+  const Result r = run(env("UNICORN_TINY_ENGINE") + " --model " + env("UNICORN_FIXTURES") +
+                       "/tiny --tokens 2,17 --logits-out /dev/full");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "/dev/full: cannot write: No space left on device");
+  EXPECT_EQ(r.out.find("written to"), std::string::npos) << r.out;
+}
+
+// Generated text into a full device is an error; into a pipe whose reader
+// left (`| head`) the generator stops quietly, with status 0.
+TEST(Cli, StandardOutputFullOrClosed) {
+  const Result full = run("bash -c '" + gen() + " -p Hello -n 8 --temp 0 > /dev/full'");  // stderr: ours
+  EXPECT_EQ(full.code, 1) << full.out;
+  EXPECT_CONTAINS(full.out, "standard output: cannot write: No space left on device");
+  const Result head = run("bash -c 'set -o pipefail; " + gen() +
+                          " -p Hello -n 400 --temp 0 2>" + (tmp() / "head.err").string() +
+                          " | head -c 8 >/dev/null'");
+  EXPECT_EQ(head.code, 0) << head.out;
+  const std::string err = read_text(tmp() / "head.err");
+  EXPECT_EQ(err.find("cannot write"), std::string::npos) << err;
+  EXPECT_EQ(err.find("generated"), std::string::npos) << "it stopped at the closed pipe:\n" << err;
+}
+
+namespace {
+
+// Starts a one-shot generation, waits until its answer is streaming, sends
+// `signal`, and returns its exit status, how long it took to end after the
+// signal (ms) and what it wrote on stderr.
+struct Signalled {
+  int status = -1;
+  long ms = -1;
+  std::string err;
+};
+Signalled signal_mid_generation(const std::string& signal) {
+  const fs::path dir = tmp() / ("signal-" + signal), script = dir / "run.sh";
+  fs::create_directories(dir);
+  std::ofstream(script) << "cd " << dir.string() << " && : > out\n"
+                        << gen() << " -p 'Once upon a time' -n 4000 --temp 0 > out 2> err &\n"
+                        << R"sh(pid=$!
+for i in $(seq 1200); do [ "$(wc -c < out)" -gt 40 ] && break; sleep 0.1; done
+kill -)sh" << signal << R"sh( $pid
+start=$(date +%s%N)
+wait $pid
+rc=$?
+echo "$rc $(( ($(date +%s%N) - start) / 1000000 ))" > status
+)sh";
+  Signalled s;
+  if (std::system(("bash " + script.string()).c_str()) != 0) return s;
+  std::ifstream(dir / "status") >> s.status >> s.ms;
+  s.err = read_text(dir / "err");
+  return s;
+}
+
+}  // namespace
+
+// Ctrl-C during a one-shot generation: it stops at the next token, prints the
+// timings line and exits 130, as a shell reports a process that Ctrl-C ended.
+TEST(Cli, SigintStopsAtTheNextTokenWithTimings) {
+  const Signalled s = signal_mid_generation("INT");
+  EXPECT_EQ(s.status, 130) << s.err;
+  EXPECT_CONTAINS(s.err, "stopped: interrupted");
+  EXPECT_CONTAINS(s.err, "tokens/s");
+  EXPECT_LT(s.ms, 5000) << "it must stop at the next token";
+}
+
+TEST(Cli, SigtermEndsPromptly) {
+  const Signalled s = signal_mid_generation("TERM");
+  EXPECT_EQ(s.status, 128 + 15) << s.err;
+  EXPECT_LT(s.ms, 5000);
+}
+
+// A model larger than the device memory it may use is refused at start-up,
+// before anything is loaded, with the bytes needed and available per pool
+// (--max-device-memory lowers what the device offers; nothing is exhausted).
+TEST(Cli, ModelLargerThanDeviceMemoryIsRefusedAtStartUp) {
+  const Result r = run(gen() + " --max-device-memory 16M -p hi");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "the placement does not fit");
+  EXPECT_CONTAINS(r.out, "pool Vram needs");
+  EXPECT_CONTAINS(r.out, "has 0.02 GiB (16777216 bytes) available");
+  EXPECT_EQ(r.out.find("loaded"), std::string::npos) << "nothing is loaded first:\n" << r.out;
+  const Result enough = run(gen() + " --max-device-memory 4G -p hi -n 2 --temp 0");
+  EXPECT_EQ(enough.code, 0) << enough.out;
+}
+
+// --check-tensors: a NaN planted in an F32 norm and an Inf in a Q8_0 block's
+// scale are found on the GPU, named with their tensor and first bad element.
+TEST(Cli, CheckTensorsNamesThePlantedNaN) {
+  if (env("UNICORN_TINY_ENGINE").empty()) GTEST_SKIP() << "the tiny engine binary is not built";
+  const fs::path clean = tmp() / "tiny-check.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + clean.string()).code, 0);
+  const std::string engine = env("UNICORN_TINY_ENGINE") + " --check-tensors --tokens 2,3 --model ";
+  const Result ok = run(engine + clean.string());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_CONTAINS(ok.out, "hold no NaN or Inf");
+
+  const auto g = unicorn::io::GgufFile::open(clean);
+  const auto plant = [&](const std::string& tensor, uint64_t byte, const void* value, size_t n) {
+    const fs::path bad = tmp() / ("tiny-" + tensor + ".gguf");
+    fs::copy_file(clean, bad, fs::copy_options::overwrite_existing);
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(g.find_tensor(tensor)->offset + byte));
+    f.write(static_cast<const char*>(value), std::streamsize(n));
+    return bad;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Result r1 = run(engine + plant("blk.0.attn_norm.weight", 5 * 4, &nan, 4).string());
+  EXPECT_EQ(r1.code, 1) << r1.out;
+  EXPECT_CONTAINS(r1.out, "check-tensors: tensor 'blk.0.attn_norm.weight' (F32) holds NaN at element 5 (row 0, column 5)");
+  const uint16_t inf16 = 0x7c00;  // Q8_0 blocks are {f16 scale, 32 int8}: block 3's scale
+  const Result r2 = run(engine + plant("blk.1.ffn_down.weight", 3 * 34, &inf16, 2).string());
+  EXPECT_EQ(r2.code, 1) << r2.out;
+  EXPECT_CONTAINS(r2.out, "tensor 'blk.1.ffn_down.weight' (Q8_0) holds Inf at element 96 (row 0, column 96)");
+}
+
+#ifdef UNICORN_FAULT_INJECTION
+// Builds with the test-only fault hook (CMake UNICORN_FAULT_INJECTION, the
+// sanitizer step of .ci/run): a device lost or out of memory in the middle of
+// an answer is reported with the pass that was running, and the generator
+// exits 1; nothing hangs.
+TEST(CliFault, DeviceLostMidAnswerNamesTheStep) {
+  const Result r = run("UNICORN_INJECT_FAULT=device-lost@3 " + gen() + " -p 'Once upon a time' -n 20 --temp 0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "Once upon a time");  // the prompt, and what came before the fault, were printed
+  EXPECT_CONTAINS(r.out, "decode step 2 of 20 at position");
+  EXPECT_CONTAINS(r.out, "the device was lost (VK_ERROR_DEVICE_LOST)");
+  EXPECT_EQ(r.out.find("generated"), std::string::npos) << "no timings line after a fault:\n" << r.out;
+}
+
+TEST(CliFault, OutOfDeviceMemoryInThePromptNamesThePrefill) {
+  const Result r = run("UNICORN_INJECT_FAULT=out-of-memory@1 " + gen() + " -p 'Once upon a time' -n 20 --temp 0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "prompt tokens at position 0: gpu: ");
+  EXPECT_CONTAINS(r.out, "prefill of ");
+  EXPECT_CONTAINS(r.out, "out of device memory (VK_ERROR_OUT_OF_DEVICE_MEMORY)");
+}
+#endif

@@ -259,7 +259,8 @@ TEST(Gguf, WriterProducesTheGgufV3Layout) {
   expected.insert(expected.end(), d.begin(), d.end());
   expected.resize(expected.size() + 24);  // the last tensor is padded too
   EXPECT_EQ(test::read_file(dir / "x.gguf"), expected);
-  EXPECT_FALSE(std::filesystem::exists(dir / "x.gguf.tmp"));
+  // The temporary file it went through was renamed: x.gguf is all there is.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 1);
 }
 
 TEST(Gguf, WriterRejectsBadInput) {
@@ -273,7 +274,7 @@ TEST(Gguf, WriterRejectsBadInput) {
   expect_error([&] { w.add_tensor("q", 2, {32}, d); }, "duplicate tensor 'q'");
 
   TempDir dir;
-  expect_error([&] { w.write(dir / "no_such_dir" / "m.gguf"); }, "cannot create file");
+  expect_error([&] { w.write(dir / "no_such_dir" / "m.gguf"); }, "m.gguf: cannot create");
   w.set("general.alignment", uint32_t{48});
   expect_error([&] { w.write(dir / "m.gguf"); }, "general.alignment must be a uint32 power of two");
 }
@@ -421,11 +422,22 @@ TEST(Gguf, BadTensorInfos) {
   expect_error([] { parse(one_tensor({16}, 0, ~uint64_t{0} - 31)); }, "tensor 't' data offset");
   expect_error([] { parse(one_tensor({16}, 0, 32)); }, "truncated: tensor 't' data ends at byte");
   expect_error([] { parse(one_tensor({1024}, 0, 0)); }, "truncated: tensor 't'");
+  expect_error([] { parse(one_tensor({16}, 0, 96)); }, "tensor 't' data offset 96 points past the end of the file");
   // Unknown types are listed even when their offset points nowhere.
   const GgufFile g = parse(one_tensor({256}, 14, uint64_t{1} << 40));
   EXPECT_FALSE(g.tensors()[0].known_type);
   EXPECT_EQ(ggml_type_name(14), "Q6_K");
   EXPECT_EQ(ggml_type_name(1000), "unknown");
+  expect_error([] { parse(one_tensor({256}, 1000, 0)); }, "tensor 't' has unknown ggml type 1000");
+  expect_error([] { parse(one_tensor({256}, 4, 0)); }, "tensor 't' has unknown ggml type 4");  // retired from ggml
+
+  // Two tensors whose data share bytes: the second starts inside the first.
+  Bytes overlap;
+  overlap.header(2, 0);
+  overlap.str("a").put<uint32_t>(1).put<uint64_t>(16).put<uint32_t>(0).put<uint64_t>(0);
+  overlap.str("b").put<uint32_t>(1).put<uint64_t>(8).put<uint32_t>(0).put<uint64_t>(32);
+  overlap.pad_to(32).zeros(96);
+  expect_error([&] { parse(overlap.bytes()); }, "tensors 'a' and 'b' overlap: 'a' holds bytes");
 
   Bytes dup;
   dup.header(2, 0);

@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "io_test_util.hpp"
 
 namespace unicorn::io {
@@ -63,6 +66,23 @@ TEST(MappedFile, PermissionDenied) {
   if (root && ::seteuid(65534) != 0) GTEST_SKIP() << "cannot drop root privileges";
   expect_error([&] { MappedFile::open(dir / "secret"); }, "secret: permission denied");
   if (root) ASSERT_EQ(::seteuid(0), 0);
+}
+
+// The loader gives a tensor's pages back once it is on the device; the bytes
+// read again are the file's (from the page cache), and a range outside the
+// mapping is ignored.
+TEST(MappedFile, ReleasedPagesReadBackTheSameBytes) {
+  TempDir dir;
+  std::vector<std::byte> data(5 * 4096 + 123);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(i * 7 % 251);
+  test::write_file(dir / "pages", data);
+  const MappedFile f = MappedFile::open(dir / "pages");
+  const auto bytes = f.bytes();
+  f.release(bytes.subspan(100, 3 * 4096));  // whole pages inside it only
+  f.release(bytes);
+  const std::vector<std::byte> elsewhere(64);
+  f.release(elsewhere);
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), data.begin(), data.end()));
 }
 
 TEST(MappedFile, DeviceIsNotARegularFile) {

@@ -395,4 +395,37 @@ TEST(TokenizerTiny, ByteFallbackAndMergeOrder) {
   EXPECT_EQ(t.decode(ids, /*skip_special=*/true), "a");
 }
 
+// Found by the fuzz targets (tests/fuzz; each input is kept in the corpus as
+// regression-*): what a hostile or broken vocabulary must not do.
+TEST(TokenizerFuzzFindings, CharacterOutsideAVocabularyWithoutUnkOrBytesIsAnError) {
+  // fuzz_tokenizer_gguf, fuzz_tokenizer_json: encode gave the id -1.
+  const Tokenizer t = Tokenizer::from_gguf_vocab({"<pad>", "a", "b"}, {0, -1, -2}, {3, 1, 1}, {});
+  EXPECT_EQ(t.encode("ab"), (std::vector<int32_t>{1, 2}));
+  try {
+    (void)t.encode("abc");
+    ADD_FAILURE() << "'c' has no token, no byte token and no <unk>";
+  } catch (const unicorn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(UTF-8 63) that is not in the vocabulary"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerFuzzFindings, TokenIdsOutsideTheFileAreRefusedBeforeAnythingIsSized) {
+  // fuzz_tokenizer_json: an id of 2.2e121 converted to size_t (undefined
+  // behaviour); an id of 1e12 sized a vector of a trillion tokens.
+  const auto with_id = [](const std::string& id) {
+    return R"({"added_tokens": [], "normalizer": null, "pre_tokenizer": null, "decoder": null,
+               "model": {"type": "BPE", "vocab": {"a": 0, "b": )" + id + R"(}, "merges": []}})";
+  };
+  EXPECT_EQ(Tokenizer::from_tokenizer_json_text(with_id("1"), "ok.json").vocab_size(), 2u);
+  for (const char* id : {"2.2e121", "1000000000000", "-1", "2", "1.5", "\"1\""}) {
+    try {
+      (void)Tokenizer::from_tokenizer_json_text(with_id(id), "bad.json");
+      ADD_FAILURE() << "id " << id << " was accepted";
+    } catch (const unicorn::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.json: token id "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not an integer in [0, 2)"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace

@@ -242,12 +242,7 @@ class EngineCore {
   // The same for one stream; its draws start over (the counter goes back to 0),
   // so a seed gives the same tokens from here whichever stream runs them.
   void set_sampling(uint32_t stream, const SamplingParams& p) {
-    if (!(p.temperature >= 0) || !(p.top_p > 0 && p.top_p <= 1) || !(p.min_p >= 0 && p.min_p <= 1) ||
-        !(p.repeat_penalty > 0) || p.repeat_last_n > kMaxPenaltyHistory || !std::isfinite(p.presence_penalty) ||
-        !std::isfinite(p.frequency_penalty))
-      throw Error("sampling: temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0, "
-                  "finite presence and frequency penalties and repeat-last-n <= " +
-                  std::to_string(kMaxPenaltyHistory) + " are required");
+    if (!sampling_params_valid(p, kMaxPenaltyHistory)) throw Error(sampling_params_rule(kMaxPenaltyHistory));
     StreamState& s = stream_state(stream);
     s.sampling = p;
     s.counter = 0;

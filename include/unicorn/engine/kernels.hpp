@@ -450,6 +450,11 @@ inline constexpr uint32_t kLogitParts = 128;
 struct Convert {
   BOOST_HANA_DEFINE_STRUCT(Convert, (uint32_t, source_type), (float, add));
 };
+// check_finite's KIND: what a tensor part's values are (engine/check_tensors.hpp).
+enum class FiniteCheck : uint32_t { F32 = 0, F16 = 1, BF16 = 2, BlockScales = 3 };
+struct CheckFinite {
+  BOOST_HANA_DEFINE_STRUCT(CheckFinite, (uint32_t, kind));
+};
 
 // Module names of the per-format variants, as cmake/UnicornShaders.cmake names them.
 inline std::string variant(const char* kernel, Format f) {
@@ -463,7 +468,8 @@ inline std::string variant(const char* kernel, Format f) {
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
                           kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
-                          kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2;
+                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2,
+                           kCheckFiniteBindings = 2;
 // matmul_coop_splitk binds what matmul and matmul_coop bind, and as matvec
 // binding 4: the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kLinearSplitKBindings = 5;

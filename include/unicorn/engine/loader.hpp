@@ -135,6 +135,13 @@ inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& engine) 
   if (!embd || embd->dims.size() != 2)
     throw Error(g.name() + ": tensor 'token_embd.weight' is missing or not 2-D");
   d.vocab = uint32_t(embd->dims[1]);
+  // A vocabulary in the file must have a row of the embedding per token, as
+  // llama.cpp requires: ids past the rows would read beyond the table.
+  if (const io::GgufValue* tokens = g.find("tokenizer.ggml.tokens"); tokens && tokens->array())
+    if (tokens->array()->size() != embd->dims[1])
+      throw Error(g.name() + ": tokenizer.ggml.tokens lists " + std::to_string(tokens->array()->size()) +
+                  " tokens but token_embd.weight has " + std::to_string(embd->dims[1]) +
+                  " rows: the vocabulary and the embedding disagree");
   return d;
 }
 
@@ -206,6 +213,7 @@ inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
         done += parts[i].bytes;
         if (progress) progress(done, total);
       }
+      g.release(data);
       continue;
     }
     const auto data = g.find_tensor(t.gguf_name())->data;
@@ -215,6 +223,9 @@ inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
       done += parts[i].bytes;
       if (progress) progress(done, total);
     }
+    // upload() has copied the bytes (into staging, or into mapped Gtt memory):
+    // the file's pages of this tensor can go (peak RSS: a tensor, not the file).
+    g.release(data);
   }
   return {"GGUF", total, expected.size(), 0, 0};
 }

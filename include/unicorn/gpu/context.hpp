@@ -19,6 +19,7 @@
 // to its own tolerance).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -139,12 +140,22 @@ class Context {
         out.push_back({props.memoryHeaps[i].size, props.memoryHeaps[i].size,
                        bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
     }
+    if (memory_limit_)
+      for (Heap& h : out) h.available = std::min(h.available, *memory_limit_);
     return out;
   }
+  // Caps what heaps() reports as available at `bytes` per heap: the most
+  // device memory this process may take (a GPU shared with other work; tests
+  // that check the start-up refusal without filling a device).
+  void limit_memory(uint64_t bytes) { memory_limit_ = bytes; }
   uint32_t heap_of_type(uint32_t type) const {
     return physical_.getMemoryProperties().memoryTypes[type].heapIndex;
   }
   bool has_memory_budget() const { return has_memory_budget_; }
+  // Whether a submission reported VK_ERROR_DEVICE_LOST (gpu/device_error.hpp):
+  // nothing more runs on this device; the process must start over.
+  bool device_lost() const { return device_lost_; }
+  std::atomic<bool>& device_lost_flag() const { return device_lost_; }
 
  private:
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
@@ -380,6 +391,8 @@ class Context {
   vk::raii::Queue queue_{nullptr};
   uint32_t queue_family_ = 0;
   bool has_memory_budget_ = false;
+  std::optional<uint64_t> memory_limit_;  // limit_memory()
+  mutable std::atomic<bool> device_lost_{false};
   DeviceInfo info_{};
 };
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "unicorn/gpu/context.hpp"
+#include "unicorn/gpu/device_error.hpp"
 #include "unicorn/gpu/pipeline_cache.hpp"
 
 namespace unicorn::gpu {
@@ -218,12 +219,15 @@ class Stream {
     return std::move(cbs[0]);
   }
 
+  // Throws gpu::DeviceError when the device reports a failure (lost, out of memory).
   void submit_and_wait(vk::CommandBuffer cb) {
     const vk::SubmitInfo submit{.commandBufferCount = 1, .pCommandBuffers = &cb};
-    ctx_.queue().submit(submit, *fence_);
-    if (ctx_.device().waitForFences(*fence_, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
-      throw Error("gpu: waiting for the device failed");
-    ctx_.device().resetFences(*fence_);
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work, [&] {
+      ctx_.queue().submit(submit, *fence_);
+      if (ctx_.device().waitForFences(*fence_, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
+        throw Error("gpu: waiting for the device failed");
+      ctx_.device().resetFences(*fence_);
+    });
   }
 
   // Records with `fn(cb)` into a one-time command buffer, submits and waits.

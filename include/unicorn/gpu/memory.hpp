@@ -82,15 +82,17 @@ inline void check_pools_fit(const std::string& device, std::span<const PoolNeed>
                             std::span<const Context::Heap> heaps) {
   for (uint32_t h = 0; h < heaps.size(); ++h) {
     uint64_t need = 0;
-    std::string pools;
+    std::string pools, each;  // "Vram + Gtt"; "Vram 123 bytes, Gtt 456 bytes"
     for (const PoolNeed& n : needs)
       if (n.heap == h && n.bytes) {
         need += n.bytes;
         pools += (pools.empty() ? "" : " + ") + std::string(pool_name(n.pool));
+        each += (each.empty() ? "" : ", ") + std::string(pool_name(n.pool)) + " " + std::to_string(n.bytes) + " bytes";
       }
     if (need <= heaps[h].available) continue;
+    const bool shared = pools.find('+') != std::string::npos;
     throw Error("gpu: the placement does not fit " + device + ": pool " + pools + " needs " +
-                gib(need) + " (" + std::to_string(need) + " bytes) but its memory heap " +
+                gib(need) + " (" + (shared ? each + ": " : "") + std::to_string(need) + " bytes) but its memory heap " +
                 std::to_string(h) + (heaps[h].device_local ? " (device-local)" : " (system memory)") +
                 " has " + gib(heaps[h].available) + " (" + std::to_string(heaps[h].available) +
                 " bytes) available of " + gib(heaps[h].size) + "; short by " +

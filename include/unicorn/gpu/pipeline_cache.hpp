@@ -10,8 +10,9 @@
 //
 // UNICORN_PIPELINE_CACHE=off keeps nothing on disk. A file that is truncated,
 // foreign or from another driver is ignored (and replaced), never handed to the
-// driver: the header is checked against this device first. Writes go to a
-// temporary file renamed into place, so concurrent engines never see half a file.
+// driver: the header is checked against this device first. Writes go through
+// io::AtomicFile (a temporary file renamed into place), so concurrent engines
+// never see half a file.
 #pragma once
 
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "unicorn/gpu/context.hpp"
+#include "unicorn/io/file_output.hpp"
 
 namespace unicorn::gpu {
 
@@ -113,20 +115,10 @@ class PipelineCache {
     const std::vector<uint8_t> data = cache_.getData();
     std::error_code ec;
     std::filesystem::create_directories(path_.parent_path(), ec);
-    const auto tmp = path_.string() + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
-      if (!out) {
-        stats_.ignored = "could not write " + tmp;
-        std::filesystem::remove(tmp, ec);
-        return;
-      }
-    }
-    std::filesystem::rename(tmp, path_, ec);
-    if (ec) {
-      stats_.ignored = "could not rename " + tmp + ": " + ec.message();
-      std::filesystem::remove(tmp, ec);
+    try {
+      io::write_file(path_, std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
+    } catch (const Error& e) {
+      stats_.ignored = std::string("could not write: ") + e.what();
       return;
     }
     stats_.saved_bytes = data.size();

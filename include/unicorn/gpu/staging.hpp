@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "unicorn/gpu/context.hpp"
+#include "unicorn/gpu/device_error.hpp"
 #include "unicorn/gpu/memory.hpp"
 
 namespace unicorn::gpu {
@@ -87,7 +88,9 @@ class StagingRing {
     work(*s.commands, slot);
     s.commands.end();
     const vk::CommandBuffer cb = *s.commands;
-    ctx_.queue().submit(vk::SubmitInfo{.commandBufferCount = 1, .pCommandBuffers = &cb}, *s.fence);
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Upload, [&] {
+      ctx_.queue().submit(vk::SubmitInfo{.commandBufferCount = 1, .pCommandBuffers = &cb}, *s.fence);
+    });
     s.in_flight = true;
   }
 
@@ -104,10 +107,18 @@ class StagingRing {
   };
   void wait(Slot& s) {
     if (!s.in_flight) return;
-    if (ctx_.device().waitForFences(*s.fence, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
-      throw Error("gpu: waiting for an upload failed");
+    s.in_flight = false;  // whatever the wait says, this slot's upload is over
+    vk::Result r = vk::Result::eSuccess;
+    try {
+      r = ctx_.device().waitForFences(*s.fence, VK_TRUE, UINT64_MAX);
+    } catch (const vk::SystemError& e) {
+      r = vk::Result(e.code().value());
+    }
+    if (r != vk::Result::eSuccess) {
+      if (r == vk::Result::eErrorDeviceLost) ctx_.device_lost_flag() = true;
+      throw DeviceError(r, "gpu: " + ctx_.info().name + ": an upload failed: " + device_error_text(r));
+    }
     ctx_.device().resetFences(*s.fence);
-    s.in_flight = false;
   }
 
   const Context& ctx_;

@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -39,6 +38,7 @@
 #include <vector>
 
 #include "unicorn/error.hpp"
+#include "unicorn/io/file_output.hpp"
 #include "unicorn/io/mapped_file.hpp"
 #include "unicorn/quant/formats.hpp"
 
@@ -400,6 +400,9 @@ class GgufFile {
   static GgufFile parse(std::span<const std::byte> bytes, std::string name);
 
   const std::string& name() const { return name_; }
+  // The pages of a tensor's data, once it is on the device (MappedFile::release;
+  // nothing for bytes the caller owns).
+  void release(std::span<const std::byte> data) const { file_.release(data); }
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section
@@ -655,6 +658,8 @@ inline void GgufFile::parse_tensor_infos(detail::GgufCursor& c, uint64_t count) 
       const auto b = detail::tensor_bytes(*f, t.dims);
       if (!b) c.fail("tensor '" + t.name + "' byte size overflows");
       t.bytes = *b;
+    } else if (ggml_type_name(t.ggml_type) == "unknown") {
+      c.fail("tensor '" + t.name + "' has unknown ggml type " + std::to_string(t.ggml_type));
     } else {
       t.known_type = false;
     }
@@ -677,11 +682,29 @@ inline void GgufFile::place_tensors() {
                   " is out of range");
     t.offset = begin;
     if (!t.known_type) continue;  // size unknown: the loader reports the type
+    if (t.bytes && begin > file_size)
+      throw Error(name_ + ": truncated or damaged: tensor '" + t.name + "' data offset " + std::to_string(begin - data_offset_) +
+                  " points past the end of the file (its data would start at byte " + std::to_string(begin) +
+                  " of " + std::to_string(file_size) + ")");
     if (end > file_size)
       throw Error(name_ + ": truncated: tensor '" + t.name + "' data ends at byte " +
                   std::to_string(end) + " but the file has " + std::to_string(file_size) +
                   " bytes");
     t.data = bytes_.subspan(static_cast<size_t>(begin), static_cast<size_t>(t.bytes));
+  }
+  // Two tensors sharing bytes is a damaged file (or a crafted one): refuse it.
+  std::vector<const GgufTensor*> by_offset;
+  for (const GgufTensor& t : tensors_)
+    if (t.known_type && t.bytes) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const GgufTensor& a = *by_offset[i - 1];
+    const GgufTensor& b = *by_offset[i];
+    if (b.offset < a.offset + a.bytes)
+      throw Error(name_ + ": tensors '" + a.name + "' and '" + b.name + "' overlap: '" + a.name +
+                  "' holds bytes " + std::to_string(a.offset) + " to " + std::to_string(a.offset + a.bytes) +
+                  " of the file and '" + b.name + "' starts at byte " + std::to_string(b.offset));
   }
 }
 
@@ -726,8 +749,8 @@ class GgufWriter {
     tensors_.push_back({std::move(name), ggml_type, std::move(dims), data});
   }
 
-  // Writes to `path` through a temporary file renamed at the end, so a failed
-  // write never leaves a truncated model under the final name.
+  // Writes to `path` whole or not at all (io::AtomicFile): a failure throws
+  // naming the path and the reason, and leaves a file already there untouched.
   void write(const std::filesystem::path& path) const;
 
  private:
@@ -836,36 +859,19 @@ inline void GgufWriter::write(const std::filesystem::path& path) const {
   }
   header.resize(detail::align_up(header.size(), align), '\0');
 
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(tmp.string() + ": cannot create file for writing");
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    static constexpr char kZeros[256] = {};
-    for (const auto& t : tensors_) {
-      out.write(reinterpret_cast<const char*>(t.data.data()),
-                static_cast<std::streamsize>(t.data.size()));
-      const uint64_t pad = detail::align_up(t.data.size(), align) - t.data.size();
-      for (uint64_t done = 0; done < pad;) {
-        const uint64_t n = std::min<uint64_t>(pad - done, sizeof kZeros);
-        out.write(kZeros, static_cast<std::streamsize>(n));
-        done += n;
-      }
-    }
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error(tmp.string() + ": write failed (disk full?)");
+  AtomicFile out(path);
+  out.write(header);
+  static constexpr char kZeros[256] = {};
+  for (const auto& t : tensors_) {
+    out.write(t.data);
+    const uint64_t pad = detail::align_up(t.data.size(), align) - t.data.size();
+    for (uint64_t done = 0; done < pad;) {
+      const uint64_t n = std::min<uint64_t>(pad - done, sizeof kZeros);
+      out.write(std::string_view(kZeros, n));
+      done += n;
     }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(path.string() + ": cannot rename the written file into place: " + ec.message());
-  }
+  out.commit();
 }
 
 }  // namespace unicorn::io

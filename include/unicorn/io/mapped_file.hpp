@@ -50,6 +50,21 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
 
+  // Gives the whole pages inside `range` (a part of bytes()) back to the
+  // kernel. The loader calls it once a tensor is on the device, so that the
+  // process holds in memory the tensors being uploaded, not the whole file
+  // (resident mapped pages count as the process's own). Read again, the bytes
+  // come back from the page cache or the disk. A range outside the mapping is
+  // ignored.
+  void release(std::span<const std::byte> range) const {
+    const auto* base = static_cast<const std::byte*>(data_);
+    if (!data_ || range.data() < base || range.data() + range.size() > base + size_) return;
+    const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (uintptr_t(range.data()) + page - 1) / page * page;
+    const uintptr_t end = (uintptr_t(range.data()) + range.size()) / page * page;
+    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+
  private:
   void swap(MappedFile& other) noexcept {
     std::swap(path_, other.path_);

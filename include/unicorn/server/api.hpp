@@ -10,7 +10,9 @@
 // learns at once that it will not get them.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,7 @@
 
 #include "unicorn/sampling.hpp"
 #include "unicorn/text/chat_template.hpp"
+#include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::server {
 
@@ -339,6 +342,51 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
     }
   }
   return r;
+}
+
+// --- llama-server's tokenizer endpoints ---
+
+// A body that must be a JSON object holding only `fields`.
+inline Json parse_object(std::string_view body, std::initializer_list<std::string_view> fields) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {  // a parse error, or a number past double's range
+    throw bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
+  }
+  if (!j.is_object()) throw bad_request("the body must be a JSON object", "", "invalid_json");
+  for (const auto& [k, _] : j.items())
+    if (std::find(fields.begin(), fields.end(), k) == fields.end())
+      throw bad_request("'" + k + "' is not supported by this endpoint", k, "unsupported_parameter");
+  return j;
+}
+
+// POST /tokenize: {"content", "add_special", "with_pieces"} -> {"tokens": [...]}.
+inline Json tokenize_response(const text::Tokenizer& tok, std::string_view body) {
+  const Json j = parse_object(body, {"content", "add_special", "with_pieces"});
+  if (!j.contains("content") || !j["content"].is_string())
+    throw parse::wrong_type("content", j.value("content", Json()), "a string");
+  const bool add_special = j.contains("add_special") && parse::boolean(j["add_special"], "add_special");
+  const bool pieces = j.contains("with_pieces") && parse::boolean(j["with_pieces"], "with_pieces");
+  const auto ids = tok.encode(j["content"].get<std::string>(), add_special);
+  Json out = Json::array();
+  for (int32_t id : ids) {
+    if (!pieces) out.push_back(id);
+    else out.push_back({{"id", id}, {"piece", std::string(tok.token_bytes(id))}});
+  }
+  return {{"tokens", out}};
+}
+
+// POST /detokenize: {"tokens": [ids]} -> {"content": text}.
+inline Json detokenize_response(const text::Tokenizer& tok, std::string_view body) {
+  const Json j = parse_object(body, {"tokens"});
+  if (!j.contains("tokens") || !j["tokens"].is_array())
+    throw parse::wrong_type("tokens", j.value("tokens", Json()), "an array of token ids");
+  std::vector<int32_t> ids;
+  const int64_t vocab = int64_t(tok.vocab_size());
+  for (size_t i = 0; i < j["tokens"].size(); ++i)
+    ids.push_back(int32_t(parse::integer_in(j["tokens"][i], "tokens[" + std::to_string(i) + "]", 0, vocab - 1)));
+  return {{"content", tok.decode(ids)}};
 }
 
 // --- responses ---

@@ -37,6 +37,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "unicorn/server/http_request.hpp"
+
 namespace unicorn::server {
 
 namespace net = boost::asio;
@@ -113,7 +115,11 @@ class Server {
                    : opt_.batch_invariance == BatchInvariance::Off    ? "by size: not batch invariant"
                                                                       : "batch invariant where a request is seeded or greedy");
       if (!stopping_) scheduler_->run();
-      if (scheduler_->failed()) status = 1;
+      if (scheduler_->failed()) {
+        std::fprintf(stderr, "server: the engine failed (%s): the requests in flight ended with a 500; exiting "
+                             "for a supervisor to restart the server\n", scheduler_->failure().c_str());
+        status = 1;
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "server: %s\n", e.what());
       status = 1;
@@ -186,19 +192,16 @@ class Server {
     beast::flat_buffer buffer;
     bool keep_alive = true;
     while (keep_alive && !stopping_) {
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(opt_.max_body_bytes);
-      parser.header_limit(32 * 1024);
+      RequestParser parser;
+      limit_request(parser, opt_.max_body_bytes);
       boost::system::error_code ec;
       stream.expires_after(opt_.idle_timeout);
       co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
-      if (!ec && !parser.chunked() && parser.get().count(http::field::transfer_encoding)) {
-        // RFC 9112 6.1: a body whose length cannot be known; answer and close.
+      if (!ec && body_length_unknowable(parser)) {
         co_await send(stream, *read_error(http::error::bad_transfer_encoding), false);
         break;
       }
-      if (!ec && parser.get()[http::field::expect] == "100-continue") {
-        // curl waits for this before it sends a body over 1 KiB.
+      if (!ec && expects_continue(parser)) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         co_await net::async_write(stream, net::buffer(kContinue.data(), kContinue.size()),
                                   net::redirect_error(net::use_awaitable, ec));
@@ -238,7 +241,8 @@ class Server {
       return record(413, {413, "the request body is over " + std::to_string(opt_.max_body_bytes) + " bytes", "invalid_request_error", "",
                           "body_too_large"});
     if (ec == http::error::header_limit)
-      return record(431, {431, "the request's headers are over 32 KiB", "invalid_request_error", "", "headers_too_large"});
+      return record(431, {431, "the request's headers are over " + std::to_string(kMaxHeaderBytes / 1024) + " KiB",
+                          "invalid_request_error", "", "headers_too_large"});
     return record(400, bad_request("malformed HTTP request: " + ec.message(), "", "malformed_request"));
   }
 
@@ -276,8 +280,7 @@ class Server {
     std::shared_ptr<Job> job;
   };
   Routed route(const Request& req) {
-    const std::string target(req.target());
-    const std::string path = target.substr(0, target.find('?'));
+    const std::string path = request_path(req.target());
     const auto method = req.method();
     const auto answer = [](std::string endpoint, Reply r) { return Routed{std::move(endpoint), std::move(r), {}, {}}; };
     const auto wrong_method = [&](const std::string& allowed, std::string endpoint) {
@@ -351,47 +354,13 @@ class Server {
                         "model_not_found"});
   }
 
-  // --- tokenizer endpoints (llama-server's) ---
-
-  static Json parse_object(const std::string& body, std::initializer_list<std::string_view> fields) {
-    Json j;
-    try {
-      j = Json::parse(body);
-    } catch (const Json::exception& e) {  // a parse error, or a number past double's range
-      throw bad_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
-    }
-    if (!j.is_object()) throw bad_request("the body must be a JSON object", "", "invalid_json");
-    for (const auto& [k, _] : j.items())
-      if (std::find(fields.begin(), fields.end(), k) == fields.end())
-        throw bad_request("'" + k + "' is not supported by this endpoint", k, "unsupported_parameter");
-    return j;
-  }
+  // --- tokenizer endpoints (llama-server's; api.hpp) ---
 
   Reply tokenize(const std::string& body) const {
-    const Json j = parse_object(body, {"content", "add_special", "with_pieces"});
-    if (!j.contains("content") || !j["content"].is_string())
-      throw parse::wrong_type("content", j.value("content", Json()), "a string");
-    const bool add_special = j.contains("add_special") && parse::boolean(j["add_special"], "add_special");
-    const bool pieces = j.contains("with_pieces") && parse::boolean(j["with_pieces"], "with_pieces");
-    const auto& tok = model_->tokenizer;
-    const auto ids = tok.encode(j["content"].get<std::string>(), add_special);
-    Json out = Json::array();
-    for (int32_t id : ids) {
-      if (!pieces) out.push_back(id);
-      else out.push_back({{"id", id}, {"piece", std::string(tok.token_bytes(id))}});
-    }
-    return json_reply(200, {{"tokens", out}});
+    return json_reply(200, tokenize_response(model_->tokenizer, body));
   }
-
   Reply detokenize(const std::string& body) const {
-    const Json j = parse_object(body, {"tokens"});
-    if (!j.contains("tokens") || !j["tokens"].is_array())
-      throw parse::wrong_type("tokens", j.value("tokens", Json()), "an array of token ids");
-    std::vector<int32_t> ids;
-    const int64_t vocab = int64_t(model_->tokenizer.vocab_size());
-    for (size_t i = 0; i < j["tokens"].size(); ++i)
-      ids.push_back(int32_t(parse::integer_in(j["tokens"][i], "tokens[" + std::to_string(i) + "]", 0, vocab - 1)));
-    return json_reply(200, {{"content", model_->tokenizer.decode(ids)}});
+    return json_reply(200, detokenize_response(model_->tokenizer, body));
   }
 
   // --- completions ---

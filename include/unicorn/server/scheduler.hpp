@@ -154,6 +154,11 @@ class Scheduler {
     std::lock_guard lock(m_);
     return failed_;
   }
+  // What failed, once failed().
+  std::string failure() const {
+    std::lock_guard lock(m_);
+    return failure_;
+  }
 
   // The engine's thread: steps until shutdown() and every job has ended.
   void run() {
@@ -375,20 +380,21 @@ class Scheduler {
   }
 
   // A step threw (a device fault, a NaN from a broken weights file): its jobs
-  // end with a 500 naming it. Three failed steps in a row mean the device is
-  // gone: every job ends and the scheduler stops, for a supervisor to restart
-  // the process.
+  // end with a 500 naming it. A lost device, or three failed steps in a row,
+  // mean the device is gone: every job ends and the scheduler stops, for a
+  // supervisor to restart the process.
   void engine_failed(const std::string& what, const std::vector<Slot*>& involved) {
     for (Slot* s : involved) {
       const uint32_t stream = uint32_t(s - slots_.data());
       end(*s, std::nullopt, ApiError{500, "engine: " + what, "server_error", "", "engine_error"});
       engine_.reset(stream);  // its cache may be half written
     }
-    if (++engine_failures_ < 3) return;
+    if (++engine_failures_ < 3 && !engine_.context().device_lost()) return;
     for (Slot& s : slots_)
       if (s.job) end(s, std::nullopt, ApiError{500, "engine: " + what, "server_error", "", "engine_error"});
     std::lock_guard lock(m_);
     failed_ = stopping_ = cancel_running_ = true;
+    failure_ = what;
   }
 
   static ApiError shutting_down() {
@@ -418,6 +424,7 @@ class Scheduler {
   std::deque<std::shared_ptr<Job>> queue_;
   uint32_t busy_ = 0;  // slots with a job
   bool stopping_ = false, cancel_running_ = false, failed_ = false;
+  std::string failure_;
 };
 
 }  // namespace unicorn::server

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "unicorn/engine/core.hpp"
+#include "unicorn/gpu/device_error.hpp"
 #include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
@@ -42,7 +43,20 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
   auto t0 = Clock::now();
-  int32_t next = engine.prefill(prompt);
+  // A failure names the pass that was running (a device lost mid-answer, a
+  // weights file that makes NaN), keeping the error's type.
+  const auto step = [&](const std::string& what, auto&& run) {
+    try {
+      return run();
+    } catch (const gpu::DeviceError& e) {
+      throw gpu::DeviceError(e.result(), what + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error(what + ": " + e.what());
+    }
+  };
+  int32_t next = step("prefill of " + std::to_string(prompt.size()) + " prompt tokens at position " +
+                          std::to_string(engine.position()),
+                      [&] { return engine.prefill(prompt); });
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   TextStream stream(tok, opt.stop);
@@ -62,7 +76,9 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
     if (stream.stopped()) { r.stopped_by = "stop string"; break; }
     if (r.generated == opt.max_tokens) break;
     if (engine.position() >= engine.context_limit()) { r.stopped_by = "context full"; break; }
-    next = engine.decode(next);
+    next = step("decode step " + std::to_string(r.generated) + " of " + std::to_string(opt.max_tokens) +
+                    " at position " + std::to_string(engine.position()),
+                [&] { return engine.decode(next); });
   }
   r.pending = next;
   emit(stream.finish());

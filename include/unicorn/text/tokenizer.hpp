@@ -221,16 +221,21 @@ class Tokenizer {
     if (!in) throw Error("tokenizer: cannot open " + path.string());
     std::stringstream buf;
     buf << in.rdbuf();
+    return from_tokenizer_json_text(buf.str(), path.string());
+  }
+  // The same from the file's text; `where` names it in errors (the fuzz target
+  // and tests call this with bytes they hold).
+  static Tokenizer from_tokenizer_json_text(std::string_view text, const std::string& where) {
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(buf.str());
+      j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-      throw Error("tokenizer: " + path.string() + " is not valid JSON: " + e.what());
+      throw Error("tokenizer: " + where + " is not valid JSON: " + e.what());
     }
     try {
-      return from_json(j, path.string());
+      return from_json(j, where);
     } catch (const nlohmann::json::exception& e) {
-      throw Error("tokenizer: " + path.string() + " has an unexpected structure: " + e.what());
+      throw Error("tokenizer: " + where + " has an unexpected structure: " + e.what());
     }
   }
 
@@ -448,18 +453,29 @@ class Tokenizer {
 
     // Vocabulary: model.vocab plus added_tokens (which may extend it).
     const auto& vocab = model.at("vocab");
+    const auto& added = j.at("added_tokens");
+    // Every id from 0 up must be present, so none can reach the number of
+    // entries: checked before anything is sized by an id (found by fuzzing:
+    // an id of 1e121 was undefined behaviour, one of 1e12 a terabyte vector).
+    const size_t entries = vocab.size() + added.size();
+    const auto id_of = [&](const nlohmann::json& v) -> size_t {
+      if (!(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) || v.get<uint64_t>() >= entries)
+        throw Error("tokenizer: " + where + ": token id " + v.dump() + " is not an integer in [0, " +
+                    std::to_string(entries) + ") (the file lists " + std::to_string(entries) + " tokens)");
+      return size_t(v.get<uint64_t>());
+    };
     size_t n = 0;
-    for (const auto& [text, id] : vocab.items()) n = std::max(n, id.get<size_t>() + 1);
-    for (const auto& a : j.at("added_tokens")) n = std::max(n, a.at("id").get<size_t>() + 1);
+    for (const auto& [text, id] : vocab.items()) n = std::max(n, id_of(id) + 1);
+    for (const auto& a : added) n = std::max(n, id_of(a.at("id")) + 1);
     t.tokens_.assign(n, {});
     t.flags_.assign(n, 0);
     std::vector<bool> present(n, false);
     for (const auto& [text, id] : vocab.items()) {
-      t.tokens_[id.get<size_t>()] = text;
-      present[id.get<size_t>()] = true;
+      t.tokens_[id_of(id)] = text;
+      present[id_of(id)] = true;
     }
-    for (const auto& a : j.at("added_tokens")) {
-      const auto id = a.at("id").get<size_t>();
+    for (const auto& a : added) {
+      const auto id = id_of(a.at("id"));
       if (a.value("normalized", false) || a.value("lstrip", false) || a.value("rstrip", false) ||
           a.value("single_word", false))
         throw Error("tokenizer: " + where + ": added token " + a.at("content").get<std::string>() +
@@ -667,14 +683,24 @@ class Tokenizer {
   }
 
   // A code point outside the vocabulary: its UTF-8 bytes as byte tokens when
-  // all exist, else <unk>.
+  // all exist, else <unk>; a vocabulary with neither cannot encode it (found
+  // by fuzzing: the id -1 went out as a token).
   void emit_unknown(std::string_view bytes, std::vector<int32_t>& ids) const {
     bool all = byte_fallback_;
     for (const char c : bytes) all = all && byte_ids_[static_cast<unsigned char>(c)] >= 0;
     if (all) {
       for (const char c : bytes) ids.push_back(byte_ids_[static_cast<unsigned char>(c)]);
-    } else {
+    } else if (unk_id_ >= 0) {
       ids.push_back(unk_id_);
+    } else {
+      std::string hex;
+      for (const char c : bytes) {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        hex += std::string(hex.empty() ? "" : " ") + kHex[static_cast<unsigned char>(c) >> 4] +
+               kHex[static_cast<unsigned char>(c) & 15];
+      }
+      throw Error("tokenizer: the text holds a character (UTF-8 " + hex + ") that is not in the vocabulary, "
+                  "which has no byte tokens for it and no <unk>");
     }
   }
 

@@ -1,0 +1,78 @@
+// The generator's flags that take numbers and lists from the command line:
+// the sampling flags, --tokens and --max-device-memory. One definition for the
+// generator (main.cpp) and its fuzz target (tests/fuzz/fuzz_cli_options.cpp),
+// so what is fuzzed is what users run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unicorn/engine/core.hpp"
+#include "unicorn/error.hpp"
+#include "unicorn/sampling.hpp"
+
+namespace unicorn::generate {
+
+// What the sampling flags fill in; defaults are llama.cpp's.
+struct SamplingFlags {
+  SamplingParams params{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  std::optional<uint32_t> seed;  // none: a random seed, printed
+};
+
+inline void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
+  SamplingParams& sp = f.params;
+  app.add_option("--temp", sp.temperature, "temperature; 0 is greedy")->capture_default_str()->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--top-k", sp.top_k, "keep the k most likely tokens; 0 is off")->capture_default_str();
+  app.add_option("--top-p", sp.top_p, "keep the smallest set with this much probability; 1 is off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--min-p", sp.min_p, "drop tokens below min-p times the top probability; 0 is off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "penalty for the last --repeat-last-n tokens; 1 is off")->capture_default_str();
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")->capture_default_str()->check(CLI::Range(0u, unicorn::detail::kMaxPenaltyHistory));
+  app.add_option("--seed", f.seed, "random seed (default: random; printed)");
+}
+
+// Throws unicorn::Error when the parsed flags are values the sampler refuses
+// (CLI11's ranges let NaN through, and --top-p 0 or --repeat-penalty 0 are in range).
+inline void check_sampling_flags(const SamplingFlags& f) {
+  if (!sampling_params_valid(f.params, unicorn::detail::kMaxPenaltyHistory))
+    throw Error(sampling_params_rule(unicorn::detail::kMaxPenaltyHistory));
+}
+
+// --tokens: comma-separated token ids, e.g. 2,94,2245. Each must be a decimal
+// integer that fits int32 (the engine then checks it against the vocabulary).
+inline std::vector<int32_t> parse_token_ids(const std::string& list) {
+  std::vector<int32_t> ids;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string item = list.substr(begin, end - begin);
+    size_t used = 0;
+    long long v = 0;
+    bool ok = !item.empty() && item.find_first_not_of("0123456789-") == std::string::npos;
+    if (ok) {
+      try {
+        v = std::stoll(item, &used);
+        ok = used == item.size() && v >= INT32_MIN && v <= INT32_MAX;
+      } catch (const std::exception&) {  // not a number, or past long long
+        ok = false;
+      }
+    }
+    if (!ok) throw Error("--tokens: '" + item + "' is not a token id (expected e.g. 2,94,2245)");
+    ids.push_back(int32_t(v));
+    begin = end + 1;
+  }
+  return ids;
+}
+
+// --max-device-memory: the most device memory the engine may take per heap
+// (64M, 6G: binary units), checked at start-up against what the model needs.
+inline void add_memory_flag(CLI::App& app, std::optional<uint64_t>& bytes) {
+  app.add_option("--max-device-memory", bytes,
+                 "the most device memory to use per heap (e.g. 6G); a model that needs more is refused at start-up")
+      ->transform(CLI::AsSizeValue(false));
+}
+
+}  // namespace unicorn::generate

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target (tests/fuzz/corpus/<target>/):
+small valid inputs of each kind, from which the fuzzers mutate. Committed;
+rerun after adding a seed here:
+    python3 tests/fuzz/corpus/make_corpus.py
+Inputs a fuzzer found that crashed it are kept apart, in corpus/<target>/regression-*,
+and are not touched by this script.
+"""
+import json
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def s(text):
+    b = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, type_id, payload):
+    return s(key) + struct.pack("<I", type_id) + payload
+
+
+def arr(elem_type, items, pack):
+    return struct.pack("<IQ", elem_type, len(items)) + b"".join(pack(i) for i in items)
+
+
+def gguf(kvs, tensors, data, version=3):
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs)
+    for name, dims, ggml_type, offset in tensors:
+        head += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        head += struct.pack("<IQ", ggml_type, offset)
+    head += b"\0" * (-len(head) % 32)
+    return head + data
+
+
+VOCAB = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "\u2581", "a", "b", "c",
+         "\u2581a", "ab", "abc", "<0x00>", "<0x41>", "<0xE2>", "<0x96>", "<0x81>"]
+TYPES = [3, 3, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6, 6, 6]
+SCORES = [0.0] * 4 + [0.0, 0.0, -1.0, -2.0, -3.0, -4.0, -1.5, -2.5, -0.5] + [0.0] * 5
+
+
+def gguf_seeds():
+    every_type = [
+        kv("u8", 0, struct.pack("<B", 7)), kv("i8", 1, struct.pack("<b", -7)),
+        kv("u16", 2, struct.pack("<H", 7)), kv("i16", 3, struct.pack("<h", -7)),
+        kv("u32", 4, struct.pack("<I", 7)), kv("i32", 5, struct.pack("<i", -7)),
+        kv("f32", 6, struct.pack("<f", 0.5)), kv("bool", 7, b"\1"), kv("str", 8, s("text")),
+        kv("u64", 10, struct.pack("<Q", 7)), kv("i64", 11, struct.pack("<q", -7)), kv("f64", 12, struct.pack("<d", 0.5)),
+        kv("arr_u32", 9, arr(4, [1, 2, 3], lambda v: struct.pack("<I", v))),
+        kv("arr_str", 9, arr(8, ["x", "yz"], s)),
+        kv("arr_arr", 9, struct.pack("<IQ", 9, 1) + struct.pack("<I", 9) + arr(4, [1], lambda v: struct.pack("<I", v))),
+        kv("general.alignment", 4, struct.pack("<I", 32)),
+    ]
+    q8 = struct.pack("<e", 0.25) + bytes(range(32))
+    q4 = struct.pack("<e", 0.25) + bytes(range(16))
+    tensors = [("f32", [4, 2], 0, 0), ("f16", [8], 1, 32), ("q8_0", [32], 8, 64), ("q4_0", [32], 2, 128),
+               ("bf16", [16], 30, 160), ("q6_k", [256], 14, 192)]
+    data = struct.pack("<8f", *range(8)) + struct.pack("<8e", *range(8)) + b"\0" * 16 + q8 + b"\0" * 30 + q4 + \
+        b"\0" * 14 + b"\0" * 32
+    vocab = [
+        kv("general.architecture", 8, s("gemma3")),
+        kv("tokenizer.ggml.model", 8, s("llama")),
+        kv("tokenizer.ggml.tokens", 9, arr(8, VOCAB, s)),
+        kv("tokenizer.ggml.scores", 9, arr(6, SCORES, lambda v: struct.pack("<f", v))),
+        kv("tokenizer.ggml.token_type", 9, arr(5, TYPES, lambda v: struct.pack("<i", v))),
+    ]
+    merges = vocab + [kv("tokenizer.ggml.merges", 9, arr(8, ["\u2581 a", "a b", "ab c"], s))]
+    return {
+        "every-value-type.gguf": gguf(every_type, tensors, data),
+        "vocabulary.gguf": gguf(vocab, [("token_embd.weight", [4, len(VOCAB)], 0, 0)], b"\0" * 16 * len(VOCAB)),
+        "vocabulary-merges.gguf": gguf(merges, [], b""),
+        "version2.gguf": gguf(every_type[:3], tensors[:1], data[:32], version=2),
+    }
+
+
+def safetensors_seeds():
+    def file(header, data):
+        h = json.dumps(header).encode()
+        return struct.pack("<Q", len(h)) + h + data
+    return {
+        "two-tensors.safetensors": file({"__metadata__": {"format": "pt"},
+                                         "a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+                                         "b": {"dtype": "BF16", "shape": [4], "data_offsets": [16, 24]}},
+                                        struct.pack("<4f", 1, 2, 3, 4) + b"\0" * 8),
+        "empty-tensor.safetensors": file({"e": {"dtype": "F16", "shape": [0, 3], "data_offsets": [0, 0]}}, b""),
+    }
+
+
+def tokenizer_json_seed():
+    """A small tokenizer.json in Gemma 3's shape."""
+    vocab = {t: i for i, t in enumerate(VOCAB)}
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for i, t in enumerate(VOCAB[:6])]
+    return json.dumps({
+        "version": "1.0", "added_tokens": added,
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}]},
+        "model": {"type": "BPE", "byte_fallback": True, "fuse_unk": True, "unk_token": "<unk>", "vocab": vocab,
+                  "merges": [["\u2581", "a"], ["a", "b"], ["ab", "c"]]},
+    }, ensure_ascii=False).encode()
+
+
+TEXTS = {
+    "english.txt": "The capital of France is Paris. It has 2,148,271 inhabitants (2020).\n".encode(),
+    "chat.txt": "<bos><start_of_turn>user\nWhy is the sky blue?<end_of_turn>\n<start_of_turn>model\n".encode(),
+    "many-scripts.txt": "caf\u00e9 \u65e5\u672c\u8a9e \u0440\u0443\u0441\u0441\u043a\u0438\u0439 \U0001F984 \u0627\u0644\u0639\u0631\u0628\u064a\u0629\t\t  \n\n\n".encode(),
+    "invalid-utf8.bin": b"ok \xff\xfe \xc3( \xe2\x82 \xf0\x9f\x98 end",
+    "spaces-and-marker.txt": "  two  spaces \u2581 marker ".encode(),
+}
+
+BODIES = {
+    "chat.json": {"model": "m", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+                  "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 42,
+                  "stop": ["\n\n", "END"], "stream": True, "stream_options": {"include_usage": True},
+                  "presence_penalty": 0.5, "frequency_penalty": -0.5, "repeat_penalty": 1.1, "repeat_last_n": 64},
+    "chat-parts.json": {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                                     {"role": "assistant", "content": "c"}, {"role": "user", "content": "d"}],
+                        "n": 1, "logprobs": False, "cache_prompt": False, "ignore_eos": True, "user": "u"},
+    "completion-text.json": {"prompt": "Once upon a time", "max_tokens": 8, "echo": False, "best_of": 1},
+    "completion-ids.json": {"prompt": [[2, 9, 10]], "seed": -1, "temperature": 0},
+    "tokenize.json": {"content": "Hello world", "add_special": True, "with_pieces": True},
+    "detokenize.json": {"tokens": [2, 9, 10, 11]},
+}
+
+
+def http_requests():
+    body = json.dumps(BODIES["chat.json"]).encode()
+    return {
+        "post-length.http": b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            b"Authorization: Bearer k\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body,
+        "post-chunked.http": b"POST /v1/completions?x=1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             b"d\r\n{\"prompt\":\"a\"\r\n1\r\n}\r\n0\r\n\r\n",
+        "expect-continue.http": b"POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 15\r\n\r\n"
+                                b"{\"content\":\"a\"}",
+        "get-health.http": b"GET /health HTTP/1.0\r\n\r\n",
+        "gzip-encoding.http": b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nxx",
+    }
+
+
+def main():
+    targets = {
+        "gguf": gguf_seeds(),
+        "safetensors": safetensors_seeds(),
+        "hf_config": {"tiny-config.json": open(os.path.join(ROOT, "tests/model/fixtures/tiny/config.json"), "rb").read(),
+                      "multimodal.json": json.dumps({"architectures": ["Gemma3ForConditionalGeneration"],
+                                                     "text_config": {"hidden_size": 64, "num_hidden_layers": 2,
+                                                                     "layer_types": ["sliding_attention", "full_attention"]}}).encode()},
+        "tokenizer_json": {"small-tokenizer.json": tokenizer_json_seed(),
+                           "tiny-tokenizer.json": open(os.path.join(ROOT, "tests/server/fixtures/tiny_tokenizer.json"), "rb").read()},
+        "tokenizer_gguf": {**{k: v for k, v in gguf_seeds().items() if k.startswith("vocabulary")},
+                           "structured.bin": bytes(range(256))},
+        "tokenize": TEXTS,
+        "chat_template": {"a.bin": b"\x03\x01\x01hello \xe2\x80\x83\x01\x02hi", "b.bin": bytes(range(64))},
+        "cli_options": {"sampling.args": b"--temp\x000.5\x00--top-p\x000.9\x00--top-k\x0040\x00--min-p\x000.05\x00"
+                                         b"--repeat-penalty\x001.1\x00--repeat-last-n\x0064\x00--seed\x007",
+                        "tokens.args": b"--tokens\x002,94,2245\x00--max-device-memory\x006G",
+                        "list.txt": b"2,94,2245,-1,2147483647"},
+        "server_request": {k: json.dumps(v).encode() for k, v in BODIES.items()},
+        "http_request": http_requests(),
+    }
+    for target, seeds in targets.items():
+        d = os.path.join(HERE, target)
+        os.makedirs(d, exist_ok=True)
+        for name in os.listdir(d):
+            if not name.startswith("regression-"):
+                os.remove(os.path.join(d, name))
+        for name, data in seeds.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+    # The bad-file corpus is hostile GGUF too.
+    bad = os.path.join(ROOT, "tests/data/bad")
+    for name in sorted(os.listdir(bad)):
+        if name.endswith(".gguf"):
+            shutil.copy(os.path.join(bad, name), os.path.join(HERE, "gguf", "bad-" + name))
+
+
+if __name__ == "__main__":
+    main()

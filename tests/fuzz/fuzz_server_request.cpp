@@ -1,0 +1,67 @@
+// Fuzz target: the server's request bodies (server/api.hpp), as any client
+// may send them: /v1/chat/completions and /v1/completions, /tokenize and
+// /detokenize (with the tiny test tokenizer, UNICORN_TINY_TOKENIZER). A body
+// is accepted or refused with an ApiError (a 400); one that is accepted asks
+// for sampling the engine takes (EngineCore::set_sampling would refuse
+// anything else with a 500) and for a conversation the chat template renders.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "fuzz.hpp"
+#include "unicorn/server/api.hpp"
+
+namespace {
+
+const unicorn::text::Tokenizer& tiny() {
+  static const unicorn::text::Tokenizer tok = [] {
+    const char* path = std::getenv("UNICORN_TINY_TOKENIZER");
+    if (!path) {
+      std::fprintf(stderr, "fuzz_server_request: set UNICORN_TINY_TOKENIZER to tests/server/fixtures/tiny_tokenizer.json\n");
+      std::exit(2);
+    }
+    return unicorn::text::Tokenizer::from_tokenizer_json(path);
+  }();
+  return tok;
+}
+
+// The penalty history the engine holds (engine/core.hpp kMaxPenaltyHistory).
+constexpr uint32_t kMaxPenaltyHistory = 1024;
+
+template <class F>
+void client_error_only(F&& f) {
+  try {
+    f();
+  } catch (const unicorn::server::ApiError& e) {
+    FUZZ_CHECK(e.status >= 400 && e.status < 500, "a malformed request is not a 4xx");
+  } catch (const unicorn::Error&) {  // the tokenizer refused the text: the server answers 400
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)tiny();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace unicorn::server;
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  for (const auto kind : {CompletionRequest::Kind::Chat, CompletionRequest::Kind::Text})
+    client_error_only([&] {
+      const CompletionRequest r = parse_completion_request(body, kind);
+      FUZZ_CHECK(unicorn::sampling_params_valid(r.sampling, kMaxPenaltyHistory),
+                 "a request's sampling passed the checks but the engine would refuse it");
+      if (kind == CompletionRequest::Kind::Chat) {
+        FUZZ_CHECK(!r.messages.empty(), "a chat request without messages passed");
+        (void)tiny().encode(unicorn::text::render_chat(r.messages, true));
+      } else if (r.prompt_text) {
+        (void)tiny().encode(*r.prompt_text, true);
+      }
+    });
+  client_error_only([&] { (void)tokenize_response(tiny(), body); });
+  client_error_only([&] { (void)detokenize_response(tiny(), body); });
+  return 0;
+}

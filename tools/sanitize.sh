@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The second step of .ci/run: the CPU-side tests under AddressSanitizer (with
+# LeakSanitizer) and UndefinedBehaviorSanitizer, with the test-only device-fault
+# hook compiled in (DESIGN.md decision 11). Builds only what those tests run,
+# into BUILD_DIR (default build-asan), then runs them:
+#   io_tests            GGUF, safetensors, config.json, files written whole (label loader)
+#   tokenizer_*         the tokenizer against the npm oracle, and unicorn-tokenize
+#   server_api_tests    request parsing and responses
+#   cli_tests           the generator binaries as a user runs them: end-to-end
+#                       generation on lavapipe, bad files, write failures,
+#                       signals, --check-tensors, injected device faults
+#   binary_golden_test  the tiny engine's logits through --logits-out
+#   server_fault        a lost device under the server: 500s, then exit 1
+# Any sanitizer report ends its process (-fno-sanitize-recover; LeakSanitizer
+# at exit) and fails the test; nothing is suppressed (with Debian 12's Mesa
+# 22.3 lavapipe, its driver and validation layer report no leak here).
+#   bash tools/sanitize.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-asan}
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" \
+      -DUNICORN_SANITIZE=address,undefined -DUNICORN_FAULT_INJECTION=ON >/dev/null
+# cli_tests' bench, placement-experiment and 1B cases need engines that take
+# long to compile under the sanitizers; the release step (ctest in build/) runs them.
+cmake --build "$build" --target io_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
+      unicorn-generate unicorn-chat unicorn-convert unicorn-tiny-q8_0 binary_golden_test unicorn-tiny-server
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export GTEST_FILTER='-Cli.Bench*:Cli.PlacementExperiments:Cli.OfficialBinaryWithoutModel'
+ctest --test-dir "$build" --output-on-failure -j2 \
+      -R '^(io_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests|binary_golden_test|server_fault)$'
