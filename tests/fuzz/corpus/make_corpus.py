@@ -144,6 +144,16 @@ def http_requests():
     }
 
 
+def kld_base(vocab, ctx, chunks, tweak=lambda b: b):
+    """unicorn-perplexity's KL-divergence base file (examples/perplexity/kld_base.hpp)."""
+    scored = ctx - 1 - ctx // 2
+    out = b"UNIKLD01" + struct.pack("<4I", vocab, ctx, chunks, scored)
+    out += struct.pack("<%di" % (ctx * chunks), *[(i * 7) % vocab for i in range(ctx * chunks)])
+    for r in range(chunks * scored):
+        out += struct.pack("<2f", -24.5, -1.25 - r) + struct.pack("<%dH" % vocab, *[(r * 977 + i * 131) % 65536 for i in range(vocab)])
+    return tweak(out)
+
+
 def main():
     targets = {
         "gguf": gguf_seeds(),
@@ -164,6 +174,8 @@ def main():
                         "list.txt": b"2,94,2245,-1,2147483647"},
         "server_request": {k: json.dumps(v).encode() for k, v in BODIES.items()},
         "http_request": http_requests(),
+        "kld_base": {"two-windows.kld": kld_base(16, 8, 2), "one-window.kld": kld_base(5, 4, 1),
+                     "truncated.kld": kld_base(16, 8, 2)[:-3]},
     }
     for target, seeds in targets.items():
         d = os.path.join(HERE, target)
