@@ -599,8 +599,9 @@ TEST(SplitKTile, SplitsKWhereTheRowTilesLeaveTheGpuIdle) {
   EXPECT_EQ(kernels::splitk_splits(21504, 5376, small, kProjSlices), 3u);  // 27B down: 168 tiles -> 504 of 528
   EXPECT_EQ(kernels::splitk_splits(2560, 10240, small, kProjSlices), 4u);  // 320 tiles: 1,280 fill 97 % of 5 waves
   EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, 1), 1u);            // a consumer of one sum
-  EXPECT_EQ(kernels::splitk_splits(256, 2560, small, kProjSlices), 1u);    // 8 steps: one each
-  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, kProjSlices), 1u);    // 16 steps: 2 each
+  EXPECT_EQ(kernels::splitk_splits(256, 2560, small, kProjSlices), 1u);    // 8 steps: 2 a subgroup
+  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, kProjSlices), 2u);    // 16 steps: two ranges of 2 a subgroup
+  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, 1), 1u);
   for (uint32_t K : {1024u, 2048u, 10240u, 21504u})
     for (uint32_t M : {1152u, 2560u, 5376u})
       EXPECT_EQ(kernels::splitk_splits(K, M, small, kProjSlices), kernels::splitk_splits(K, M, large, kProjSlices))

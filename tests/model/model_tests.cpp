@@ -147,9 +147,9 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
 // Several streams decoding together (engine/core.hpp's batched passes) against
 // one stream alone: six streams with different prompts (so different
 // positions; the 16-position window's ring wraps) through batched steps in
-// varying order, some steps leaving streams out (steps of 5 and 6 streams take
-// the tensor-unit pass where the device has one, steps of fewer the
-// matrix-vector pass: kernels::kSplitKFromStreams). Each stream's logits of each
+// varying order, some steps leaving streams out (steps of two streams or more
+// take the tensor-unit pass where the device has one: kernels::kSplitKFromStreams;
+// a step of one the single-token pass). Each stream's logits of each
 // batched step must equal, within 1e-5 of the logit scale, the single-stream
 // decode pass's for the same history (the matrix-vector kernels keep a row's
 // sums in the same order, so they come out bit for bit; the count is

@@ -18,7 +18,7 @@ using namespace unicorn::server;
 
 namespace {
 
-// 6 slots of 256 tokens (steps of 5 or 6 take the tensor-unit pass where the
+// 6 slots of 256 tokens (steps of 2 to 6 take the tensor-unit pass where the
 // device has one: kernels::kSplitKFromStreams); 32-token prefill chunks, so prompts take several and
 // the 16-position window's ring wraps (as in tests/model).
 struct TinyServer {

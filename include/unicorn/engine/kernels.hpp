@@ -159,17 +159,24 @@ struct SplitKTile {
 };
 // The tiles matmul_coop_splitk is built and tested for; splitk_tile picks the
 // first for up to 16 tokens and the second above (1 or 2 x 2 matrices per
-// subgroup, in as many token tiles as the step needs). Eight subgroups split
-// K, each with two steps' loads in flight. UNICORN_SPLITK_TILE=i (1-based) runs
-// any of them. Measured on the H100, 4B Q4_0 (notes/batched_decode.md): at 32
-// streams 32x32/8 3,615 t/s, 32x48/6 3,267, 32x32/4 3,101, 16x32/8 3,023,
-// 32x16/8 2,728, 16x16/16 2,862; at 8 streams 16x32/8 1,193, 16x16/16 1,175.
-// All fit 48 KiB.
-inline constexpr SplitKTile kSplitKTiles[] = {{16, 32, 8}, {32, 32, 8}, {32, 48, 6}, {16, 16, 16}};
+// subgroup, in as many token tiles as the step needs). Four subgroups split
+// K, each with two steps' loads in flight: on a 4B's K = 2560 each walks 20
+// steps, where eight walked 10 and spent much of a workgroup's life on the
+// loads' first round trip and the closing reduction. Both picks split alike,
+// so a row's sums keep one order on either (batch invariance).
+// UNICORN_SPLITK_TILE=i (1-based) runs any of them. Measured on the H100, 4B
+// Q4_0, --batch N -p 128 -n 128 (notes/batched_decode.md, step 10): at 8
+// streams 16x32/4 1,680-1,694 t/s, 16x32/8 1,465-1,478, 16x48/4 1,449-1,454,
+// 16x16/4 1,471-1,476, 16x32/2 1,465-1,469, 16x64/4 1,406-1,412, 16x64/2
+// 1,100; at 32 streams 32x32/4 4,614-4,619, 32x48/4 4,615-4,625, 32x32/8
+// 4,589-4,591. All fit 48 KiB.
+inline constexpr SplitKTile kSplitKTiles[] = {{16, 32, 4}, {32, 32, 4}, {32, 48, 6}, {16, 16, 16}};
 // Batched decode steps of this many streams or more run their products on
-// matmul_coop_splitk where the device has tensor units; fewer keep matvec
-// (measured on the H100: see README, batched decode). UNICORN_SPLITK_FROM overrides.
-inline constexpr uint32_t kSplitKFromStreams = 5;
+// matmul_coop_splitk where the device has tensor units; fewer keep matvec.
+// Every batched step, now that four subgroups split K: on the H100, 4B Q4_0,
+// 2 / 3 / 4 streams ran 401 / 494 / 576 t/s on matvec and 440 / 648 / 866 on
+// the 16-token tile. UNICORN_SPLITK_FROM overrides.
+inline constexpr uint32_t kSplitKFromStreams = 2;
 constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <= 16 ? 0 : 1]; }
 // Engines of more streams than this also record a split-K pass on the first
 // tile, for steps of up to this many streams (EngineCore::batch_pass).
