@@ -85,7 +85,9 @@ test("64 concurrent clients with disconnects: no crash, flat memory, batch invar
         assert.equal(out.status, 200, JSON.stringify(out.json));
         assert.ok(out.done, "the stream ends with [DONE]");
         const got = h.streamed(out);
-        assert.equal(got.text, ref[k].text, `spec ${k} (client ${c}, round ${round}): text differs from the request alone`);
+        // The usage says whether the prompt came from a slot's cache (prompt_tokens_details), for a failure's report.
+        assert.equal(got.text, ref[k].text, `spec ${k} (client ${c}, round ${round}): text differs from the request alone; ` +
+                     `usage ${JSON.stringify(got.usage)}, alone ${JSON.stringify(ref[k].usage)}`);
         assert.equal(got.finish, ref[k].finish, `spec ${k}: finish_reason`);
         assert.equal(got.usage.completion_tokens, ref[k].usage.completion_tokens, `spec ${k}: completion_tokens`);
         seen.completed++;
