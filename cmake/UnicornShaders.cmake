@@ -104,13 +104,17 @@ string(APPEND _agg "namespace unicorn::spirv {\n")
 foreach(m ${_modules})
   string(APPEND _agg "#include \"unicorn/spirv/${m}.h\"\n")
 endforeach()
+# The modules' arrays are `const` at namespace scope (glslangValidator's --vn
+# form), so internal to each translation unit; the table and its lookup are
+# too: an inline (external, COMDAT) table that points at TU-local arrays breaks
+# the link wherever the linker drops one TU's copy (GCC -O1 -g, ASan builds).
 string(APPEND _agg "\nstruct Module { std::string_view name; std::span<const uint32_t> words; };\n")
-string(APPEND _agg "inline constexpr Module kModules[] = {\n")
+string(APPEND _agg "static constexpr Module kModules[] = {\n")
 foreach(m ${_modules})
   string(APPEND _agg "    {\"${m}\", ${m}},\n")
 endforeach()
 string(APPEND _agg "};\n\n")
-string(APPEND _agg "constexpr std::span<const uint32_t> find(std::string_view name) {\n")
+string(APPEND _agg "static constexpr std::span<const uint32_t> find(std::string_view name) {\n")
 string(APPEND _agg "  for (const auto& m : kModules)\n    if (m.name == name) return m.words;\n  return {};\n}\n")
 string(APPEND _agg "}  // namespace unicorn::spirv\n")
 file(CONFIGURE OUTPUT ${UNICORN_GENERATED_INCLUDE_DIR}/unicorn/spirv.hpp CONTENT "${_agg}")
