@@ -13,10 +13,11 @@ test("a lost device fails the requests in flight with a 500 and ends the server"
   const s = await h.start(h.env("UNICORN_TINY_SERVER"), h.tinyArgs());
   delete process.env.UNICORN_INJECT_FAULT;
   const request = { messages: [{ role: "user", content: "hello" }], max_tokens: 8, temperature: 0 };
-  // A request that reaches the server only after the fault finds it closing:
-  // its connection is refused or reset before anything is read (a loaded
-  // machine, where the second request lands late). Such a request was never
-  // in flight; the one that met the fault must still get its 500.
+  // Known bug (notes/server.md, "Open"): under load one of the two requests
+  // is sometimes closed without an answer (UND_ERR_SOCKET, after the server's
+  // 5 s wait for requests in flight), or finds the server already closed. It
+  // is tolerated here, and only that, so that the other one's 500 and the
+  // exit are still checked; the fix is to answer it with a 500 or a 503.
   const unreached = (e) => ({ unreached: String(e.cause?.code ?? e.cause?.message ?? e.message) });
   const [whole, streamed] = await Promise.all([
     h.post(s, "/v1/chat/completions", request).catch(unreached),
