@@ -316,8 +316,27 @@ TEST(Scheduler, BoundedQueueAndShutdown) {
   ASSERT_TRUE(queued.error);
   EXPECT_EQ(queued.error->status, 503);
   EXPECT_FALSE(s.submit(jobs[2])) << "no jobs once stopping";
+  EXPECT_TRUE(s.stopping());
   // Slots and context come from the engine; asking for more is an error.
   EXPECT_THROW(Scheduler(world().engine.core(), world().tok, {.slots = 7}, metrics), Error);
+}
+
+// A job still queued when the scheduler stops with no job running (its last
+// turn: a failed engine's, or a shutdown before any job started) is answered
+// with a 503, not left waiting forever.
+TEST(Scheduler, StopWithOnlyQueuedJobsAnswersThem) {
+  Metrics metrics;
+  Scheduler s(world().engine.core(), world().tok, {.slots = 1}, metrics);
+  auto queued = chat_job("Hi", 1, 4);
+  ASSERT_TRUE(s.submit(queued));
+  s.shutdown(false);
+  std::thread t([&] { s.run(); });
+  t.join();
+  const Job::Progress p = queued->take();
+  ASSERT_TRUE(p.ended) << "the queued job was dropped without an answer";
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->status, 503);
+  EXPECT_EQ(p.error->code, "shutting_down");
 }
 
 // A job ends at the context's end with finish_reason length, whatever max_tokens.
@@ -332,3 +351,4 @@ TEST(Scheduler, ContextEnd) {
   else
     std::printf("[ context ] the model chose <eos>/<end_of_turn> after %u tokens\n", o.usage.completion_tokens);
 }
+

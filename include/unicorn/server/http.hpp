@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
@@ -125,9 +126,12 @@ class Server {
       status = 1;
     }
     net::post(ioc_, [this] { begin_shutdown(true); });
-    // Sessions finish writing what the scheduler ended (a few ms), then stop.
+    // Sessions finish writing what the scheduler ended (a few ms), and
+    // connections already accepted get their request answered (503) or are
+    // closed once idle for kShutdownDrain; then the I/O thread stops.
     const auto deadline = Clock::now() + std::chrono::seconds(5);
-    while (in_flight_ > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while ((in_flight_ > 0 || connections_ > 0) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ioc_.stop();
     io.join();
     return status;
@@ -191,12 +195,16 @@ class Server {
     Stream stream(std::move(socket));
     beast::flat_buffer buffer;
     bool keep_alive = true;
-    while (keep_alive && !stopping_) {
+    while (keep_alive) {
       RequestParser parser;
       limit_request(parser, opt_.max_body_bytes);
       boost::system::error_code ec;
-      stream.expires_after(opt_.idle_timeout);
+      // A stopping server still reads a request that is on its way, for a
+      // 503 rather than a reset, but waits for one only kShutdownDrain.
+      stream.expires_after(stopping_ ? kShutdownDrain : opt_.idle_timeout);
+      idle_.insert(&stream);
       co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+      idle_.erase(&stream);
       if (!ec && body_length_unknowable(parser)) {
         co_await send(stream, *read_error(http::error::bad_transfer_encoding), false);
         break;
@@ -212,7 +220,7 @@ class Server {
         break;
       }
       Request req = parser.release();
-      keep_alive = req.keep_alive();
+      keep_alive = req.keep_alive() && !stopping_;
       const auto started = Clock::now();
       in_flight_++;
       const int status = co_await handle(stream, req, keep_alive);
@@ -444,11 +452,14 @@ class Server {
       });
     };
     if (!scheduler_->submit(job)) {
-      const ApiError busy{503, "the server is busy: every slot is taken and the queue of " +
-                                   std::to_string(opt_.queue_limit) + " is full; retry later",
-                          "unavailable_error", "", "queue_full"};
-      metrics_.rejected("queue_full");
-      co_await send(stream, error_reply(busy), keep_alive, req.version());
+      const ApiError refusal =
+          scheduler_->stopping()
+              ? ApiError{503, "the server is shutting down", "unavailable_error", "", "shutting_down"}
+              : ApiError{503, "the server is busy: every slot is taken and the queue of " +
+                                  std::to_string(opt_.queue_limit) + " is full; retry later",
+                         "unavailable_error", "", "queue_full"};
+      metrics_.rejected(refusal.code);
+      co_await send(stream, error_reply(refusal), keep_alive, req.version());
       co_return 503;
     }
     // Watch the socket while the job runs: readable with nothing to read means
@@ -579,6 +590,14 @@ class Server {
       stopping_ = true;
       boost::system::error_code ignored;
       acceptor_.close(ignored);
+      // Connections that were waiting for a request when the server began
+      // to stop: one that has not sent it within kShutdownDrain is closed.
+      drain_.expires_after(kShutdownDrain);
+      drain_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        boost::system::error_code ignored;
+        for (Stream* s : idle_) s->socket().cancel(ignored);
+      });
       grace_.expires_after(opt_.shutdown_grace);
       grace_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec && ready_) scheduler_->shutdown(true);
@@ -592,6 +611,8 @@ class Server {
   tcp::acceptor acceptor_;
   net::signal_set signals_;
   net::steady_timer grace_{ioc_};
+  net::steady_timer drain_{ioc_};
+  static constexpr auto kShutdownDrain = std::chrono::milliseconds(250);
   uint16_t port_ = 0;
   Metrics metrics_;
   std::optional<Model> model_;               // set before ready_
@@ -599,7 +620,8 @@ class Server {
   uint32_t context_ = 0;
   std::atomic<bool> ready_{false}, stopping_{false};
   std::atomic<uint32_t> in_flight_{0};  // requests being answered
-  uint32_t connections_ = 0;            // the I/O thread's
+  std::atomic<uint32_t> connections_{0};  // open, written by the I/O thread
+  std::set<Stream*> idle_;                 // the I/O thread's: connections waiting for a request
   std::mt19937_64 rng_{std::random_device{}()};  // the I/O thread's: ids and unseeded requests' seeds
   int64_t started_ = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count();

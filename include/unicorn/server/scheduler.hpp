@@ -148,6 +148,12 @@ class Scheduler {
     }
     cv_.notify_one();
   }
+  // Whether submit() refuses everything now: the scheduler is stopping (the
+  // caller answers 503 "shutting down" rather than "queue full").
+  bool stopping() const {
+    std::lock_guard lock(m_);
+    return stopping_;
+  }
   // Whether the engine failed (a step threw): the process should exit and be
   // restarted by its supervisor.
   bool failed() const {
@@ -164,7 +170,7 @@ class Scheduler {
   void run() {
     while (true) {
       std::vector<std::shared_ptr<Job>> admitted, refused;
-      bool cancel_all;
+      bool cancel_all, done;
       {
         std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return stopping_ || busy_ > 0 || (!queue_.empty() && busy_ < opt_.slots); });
@@ -174,9 +180,12 @@ class Scheduler {
           queue_.pop_front();
         }
         cancel_all = cancel_running_ || failed_;
-        if (stopping_ && busy_ == 0 && admitted.empty()) break;
+        done = stopping_ && busy_ == 0 && admitted.empty();
       }
+      // Jobs still queued when the scheduler stops are answered (503) even on
+      // its last turn: a job taken by submit() always ends.
       for (auto& job : refused) finish_unstarted(*job, shutting_down());
+      if (done) break;
       for (auto& job : admitted) place(std::move(job));
       if (cancel_all)
         for (Slot& s : slots_)
