@@ -27,8 +27,10 @@
 #   configs are read from their text_config.
 
 # The generator's and the server's sources: in the source tree, or beside
-# this file once installed.
-foreach(file generate/main perplexity/main server/main server/serve)
+# this file once installed. A binary's own source is its main.cpp (its
+# deployment); program.cpp (and the server's serve.cpp) do not depend on the
+# deployment and are compiled once per build, into one object library each.
+foreach(file generate/main generate/program perplexity/main server/main server/program server/serve)
   string(TOUPPER ${file} var)
   string(REPLACE "/" "_" var ${var})
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/${file}.cpp)
@@ -50,7 +52,12 @@ endfunction()
 
 function(unicorn_add_generator target)
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
+  if(NOT TARGET unicorn_generate_program)
+    add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE})
+    target_link_libraries(unicorn_generate_program PUBLIC unicorn::unicorn CLI11::CLI11)
+  endif()
   _unicorn_add_binary(${target} ${UNICORN_GENERATE_MAIN_SOURCE} "${G_HEADER}" ${G_TYPE})
+  target_link_libraries(${target} PRIVATE unicorn_generate_program)
 endfunction()
 
 function(unicorn_add_perplexity target)
@@ -71,14 +78,14 @@ function(unicorn_add_server target)
   elseif(NOT S_HEADER OR NOT S_TYPE)
     message(FATAL_ERROR "unicorn_add_server(${target}): give HEADER and TYPE, or CONFIG, QUANT and STREAMS")
   endif()
-  # The HTTP front end (Boost.Beast) does not depend on the deployment: one
-  # object file for every server of the build.
-  if(NOT TARGET unicorn_server_http)
-    add_library(unicorn_server_http OBJECT ${UNICORN_SERVER_SERVE_SOURCE})
-    target_link_libraries(unicorn_server_http PUBLIC unicorn::unicorn)
+  # The server program and its HTTP front end (Boost.Beast) do not depend on
+  # the deployment: one object library for every server of the build.
+  if(NOT TARGET unicorn_server_program)
+    add_library(unicorn_server_program OBJECT ${UNICORN_SERVER_PROGRAM_SOURCE} ${UNICORN_SERVER_SERVE_SOURCE})
+    target_link_libraries(unicorn_server_program PUBLIC unicorn::unicorn CLI11::CLI11)
   endif()
   _unicorn_add_binary(${target} ${UNICORN_SERVER_MAIN_SOURCE} "${S_HEADER}" ${S_TYPE})
-  target_link_libraries(${target} PRIVATE unicorn_server_http)
+  target_link_libraries(${target} PRIVATE unicorn_server_program)
 endfunction()
 
 # Reads key `path...` of JSON `json` into `out`, or `default` when absent/null.

@@ -12,10 +12,13 @@ install(TARGETS unicorn EXPORT unicornTargets)
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/unicorn)
 install(EXPORT unicornTargets NAMESPACE unicorn:: DESTINATION ${_cmake_dir})
 install(FILES cmake/UnicornEngine.cmake DESTINATION ${_cmake_dir})
-install(FILES examples/generate/main.cpp examples/generate/options.hpp DESTINATION ${_cmake_dir}/generate)
+install(FILES examples/program.hpp DESTINATION ${_cmake_dir})
+install(FILES examples/generate/main.cpp examples/generate/program.cpp examples/generate/program.hpp
+              examples/generate/options.hpp DESTINATION ${_cmake_dir}/generate)
 install(FILES examples/perplexity/main.cpp examples/perplexity/kld_base.hpp examples/perplexity/scoring.hpp
         DESTINATION ${_cmake_dir}/perplexity)
-install(FILES examples/server/main.cpp examples/server/serve.cpp DESTINATION ${_cmake_dir}/server)
+install(FILES examples/server/main.cpp examples/server/program.cpp examples/server/program.hpp
+              examples/server/serve.cpp DESTINATION ${_cmake_dir}/server)
 
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/unicornConfig.cmake.in [=[
 @PACKAGE_INIT@

@@ -9,7 +9,8 @@
 //
 // The engine for the file is picked from the deployments compiled in below
 // (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement); their
-// code is shared (engine/core.hpp), so each entry costs only its constexpr layout.
+// code is compiled once (AnyEngine over engine/core.hpp), so each entry costs
+// only its constexpr layout and budget.
 //
 // --placement: vram (everything device-local, the default); gtt (every weight in
 // Gtt — host-visible system memory the GPU reads, over PCIe on a discrete GPU —
@@ -95,9 +96,7 @@ Stats stats(std::vector<double> v) {
   return {v[v.size() / 2], v.front(), v.back()};
 }
 
-template <class D>
-bool matches(const io::GgufFile& g, const Options& o) {
-  const auto& c = D::kConfig;
+bool matches(const DeploymentConfig& c, const io::GgufFile& g, const Options& o) {
   if (o.lm_head ? !c.scheme.separate_lm_head() || c.scheme.lm_head != *o.lm_head : c.scheme.separate_lm_head())
     return false;
   const auto* embd = g.find_tensor("token_embd.weight");
@@ -138,13 +137,12 @@ void print_header(const nlohmann::json& j) {
 
 // --batch: o.batch streams, each prefilled with its own random prompt of
 // o.prompt tokens (untimed), then o.generate timed steps of all of them together.
-template <class D>
-int run_batch(Engine<D>& engine, const Options& o, std::mt19937& rng, double roofline, nlohmann::json& j) {
+int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roofline, nlohmann::json& j) {
   const uint32_t n = o.batch;
-  if (n > D::kConfig.streams)
-    throw Error("--batch " + std::to_string(n) + ": at most " + std::to_string(D::kConfig.streams) +
+  if (n > engine.config().streams)
+    throw Error("--batch " + std::to_string(n) + ": at most " + std::to_string(engine.config().streams) +
                 " streams are compiled in");
-  std::uniform_int_distribution<int32_t> token(3, int32_t(D::kConfig.model.vocab) - 1);
+  std::uniform_int_distribution<int32_t> token(3, int32_t(engine.config().model.vocab) - 1);
   std::vector<std::vector<int32_t>> prompts(n, std::vector<int32_t>(o.prompt));
   for (auto& p : prompts)
     for (auto& t : p) t = token(rng);
@@ -197,19 +195,18 @@ int run_batch(Engine<D>& engine, const Options& o, std::mt19937& rng, double roo
   return 0;
 }
 
-template <class D>
-int run(const Options& o) {
-  if (o.prompt + o.generate + 1 > D::kConfig.max_context)
+int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o) {
+  if (o.prompt + o.generate + 1 > d.config.max_context)
     throw Error("-p + -n must stay under the bench context of " +
-                std::to_string(D::kConfig.max_context) + " tokens");
+                std::to_string(d.config.max_context) + " tokens");
   gpu::Context ctx;
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
-  constexpr const Budget& budget = Engine<D>::kBudget;
+  const Budget& budget = d.budget;
   // Weight bytes a decode step reads from each pool: all of them, but for the
   // embedding when the LM head has its own copy (then one row per token).
-  const TensorSlot& embedding = Engine<D>::kLayout.view().weight(Role::Embedding);
-  const uint64_t unread = D::kConfig.scheme.separate_lm_head() ? embedding.bytes : 0;
+  const TensorSlot& embedding = d.layout.weight(Role::Embedding);
+  const uint64_t unread = d.config.scheme.separate_lm_head() ? embedding.bytes : 0;
   const auto weights_in = [&](Pool p) {
     const auto& g = budget[p].group_bytes;
     return g[size_t(Group::Embeddings)] + g[size_t(Group::Attention)] + g[size_t(Group::Ffn)] -
@@ -219,15 +216,15 @@ int run(const Options& o) {
   const double gtt_bandwidth =
       gtt_weight_bytes ? gpu::measure_read_bandwidth(ctx, 7, gpu::MemoryKind::Gtt) : 0.0;
   auto t0 = Clock::now();
-  Engine<D> engine(ctx);  // buffers, pipelines (through the on-disk cache), recorded passes
+  AnyEngine engine(ctx, d);  // buffers, pipelines (through the on-disk cache), recorded passes
   const double engine_s = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
   const LoadReport load = engine.load(o.model);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const uint64_t weight_bytes = engine.kLayout.weight_bytes();
+  const uint64_t weight_bytes = d.layout.weight_bytes();
 
   std::mt19937 rng(42);
-  std::uniform_int_distribution<int32_t> token(3, int32_t(D::kConfig.model.vocab) - 1);
+  std::uniform_int_distribution<int32_t> token(3, int32_t(d.config.model.vocab) - 1);
   std::vector<int32_t> prompt(o.prompt);
   for (auto& t : prompt) t = token(rng);
   // Decode reads every weight once per step, each from its pool.
@@ -236,15 +233,15 @@ int run(const Options& o) {
   const std::string device = ctx.info().name;
   const gpu::PipelineCache::Stats& cache = engine.core().pipeline_cache();
   nlohmann::json j = {
-      {"model", std::string(D::kConfig.model.name)},
+      {"model", std::string(d.config.model.name)},
       {"file", o.model},
-      {"scheme", {{"embedding", format_name(D::kConfig.scheme.embedding)},
-                  {"weights", format_name(D::kConfig.scheme.attention)},
-                  {"kv_cache", format_name(D::kConfig.scheme.kv_cache)},
-                  {"lm_head", D::kConfig.scheme.separate_lm_head() ? format_name(D::kConfig.scheme.lm_head)
+      {"scheme", {{"embedding", format_name(d.config.scheme.embedding)},
+                  {"weights", format_name(d.config.scheme.attention)},
+                  {"kv_cache", format_name(d.config.scheme.kv_cache)},
+                  {"lm_head", d.config.scheme.separate_lm_head() ? format_name(d.config.scheme.lm_head)
                                                                     : "tied to the embedding"}}},
       {"device", device},
-      {"placement", std::string(placement_name(D::kPlacement))},
+      {"placement", std::string(placement_name(placement))},
       {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
       {"weight_bytes", weight_bytes},
       {"weight_bytes_gtt", gtt_weight_bytes},
@@ -294,7 +291,7 @@ int run(const Options& o) {
     nlohmann::json prof;
     engine.reset();
     for (const auto& [pass, n] : {std::pair{"decode", 1u}, std::pair{"prefill", o.prompt}}) {
-      std::vector<int32_t> ids(std::min<uint32_t>(n, D::kConfig.prefill_chunk), 5);
+      std::vector<int32_t> ids(std::min<uint32_t>(n, d.config.prefill_chunk), 5);
       const auto p = engine.core().profile(ids);
       for (const auto& k : p.kernels)
         prof[pass].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
@@ -325,20 +322,28 @@ int run(const Options& o) {
   return 0;
 }
 
-template <size_t I = 0>
+// The catalog as run-time values: the bench code is compiled once, not once
+// per deployment.
+struct Entry {
+  CompiledDeployment deployment;
+  BenchPlacement placement;
+};
+template <class... D>
+std::vector<Entry> entries(std::tuple<D...>*) {
+  return {Entry{compiled_deployment<D>(), D::kPlacement}...};
+}
+
 int dispatch(const io::GgufFile& g, const Options& o) {
-  if constexpr (I == std::tuple_size_v<Catalog>) {
-    throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
-                "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding) with --placement " +
-                std::string(placement_name(o.placement)) +
-                " (gtt-ffn: Q4_0 files only; --batch: Q4_0 and Q8_0 files, vram)" +
-                (o.lm_head ? " and --lm-head (QAT files with an F16 embedding only, in Vram)" : ""));
-  } else {
-    using D = std::tuple_element_t<I, Catalog>;
-    const bool streams_fit = o.batch ? D::kConfig.streams > 1 : D::kConfig.streams == 1;
-    if (D::kPlacement == o.placement && streams_fit && matches<D>(g, o)) return run<D>(o);
-    return dispatch<I + 1>(g, o);
+  for (const Entry& e : entries(static_cast<Catalog*>(nullptr))) {
+    const DeploymentConfig& c = e.deployment.config;
+    const bool streams_fit = o.batch ? c.streams > 1 : c.streams == 1;
+    if (e.placement == o.placement && streams_fit && matches(c, g, o)) return run(e.deployment, e.placement, o);
   }
+  throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
+              "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding) with --placement " +
+              std::string(placement_name(o.placement)) +
+              " (gtt-ffn: Q4_0 files only; --batch: Q4_0 and Q8_0 files, vram)" +
+              (o.lm_head ? " and --lm-head (QAT files with an F16 embedding only, in Vram)" : ""));
 }
 
 }  // namespace

@@ -158,20 +158,19 @@ void print_report(const Totals& t) {
   std::printf("Same top p: %6.3f ± %5.3f %%\n", 100 * top.value, 100 * top.uncertainty);
 }
 
-template <class D>
-int run(const Options& o) {
-  using Engine = unicorn::Engine<D>;
-  constexpr uint32_t kMaxBatch = std::min(D::kConfig.prefill_chunk, Engine::kLayout.logit_rows);
-  const uint32_t vocab = D::kConfig.model.vocab;
+// Compiled once for every deployment of the binary (AnyEngine).
+int run(const CompiledDeployment& d, const Options& o) {
+  const uint32_t max_batch = std::min(d.config.prefill_chunk, d.layout.logit_rows);
+  const uint32_t vocab = d.config.model.vocab;
 
-  auto check_ctx = [](uint32_t ctx) {
-    if (ctx < 4 || ctx > D::kConfig.max_context)
-      throw Error("-c " + std::to_string(ctx) + ": windows must be 4 to " + std::to_string(D::kConfig.max_context) +
+  auto check_ctx = [&](uint32_t ctx) {
+    if (ctx < 4 || ctx > d.config.max_context)
+      throw Error("-c " + std::to_string(ctx) + ": windows must be 4 to " + std::to_string(d.config.max_context) +
                   " tokens (the engine's compiled context)");
   };
-  const uint32_t batch = o.batch ? o.batch : kMaxBatch;
-  if (batch > kMaxBatch)
-    throw Error("-b " + std::to_string(batch) + ": this engine runs at most " + std::to_string(kMaxBatch) +
+  const uint32_t batch = o.batch ? o.batch : max_batch;
+  if (batch > max_batch)
+    throw Error("-b " + std::to_string(batch) + ": this engine runs at most " + std::to_string(max_batch) +
                 " tokens a pass (its compiled prefill chunk and logit rows)");
   // The windows, each first token already <bos>.
   std::optional<KldBase> base;
@@ -202,10 +201,10 @@ int run(const Options& o) {
   }
 
   const auto t0 = Clock::now();
-  Engine engine;
+  AnyEngine engine(d);
   const auto load = engine.load(o.model, [](uint64_t d, uint64_t t) { progress_bar("loading", d, t); });
-  const std::string format(format_name(D::kConfig.scheme.attention));
-  const std::string embedding(format_name(D::kConfig.scheme.embedding));
+  const std::string format(format_name(d.config.scheme.attention));
+  const std::string embedding(format_name(d.config.scheme.embedding));
   std::fprintf(stderr, "loaded %s (%s, %s%s, %.1f MiB) in %.2f s on %s\n", o.model.c_str(), load.format.c_str(),
                format.c_str(), embedding == format ? "" : (", " + embedding + " embedding").c_str(),
                load.bytes / 1048576.0, std::chrono::duration<double>(Clock::now() - t0).count(),
@@ -279,27 +278,29 @@ int run(const Options& o) {
 
 // The first compiled deployment whose formats are the file's (a Hugging Face
 // directory is quantized at load time: the first deployment takes it).
-template <size_t I = 0>
-int dispatch(const Options& o, const std::optional<io::GgufFile>& g, std::string& tried) {
-  if constexpr (I == std::tuple_size_v<Deployments>) {
-    throw Error(o.model + ": no engine of this binary runs its formats (it has: " + tried +
-                "); unicorn-convert --gguf writes the file in one of them");
-  } else {
-    using D = std::tuple_element_t<I, Deployments>;
-    const Scheme& s = D::kConfig.scheme;
+template <class... D>
+std::vector<CompiledDeployment> compiled_all(std::tuple<D...>*) {
+  return {compiled_deployment<D>()...};
+}
+int dispatch(const Options& o, const std::optional<io::GgufFile>& g) {
+  const auto deployments = compiled_all(static_cast<Deployments*>(nullptr));
+  std::string tried;
+  for (const CompiledDeployment& d : deployments) {
+    const Scheme& s = d.config.scheme;
     auto type_of = [&](const char* name) {
       const auto* t = g->find_tensor(name);
       return t ? int64_t(t->ggml_type) : -1;
     };
-    const bool fits = std::tuple_size_v<Deployments> == 1 || !g ||
+    const bool fits = deployments.size() == 1 || !g ||
                       (type_of("token_embd.weight") == int64_t(s.embedding) &&
                        type_of("blk.0.attn_q.weight") == int64_t(s.attention) &&
                        type_of("blk.0.ffn_up.weight") == int64_t(s.ffn));
-    if (fits) return run<D>(o);
+    if (fits) return run(d, o);
     tried += (tried.empty() ? "" : ", ") + std::string(format_name(s.attention)) +
              (s.embedding == s.attention ? "" : " with a " + std::string(format_name(s.embedding)) + " embedding");
-    return dispatch<I + 1>(o, g, tried);
   }
+  throw Error(o.model + ": no engine of this binary runs its formats (it has: " + tried +
+              "); unicorn-convert --gguf writes the file in one of them");
 }
 
 }  // namespace
@@ -339,8 +340,7 @@ int main(int argc, char** argv) {
     }
     std::optional<io::GgufFile> g;
     if (!std::filesystem::is_directory(o.model)) g = io::GgufFile::open(o.model);
-    std::string tried;
-    return dispatch(o, g, tried);
+    return dispatch(o, g);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", UNICORN_BINARY_NAME, e.what());
     return 1;

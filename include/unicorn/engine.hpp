@@ -6,9 +6,10 @@
 //
 // The deployment type fixes model, scheme, budget and placement (which pool
 // each tensor group lives in, checked against a hardware profile) at compile
-// time; every
-// invariant is checked here with a message that says what to change, and the
-// run-time half (engine/core.hpp) receives the constexpr layout.
+// time; every invariant is checked here with a message that says what to
+// change, and the run-time half (AnyEngine over engine/core.hpp) receives the
+// constexpr layout. Code that should not be compiled once per deployment takes
+// an AnyEngine& or a CompiledDeployment.
 #pragma once
 
 #include <filesystem>
@@ -24,28 +25,39 @@
 
 namespace unicorn {
 
-template <Deployment D>
-class Engine {
- public:
-  static constexpr DeploymentConfig kConfig = D::kConfig;
-  static constexpr const auto& kLayout = kLayoutOf<D>;
-  static constexpr const Budget& kBudget = kBudgetOf<D>;  // bytes per pool and tensor group
-  static_assert(diag::check_deployment<D>());
+// A compiled deployment as a run-time value: what Engine<D> fixes and checks
+// at compile time (config, static layout, bytes per pool), for code compiled
+// once for every deployment of a build instead of once per deployment (the
+// generator, chat and server programs: examples/*/program.cpp), and for a
+// binary that holds several and picks one at run time. The layout and budget
+// are D's constexpr tables, alive for the whole program.
+struct CompiledDeployment {
+  const DeploymentConfig& config;
+  LayoutView layout;
+  const Budget& budget;
+};
 
+// The engine of a compiled deployment chosen at run time; Engine<D> is this
+// with D's compile-time checks and constants. Its code does not depend on D,
+// so a build compiles it once however many deployments it holds.
+class AnyEngine {
+ public:
   // Opens the default Vulkan device (UNICORN_DEVICE / UNICORN_VALIDATION apply).
-  Engine() : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, kConfig, kLayout.view()) {}
-  explicit Engine(gpu::Context& ctx) : core_(ctx, kConfig, kLayout.view()) {}
+  explicit AnyEngine(const CompiledDeployment& d)
+      : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, d.config, d.layout), deployment_(d) {}
+  AnyEngine(gpu::Context& ctx, const CompiledDeployment& d) : core_(ctx, d.config, d.layout), deployment_(d) {}
+
+  const CompiledDeployment& deployment() const { return deployment_; }
+  const DeploymentConfig& config() const { return deployment_.config; }
 
   // Loads a GGUF file or a Hugging Face directory; throws unicorn::Error naming
   // the first mismatch with this engine.
   LoadReport load(const std::filesystem::path& model, const LoadProgress& progress = {}) {
     return load_model(core_, model, progress);
   }
-
   // Scans every loaded weight for NaN and Inf on the GPU (engine/check_tensors.hpp);
   // throws unicorn::Error naming the first bad tensor and element.
   TensorCheck check_tensors() { return unicorn::check_tensors(core_); }
-
   std::vector<float> forward_logits(std::span<const int32_t> tokens) { return core_.forward_logits(tokens); }
   int32_t prefill(std::span<const int32_t> tokens) { return core_.prefill(tokens); }
   // Runs tokens into the KV cache and computes no logits (perplexity's unscored context).
@@ -54,12 +66,10 @@ class Engine {
   void reset() { core_.reset(); }
   void set_sampling(const SamplingParams& p) { core_.set_sampling(p); }
   uint32_t position() const { return core_.position(); }
-
-  // Several streams (kConfig.streams, each with its own KV cache and position):
+  // Several streams (config().streams, each with its own KV cache and position):
   //   engine.prefill(s, prompt_s) for each stream s (or several streams' prompt
-  //   chunks in one pass: engine.prefill(chunks), kConfig.prefill_chunk rows at most), then
+  //   chunks in one pass: engine.prefill(chunks), config().prefill_chunk rows at most), then
   //   next = engine.decode(batch)   // batch: {stream, token} per stream, one pass over the weights
-  static constexpr uint32_t kStreams = kConfig.streams;
   int32_t prefill(uint32_t stream, std::span<const int32_t> tokens) { return core_.prefill(stream, tokens); }
   std::vector<int32_t> prefill(std::span<const PromptChunk> chunks) { return core_.prefill(chunks); }
   std::vector<int32_t> decode(std::span<const StreamToken> batch) { return core_.decode(batch); }
@@ -71,6 +81,29 @@ class Engine {
  private:
   std::unique_ptr<gpu::Context> owned_ctx_;
   detail::EngineCore core_;
+  CompiledDeployment deployment_;
 };
+
+template <Deployment D>
+class Engine : public AnyEngine {
+ public:
+  static constexpr DeploymentConfig kConfig = D::kConfig;
+  static constexpr const auto& kLayout = kLayoutOf<D>;
+  static constexpr const Budget& kBudget = kBudgetOf<D>;  // bytes per pool and tensor group
+  static_assert(diag::check_deployment<D>());
+  static constexpr uint32_t kStreams = kConfig.streams;
+
+  // D as a run-time value (for AnyEngine, or code compiled once for any deployment).
+  static CompiledDeployment compiled() { return {kConfig, kLayout.view(), kBudget}; }
+
+  Engine() : AnyEngine(compiled()) {}
+  explicit Engine(gpu::Context& ctx) : AnyEngine(ctx, compiled()) {}
+};
+
+// D as a run-time value, after Engine<D>'s compile-time checks.
+template <Deployment D>
+CompiledDeployment compiled_deployment() {
+  return Engine<D>::compiled();
+}
 
 }  // namespace unicorn

@@ -162,6 +162,11 @@ struct LayoutView {
   uint32_t logit_rows;  // positions whose logits one LM-head pass produces
   uint32_t local_kv_slots, global_kv_slots;
 
+  constexpr uint64_t weight_bytes() const {
+    uint64_t n = 0;
+    for (const uint64_t b : weight_slab_bytes) n += b;
+    return n;
+  }
   constexpr const TensorSlot& weight(Role role, int layer = -1) const {
     // Whole-model tensors first/last; layer tensors in kLayerWeightRoles order.
     if (role == Role::Embedding) return tensors[0];

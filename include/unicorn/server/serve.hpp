@@ -1,7 +1,7 @@
 // unicorn/server/serve.hpp — the server's entry point and its options,
-// declared apart from the implementation (http.hpp: Boost.Beast, Asio): a
-// server binary's translation unit holds its engine and includes only this;
-// the HTTP code is compiled once for every server binary of a build
+// declared apart from the implementation (http.hpp: Boost.Beast, Asio): the
+// server program (examples/server/program.cpp) includes only this; the HTTP
+// code is compiled once for every server binary of a build
 // (unicorn_add_server links examples/server/serve.cpp, built once).
 #pragma once
 

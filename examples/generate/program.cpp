@@ -1,0 +1,259 @@
+// The generator program: one binary per deployment (configs/,
+// unicorn_add_engine), all sharing this code, which a build compiles once
+// (unicorn_add_generator's object library); a binary's own translation unit
+// (main.cpp) names its deployment and calls generate_main.
+//
+//   unicorn-gemma3-1b --model gemma-3-1b-it-q4_0.gguf --chat -p "Why is the sky blue?"
+//   unicorn-gemma3-1b --model DIR --tokens 2,94,2245 --logits-out logits.f32
+//   unicorn-gemma3-1b --layout
+//   unicorn-gemma3-27b-phoenix-ffn-gtt --placement
+//
+// Exit codes: 0 success (also when the reader of standard output goes away,
+// `| head`); 1 a run-time error (bad file, device, context, a write that
+// failed); 2 bad command line; 130 stopped by SIGINT (Ctrl-C), after the token
+// being generated and the timings line. Errors are one line on stderr.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <unistd.h>
+
+#include "options.hpp"
+#include "program.hpp"
+#include "unicorn/engine/check_tensors.hpp"
+#include "unicorn/io/file_output.hpp"
+#include "unicorn/layout/print.hpp"
+#include "unicorn/placement/print.hpp"
+#include "unicorn/text/chat_session.hpp"
+#include "unicorn/text/chat_template.hpp"
+#include "unicorn/text/generate.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
+
+namespace {
+
+using unicorn::AnyEngine;
+using unicorn::examples::ProgramInfo;
+using Clock = std::chrono::steady_clock;
+
+// The tokenizer travels with the model: inside a GGUF file, or tokenizer.json
+// in a Hugging Face directory; --tokenizer overrides.
+unicorn::text::Tokenizer tokenizer_for(const std::filesystem::path& model,
+                                       const std::string& override_path) {
+  if (!override_path.empty()) return unicorn::text::load_tokenizer(override_path);
+  if (std::filesystem::is_directory(model)) return unicorn::text::load_tokenizer(model / "tokenizer.json");
+  return unicorn::text::load_tokenizer(model);
+}
+
+std::string read_all(std::istream& in) {
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Ctrl-C during an answer stops that answer at the next token (the chat then
+// takes the next message; a one-shot generation prints its timings and exits
+// 130). A second Ctrl-C before that ends the process at once.
+std::atomic<bool> g_interrupt{false};
+extern "C" void on_sigint(int) {
+  g_interrupt = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Generated text, as it comes: a failed write ends the run (io::OutputError).
+void print(std::string_view text) { unicorn::io::write_stdout(text); }
+
+// Multi-turn chat on standard input: the KV cache is kept across turns.
+int chat_loop(AnyEngine& engine, const unicorn::text::Tokenizer& tok, const std::string& system,
+              const unicorn::text::GenerateOptions& opt) {
+  unicorn::text::ChatSession session(engine.core(), tok, system);
+  std::fprintf(stderr, "chat: type a message; /reset starts over, /quit or Ctrl-D ends; Ctrl-C "
+                       "stops an answer\n");
+  std::string line;
+  while (true) {
+    print("\n> ");
+    g_interrupt = false;
+    std::signal(SIGINT, on_sigint);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/quit") break;
+    if (line == "/reset") {
+      session.reset();
+      continue;
+    }
+    if (line.empty()) continue;
+    try {
+      const auto r = session.answer(line, opt, print, &g_interrupt);
+      print("\n");
+      std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
+                   r.generated / std::max(r.decode_seconds, 1e-9),
+                   r.stopped_by == "cancelled" ? ", stopped" : "", engine.position(),
+                   engine.core().context_limit());
+    } catch (const unicorn::io::OutputError&) {
+      throw;  // standard output is gone: so is the chat
+    } catch (const unicorn::Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  }
+  return 0;
+}
+
+void progress_bar(uint64_t done, uint64_t total) {
+  static int shown = -1;
+  const int pct = total ? int(100 * done / total) : 100;
+  if (pct == shown || !isatty(2)) return;  // redraw only when it changes, only on a terminal
+  shown = pct;
+  const int width = 30, filled = width * pct / 100;
+  std::fprintf(stderr, "\rloading [%.*s%*s] %3d%%", filled, "==============================",
+               width - filled, "", pct);
+  if (done == total) std::fputc('\n', stderr);
+}
+
+}  // namespace
+
+int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeployment& deployment,
+                                     const ProgramInfo& program) {
+  const DeploymentConfig& config = deployment.config;
+  const char* const name = program.name;
+  CLI::App app{std::string(name) + ": Gemma 3 on Vulkan (" + std::string(config.model.name) +
+               ", context up to " + std::to_string(config.max_context) + " tokens)"};
+  std::string model, prompt, prompt_file, tokens, logits_out, tokenizer;
+  std::vector<std::string> stop;
+  int n_predict = 256;
+  uint32_t ctx = config.max_context;
+  bool chat = false, show_layout = false, show_placement = false, interactive = program.start_interactive;
+  std::string system_prompt;
+  unicorn::generate::SamplingFlags sampling;
+  std::optional<uint64_t> max_device_memory;
+  bool check_tensors = false;
+  app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
+  app.add_option("-p,--prompt", prompt, "prompt text");
+  app.add_option("-f,--file", prompt_file, "read the prompt from a file ('-': standard input)");
+  app.add_flag("--chat", chat, "wrap the prompt in Gemma's chat template (a user turn)");
+  app.add_flag("-i,--interactive", interactive, "multi-turn chat on standard input");
+  app.add_option("--system", system_prompt, "system prompt (chat)");
+  app.add_option("-n,--n-predict", n_predict, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  unicorn::generate::add_sampling_flags(app, sampling);
+  app.add_option("--stop", stop, "stop when this text appears (repeatable)");
+  app.add_option("-c,--ctx", ctx, "context length in tokens")->capture_default_str()->check(CLI::Range(1u, config.max_context));
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
+  app.add_option("--tokens", tokens, "teacher forcing: comma-separated token ids");
+  app.add_option("--logits-out", logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
+  app.add_flag("--layout", show_layout, "print the compile-time layout and exit");
+  app.add_flag("--placement", show_placement, "print the compile-time bytes per memory pool and exit");
+  app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
+  unicorn::generate::add_memory_flag(app, max_device_memory);
+  try {
+    app.parse(argc, argv);
+    unicorn::generate::check_sampling_flags(sampling);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
+    return 2;
+  } catch (const unicorn::Error& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
+    return 2;
+  }
+  // A reader that goes away (`| head`) is a failed write we handle, not a signal.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  try {
+    if (show_layout) {
+      unicorn::print_layout(std::cout, config, deployment.layout);
+      unicorn::io::check_stdout();
+      return 0;
+    }
+    if (show_placement) {
+      unicorn::print_placement(std::cout, config, deployment.budget);
+      unicorn::io::check_stdout();
+      return 0;
+    }
+    if (!logits_out.empty() && tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");
+    if (model.empty()) {
+      if (!program.default_model)
+        throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory); "
+                             "unicorn-generate runs a built-in demo model without one");
+      model = program.default_model;
+      if (tokenizer.empty()) tokenizer = program.default_tokenizer;
+      std::fprintf(stderr, "%s: no --model given: running the built-in demo model, %s; give --model for a "
+                           "real Gemma 3 file.\n", name, program.default_model_about);
+    }
+    if (!prompt_file.empty()) {
+      if (!prompt.empty()) throw unicorn::Error("give --prompt or --file, not both");
+      if (prompt_file == "-") {
+        prompt = read_all(std::cin);
+      } else {
+        std::ifstream f(prompt_file, std::ios::binary);
+        if (!f) throw unicorn::Error(prompt_file + ": cannot read the prompt file");
+        prompt = read_all(f);
+      }
+    } else if (prompt.empty() && tokens.empty() && !interactive && !isatty(0)) {
+      prompt = read_all(std::cin);
+    }
+    if (prompt.empty() && tokens.empty() && !interactive)
+      throw unicorn::Error("no prompt: give --prompt, --file or text on standard input");
+
+    const auto ids_forced = tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(tokens);
+    const auto t0 = Clock::now();
+    unicorn::gpu::Context device;
+    if (max_device_memory) device.limit_memory(*max_device_memory);
+    AnyEngine engine(device, deployment);
+    engine.core().set_context_limit(ctx);
+    const auto report = engine.load(model, progress_bar);
+    const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),
+                 report.format.c_str(), report.bytes / 1048576.0, load_s,
+                 engine.context().info().name.c_str());
+    if (check_tensors) {
+      const auto c = engine.check_tensors();
+      std::fprintf(stderr, "check-tensors: %zu tensors (%.1f MiB) hold no NaN or Inf (%.3f s)\n", c.tensors,
+                   c.bytes / 1048576.0, c.seconds);
+    }
+
+    if (!tokens.empty()) {
+      const auto& ids = ids_forced;
+      const auto logits = engine.forward_logits(ids);
+      if (!logits_out.empty())
+        unicorn::io::write_file(logits_out, std::string_view(reinterpret_cast<const char*>(logits.data()),
+                                                             logits.size() * sizeof(float)));
+      std::fprintf(stderr, "%zu positions x %u logits%s%s\n", ids.size(), config.model.vocab,
+                   logits_out.empty() ? "" : " written to ", logits_out.c_str());
+      return 0;
+    }
+
+    std::optional<uint32_t>& seed = sampling.seed;
+    if (!seed) seed = std::random_device{}();
+    sampling.params.seed = *seed;
+    engine.set_sampling(sampling.params);
+    const auto tok = tokenizer_for(model, tokenizer);
+    if (interactive) return chat_loop(engine, tok, system_prompt, {.max_tokens = n_predict, .stop = stop});
+    std::vector<unicorn::text::ChatMessage> turn;
+    if (!system_prompt.empty()) turn.push_back({"system", system_prompt});
+    turn.push_back({"user", prompt});
+    const auto ids = chat ? tok.encode(unicorn::text::render_chat(turn, true))
+                          : tok.encode(prompt, /*add_bos=*/true);
+    if (ids.size() >= ctx)
+      throw unicorn::Error("the prompt is " + std::to_string(ids.size()) +
+                           " tokens; the context holds " + std::to_string(ctx) +
+                           " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
+    if (!chat) print(prompt);
+    std::signal(SIGINT, on_sigint);
+    const auto r = unicorn::text::generate(engine.core(), tok, ids, {.max_tokens = n_predict, .stop = stop},
+                                           print, &g_interrupt);
+    print("\n");  // out before the stats line on stderr
+    const bool interrupted = r.stopped_by == "cancelled";
+    std::fprintf(stderr,
+                 "load %.2f s; prompt %d tokens at %.1f tokens/s; generated %d tokens at %.1f "
+                 "tokens/s (stopped: %s; seed %u)\n",
+                 load_s, r.prompt_tokens, r.prompt_tokens / std::max(r.prefill_seconds, 1e-9),
+                 r.generated, r.generated / std::max(r.decode_seconds, 1e-9),
+                 interrupted ? "interrupted" : r.stopped_by.c_str(), *seed);
+    return interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports a process Ctrl-C ended
+  } catch (const unicorn::io::StdoutClosed&) {
+    return 0;  // the reader has what it wanted (`| head`)
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+}

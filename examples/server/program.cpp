@@ -1,0 +1,118 @@
+// The OpenAI-compatible server program: one binary per deployment
+// (unicorn_add_server), all sharing this code, which a build compiles once; a
+// binary's own translation unit (main.cpp) names its deployment, whose streams
+// are the server's slots and whose context is each slot's.
+//
+//   unicorn-server                                         # the built-in demo model on 127.0.0.1:8080
+//   unicorn-gemma3-27b-server -m gemma-3-27b-it-q4_0.gguf --port 8000 --api-key $KEY
+//   curl http://127.0.0.1:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
+//
+// Exit codes: 0 after SIGINT/SIGTERM once running requests ended; 1 a run-time
+// error (bad file, device, port in use, a failed engine); 2 bad command line.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "program.hpp"
+#include "unicorn/server/serve.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
+
+int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeployment& deployment,
+                                  const ProgramInfo& program) {
+  using Invariance = unicorn::server::BatchInvariance;
+  const char* const name = program.name;
+  const uint32_t compiled_slots = deployment.config.streams, compiled_context = deployment.config.max_context;
+  CLI::App app{std::string(name) + ": an OpenAI-compatible server for " +
+               std::string(deployment.config.model.name) + " (" + std::to_string(compiled_slots) + " slots of " +
+               std::to_string(compiled_context) + " tokens, compiled in)"};
+  std::string model, tokenizer;
+  unicorn::server::ServerOptions opt;
+  uint32_t slots = compiled_slots, context = compiled_context;
+  unsigned timeout = 60, grace = 30;
+  bool quiet = false, check_tensors = false;
+  app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
+  app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", opt.port, "port to listen on (0: any free port, printed)")->capture_default_str();
+  app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' (not on /health and /metrics)");
+  app.add_option("--parallel", slots, "(also -np) slots: requests decoded together (at most the compiled " +
+                                              std::to_string(compiled_slots) + ")")->capture_default_str();
+  app.add_option("-c,--ctx-size", context, "tokens per slot, prompt and answer (at most the compiled " +
+                                               std::to_string(compiled_context) + ")")->capture_default_str();
+  app.add_option("--queue", opt.queue_limit, "requests that may wait for a slot; more get 503")->capture_default_str();
+  app.add_option("--alias", opt.model_id, "the model's name in /v1/models and requests (default: the file's name)");
+  app.add_option("--max-body", opt.max_body_bytes, "largest request body in bytes (413 past it)")->capture_default_str();
+  app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
+  app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
+  app.add_flag("--quiet", quiet, "no line per request on stderr");
+  app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
+  app.add_option("--batch-invariance", opt.batch_invariance,
+                 "which decode steps run the same kernels at any batch size, so that a request's text does not "
+                 "depend on other traffic: 'deterministic' (steps holding a seeded or greedy request), 'always', "
+                 "'off' (every step the fastest kernels for its size)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Invariance>{
+          {"deterministic", Invariance::Deterministic},
+          {"always", Invariance::Always},
+          {"off", Invariance::Off}}))
+      ->default_str("deterministic");
+  // llama-server's spelling -np (CLI11 takes one-letter short names only).
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (auto& a : args)
+    if (a == "-np") a = "--parallel";
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
+  try {
+    app.parse(args);
+    // Slots and context are compiled in; flags may lower them, never raise them.
+    if (slots == 0 || slots > compiled_slots)
+      throw CLI::ValidationError("--parallel", std::to_string(slots) + ": this server is compiled for " +
+                                                   std::to_string(compiled_slots) + " slots (STREAMS of unicorn_add_server); "
+                                                   "a flag may lower that, never raise it");
+    if (context < 2 || context > compiled_context)
+      throw CLI::ValidationError("--ctx-size", std::to_string(context) + ": this server is compiled for " +
+                                                   std::to_string(compiled_context) + " tokens per slot (CONTEXT of "
+                                                   "unicorn_add_server); a flag may lower that, never raise it");
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
+    return 2;
+  }
+  opt.slots = slots;
+  opt.context = context;
+  opt.idle_timeout = std::chrono::seconds(timeout);
+  opt.shutdown_grace = std::chrono::seconds(grace);
+  opt.log_requests = !quiet;
+
+  try {
+    if (model.empty()) {
+      if (!program.default_model) throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory)");
+      model = program.default_model;
+      if (tokenizer.empty()) tokenizer = program.default_tokenizer;
+      std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
+                   program.default_model_about);
+    }
+    if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
+
+    std::optional<AnyEngine> engine;
+    std::optional<unicorn::text::Tokenizer> tok;
+    return unicorn::server::serve(opt, [&] {
+      std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
+      engine.emplace(deployment);
+      const auto report = engine->load(model);
+      if (check_tensors) {
+        const auto c = engine->check_tensors();
+        std::fprintf(stderr, "%s: check-tensors: %zu tensors hold no NaN or Inf (%.3f s)\n", name,
+                     c.tensors, c.seconds);
+      }
+      tok.emplace(unicorn::text::tokenizer_for(model, tokenizer));
+      std::fprintf(stderr, "%s: loaded %s (%s, %.1f MiB) on %s\n", name, model.c_str(),
+                   report.format.c_str(), report.bytes / 1048576.0, engine->context().info().name.c_str());
+      return unicorn::server::Model{engine->core(), *tok};
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+}
