@@ -6,7 +6,7 @@
 #   io_tests            GGUF, safetensors, config.json, files written whole (label loader)
 #   tokenizer_*         the tokenizer against the npm oracle, and unicorn-tokenize
 #   server_api_tests    request parsing and responses
-#   cli_tests           the generator binaries as a user runs them: end-to-end
+#   cli_tests.shard*    the generator binaries as a user runs them: end-to-end
 #                       generation on lavapipe, bad files, write failures,
 #                       signals, --check-tensors, injected device faults
 #   binary_golden_test  the tiny engine's logits through --logits-out
@@ -30,4 +30,4 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detec
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export GTEST_FILTER='-Cli.Bench*:Cli.PlacementExperiments:Cli.OfficialBinaryWithoutModel'
 ctest --test-dir "$build" --output-on-failure -j2 \
-      -R '^(io_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests|binary_golden_test|server_fault)$'
+      -R '^(io_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault)$'
