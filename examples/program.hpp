@@ -4,6 +4,12 @@
 // and the target's compile definitions.
 #pragma once
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 namespace unicorn::examples {
 
 struct ProgramInfo {
@@ -13,6 +19,21 @@ struct ProgramInfo {
   const char* default_tokenizer = nullptr;      // its tokenizer.json
   bool start_interactive = false;               // start in the multi-turn chat (unicorn-chat)
 };
+
+// llama.cpp's multi-letter single-dash spellings (-cnv, -sys, -ngl, -np) as
+// the long options they stand for. CLI11 reads one dash and several letters as
+// one-letter flags in a row (-cnv as -c nv), so they are rewritten before
+// parsing. Returns the arguments after the program's name, last to first, as
+// CLI11's App::parse(std::vector<std::string>&) takes them.
+using Spellings = std::vector<std::pair<std::string_view, std::string_view>>;
+inline std::vector<std::string> llama_cpp_args(int argc, char** argv, const Spellings& spellings) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (auto& a : args)
+    for (const auto& [from, to] : spellings)
+      if (a == from) a = to;
+  std::reverse(args.begin(), args.end());
+  return args;
+}
 
 }  // namespace unicorn::examples
 

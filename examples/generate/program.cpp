@@ -99,6 +99,19 @@ int chat_loop(AnyEngine& engine, const unicorn::text::Tokenizer& tok, const std:
   return 0;
 }
 
+// The closing timings, one line each as llama.cpp prints them: prompt
+// processing and generation are different speeds (the prompt goes through
+// the GPU in chunks, each generated token alone), so neither is averaged in.
+void print_timings(double load_s, const unicorn::text::GenerateResult& r) {
+  const auto line = [](const char* what, int tokens, double seconds) {
+    std::fprintf(stderr, "%-10s %6d tokens in %9.2f ms (%8.2f ms per token, %9.1f tokens/s)\n", what, tokens,
+                 1e3 * seconds, tokens ? 1e3 * seconds / tokens : 0.0, tokens / std::max(seconds, 1e-9));
+  };
+  std::fprintf(stderr, "load       %.2f s\n", load_s);
+  line("prompt", r.prompt_tokens, r.prefill_seconds);
+  line("generation", r.generated, r.decode_seconds);
+}
+
 void progress_bar(uint64_t done, uint64_t total) {
   static int shown = -1;
   const int pct = total ? int(100 * done / total) : 100;
@@ -131,12 +144,20 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file ('-': standard input)");
   app.add_flag("--chat", chat, "wrap the prompt in Gemma's chat template (a user turn)");
-  app.add_flag("-i,--interactive", interactive, "multi-turn chat on standard input");
-  app.add_option("--system", system_prompt, "system prompt (chat)");
+  app.add_flag("-i,--interactive,--conversation", interactive, "(also -cnv) multi-turn chat on standard input");
+  bool one_shot = false;
+  app.add_flag("--no-conversation", one_shot, "(also -no-cnv) one prompt, one answer: the default")->excludes("--interactive");
+  app.add_option("--system,--system-prompt", system_prompt, "(also -sys) system prompt (chat)");
   app.add_option("-n,--n-predict", n_predict, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 30));
   unicorn::generate::add_sampling_flags(app, sampling);
   app.add_option("--stop", stop, "stop when this text appears (repeatable)");
-  app.add_option("-c,--ctx", ctx, "context length in tokens")->capture_default_str()->check(CLI::Range(1u, config.max_context));
+  app.add_option("-c,--ctx,--ctx-size", ctx, "context length in tokens")->capture_default_str()->check(CLI::Range(1u, config.max_context));
+  // llama-cli's placement and CPU flags, taken so its command lines run here:
+  // every layer is on the GPU (the deployment places them at compile time)
+  // and no inference op runs on the CPU, so their values change nothing.
+  std::optional<int> gpu_layers, threads;
+  app.add_option("--n-gpu-layers,--gpu-layers", gpu_layers, "(also -ngl) accepted and ignored: every layer runs on the GPU");
+  app.add_option("-t,--threads", threads, "accepted and ignored: no inference work runs on the CPU");
   app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
   app.add_option("--tokens", tokens, "teacher forcing: comma-separated token ids");
   app.add_option("--logits-out", logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
@@ -145,7 +166,10 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
   unicorn::generate::add_memory_flag(app, max_device_memory);
   try {
-    app.parse(argc, argv);
+    auto args = unicorn::examples::llama_cpp_args(
+        argc, argv, {{"-cnv", "--conversation"}, {"-no-cnv", "--no-conversation"}, {"-sys", "--system-prompt"},
+                     {"-ngl", "--n-gpu-layers"}});
+    app.parse(args);
     unicorn::generate::check_sampling_flags(sampling);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
@@ -155,6 +179,10 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
     std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
     return 2;
   }
+  if (gpu_layers)
+    std::fprintf(stderr, "%s: -ngl %d ignored: every layer runs on the GPU, placed when the engine was compiled\n",
+                 name, *gpu_layers);
+  if (threads) std::fprintf(stderr, "%s: -t %d ignored: no inference work runs on the CPU\n", name, *threads);
   // A reader that goes away (`| head`) is a failed write we handle, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -243,12 +271,8 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
                                            print, &g_interrupt);
     print("\n");  // out before the stats line on stderr
     const bool interrupted = r.stopped_by == "cancelled";
-    std::fprintf(stderr,
-                 "load %.2f s; prompt %d tokens at %.1f tokens/s; generated %d tokens at %.1f "
-                 "tokens/s (stopped: %s; seed %u)\n",
-                 load_s, r.prompt_tokens, r.prompt_tokens / std::max(r.prefill_seconds, 1e-9),
-                 r.generated, r.generated / std::max(r.decode_seconds, 1e-9),
-                 interrupted ? "interrupted" : r.stopped_by.c_str(), *seed);
+    print_timings(load_s, r);
+    std::fprintf(stderr, "stopped: %s; seed %u\n", interrupted ? "interrupted" : r.stopped_by.c_str(), *seed);
     return interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports a process Ctrl-C ended
   } catch (const unicorn::io::StdoutClosed&) {
     return 0;  // the reader has what it wanted (`| head`)

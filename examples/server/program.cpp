@@ -58,11 +58,7 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
           {"always", Invariance::Always},
           {"off", Invariance::Off}}))
       ->default_str("deterministic");
-  // llama-server's spelling -np (CLI11 takes one-letter short names only).
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (auto& a : args)
-    if (a == "-np") a = "--parallel";
-  std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
+  auto args = unicorn::examples::llama_cpp_args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   try {
     app.parse(args);
     // Slots and context are compiled in; flags may lower them, never raise them.

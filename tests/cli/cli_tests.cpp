@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,93 @@ TEST(Cli, Help) {
   for (const char* flag : {"--model", "--prompt", "--chat", "--temp", "--top-k", "--top-p",
                            "--min-p", "--seed", "--ctx", "--n-predict", "--file"})
     EXPECT_CONTAINS(r.out, flag);
+}
+
+// README's flag table and --help name the same flags: each flag the table
+// spells is one the generator takes, and each option --help lists is in the
+// table (llama.cpp's single-dash spellings as "(also -cnv)" in --help).
+TEST(Cli, ReadmeFlagTableMatchesHelp) {
+  std::ifstream f(env("UNICORN_README"));
+  ASSERT_TRUE(f) << "UNICORN_README: " << env("UNICORN_README");
+  const std::string readme((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t begin = readme.find("| flag | meaning |");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string table = readme.substr(begin, readme.find("\n\n", begin) - begin);
+  const Result help = run(gen() + " --help");
+  ASSERT_EQ(help.code, 0);
+  // Every -x / --long-name in a table row's first cell (in backticks).
+  std::vector<std::string> documented;
+  for (size_t row = table.find("\n| `"); row != std::string::npos; row = table.find("\n| `", row + 1)) {
+    const std::string cell = table.substr(row + 3, table.find(" | ", row + 3) - row - 3);
+    for (size_t at = cell.find('-'); at != std::string::npos; at = cell.find('-', at)) {
+      if (at > 0 && cell[at - 1] != '`' && cell[at - 1] != ' ' && cell[at - 1] != '(') { ++at; continue; }
+      const size_t end = cell.find_first_not_of("-abcdefghijklmnopqrstuvwxyz0123456789", at);
+      documented.push_back(cell.substr(at, end - at));
+      at = end;
+    }
+  }
+  ASSERT_GT(documented.size(), 20u) << table;
+  for (const std::string& flag : documented)
+    EXPECT_TRUE(help.out.find(flag + ",") != std::string::npos || help.out.find(flag + " ") != std::string::npos ||
+                help.out.find("(also " + flag + ")") != std::string::npos)
+        << "README's flag table names " << flag << ", which --help does not list";
+  // Every option name --help lists, at the start of its line.
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  -", 0) != 0) continue;
+    const std::string names = line.substr(2, line.find_first_of(" ", 2) - 2);
+    std::istringstream each(names);
+    for (std::string name; std::getline(each, name, ',');) {
+      if (name == "-h" || name == "--help") continue;
+      EXPECT_NE(std::find(documented.begin(), documented.end(), name), documented.end())
+          << "--help lists " << name << ", which README's flag table does not";
+    }
+  }
+}
+
+// llama-cli's spellings run: -cnv (the chat), -sys, and -ngl / -t, which are
+// taken and ignored with a note; -cnv with -no-cnv is a usage error.
+TEST(Cli, LlamaCppSpellings) {
+  const Result chat = run("printf 'Hello\\n/quit\\n' | " + gen() + " -cnv -sys 'Be brief' -n 4 --temp 0");
+  EXPECT_EQ(chat.code, 0) << chat.out;
+  EXPECT_CONTAINS(chat.out, "chat: type a message");
+  const Result ignored = run(gen() + " -p 'In the beginning' -n 2 --temp 0 -ngl 99 -t 8");
+  EXPECT_EQ(ignored.code, 0) << ignored.out;
+  EXPECT_CONTAINS(ignored.out, "-ngl 99 ignored: every layer runs on the GPU");
+  EXPECT_CONTAINS(ignored.out, "-t 8 ignored");
+  const Result both = run(gen() + " -cnv -no-cnv -p x");
+  EXPECT_EQ(both.code, 2) << both.out;
+  EXPECT_CONTAINS(both.out, "excludes");
+}
+
+// The closing timings as llama.cpp prints them: the prompt's speed and the
+// generation's on lines of their own, never one figure mixing the two.
+TEST(Cli, TimingsOnSeparateLines) {
+  const Result r = run(gen() + " -p 'And it came to pass' -n 5 --temp 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(r.out);
+  int prompt = 0, generation = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("prompt ", 0) == 0 && line.find("tokens/s") != std::string::npos) ++prompt;
+    if (line.rfind("generation ", 0) == 0 && line.find("     5 tokens") != std::string::npos &&
+        line.find("tokens/s") != std::string::npos)
+      ++generation;
+  }
+  EXPECT_EQ(prompt, 1) << r.out;
+  EXPECT_EQ(generation, 1) << r.out;
+}
+
+// unicorn-tokenize: plain text in, the ids --tokens takes out; --decode back;
+// --json for arrays; a bad id is an error naming it.
+TEST(Cli, TokenizePlainText) {
+  const std::string tok = env("UNICORN_TOKENIZE") + " --tokenizer " + env("UNICORN_TOKENIZER_JSON");
+  EXPECT_EQ(stdout_of("printf 'Hello world' | " + tok + " --add-bos"), "2,9259,1902\n");
+  EXPECT_EQ(stdout_of(tok + " -p 'Hello world'"), "9259,1902\n");
+  EXPECT_EQ(stdout_of("echo '2, 9259 1902' | " + tok + " --decode"), "<bos>Hello world\n");
+  EXPECT_EQ(stdout_of("echo '[\"Hello world\"]' | " + tok + " --json"), "[[9259,1902]]\n");
+  const Result bad = run("echo 9259,x | " + tok + " --decode");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_CONTAINS(bad.out, "'x' is not a token id");
 }
 
 TEST(Cli, BadFlag) {
