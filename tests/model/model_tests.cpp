@@ -321,6 +321,52 @@ TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
   }
 }
 
+// A rewind the engine allows reads only keys the sliding-window layers' ring
+// still holds. Here the first sequence wraps the 48-position ring (16-token
+// window + 32-token chunk), so positions 0..11 are overwritten; a second
+// sequence goes back to a shared prefix of 40 and stops at 43, short of the
+// ring's length. Its tokens 0..11 are still listed, but their keys are gone:
+// going back to 1 (a new prompt that shares only <bos>, as the server's prompt
+// cache would) must be refused, and every rewind allowed must give the bits
+// of a whole prefill. (The server once allowed it: a slot's short last
+// sequence hid the wrap of an earlier one, and a prompt reusing <bos> there
+// read another position's key in its first 16 tokens.)
+TEST_F(Model, RewindNeverReadsKeysTheRingLost) {
+  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context());
+  engine.load(tiny_gguf("Q8_0"));
+  auto& core = engine.core();
+  const auto& prompt = golden().prompt;
+  ASSERT_GE(prompt.size(), 70u);
+  const uint32_t V = kGemma3Tiny.vocab;
+  const auto whole = engine.forward_logits(prompt);
+  const auto wrapped_then_short = [&] {
+    core.reset();
+    core.feed(0, std::span(prompt).first(60));     // positions 0..59: the ring wraps
+    core.rewind(0, 40);                            // a shared prefix of 40
+    core.feed(0, std::span(prompt).subspan(40, 3));  // and on to 43 < 48
+  };
+  wrapped_then_short();
+  EXPECT_FALSE(core.can_rewind(0, 1)) << "position 0's key was overwritten by position 48's";
+  EXPECT_THROW(core.rewind(0, 1), Error);
+  // Position 26 sees back to 11, overwritten; 27 sees back to 12, the first
+  // the ring still holds: the tightest rule that is safe.
+  EXPECT_FALSE(core.can_rewind(0, 26));
+  EXPECT_TRUE(core.can_rewind(0, 27));
+  uint32_t allowed = 0;
+  for (uint32_t pos : {1u, 12u, 26u, 27u, 35u, 43u}) {
+    wrapped_then_short();
+    if (!core.can_rewind(0, pos)) continue;
+    ++allowed;
+    core.rewind(0, pos);
+    const auto rest = engine.forward_logits(std::span(prompt).subspan(pos, 70 - pos));
+    size_t differing = 0;
+    for (size_t row = pos; row < 70; ++row)
+      differing += std::memcmp(whole.data() + row * V, rest.data() + (row - pos) * V, V * 4) != 0;
+    EXPECT_EQ(differing, 0u) << "back to " << pos << ": " << differing << " rows differ from the whole prefill's";
+  }
+  EXPECT_GT(allowed, 0u) << "no rewind allowed at all: the check is too strict to serve a prompt cache";
+}
+
 // The server's batch invariance (EngineCore::BatchPasses::Fixed): a stream's
 // logits are the same bits whatever the size of the step it runs in. One step
 // of 18 streams, then (each stream rewound one position) the same tokens in

@@ -44,19 +44,6 @@ function specs() {
   return out;
 }
 
-// Known bug (notes/server.md, "Open: an intermittent batch-invariance
-// failure under load"): in about half of the full `ctest -j2` runs one
-// streamed request whose prompt reused a cached prefix the request alone did
-// not reuse (a slot holding only the same <bos>) answers another text from
-// its first token. It is tolerated here, once a run and only that case, so
-// that everything else stays checked; any other difference fails.
-let tolerated = 0;
-function knownBug(usage, alone) {
-  const cached = (u) => u?.prompt_tokens_details?.cached_tokens ?? 0;
-  return tolerated === 0 && cached(usage) > 0 && cached(usage) !== cached(alone) &&
-         usage.completion_tokens === alone.completion_tokens;
-}
-
 async function waitIdle() {
   for (;;) {
     const m = await h.metrics(server);
@@ -101,14 +88,6 @@ test("64 concurrent clients with disconnects: no crash, flat memory, batch invar
         // The usage says whether the prompt came from a slot's cache (prompt_tokens_details), for a failure's report.
         const report = `spec ${k} (client ${c}, round ${round}): text differs from the request alone; ` +
                        `usage ${JSON.stringify(got.usage)}, alone ${JSON.stringify(ref[k].usage)}`;
-        if (got.text !== ref[k].text && knownBug(got.usage, ref[k].usage)) {
-          console.log(`known bug (notes/server.md, "Open"): ${report}: ${JSON.stringify(got.text)} against ` +
-                      JSON.stringify(ref[k].text));
-          tolerated++;
-          seen.completed++;
-          seen.completionTokens += got.usage.completion_tokens;
-          return;
-        }
         assert.equal(got.text, ref[k].text, report);
         assert.equal(got.finish, ref[k].finish, `spec ${k}: finish_reason`);
         assert.equal(got.usage.completion_tokens, ref[k].usage.completion_tokens, `spec ${k}: completion_tokens`);
@@ -124,15 +103,6 @@ test("64 concurrent clients with disconnects: no crash, flat memory, batch invar
         const j = await res.json();
         assert.equal(res.status, 200, JSON.stringify(j));
         const text = j.choices[0].message ? j.choices[0].message.content : j.choices[0].text;
-        if (text !== ref[k].text && knownBug(j.usage, ref[k].usage)) {
-          console.log(`known bug (notes/server.md, "Open"): spec ${k} (client ${c}, round ${round}, unstreamed): ` +
-                      `usage ${JSON.stringify(j.usage)}, alone ${JSON.stringify(ref[k].usage)}: ` +
-                      `${JSON.stringify(text)} against ${JSON.stringify(ref[k].text)}`);
-          tolerated++;
-          seen.completed++;
-          seen.completionTokens += j.usage.completion_tokens;
-          return;
-        }
         assert.equal(text, ref[k].text, `spec ${k} (client ${c}, round ${round}, unstreamed): text differs; ` +
                      `usage ${JSON.stringify(j.usage)}, alone ${JSON.stringify(ref[k].usage)}`);
         assert.equal(j.choices[0].finish_reason, ref[k].finish);

@@ -265,19 +265,89 @@ TEST(Scheduler, PromptCache) {
   const Outcome b = r.run_alone(turn);
   EXPECT_EQ(b.usage.cached_tokens, held.size()) << "the whole held conversation is reused";
   EXPECT_EQ(b.usage.prompt_tokens, turn->prompt.size());
+}
 
-  // Another question after the same opening: the shared prompt prefix is
-  // reused (across a chunk boundary), and the text equals an uncached run.
+// Another question after the same opening: the shared prompt prefix is reused
+// (across a chunk boundary), and the tokens chosen equal an uncached run's.
+// (Not after the conversation above: it ran past the sliding-window ring, so
+// the keys 15 positions before the shared prefix's end are gone, and the
+// prefix must not be reused: Scheduler.NoReuseOfKeysAnEarlierJobOverwrote.)
+TEST(Scheduler, SharedOpeningIsReused) {
+  Running r({.slots = 1});
+  const auto held = [] {
+    const auto t = world().engine.core().tokens(0);
+    return std::vector<int32_t>(t.begin(), t.end());
+  };
   const std::string opening = "Tell me about the sea, the ships, the storms and the harbours of long ago.";
   auto warm = chat_job(opening, 1, 3, 0);
   r.run_alone(warm);
   auto cached = chat_job(opening + " Briefly!", 9, 10), cold = chat_job(opening + " Briefly!", 9, 10);
   cold->cache_prompt = false;
-  const Outcome with = r.run_alone(cached), without = r.run_alone(cold);
+  const Outcome with = r.run_alone(cached);
+  const auto with_tokens = held();
+  const Outcome without = r.run_alone(cold);
   EXPECT_GT(with.usage.cached_tokens, 32u) << "more than a chunk of the opening is reused";
   EXPECT_EQ(without.usage.cached_tokens, 0u);
   EXPECT_EQ(with.text, without.text);
+  EXPECT_EQ(with_tokens, held()) << "the tokens chosen after a cached prefix differ from an uncached run's";
   EXPECT_EQ(with.usage.completion_tokens, without.usage.completion_tokens);
+}
+
+// The load test's old intermittent failure, step by step in one slot: a text
+// completion runs past the sliding-window ring (48 positions), the same
+// prompt again reuses all but its last token and stops two tokens later, short
+// of the ring; a chat request then shares only <bos> with the slot. The slot's
+// first positions were overwritten by the first run, so the chat must not
+// reuse <bos> from it, and its text must be the text it gets alone.
+TEST(Scheduler, NoReuseOfKeysAnEarlierJobOverwrote) {
+  Running r({.slots = 1});
+  auto& tok = world().tok;
+  std::string words;
+  std::vector<int32_t> text_prompt;
+  for (const char* w : {"sea", "ship", "storm", "harbour", "light", "tide", "sail", "wind"}) {
+    for (int i = 0; i < 8 && text_prompt.size() < 36; ++i) {
+      words += std::string(words.empty() ? "" : " ") + w;
+      text_prompt = tok.encode(words, /*add_bos=*/true);
+    }
+  }
+  ASSERT_GE(text_prompt.size(), 30u);
+  ASSERT_LE(text_prompt.size(), 40u);
+  const auto text_job = [&](uint32_t max_tokens) {
+    auto job = std::make_shared<Job>();
+    job->prompt = text_prompt;
+    job->sampling = {.temperature = 0.0f};
+    job->max_tokens = max_tokens;
+    job->ignore_eos = true;
+    job->deterministic = true;
+    return job;
+  };
+  const auto chat = [] {  // sampled over the whole vocabulary: any change in its logits shows in its text
+    auto job = chat_job("What do the gulls say?", 1004, 24, 1.0f);
+    job->sampling.top_k = 0, job->sampling.top_p = 1.0f;
+    return job;
+  };
+  // The tokens a run leaves in its slot: its prompt and what it chose (byte
+  // tokens of the tiny vocabulary all print as U+FFFD, so texts can agree
+  // where tokens do not).
+  const auto held = [] {
+    const auto t = world().engine.core().tokens(0);
+    return std::vector<int32_t>(t.begin(), t.end());
+  };
+  const Outcome alone = r.run_alone(chat());
+  ASSERT_FALSE(alone.error);
+  const auto alone_tokens = held();
+
+  ASSERT_FALSE(r.run_alone(text_job(24)).error);  // past the ring: its first positions are overwritten
+  ASSERT_GT(world().engine.core().position(0), 48u);
+  const Outcome again = r.run_alone(text_job(2));
+  ASSERT_FALSE(again.error);
+  EXPECT_EQ(again.usage.cached_tokens, text_prompt.size() - 1) << "the same prompt reuses all but its last token";
+  ASSERT_LE(world().engine.core().position(0), 48u) << "the slot now holds fewer positions than the ring";
+
+  const Outcome after = r.run_alone(chat());
+  EXPECT_EQ(after.usage.cached_tokens, 0u) << "<bos>'s key in the ring is another position's now";
+  EXPECT_EQ(after.text, alone.text);
+  EXPECT_EQ(held(), alone_tokens) << "the chat chose other tokens after the slot's earlier jobs";
 }
 
 // A cancelled job leaves its slot at the next step; the next job runs.

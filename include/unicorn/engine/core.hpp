@@ -211,17 +211,23 @@ class EngineCore {
     StreamState& s = stream_state(stream);
     s.tokens.clear();
     s.counter = 0;
+    s.ring_from = 0;
   }
 
   // Whether a stream can go back to position `pos`, keeping the tokens before
   // it: local layers keep a ring of the last window + prefill_chunk positions
-  // (layout.hpp), so a stream that went more than prefill_chunk + 1 positions
-  // past `pos` has overwritten keys that a token at `pos` attends to.
+  // written (layout.hpp), so the keys a token at `pos` attends to, back to
+  // window - 1 positions before it, must not have been overwritten since they
+  // were written — by this stream's tokens past `pos`, or by tokens of an
+  // earlier sequence that went further before a rewind (StreamState::ring_from).
   bool can_rewind(uint32_t stream, uint32_t pos) const {
-    const uint32_t end = position(stream);
-    const uint32_t ring = layout_.local_kv_slots;
-    return pos == 0 ||
-           (pos <= end && (ring >= cfg_.max_context || end <= ring || end - pos <= cfg_.prefill_chunk + 1));
+    const StreamState& s = stream_state(stream);
+    if (pos == 0) return true;
+    if (pos > s.tokens.size()) return false;
+    if (layout_.local_kv_slots >= cfg_.max_context) return true;  // no ring: nothing is overwritten
+    const uint32_t window = cfg_.model.sliding_window;
+    const uint32_t oldest_seen = pos >= window ? pos - window + 1 : 0;  // the key furthest back a token at pos sees
+    return oldest_seen >= s.ring_from;
   }
   // Goes back to position `pos`: the stream keeps its first `pos` tokens (and
   // their KV cache) and the next token fed lands at `pos`. A prompt that
@@ -231,7 +237,9 @@ class EngineCore {
       throw Error("rewind: stream " + std::to_string(stream) + " cannot go back from position " +
                   std::to_string(position(stream)) + " to " + std::to_string(pos) +
                   " (its sliding-window layers no longer hold the keys before it)");
-    stream_state(stream).tokens.resize(pos);
+    StreamState& s = stream_state(stream);
+    s.tokens.resize(pos);
+    s.ring_from = std::min(s.ring_from, pos);  // nothing from pos on is this sequence's any more
   }
 
   // How prefill() and decode() choose tokens from now on (default: greedy), for
@@ -360,6 +368,7 @@ class EngineCore {
         step.push_back({uint32_t(c.tokens[t]), pos + uint32_t(t), c.stream, 0});
       before.push_back(s.tokens.size());
       s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
+      note_written(s);
       if (c.ends_prompt) {
         step[logit_streams.size()].logit_source = uint32_t(step.size() - 1);
         logit_streams.push_back(c.stream);
@@ -650,7 +659,20 @@ class EngineCore {
     std::vector<int32_t> tokens;  // what its KV cache holds; its next position is their count
     SamplingParams sampling;      // how its tokens are chosen
     uint32_t counter = 0;         // tokens chosen since set_sampling: the draw's counter
+    // The first of `tokens` whose keys and values the sliding-window layers'
+    // ring still holds: writing position q overwrites q - ring, and a rewind
+    // does not bring back what a longer sequence overwrote before it. (A
+    // sequence that wrapped the ring, rewound to a shared prefix and stopped
+    // short of the ring's length has lost its first positions all the same.)
+    uint32_t ring_from = 0;
   };
+  // Tokens were appended to a stream (before the pass that writes their keys
+  // runs, so that a failed pass counts as written): the ring now lacks every
+  // position more than its length behind the last.
+  void note_written(StreamState& s) const {
+    const uint32_t end = uint32_t(s.tokens.size()), ring = layout_.local_kv_slots;
+    if (end > ring) s.ring_from = std::max(s.ring_from, end - ring);
+  }
   StreamState& stream_state(uint32_t stream) {
     check_stream(stream);
     return streams_[stream];
@@ -725,6 +747,7 @@ class EngineCore {
     write_step(chunk_rows(stream, tokens, 0, n), n);
     StreamState& s = streams_[stream];
     s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+    note_written(s);
     // The sampler kernels run on every logit row, so every row gets the
     // stream's state: a row left unwritten would sample with whatever the
     // buffer held (a penalty history billions of entries long).
@@ -738,6 +761,7 @@ class EngineCore {
   void run(const Graph& graph, std::span<const StreamToken> batch) {
     for (size_t i = 0; i < batch.size(); ++i) {
       streams_[batch[i].stream].tokens.push_back(batch[i].token);
+      note_written(streams_[batch[i].stream]);
       write_sampler(uint32_t(i), batch[i].stream);
     }
     try {
