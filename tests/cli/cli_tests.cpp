@@ -182,7 +182,7 @@ TEST(Cli, DefaultModelNeedsNoDownload) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_CONTAINS(r.out, "built-in demo model");
   EXPECT_CONTAINS(r.out, "Once upon a time");
-  EXPECT_CONTAINS(r.out, "generated");
+  EXPECT_CONTAINS(r.out, "\ngeneration ");
   EXPECT_CONTAINS(r.out, "tokens/s");
 }
 
@@ -584,7 +584,7 @@ TEST(Cli, StandardOutputFullOrClosed) {
   EXPECT_EQ(head.code, 0) << head.out;
   const std::string err = read_text(tmp() / "head.err");
   EXPECT_EQ(err.find("cannot write"), std::string::npos) << err;
-  EXPECT_EQ(err.find("generated"), std::string::npos) << "it stopped at the closed pipe:\n" << err;
+  EXPECT_EQ(err.find("\ngeneration "), std::string::npos) << "it stopped at the closed pipe:\n" << err;
 }
 
 namespace {
@@ -690,7 +690,7 @@ TEST(CliFault, DeviceLostMidAnswerNamesTheStep) {
   EXPECT_CONTAINS(r.out, "Once upon a time");  // the prompt, and what came before the fault, were printed
   EXPECT_CONTAINS(r.out, "decode step 2 of 20 at position");
   EXPECT_CONTAINS(r.out, "the device was lost (VK_ERROR_DEVICE_LOST)");
-  EXPECT_EQ(r.out.find("generated"), std::string::npos) << "no timings line after a fault:\n" << r.out;
+  EXPECT_EQ(r.out.find("\ngeneration "), std::string::npos) << "no timings line after a fault:\n" << r.out;
 }
 
 TEST(CliFault, OutOfDeviceMemoryInThePromptNamesThePrefill) {
