@@ -61,6 +61,16 @@ extern "C" void on_sigint(int) {
   g_interrupt = true;
   std::signal(SIGINT, SIG_DFL);
 }
+// Catches the next Ctrl-C with on_sigint. `interrupt_reads`: a read from the
+// terminal that is waiting when it comes fails (no SA_RESTART), so the chat's
+// prompt sees it and leaves; otherwise the read goes on.
+void catch_sigint(bool interrupt_reads) {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = interrupt_reads ? 0 : SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+}
 
 // Generated text, as it comes: a failed write ends the run (io::OutputError).
 void print(std::string_view text) { unicorn::io::write_stdout(text); }
@@ -69,14 +79,18 @@ void print(std::string_view text) { unicorn::io::write_stdout(text); }
 int chat_loop(AnyEngine& engine, const unicorn::text::Tokenizer& tok, const std::string& system,
               const unicorn::text::GenerateOptions& opt) {
   unicorn::text::ChatSession session(engine.core(), tok, system);
-  std::fprintf(stderr, "chat: type a message; /reset starts over, /quit or Ctrl-D ends; Ctrl-C "
-                       "stops an answer\n");
+  std::fprintf(stderr, "chat: type a message; /reset starts over, /quit, Ctrl-D or Ctrl-C at the prompt "
+                       "ends; Ctrl-C stops an answer\n");
   std::string line;
   while (true) {
     print("\n> ");
     g_interrupt = false;
-    std::signal(SIGINT, on_sigint);
-    if (!std::getline(std::cin, line)) break;
+    catch_sigint(/*interrupt_reads=*/true);  // Ctrl-C at the prompt leaves the chat
+    if (!std::getline(std::cin, line) || g_interrupt) {
+      print("\n");
+      break;
+    }
+    catch_sigint(/*interrupt_reads=*/false);  // from here, Ctrl-C stops the answer
     if (line == "/quit") break;
     if (line == "/reset") {
       session.reset();

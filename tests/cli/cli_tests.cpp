@@ -480,6 +480,31 @@ echo "rc=$?" >> chat.out
   EXPECT_CONTAINS(out, "rc=0");
 }
 
+// Ctrl-C at the chat's prompt, with no answer running, leaves the chat at once
+// (exit status 0); it used to be kept for the next answer, which it cancelled.
+TEST(Cli, InterruptAtThePromptLeavesTheChat) {
+  const fs::path dir = tmp(), script = dir / "leave.sh";
+  std::ofstream(script) << "cd " << dir.string() << " && rm -f in2 leave.out && mkfifo in2\n"
+                        << env("UNICORN_CHAT") << " -n 8 --temp 0 < in2 > leave.out 2>&1 &\n"
+                        << R"(pid=$!
+exec 3>in2
+for i in $(seq 600); do grep -q '^chat:' leave.out 2>/dev/null && break; sleep 0.1; done
+sleep 0.5  # waiting at the prompt now
+kill -INT $pid
+for i in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then echo "still running 5 s after Ctrl-C" >> leave.out; kill -9 $pid; fi
+wait $pid
+echo "rc=$?" >> leave.out
+exec 3>&-
+)";
+  ASSERT_EQ(std::system(("bash " + script.string()).c_str()), 0);
+  std::ifstream f(dir / "leave.out");
+  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_CONTAINS(out, "rc=0");
+  EXPECT_EQ(out.find("still running"), std::string::npos) << out;
+  EXPECT_EQ(out.find("tokens/s"), std::string::npos) << "no answer was asked for:\n" << out;
+}
+
 // ------------------------------------------------------- nothing lost, nothing crashes
 
 // tests/data/bad: each file has one defect and must give its own message,
