@@ -65,6 +65,11 @@ const std::string& gen() {
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE((text).find(part), std::string::npos) << "expected \"" << (part) << "\" in:\n" << (text)
 
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 fs::path tmp() {
   static const fs::path d = [] {
     fs::path p = fs::temp_directory_path() / ("unicorn-cli-" + std::to_string(::getpid()));
@@ -452,28 +457,35 @@ TEST(Cli, BenchRefusesAnUnknownFile) {
   EXPECT_CONTAINS(r.out, "not a GGUF file");
 }
 
+namespace {
+
+// Runs unicorn-chat with `args`, its input a named pipe, until it has printed
+// its banner; then the bash lines `then` ($pid: the chat; fd 3: its input;
+// $out: what it prints), then closes its input and waits. Returns what it
+// printed, and "rc=<its exit status>".
+std::string chat_session(const std::string& name, const std::string& args, const std::string& then) {
+  const fs::path dir = tmp(), script = dir / (name + ".sh");
+  std::ofstream(script) << "cd " << dir.string() << " && rm -f " << name << ".in " << name << ".out && mkfifo "
+                        << name << ".in\nout=" << name << ".out\n"
+                        << env("UNICORN_CHAT") << " " << args << " < " << name << ".in > $out 2>&1 &\n"
+                        << "pid=$!\nexec 3>" << name << ".in\n"
+                        << "for i in $(seq 600); do grep -q '^chat:' $out 2>/dev/null && break; sleep 0.1; done\n"
+                        << then << "\nexec 3>&-\nwait $pid\necho \"rc=$?\" >> $out\n";
+  EXPECT_EQ(std::system(("bash " + script.string()).c_str()), 0);
+  return read_text(dir / (name + ".out"));
+}
+
+}  // namespace
+
 // Ctrl-C during an answer stops that answer, not the program: the chat then
 // takes the next message and exits normally.
 TEST(Cli, InterruptStopsTheAnswerNotTheChat) {
-  const fs::path dir = tmp(), script = dir / "interrupt.sh";
-  std::ofstream(script) << "cd " << dir.string() << " && rm -f in chat.out && mkfifo in\n"
-                        << env("UNICORN_CHAT") << " -n 40 --temp 0 < in > chat.out 2>&1 &\n"
-                        << R"(pid=$!
-exec 3>in
-echo 'Tell me a long story' >&3
-for i in $(seq 600); do grep -q '^chat:' chat.out 2>/dev/null && break; sleep 0.1; done
+  const std::string out = chat_session("interrupt", "-n 40 --temp 0", R"(echo 'Tell me a long story' >&3
 sleep 2   # the answer is being generated now
 kill -INT $pid
 sleep 1
 echo 'Another message' >&3
-echo /quit >&3
-exec 3>&-
-wait $pid
-echo "rc=$?" >> chat.out
-)";
-  ASSERT_EQ(std::system(("bash " + script.string()).c_str()), 0);
-  std::ifstream f(dir / "chat.out");
-  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+echo /quit >&3)");
   EXPECT_CONTAINS(out, ", stopped;");
   const auto first = out.find("tokens/s"), second = out.find("tokens/s", first + 1);
   EXPECT_NE(second, std::string::npos) << "no answer to the message after Ctrl-C:\n" << out;
@@ -483,23 +495,10 @@ echo "rc=$?" >> chat.out
 // Ctrl-C at the chat's prompt, with no answer running, leaves the chat at once
 // (exit status 0); it used to be kept for the next answer, which it cancelled.
 TEST(Cli, InterruptAtThePromptLeavesTheChat) {
-  const fs::path dir = tmp(), script = dir / "leave.sh";
-  std::ofstream(script) << "cd " << dir.string() << " && rm -f in2 leave.out && mkfifo in2\n"
-                        << env("UNICORN_CHAT") << " -n 8 --temp 0 < in2 > leave.out 2>&1 &\n"
-                        << R"(pid=$!
-exec 3>in2
-for i in $(seq 600); do grep -q '^chat:' leave.out 2>/dev/null && break; sleep 0.1; done
-sleep 0.5  # waiting at the prompt now
+  const std::string out = chat_session("leave", "-n 8 --temp 0", R"(sleep 0.5  # waiting at the prompt now
 kill -INT $pid
 for i in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $pid 2>/dev/null; then echo "still running 5 s after Ctrl-C" >> leave.out; kill -9 $pid; fi
-wait $pid
-echo "rc=$?" >> leave.out
-exec 3>&-
-)";
-  ASSERT_EQ(std::system(("bash " + script.string()).c_str()), 0);
-  std::ifstream f(dir / "leave.out");
-  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+if kill -0 $pid 2>/dev/null; then echo "still running 5 s after Ctrl-C" >> $out; kill -9 $pid; fi)");
   EXPECT_CONTAINS(out, "rc=0");
   EXPECT_EQ(out.find("still running"), std::string::npos) << out;
   EXPECT_EQ(out.find("tokens/s"), std::string::npos) << "no answer was asked for:\n" << out;
@@ -535,11 +534,6 @@ namespace {
 // read-only directories): as nobody through setpriv when this test runs as root.
 std::string as_unprivileged(const std::string& cmd) {
   return ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups -- " + cmd : cmd;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 size_t entries(const fs::path& dir) {
