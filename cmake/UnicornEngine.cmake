@@ -25,6 +25,11 @@
 #   rope_local_base_freq, rope_scaling, sliding_window_pattern) and newer
 #   transformers' (layer_types, rope_parameters per layer type); multimodal
 #   configs are read from their text_config.
+#
+# These programs parse their flags with CLI11: the first call finds it
+# (find_package(CLI11 CONFIG), made GLOBAL so every directory of the host sees
+# CLI11::CLI11) and stops with a message that says so when it is missing. A host
+# that only includes the headers needs no CLI11.
 
 # The generator's and the server's sources: in the source tree, or beside
 # this file once installed. A binary's own source is its main.cpp (its
@@ -41,6 +46,21 @@ foreach(file generate/main generate/program perplexity/main server/main server/p
   set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
 
+# Finds CLI11 for `who` (words for the message), once per build.
+function(_unicorn_find_cli11 who)
+  if(TARGET CLI11::CLI11)
+    return()
+  endif()
+  find_package(CLI11 CONFIG QUIET GLOBAL)
+  if(NOT CLI11_FOUND)
+    message(FATAL_ERROR
+      "unicorn: ${who} builds a command-line program, whose flags are parsed by CLI11, and CMake "
+      "found no CLI11 package (CLI11Config.cmake). Install it (Debian/Ubuntu: apt-get install "
+      "libcli11-dev; vcpkg/conan: cli11) or set CLI11_DIR to its CMake directory. A host that only "
+      "includes unicorn's headers (target unicorn::unicorn) needs no CLI11.")
+  endif()
+endfunction()
+
 # A binary of `source` for one deployment type.
 function(_unicorn_add_binary target source header type)
   add_executable(${target} ${source})
@@ -51,6 +71,7 @@ function(_unicorn_add_binary target source header type)
 endfunction()
 
 function(unicorn_add_generator target)
+  _unicorn_find_cli11("unicorn_add_generator(${target})")
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
   if(NOT TARGET unicorn_generate_program)
     add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE})
@@ -61,11 +82,13 @@ function(unicorn_add_generator target)
 endfunction()
 
 function(unicorn_add_perplexity target)
+  _unicorn_find_cli11("unicorn_add_perplexity(${target})")
   cmake_parse_arguments(P "" "HEADER;TYPE" "" ${ARGN})
   _unicorn_add_binary(${target} ${UNICORN_PERPLEXITY_MAIN_SOURCE} "${P_HEADER}" "${P_TYPE}")
 endfunction()
 
 function(unicorn_add_server target)
+  _unicorn_find_cli11("unicorn_add_server(${target})")
   cmake_parse_arguments(S "" "HEADER;TYPE;CONFIG;QUANT;STREAMS;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
   if(S_CONFIG)
     if(NOT S_STREAMS)
@@ -98,6 +121,7 @@ function(_unicorn_json out json default)
 endfunction()
 
 function(unicorn_add_engine target)
+  _unicorn_find_cli11("unicorn_add_engine(${target})")
   cmake_parse_arguments(E "" "CONFIG;QUANT;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
   _unicorn_deployment_header(${target} header type CONFIG "${E_CONFIG}" QUANT "${E_QUANT}" CONTEXT "${E_CONTEXT}"
                              KV "${E_KV}" PREFILL_CHUNK "${E_PREFILL_CHUNK}" STREAMS 1)

@@ -2,7 +2,9 @@
 # package config, so a host app does:
 #   find_package(unicorn REQUIRED)
 #   target_link_libraries(app PRIVATE unicorn::unicorn)      #include <unicorn/gemma27b.hpp>
-# and can build engines from config.json files with unicorn_add_engine().
+# and can build engines from config.json files with unicorn_add_engine() (which
+# finds CLI11 then). Included by CMakeLists.txt when UNICORN_INSTALL is on (the
+# default for a top-level build, off for add_subdirectory / FetchContent).
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/unicorn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -27,7 +29,8 @@ find_dependency(Vulkan)
 find_dependency(Boost 1.74)
 find_dependency(nlohmann_json 3)
 find_dependency(Threads)
-find_dependency(CLI11 CONFIG)
+# CLI11 is found by unicorn_add_engine() & co. when first called: a host that
+# only includes the headers needs none.
 include("${CMAKE_CURRENT_LIST_DIR}/unicornTargets.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/UnicornEngine.cmake")
 ]=])

@@ -7,6 +7,10 @@
 # 4. run `host-tiny` (made by the installed unicorn_add_engine from the fixture's
 #    config.json) with the golden prompt, and compare its logits with
 #    logits_f32.bin: max |diff| / max |ref| <= 1e-3 (check_logits)
+# 5. configure host_app headers-only with CLI11 hidden (must work), and with its
+#    engine and CLI11 hidden (must fail, naming CLI11)
+# The host defines no Vulkan-Hpp mode (Vulkan-Hpp's constructors);
+# install.add_subdirectory builds the engine under VULKAN_HPP_NO_CONSTRUCTORS.
 cmake_minimum_required(VERSION 3.25)
 foreach(var BUILD_DIR SOURCE_DIR HOST_APP_DIR WORK_DIR FIXTURE_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var})
@@ -19,22 +23,7 @@ file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(ENV{UNICORN_VALIDATION} 1)
 
-# step(<name> <command>...): runs a command, fails the test with its output if it fails.
-function(step name)
-  string(TIMESTAMP t0 "%s")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  string(TIMESTAMP t1 "%s")
-  math(EXPR secs "${t1} - ${t0}")
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "install test: ${name} failed (${rc}):\n${ARGN}\n${out}\n${err}")
-  endif()
-  if(err MATCHES "Vulkan validation error")
-    message(FATAL_ERROR "install test: ${name}: Vulkan validation errors:\n${err}")
-  endif()
-  message(STATUS "${name}: ok (${secs} s)")
-  set(step_out "${out}" PARENT_SCOPE)
-  set(step_err "${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/install_common.cmake)
 
 # 1. Install.
 step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
@@ -91,18 +80,21 @@ endforeach()
 message(STATUS "app prints the 27B layout:\n${summary}")
 
 # 4. host-tiny on the golden prompt vs transformers' f32 logits.
-file(READ ${FIXTURE_DIR}/golden.json golden)
-string(JSON n LENGTH "${golden}" prompt)
-math(EXPR last "${n} - 1")
-set(ids "")
-foreach(i RANGE ${last})
-  string(JSON id GET "${golden}" prompt ${i})
-  list(APPEND ids ${id})
-endforeach()
-list(JOIN ids "," ids)
-set(logits ${WORK_DIR}/host-tiny-logits.f32)
-step("run host-tiny" ${host_build}/host-tiny --model ${FIXTURE_DIR} --tokens ${ids}
-     --logits-out ${logits})
-message(STATUS "host-tiny: ${step_err}")
-step("check logits" ${host_build}/check_logits ${logits} ${FIXTURE_DIR}/logits_f32.bin 1e-3)
-message(STATUS "${step_out}")
+check_golden_logits(${host_build}/host-tiny ${host_build}/check_logits ${FIXTURE_DIR} ${WORK_DIR})
+
+# 5. A headers-only host needs no CLI11, and unicorn_add_engine without CLI11
+#    says what is missing. Configure only: CMAKE_DISABLE_FIND_PACKAGE_CLI11 makes
+#    find_package(CLI11) find nothing.
+step("configure headers-only host_app without CLI11" ${CMAKE_COMMAND} -S ${HOST_APP_DIR}
+     -B ${WORK_DIR}/host_headers_only -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+     -DCMAKE_PREFIX_PATH=${prefix} -DUNICORN_HOST_ENGINES=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON)
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${HOST_APP_DIR} -B ${WORK_DIR}/host_no_cli11
+                -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${prefix}
+                -DUNICORN_TINY_CONFIG=${FIXTURE_DIR}/config.json -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX REPLACE "[ \t\r\n]+" " " said "${err}")
+if(rc EQUAL 0 OR NOT said MATCHES "unicorn_add_engine\\(host-tiny\\) builds a command-line program.*found no CLI11 package")
+  message(FATAL_ERROR "install test: a host calling unicorn_add_engine without CLI11 must fail "
+                      "configuring with unicorn's message about CLI11; got (${rc}):\n${out}\n${err}")
+endif()
+message(STATUS "unicorn_add_engine without CLI11: fails, naming CLI11")

@@ -1329,8 +1329,9 @@ inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, u
   gpu::Stream::full_barrier(*g.commands);
   for (const auto& d : dispatches) gpu::record(*g.commands, d, d.barrier_after);
   // The chosen token ids are read by the host after the fence.
-  const vk::MemoryBarrier to_host{.srcAccessMask = vk::AccessFlagBits::eShaderWrite,
-                                  .dstAccessMask = vk::AccessFlagBits::eHostRead};
+  const auto to_host = vk::MemoryBarrier{}
+                           .setSrcAccessMask(vk::AccessFlagBits::eShaderWrite)
+                           .setDstAccessMask(vk::AccessFlagBits::eHostRead);
   g.commands.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
                              vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
   g.commands.end();

@@ -27,10 +27,10 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include <vulkan/vulkan_raii.hpp>
 
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/coopmat_khr.hpp"
+#include "unicorn/gpu/vulkan.hpp"
 
 namespace unicorn::gpu {
 
@@ -172,11 +172,12 @@ class Context {
   }
 
   void create_instance() {
-    const vk::ApplicationInfo app{.pApplicationName = "unicorn",
-                                  .applicationVersion = 1,
-                                  .pEngineName = "unicorn",
-                                  .engineVersion = 1,
-                                  .apiVersion = VK_API_VERSION_1_2};
+    const auto app = vk::ApplicationInfo{}
+                         .setPApplicationName("unicorn")
+                         .setApplicationVersion(1)
+                         .setPEngineName("unicorn")
+                         .setEngineVersion(1)
+                         .setApiVersion(VK_API_VERSION_1_2);
     std::vector<const char*> layers, extensions;
     if (validation_) {
       bool have_layer = false;
@@ -190,11 +191,12 @@ class Context {
     }
     try {
       instance_ = vk::raii::Instance(
-          context_, vk::InstanceCreateInfo{.pApplicationInfo = &app,
-                                           .enabledLayerCount = uint32_t(layers.size()),
-                                           .ppEnabledLayerNames = layers.data(),
-                                           .enabledExtensionCount = uint32_t(extensions.size()),
-                                           .ppEnabledExtensionNames = extensions.data()});
+          context_, vk::InstanceCreateInfo{}
+                        .setPApplicationInfo(&app)
+                        .setEnabledLayerCount(uint32_t(layers.size()))
+                        .setPpEnabledLayerNames(layers.data())
+                        .setEnabledExtensionCount(uint32_t(extensions.size()))
+                        .setPpEnabledExtensionNames(extensions.data()));
     } catch (const vk::SystemError& e) {
       throw Error(std::string("gpu: cannot create a Vulkan instance (is a Vulkan driver "
                               "installed? Debian: mesa-vulkan-drivers): ") + e.what());
@@ -203,11 +205,11 @@ class Context {
       using S = vk::DebugUtilsMessageSeverityFlagBitsEXT;
       using T = vk::DebugUtilsMessageTypeFlagBitsEXT;
       messenger_ = vk::raii::DebugUtilsMessengerEXT(
-          instance_, vk::DebugUtilsMessengerCreateInfoEXT{
-                         .messageSeverity = S::eError | S::eWarning,
-                         .messageType = T::eGeneral | T::eValidation | T::ePerformance,
-                         .pfnUserCallback = &Context::on_message,
-                         .pUserData = this});
+          instance_, vk::DebugUtilsMessengerCreateInfoEXT{}
+                         .setMessageSeverity(S::eError | S::eWarning)
+                         .setMessageType(T::eGeneral | T::eValidation | T::ePerformance)
+                         .setPfnUserCallback(&Context::on_message)
+                         .setPUserData(this));
     }
   }
 
@@ -300,8 +302,10 @@ class Context {
                   "needs for F16 and block-quantized weights");
 
     const float priority = 1.0f;
-    const vk::DeviceQueueCreateInfo queue_info{
-        .queueFamilyIndex = queue_family_, .queueCount = 1, .pQueuePriorities = &priority};
+    const auto queue_info = vk::DeviceQueueCreateInfo{}
+                                .setQueueFamilyIndex(queue_family_)
+                                .setQueueCount(1)
+                                .setPQueuePriorities(&priority);
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR enable_coop{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
         .pNext = nullptr,
@@ -310,22 +314,23 @@ class Context {
     // matmul_coop keeps fp16 in shared memory (shaderFloat16), and glslang emits
     // the Vulkan memory model for GL_KHR_memory_scope_semantics, which
     // cooperative-matrix GLSL requires.
-    vk::PhysicalDeviceVulkan12Features enable12{
-        .pNext = info_.coopmat ? &enable_coop : nullptr,
-        .shaderFloat16 = info_.coopmat ? VK_TRUE : VK_FALSE,
-        .vulkanMemoryModel = info_.coopmat ? VK_TRUE : VK_FALSE};
-    vk::PhysicalDeviceVulkan11Features enable11{.pNext = &enable12, .storageBuffer16BitAccess = VK_TRUE};
-    vk::PhysicalDeviceFeatures2 enable{.pNext = &enable11};
+    auto enable12 = vk::PhysicalDeviceVulkan12Features{}
+                        .setPNext(info_.coopmat ? &enable_coop : nullptr)
+                        .setShaderFloat16(info_.coopmat ? VK_TRUE : VK_FALSE)
+                        .setVulkanMemoryModel(info_.coopmat ? VK_TRUE : VK_FALSE);
+    auto enable11 = vk::PhysicalDeviceVulkan11Features{}.setPNext(&enable12).setStorageBuffer16BitAccess(VK_TRUE);
+    auto enable = vk::PhysicalDeviceFeatures2{}.setPNext(&enable11);
     // VK_EXT_memory_budget: the per-heap budget the placement check reads;
     // VK_KHR_cooperative_matrix: prefill on tensor units (detect_coopmat).
     std::vector<const char*> extensions;
     if (has_memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (info_.coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{.pNext = &enable,
-                                                               .queueCreateInfoCount = 1,
-                                                               .pQueueCreateInfos = &queue_info,
-                                                               .enabledExtensionCount = uint32_t(extensions.size()),
-                                                               .ppEnabledExtensionNames = extensions.data()});
+    device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{}
+                                              .setPNext(&enable)
+                                              .setQueueCreateInfoCount(1)
+                                              .setPQueueCreateInfos(&queue_info)
+                                              .setEnabledExtensionCount(uint32_t(extensions.size()))
+                                              .setPpEnabledExtensionNames(extensions.data()));
     queue_ = vk::raii::Queue(device_, queue_family_, 0);
   }
 

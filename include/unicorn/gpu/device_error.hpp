@@ -13,9 +13,9 @@
 
 #include <atomic>
 #include <string>
-#include <vulkan/vulkan_raii.hpp>
 
 #include "unicorn/error.hpp"
+#include "unicorn/gpu/vulkan.hpp"
 
 #ifdef UNICORN_FAULT_INJECTION
 #include <cstdlib>

@@ -52,36 +52,40 @@ class Kernel {
     const auto& dev = ctx.device();
     std::vector<vk::DescriptorSetLayoutBinding> b(bindings);
     for (uint32_t i = 0; i < bindings; ++i)
-      b[i] = {.binding = i,
-              .descriptorType = vk::DescriptorType::eStorageBuffer,
-              .descriptorCount = 1,
-              .stageFlags = vk::ShaderStageFlagBits::eCompute};
+      b[i] = vk::DescriptorSetLayoutBinding{}
+                 .setBinding(i)
+                 .setDescriptorType(vk::DescriptorType::eStorageBuffer)
+                 .setDescriptorCount(1)
+                 .setStageFlags(vk::ShaderStageFlagBits::eCompute);
     set_layout_ = vk::raii::DescriptorSetLayout(
-        dev, vk::DescriptorSetLayoutCreateInfo{.bindingCount = bindings, .pBindings = b.data()});
-    const vk::PushConstantRange push{.stageFlags = vk::ShaderStageFlagBits::eCompute,
-                                     .offset = 0,
-                                     .size = kMaxPushWords * 4};
+        dev, vk::DescriptorSetLayoutCreateInfo{}.setBindingCount(bindings).setPBindings(b.data()));
+    const auto push = vk::PushConstantRange{}
+                          .setStageFlags(vk::ShaderStageFlagBits::eCompute)
+                          .setOffset(0)
+                          .setSize(kMaxPushWords * 4);
     const vk::DescriptorSetLayout set_layout = *set_layout_;
-    layout_ = vk::raii::PipelineLayout(dev, vk::PipelineLayoutCreateInfo{
-                                                .setLayoutCount = 1,
-                                                .pSetLayouts = &set_layout,
-                                                .pushConstantRangeCount = 1,
-                                                .pPushConstantRanges = &push});
+    layout_ = vk::raii::PipelineLayout(dev, vk::PipelineLayoutCreateInfo{}
+                                                .setSetLayoutCount(1)
+                                                .setPSetLayouts(&set_layout)
+                                                .setPushConstantRangeCount(1)
+                                                .setPPushConstantRanges(&push));
     const vk::raii::ShaderModule module(
-        dev, vk::ShaderModuleCreateInfo{.codeSize = spirv.size_bytes(), .pCode = spirv.data()});
+        dev, vk::ShaderModuleCreateInfo{}.setCodeSize(spirv.size_bytes()).setPCode(spirv.data()));
     std::vector<vk::SpecializationMapEntry> entries(spec.size());
     for (uint32_t i = 0; i < spec.size(); ++i)
-      entries[i] = vk::SpecializationMapEntry{.constantID = i, .offset = i * 4, .size = 4};
-    const vk::SpecializationInfo spec_info{.mapEntryCount = uint32_t(entries.size()),
-                                           .pMapEntries = entries.data(),
-                                           .dataSize = spec.size_bytes(),
-                                           .pData = spec.data()};
-    const vk::ComputePipelineCreateInfo info{
-        .stage = {.stage = vk::ShaderStageFlagBits::eCompute,
-                  .module = *module,
-                  .pName = "main",
-                  .pSpecializationInfo = &spec_info},
-        .layout = *layout_};
+      entries[i] = vk::SpecializationMapEntry{}.setConstantID(i).setOffset(i * 4).setSize(4);
+    const auto spec_info = vk::SpecializationInfo{}
+                               .setMapEntryCount(uint32_t(entries.size()))
+                               .setPMapEntries(entries.data())
+                               .setDataSize(spec.size_bytes())
+                               .setPData(spec.data());
+    const auto info = vk::ComputePipelineCreateInfo{}
+                          .setStage(vk::PipelineShaderStageCreateInfo{}
+                                        .setStage(vk::ShaderStageFlagBits::eCompute)
+                                        .setModule(*module)
+                                        .setPName("main")
+                                        .setPSpecializationInfo(&spec_info))
+                          .setLayout(*layout_);
     pipeline_ = cache ? vk::raii::Pipeline(dev, *cache, info) : vk::raii::Pipeline(dev, nullptr, info);
   }
 
@@ -143,15 +147,18 @@ class DescriptorArena {
                   " buffers, got " + std::to_string(buffers.size()));
     if (pools_.empty() || left_sets_ == 0 || left_buffers_ < buffers.size()) add_pool();
     const vk::DescriptorSetLayout layout = k.set_layout();
-    auto sets = (*ctx_.device()).allocateDescriptorSets(vk::DescriptorSetAllocateInfo{
-        .descriptorPool = *pools_.back(), .descriptorSetCount = 1, .pSetLayouts = &layout});
+    auto sets = (*ctx_.device()).allocateDescriptorSets(vk::DescriptorSetAllocateInfo{}
+                                                            .setDescriptorPool(*pools_.back())
+                                                            .setDescriptorSetCount(1)
+                                                            .setPSetLayouts(&layout));
     std::vector<vk::WriteDescriptorSet> writes(buffers.size());
     for (uint32_t i = 0; i < buffers.size(); ++i)
-      writes[i] = {.dstSet = sets[0],
-                   .dstBinding = i,
-                   .descriptorCount = 1,
-                   .descriptorType = vk::DescriptorType::eStorageBuffer,
-                   .pBufferInfo = &buffers[i]};
+      writes[i] = vk::WriteDescriptorSet{}
+                      .setDstSet(sets[0])
+                      .setDstBinding(i)
+                      .setDescriptorCount(1)
+                      .setDescriptorType(vk::DescriptorType::eStorageBuffer)
+                      .setPBufferInfo(&buffers[i]);
     ctx_.device().updateDescriptorSets(writes, {});
     --left_sets_;
     left_buffers_ -= uint32_t(buffers.size());
@@ -163,9 +170,7 @@ class DescriptorArena {
   void add_pool() {
     const vk::DescriptorPoolSize size{vk::DescriptorType::eStorageBuffer, kBuffersPerPool};
     pools_.emplace_back(ctx_.device(),
-                        vk::DescriptorPoolCreateInfo{.maxSets = kSetsPerPool,
-                                                     .poolSizeCount = 1,
-                                                     .pPoolSizes = &size});
+                        vk::DescriptorPoolCreateInfo{}.setMaxSets(kSetsPerPool).setPoolSizeCount(1).setPPoolSizes(&size));
     left_sets_ = kSetsPerPool;
     left_buffers_ = kBuffersPerPool;
   }
@@ -192,9 +197,9 @@ inline void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true)
                    sizeof(PushWords), d.push.data());
   cb.dispatch(d.groups[0], d.groups[1], d.groups[2]);
   if (barrier) {
-    const vk::MemoryBarrier mb{.srcAccessMask = vk::AccessFlagBits::eShaderWrite,
-                               .dstAccessMask = vk::AccessFlagBits::eShaderRead |
-                                                vk::AccessFlagBits::eShaderWrite};
+    const auto mb = vk::MemoryBarrier{}
+                        .setSrcAccessMask(vk::AccessFlagBits::eShaderWrite)
+                        .setDstAccessMask(vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
     cb.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
                        vk::PipelineStageFlagBits::eComputeShader, {}, mb, {}, {});
   }
@@ -206,22 +211,23 @@ class Stream {
   explicit Stream(const Context& ctx)
       : ctx_(ctx),
         pool_(ctx.device(),
-              vk::CommandPoolCreateInfo{
-                  .flags = vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
-                  .queueFamilyIndex = ctx.queue_family()}),
+              vk::CommandPoolCreateInfo{}
+                  .setFlags(vk::CommandPoolCreateFlagBits::eResetCommandBuffer)
+                  .setQueueFamilyIndex(ctx.queue_family())),
         fence_(ctx.device(), vk::FenceCreateInfo{}) {}
 
   vk::raii::CommandBuffer allocate() {
     auto cbs = vk::raii::CommandBuffers(
-        ctx_.device(), vk::CommandBufferAllocateInfo{.commandPool = *pool_,
-                                                     .level = vk::CommandBufferLevel::ePrimary,
-                                                     .commandBufferCount = 1});
+        ctx_.device(), vk::CommandBufferAllocateInfo{}
+                           .setCommandPool(*pool_)
+                           .setLevel(vk::CommandBufferLevel::ePrimary)
+                           .setCommandBufferCount(1));
     return std::move(cbs[0]);
   }
 
   // Throws gpu::DeviceError when the device reports a failure (lost, out of memory).
   void submit_and_wait(vk::CommandBuffer cb) {
-    const vk::SubmitInfo submit{.commandBufferCount = 1, .pCommandBuffers = &cb};
+    const auto submit = vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb);
     checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work, [&] {
       ctx_.queue().submit(submit, *fence_);
       if (ctx_.device().waitForFences(*fence_, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
@@ -234,7 +240,7 @@ class Stream {
   template <class F>
   void run_once(F&& fn) {
     auto cb = allocate();
-    cb.begin(vk::CommandBufferBeginInfo{.flags = vk::CommandBufferUsageFlagBits::eOneTimeSubmit});
+    cb.begin(vk::CommandBufferBeginInfo{}.setFlags(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
     // One-off work (uploads, read-backs) is ordered against everything before
     // and after it on the queue: it is rare, so a full barrier costs nothing.
     full_barrier(*cb);
@@ -245,10 +251,10 @@ class Stream {
   }
 
   static void full_barrier(vk::CommandBuffer cb) {
-    const vk::MemoryBarrier mb{.srcAccessMask = vk::AccessFlagBits::eMemoryWrite,
-                               .dstAccessMask = vk::AccessFlagBits::eMemoryRead |
-                                                vk::AccessFlagBits::eMemoryWrite |
-                                                vk::AccessFlagBits::eHostRead};
+    const auto mb = vk::MemoryBarrier{}
+                        .setSrcAccessMask(vk::AccessFlagBits::eMemoryWrite)
+                        .setDstAccessMask(vk::AccessFlagBits::eMemoryRead | vk::AccessFlagBits::eMemoryWrite |
+                                          vk::AccessFlagBits::eHostRead);
     cb.pipelineBarrier(vk::PipelineStageFlagBits::eAllCommands,
                        vk::PipelineStageFlagBits::eAllCommands | vk::PipelineStageFlagBits::eHost,
                        {}, mb, {}, {});

@@ -57,7 +57,7 @@ inline uint32_t memory_type_of(const Context& ctx, MemoryKind kind, uint32_t typ
 
 // The memory type storage buffers of `kind` get on this device.
 inline uint32_t storage_memory_type(const Context& ctx, MemoryKind kind) {
-  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{.size = 16, .usage = kStorageUsage});
+  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{}.setSize(16).setUsage(kStorageUsage));
   return memory_type_of(ctx, kind, probe.getMemoryRequirements().memoryTypeBits);
 }
 
@@ -123,7 +123,7 @@ class BufferSet {
     const auto usage = kStorageUsage;
     const uint64_t max_alloc = ctx.info().max_memory_allocation_size;
     for (uint64_t size : sizes)
-      buffers_.emplace_back(dev, vk::BufferCreateInfo{.size = size ? size : 16, .usage = usage});
+      buffers_.emplace_back(dev, vk::BufferCreateInfo{}.setSize(size ? size : 16).setUsage(usage));
 
     // Greedy packing in order; each buffer's alignment and type bits respected.
     size_t i = 0;
@@ -143,8 +143,7 @@ class BufferSet {
       }
       const uint32_t type = memory_type_of(ctx, kind, type_bits);
       try {
-        memory_.emplace_back(dev, vk::MemoryAllocateInfo{.allocationSize = total,
-                                                         .memoryTypeIndex = type});
+        memory_.emplace_back(dev, vk::MemoryAllocateInfo{}.setAllocationSize(total).setMemoryTypeIndex(type));
       } catch (const vk::SystemError& e) {
         throw Error("gpu: out of memory on " + ctx.info().name + ": cannot allocate " +
                     std::to_string(total >> 20) + " MiB for " + what + " (" + e.what() + ")");

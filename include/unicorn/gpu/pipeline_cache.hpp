@@ -81,8 +81,9 @@ class PipelineCache {
     }
     stats_.loaded_bytes = initial.size();
     cache_ = vk::raii::PipelineCache(
-        ctx.device(), vk::PipelineCacheCreateInfo{.initialDataSize = initial.size(),
-                                                  .pInitialData = initial.empty() ? nullptr : initial.data()});
+        ctx.device(), vk::PipelineCacheCreateInfo{}
+                          .setInitialDataSize(initial.size())
+                          .setPInitialData(initial.empty() ? nullptr : initial.data()));
   }
 
   PipelineCache(const PipelineCache&) = delete;
@@ -109,7 +110,7 @@ class PipelineCache {
     // it was read: merge its pipelines in, so that writers add up.
     if (const std::vector<char> on_disk = read_valid(path_, /*quiet=*/true); !on_disk.empty()) {
       const vk::raii::PipelineCache theirs(
-          device_, vk::PipelineCacheCreateInfo{.initialDataSize = on_disk.size(), .pInitialData = on_disk.data()});
+          device_, vk::PipelineCacheCreateInfo{}.setInitialDataSize(on_disk.size()).setPInitialData(on_disk.data()));
       cache_.merge(*theirs);
     }
     const std::vector<uint8_t> data = cache_.getData();

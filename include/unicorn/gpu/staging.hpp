@@ -46,15 +46,16 @@ class StagingRing {
   StagingRing(const Context& ctx, uint64_t slot_bytes)
       : ctx_(ctx),
         slot_bytes_(slot_bytes),
-        pool_(ctx.device(), vk::CommandPoolCreateInfo{
-                                .flags = vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
-                                .queueFamilyIndex = ctx.queue_family()}) {
+        pool_(ctx.device(), vk::CommandPoolCreateInfo{}
+                                .setFlags(vk::CommandPoolCreateFlagBits::eResetCommandBuffer)
+                                .setQueueFamilyIndex(ctx.queue_family())) {
     const std::array<uint64_t, kSlots> sizes{slot_bytes, slot_bytes, slot_bytes};
     buffers_ = BufferSet(ctx, sizes, MemoryKind::HostVisible, "staging buffers");
     auto cbs = vk::raii::CommandBuffers(
-        ctx.device(), vk::CommandBufferAllocateInfo{.commandPool = *pool_,
-                                                    .level = vk::CommandBufferLevel::ePrimary,
-                                                    .commandBufferCount = kSlots});
+        ctx.device(), vk::CommandBufferAllocateInfo{}
+                          .setCommandPool(*pool_)
+                          .setLevel(vk::CommandBufferLevel::ePrimary)
+                          .setCommandBufferCount(kSlots));
     for (uint32_t i = 0; i < kSlots; ++i) {
       slots_[i].commands = std::move(cbs[i]);
       slots_[i].fence = vk::raii::Fence(ctx.device(), vk::FenceCreateInfo{});
@@ -84,12 +85,12 @@ class StagingRing {
     wait(s);
     parallel_copy(buffers_[slot].mapped, src.data(), src.size());
     s.commands.reset();
-    s.commands.begin(vk::CommandBufferBeginInfo{.flags = vk::CommandBufferUsageFlagBits::eOneTimeSubmit});
+    s.commands.begin(vk::CommandBufferBeginInfo{}.setFlags(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
     work(*s.commands, slot);
     s.commands.end();
     const vk::CommandBuffer cb = *s.commands;
     checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Upload, [&] {
-      ctx_.queue().submit(vk::SubmitInfo{.commandBufferCount = 1, .pCommandBuffers = &cb}, *s.fence);
+      ctx_.queue().submit(vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb), *s.fence);
     });
     s.in_flight = true;
   }

@@ -17,8 +17,8 @@ class Timestamps {
   Timestamps(const Context& ctx, uint32_t count)
       : ctx_(ctx),
         count_(count),
-        pool_(ctx.device(), vk::QueryPoolCreateInfo{.queryType = vk::QueryType::eTimestamp,
-                                                    .queryCount = count}) {}
+        pool_(ctx.device(),
+              vk::QueryPoolCreateInfo{}.setQueryType(vk::QueryType::eTimestamp).setQueryCount(count)) {}
 
   void reset(vk::CommandBuffer cb) { cb.resetQueryPool(*pool_, 0, count_); }
   void write(vk::CommandBuffer cb, uint32_t index) {
