@@ -12,8 +12,11 @@ const expected = JSON.parse(fs.readFileSync(path.join(oracleDir, "expected.json"
 const chats = JSON.parse(fs.readFileSync(path.join(oracleDir, "chat.json"), "utf8"));
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 const texts = corpus.map((b) => decoder.decode(Buffer.from(b, "base64")));
+// --json: arrays of texts, id arrays and conversations in and out.
 const run = (args, input) =>
-  JSON.parse(execFileSync(cli, args, { input: JSON.stringify(input), maxBuffer: 1 << 28 }).toString("utf8"));
+  JSON.parse(execFileSync(cli, ["--json", ...args], { input: JSON.stringify(input), maxBuffer: 1 << 28 }).toString("utf8"));
+// The default, plain text: one text in (its bytes exactly), comma-separated ids out.
+const plain = (args, text) => execFileSync(cli, args, { input: Buffer.from(text, "utf8") }).toString("utf8").trim();
 
 let failures = 0;
 const fail = (msg) => { if (++failures <= 5) console.error(msg); };
@@ -28,6 +31,9 @@ for (const file of [tokenizerJson, path.join(oracleDir, "gemma3-vocab.gguf")]) {
   const bos = run(["--tokenizer", file, "--add-bos"], texts.slice(0, 50));
   bos.forEach((x, i) => { if (JSON.stringify(x) !== JSON.stringify(expected.ids_bos[i])) fail(`${file}: #${i} --add-bos differs`); });
 }
+texts.slice(0, 8).forEach((text, i) => {
+  if (plain(["--tokenizer", tokenizerJson], text) !== expected.ids[i].join(",")) fail(`plain text: #${i} ids differ`);
+});
 for (const gen of [false, true]) {
   const ok = chats.filter((c) => c.add_generation_prompt === gen && c.rendered !== undefined);
   const got = run(["--chat", ...(gen ? ["--generation-prompt"] : [])], ok.map((c) => c.messages));
