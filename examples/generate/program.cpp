@@ -280,7 +280,7 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
                            " tokens; the context holds " + std::to_string(ctx) +
                            " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
     if (!chat) print(prompt);
-    std::signal(SIGINT, on_sigint);
+    catch_sigint(/*interrupt_reads=*/false);
     const auto r = unicorn::text::generate(engine.core(), tok, ids, {.max_tokens = n_predict, .stop = stop},
                                            print, &g_interrupt);
     print("\n");  // out before the stats line on stderr

@@ -58,6 +58,14 @@ std::shared_ptr<Job> chat_job(const std::string& user, uint32_t seed, uint32_t m
   return job;
 }
 
+// The tokens a run left in slot 0: its prompt and what it chose. Runs are
+// compared by these, not only by text: the tiny vocabulary's byte tokens all
+// print as U+FFFD, so texts can agree where tokens do not.
+std::vector<int32_t> held() {
+  const auto t = world().engine.core().tokens(0);
+  return {t.begin(), t.end()};
+}
+
 // Everything a job produced, once it ended.
 Outcome collect(Job& job) {
   Outcome o;
@@ -274,10 +282,6 @@ TEST(Scheduler, PromptCache) {
 // prefix must not be reused: Scheduler.NoReuseOfKeysAnEarlierJobOverwrote.)
 TEST(Scheduler, SharedOpeningIsReused) {
   Running r({.slots = 1});
-  const auto held = [] {
-    const auto t = world().engine.core().tokens(0);
-    return std::vector<int32_t>(t.begin(), t.end());
-  };
   const std::string opening = "Tell me about the sea, the ships, the storms and the harbours of long ago.";
   auto warm = chat_job(opening, 1, 3, 0);
   r.run_alone(warm);
@@ -325,13 +329,6 @@ TEST(Scheduler, NoReuseOfKeysAnEarlierJobOverwrote) {
     auto job = chat_job("What do the gulls say?", 1004, 24, 1.0f);
     job->sampling.top_k = 0, job->sampling.top_p = 1.0f;
     return job;
-  };
-  // The tokens a run leaves in its slot: its prompt and what it chose (byte
-  // tokens of the tiny vocabulary all print as U+FFFD, so texts can agree
-  // where tokens do not).
-  const auto held = [] {
-    const auto t = world().engine.core().tokens(0);
-    return std::vector<int32_t>(t.begin(), t.end());
   };
   const Outcome alone = r.run_alone(chat());
   ASSERT_FALSE(alone.error);
