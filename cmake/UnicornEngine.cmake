@@ -61,6 +61,22 @@ function(_unicorn_find_cli11 who)
   endif()
 endfunction()
 
+# The chat's line editing and history (examples/generate/program.cpp): libedit
+# (Debian: libedit-dev), found by pkg-config. Without it the chat reads plain
+# lines, and configuring says so.
+function(_unicorn_link_libedit target)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND AND NOT TARGET PkgConfig::UNICORN_LIBEDIT)
+    pkg_check_modules(UNICORN_LIBEDIT QUIET IMPORTED_TARGET GLOBAL libedit)
+  endif()
+  if(TARGET PkgConfig::UNICORN_LIBEDIT)
+    target_link_libraries(${target} PUBLIC PkgConfig::UNICORN_LIBEDIT)
+    target_compile_definitions(${target} PRIVATE UNICORN_HAVE_LIBEDIT=1)
+  else()
+    message(STATUS "unicorn: no libedit (Debian: libedit-dev): the chat reads lines without editing or history")
+  endif()
+endfunction()
+
 # A binary of `source` for one deployment type.
 function(_unicorn_add_binary target source header type)
   add_executable(${target} ${source})
@@ -76,6 +92,7 @@ function(unicorn_add_generator target)
   if(NOT TARGET unicorn_generate_program)
     add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE})
     target_link_libraries(unicorn_generate_program PUBLIC unicorn::unicorn CLI11::CLI11)
+    _unicorn_link_libedit(unicorn_generate_program)
   endif()
   _unicorn_add_binary(${target} ${UNICORN_GENERATE_MAIN_SOURCE} "${G_HEADER}" ${G_TYPE})
   target_link_libraries(${target} PRIVATE unicorn_generate_program)

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libvulkan-dev glslang-tools mesa-vulkan-drivers
-          vulkan-validationlayers libboost-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+          vulkan-validationlayers libboost-dev nlohmann-json3-dev libcli11-dev libedit-dev libgtest-dev
           clang-14 libclang-rt-14-dev)  # clang and its runtimes: the libFuzzer targets (tests/fuzz)
 missing=()
 for p in "${packages[@]}"; do

@@ -161,7 +161,7 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   }
   const Stats st = stats(agg);
   j["batch"] = {{"streams", n},
-                {"linear", engine.core().batch_linear_path(n)},
+                {"linear", engine.batch_linear_path(n)},
                 {"prompt_tokens", o.prompt},
                 {"tokens", o.generate},
                 {"tokens_per_s", st.median},
@@ -171,7 +171,7 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
                 {"roofline_tokens_per_s", roofline * n},
                 {"roofline_percent", 100.0 * st.median / (roofline * n)}};
   if (o.profile) {
-    const auto p = engine.core().profile_batch(n);
+    const auto p = engine.profile_batch(n);
     for (const auto& k : p.kernels)
       j["profile"]["batch"].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
     for (const auto& d : p.dispatches)  // every dispatch of a batched step, in order
@@ -183,7 +183,7 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   }
   print_header(j);
   std::printf("%u streams, each prefilled with %u random tokens, then %u steps of all of them (%s)\n", n,
-              o.prompt, o.generate, engine.core().batch_linear_path(n).c_str());
+              o.prompt, o.generate, engine.batch_linear_path(n).c_str());
   std::printf("| test            | tokens/s (median ± half range, %u runs) | per stream | roofline | %% roofline |\n",
               o.repetitions);
   std::printf("| batch%-3u tg%-4u | %s | %10.1f | %8.1f | %9.1f%% |\n", n, o.generate, fmt_stats(st).c_str(),
@@ -231,7 +231,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   const double roofline =
       1.0 / (weights_in(Pool::Vram) / bandwidth + (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
   const std::string device = ctx.info().name;
-  const gpu::PipelineCache::Stats& cache = engine.core().pipeline_cache();
+  const gpu::PipelineCache::Stats& cache = engine.pipeline_cache();
   nlohmann::json j = {
       {"model", std::string(d.config.model.name)},
       {"file", o.model},
@@ -292,7 +292,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
     engine.reset();
     for (const auto& [pass, n] : {std::pair{"decode", 1u}, std::pair{"prefill", o.prompt}}) {
       std::vector<int32_t> ids(std::min<uint32_t>(n, d.config.prefill_chunk), 5);
-      const auto p = engine.core().profile(ids);
+      const auto p = engine.profile(ids);
       for (const auto& k : p.kernels)
         prof[pass].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
       if (pass == std::string_view("decode"))  // every dispatch of a decode step, in order

@@ -21,6 +21,8 @@
 #include <iostream>
 #include <iterator>
 #include <random>
+#include <cstdlib>
+#include <optional>
 #include <unistd.h>
 
 #include "options.hpp"
@@ -33,21 +35,15 @@
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/generate.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
+#ifdef UNICORN_HAVE_LIBEDIT
+#include <editline/readline.h>  // last: its macros stay out of the other headers
+#endif
 
 namespace {
 
 using unicorn::AnyEngine;
 using unicorn::examples::ProgramInfo;
 using Clock = std::chrono::steady_clock;
-
-// The tokenizer travels with the model: inside a GGUF file, or tokenizer.json
-// in a Hugging Face directory; --tokenizer overrides.
-unicorn::text::Tokenizer tokenizer_for(const std::filesystem::path& model,
-                                       const std::string& override_path) {
-  if (!override_path.empty()) return unicorn::text::load_tokenizer(override_path);
-  if (std::filesystem::is_directory(model)) return unicorn::text::load_tokenizer(model / "tokenizer.json");
-  return unicorn::text::load_tokenizer(model);
-}
 
 std::string read_all(std::istream& in) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -75,21 +71,50 @@ void catch_sigint(bool interrupt_reads) {
 // Generated text, as it comes: a failed write ends the run (io::OutputError).
 void print(std::string_view text) { unicorn::io::write_stdout(text); }
 
+// One line of the chat's input, or nothing at its end (Ctrl-D) or on Ctrl-C.
+// On a terminal, libedit gives line editing and a history (the arrow keys);
+// from a pipe or a file, lines are read as they are.
+std::optional<std::string> read_line(const char* prompt) {
+#ifdef UNICORN_HAVE_LIBEDIT
+  if (isatty(0) && isatty(1)) {
+    static const bool initialised = [] {
+      rl_catch_signals = 0;  // Ctrl-C reaches on_sigint, and readline returns
+      return using_history(), true;
+    }();
+    (void)initialised;
+    char* raw = readline(prompt);
+    if (!raw || g_interrupt) {
+      std::free(raw);
+      return std::nullopt;
+    }
+    std::string line(raw);
+    std::free(raw);
+    if (!line.empty()) add_history(line.c_str());
+    return line;
+  }
+#endif
+  print(prompt);
+  std::string line;
+  if (!std::getline(std::cin, line) || g_interrupt) return std::nullopt;
+  return line;
+}
+
 // Multi-turn chat on standard input: the KV cache is kept across turns.
-int chat_loop(AnyEngine& engine, const unicorn::text::Tokenizer& tok, const std::string& system,
-              const unicorn::text::GenerateOptions& opt) {
-  unicorn::text::ChatSession session(engine.core(), tok, system);
+int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::GenerateOptions opt) {
+  auto session = engine.chat(system);
+  opt.cancel = &g_interrupt;
   std::fprintf(stderr, "chat: type a message; /reset starts over, /quit, Ctrl-D or Ctrl-C at the prompt "
                        "ends; Ctrl-C stops an answer\n");
-  std::string line;
   while (true) {
-    print("\n> ");
+    print("\n");
     g_interrupt = false;
     catch_sigint(/*interrupt_reads=*/true);  // Ctrl-C at the prompt leaves the chat
-    if (!std::getline(std::cin, line) || g_interrupt) {
+    const std::optional<std::string> read = read_line("> ");
+    if (!read) {
       print("\n");
       break;
     }
+    const std::string& line = *read;
     catch_sigint(/*interrupt_reads=*/false);  // from here, Ctrl-C stops the answer
     if (line == "/quit") break;
     if (line == "/reset") {
@@ -98,12 +123,12 @@ int chat_loop(AnyEngine& engine, const unicorn::text::Tokenizer& tok, const std:
     }
     if (line.empty()) continue;
     try {
-      const auto r = session.answer(line, opt, print, &g_interrupt);
+      const auto r = session.answer(line, opt, print);
       print("\n");
       std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
                    r.generated / std::max(r.decode_seconds, 1e-9),
                    r.stopped_by == "cancelled" ? ", stopped" : "", engine.position(),
-                   engine.core().context_limit());
+                   engine.context_limit());
     } catch (const unicorn::io::OutputError&) {
       throw;  // standard output is gone: so is the chat
     } catch (const unicorn::Error& e) {
@@ -241,8 +266,8 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
     unicorn::gpu::Context device;
     if (max_device_memory) device.limit_memory(*max_device_memory);
     AnyEngine engine(device, deployment);
-    engine.core().set_context_limit(ctx);
-    const auto report = engine.load(model, progress_bar);
+    engine.set_context_limit(ctx);
+    const auto report = engine.load(model, {.tokenizer = tokenizer, .progress = progress_bar});
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),
                  report.format.c_str(), report.bytes / 1048576.0, load_s,
@@ -267,22 +292,20 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
     std::optional<uint32_t>& seed = sampling.seed;
     if (!seed) seed = std::random_device{}();
     sampling.params.seed = *seed;
-    engine.set_sampling(sampling.params);
-    const auto tok = tokenizer_for(model, tokenizer);
-    if (interactive) return chat_loop(engine, tok, system_prompt, {.max_tokens = n_predict, .stop = stop});
-    std::vector<unicorn::text::ChatMessage> turn;
-    if (!system_prompt.empty()) turn.push_back({"system", system_prompt});
-    turn.push_back({"user", prompt});
-    const auto ids = chat ? tok.encode(unicorn::text::render_chat(turn, true))
-                          : tok.encode(prompt, /*add_bos=*/true);
-    if (ids.size() >= ctx)
-      throw unicorn::Error("the prompt is " + std::to_string(ids.size()) +
-                           " tokens; the context holds " + std::to_string(ctx) +
-                           " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
-    if (!chat) print(prompt);
+    const unicorn::text::GenerateOptions request{
+        .max_tokens = n_predict, .stop = stop, .sampling = sampling.params, .cancel = &g_interrupt};
+    engine.tokenizer();  // a model without a vocabulary fails here
+    if (interactive) return chat_loop(engine, system_prompt, request);
+    if (!chat) {  // the prompt is echoed, so it is checked first
+      const size_t n = engine.tokenizer().encode(prompt, /*add_bos=*/true).size();
+      if (n >= ctx)
+        throw unicorn::Error("the prompt is " + std::to_string(n) + " tokens; the context holds " +
+                             std::to_string(ctx) + " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
+      print(prompt);
+    }
     catch_sigint(/*interrupt_reads=*/false);
-    const auto r = unicorn::text::generate(engine.core(), tok, ids, {.max_tokens = n_predict, .stop = stop},
-                                           print, &g_interrupt);
+    const auto r = chat ? engine.chat(system_prompt).answer(prompt, request, print)
+                        : engine.generate(prompt, request, print);
     print("\n");  // out before the stats line on stderr
     const bool interrupted = r.stopped_by == "cancelled";
     print_timings(load_s, r);

@@ -202,7 +202,7 @@ int run(const CompiledDeployment& d, const Options& o) {
 
   const auto t0 = Clock::now();
   AnyEngine engine(d);
-  const auto load = engine.load(o.model, [](uint64_t d, uint64_t t) { progress_bar("loading", d, t); });
+  const auto load = engine.load(o.model, {.progress = [](uint64_t d, uint64_t t) { progress_bar("loading", d, t); }});
   const std::string format(format_name(d.config.scheme.attention));
   const std::string embedding(format_name(d.config.scheme.embedding));
   std::fprintf(stderr, "loaded %s (%s, %s%s, %.1f MiB) in %.2f s on %s\n", o.model.c_str(), load.format.c_str(),

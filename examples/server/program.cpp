@@ -18,7 +18,6 @@
 
 #include "program.hpp"
 #include "unicorn/server/serve.hpp"
-#include "unicorn/text/load_tokenizer.hpp"
 
 int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeployment& deployment,
                                   const ProgramInfo& program) {
@@ -92,20 +91,19 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
 
     std::optional<AnyEngine> engine;
-    std::optional<unicorn::text::Tokenizer> tok;
     return unicorn::server::serve(opt, [&] {
       std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
       engine.emplace(deployment);
-      const auto report = engine->load(model);
+      const auto report = engine->load(model, {.tokenizer = tokenizer});
+      engine->tokenizer();  // a model without a vocabulary fails here, before serving
       if (check_tensors) {
         const auto c = engine->check_tensors();
         std::fprintf(stderr, "%s: check-tensors: %zu tensors hold no NaN or Inf (%.3f s)\n", name,
                      c.tensors, c.seconds);
       }
-      tok.emplace(unicorn::text::tokenizer_for(model, tokenizer));
       std::fprintf(stderr, "%s: loaded %s (%s, %.1f MiB) on %s\n", name, model.c_str(),
                    report.format.c_str(), report.bytes / 1048576.0, engine->context().info().name.c_str());
-      return unicorn::server::Model{engine->core(), *tok};
+      return unicorn::server::Model(*engine);
     });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());

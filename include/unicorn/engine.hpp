@@ -1,8 +1,12 @@
-// unicorn/engine.hpp — Engine<Deployment>: one Gemma 3 deployment, typed.
+// unicorn/engine.hpp — Engine<Deployment>: one Gemma 3 deployment, typed,
+// with text in and text out.
 //
 //   #include <unicorn/gemma27b.hpp>
 //   unicorn::Gemma3_27B engine;                 // Vulkan device, buffers, recorded passes
-//   engine.load("gemma-3-27b-it-q4_0.gguf");    // checked against the compiled layout
+//   engine.load("gemma-3-27b-it-q4_0.gguf");    // weights checked against the compiled layout, and the vocabulary
+//   engine.generate("The sky is", {.max_tokens = 32}, print);
+//   auto chat = engine.chat("You are terse.");  // KV kept across turns
+//   chat.answer("Why is the sky blue?", {.sampling = {.temperature = 0.7f, .seed = 1}}, print);
 //
 // The deployment type fixes model, scheme, budget and placement (which pool
 // each tensor group lives in, checked against a hardware profile) at compile
@@ -14,6 +18,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "unicorn/deployment.hpp"
 #include "unicorn/engine/check_tensors.hpp"
@@ -22,6 +28,9 @@
 #include "unicorn/engine/loader.hpp"
 #include "unicorn/layout/layout.hpp"
 #include "unicorn/placement/budget.hpp"
+#include "unicorn/text/chat_session.hpp"
+#include "unicorn/text/generate.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
 
 namespace unicorn {
 
@@ -37,6 +46,14 @@ struct CompiledDeployment {
   const Budget& budget;
 };
 
+// How a model is loaded.
+struct LoadOptions {
+  // A tokenizer.json or a GGUF whose vocabulary replaces the model's own (or
+  // supplies one: unicorn-convert's files and the demo model carry none).
+  std::filesystem::path tokenizer;
+  LoadProgress progress;  // (bytes placed, bytes in all), as weights reach the device
+};
+
 // The engine of a compiled deployment chosen at run time; Engine<D> is this
 // with D's compile-time checks and constants. Its code does not depend on D,
 // so a build compiles it once however many deployments it holds.
@@ -50,11 +67,46 @@ class AnyEngine {
   const CompiledDeployment& deployment() const { return deployment_; }
   const DeploymentConfig& config() const { return deployment_.config; }
 
-  // Loads a GGUF file or a Hugging Face directory; throws unicorn::Error naming
-  // the first mismatch with this engine.
-  LoadReport load(const std::filesystem::path& model, const LoadProgress& progress = {}) {
-    return load_model(core_, model, progress);
+  // Loads a GGUF file or a Hugging Face directory: the weights, and the
+  // vocabulary it carries (or options.tokenizer's). Throws unicorn::Error
+  // naming the first mismatch with this engine.
+  LoadReport load(const std::filesystem::path& model, const LoadOptions& options = {}) {
+    tokenizer_.reset();
+    std::optional<text::Tokenizer> chosen;
+    if (!options.tokenizer.empty()) chosen = text::load_tokenizer(options.tokenizer);  // a bad path fails first
+    LoadReport report = load_model(core_, model, options.progress);
+    tokenizer_ = chosen ? std::move(chosen) : text::model_tokenizer(model);
+    model_ = model;
+    return report;
   }
+  // The tokenizer loaded with the model; an error naming the model if it had
+  // none and LoadOptions::tokenizer gave none.
+  const text::Tokenizer& tokenizer() const {
+    if (!tokenizer_)
+      throw Error(model_.empty() ? std::string("tokenizer: no model is loaded")
+                                 : model_.string() + " carries no vocabulary: load it with LoadOptions::tokenizer "
+                                                     "(a tokenizer.json, or a GGUF that has one)");
+    return *tokenizer_;
+  }
+  bool has_tokenizer() const { return tokenizer_.has_value(); }
+
+  // Text in, text out, on stream 0: starts a new sequence (<bos> + prompt),
+  // streams the continuation to `on_text` and returns it with its timings.
+  // Sampling, stop strings, the token limit and a cancel flag are options.
+  text::GenerateResult generate(std::string_view prompt, const text::GenerateOptions& options = {},
+                                const text::TextSink& on_text = {}) {
+    const auto ids = tokenizer().encode(prompt, /*add_bos=*/true);
+    check_fits(ids.size());
+    core_.reset(0);
+    return text::detail::generate(core_, tokenizer(), 0, ids, options, on_text);
+  }
+  // A conversation on `stream` (Gemma 3's chat template; the KV cache is kept
+  // across turns, and ChatSession::cancel stops an answer from any thread).
+  // Sessions on different streams are independent; use one thread at a time.
+  text::ChatSession chat(std::string system_prompt = {}, uint32_t stream = 0) {
+    return text::ChatSession(core_, tokenizer(), std::move(system_prompt), stream);
+  }
+
   // Scans every loaded weight for NaN and Inf on the GPU (engine/check_tensors.hpp);
   // throws unicorn::Error naming the first bad tensor and element.
   TensorCheck check_tensors() { return unicorn::check_tensors(core_); }
@@ -64,6 +116,7 @@ class AnyEngine {
   void feed(std::span<const int32_t> tokens) { core_.feed(0, tokens); }
   int32_t decode(int32_t token) { return core_.decode(token); }
   void reset() { core_.reset(); }
+  // How prefill() and decode() choose tokens (default: greedy), every stream.
   void set_sampling(const SamplingParams& p) { core_.set_sampling(p); }
   uint32_t position() const { return core_.position(); }
   // Several streams (config().streams, each with its own KV cache and position):
@@ -75,13 +128,48 @@ class AnyEngine {
   std::vector<int32_t> decode(std::span<const StreamToken> batch) { return core_.decode(batch); }
   void reset(uint32_t stream) { core_.reset(stream); }
   uint32_t position(uint32_t stream) const { return core_.position(stream); }
+  uint32_t streams() const { return core_.streams(); }
+  // One stream's sampling (its draws start over); the tokens its KV cache holds.
+  void set_sampling(uint32_t stream, const SamplingParams& p) { core_.set_sampling(stream, p); }
+  std::span<const int32_t> tokens(uint32_t stream) const { return core_.tokens(stream); }
+  // Keep a stream's first `pos` tokens, so a prompt sharing them prefills only
+  // the rest (the prompt cache); can_rewind says whether the sliding-window
+  // layers still hold what the next token would see.
+  bool can_rewind(uint32_t stream, uint32_t pos) const { return core_.can_rewind(stream, pos); }
+  void rewind(uint32_t stream, uint32_t pos) { core_.rewind(stream, pos); }
+  // Tokens a stream may hold: the compiled context, or less.
+  uint32_t context_limit() const { return core_.context_limit(); }
+  void set_context_limit(uint32_t tokens) { core_.set_context_limit(tokens); }
+  // Whether a batched step's kernels depend on its size (see EngineCore::BatchPasses).
+  using BatchPasses = detail::EngineCore::BatchPasses;
+  void set_batch_passes(BatchPasses p) { core_.set_batch_passes(p); }
+
+  // Measurement (unicorn-bench): device time per kernel of a prefill of
+  // `tokens` or of a decode step of n streams, which kernel a step of n
+  // streams runs its products on, and the pipeline cache found at start-up.
+  using Profile = detail::EngineCore::Profile;
+  Profile profile(std::span<const int32_t> tokens) { return core_.profile(tokens); }
+  Profile profile_batch(uint32_t n) { return core_.profile_batch(n); }
+  std::string batch_linear_path(uint32_t n) const { return core_.batch_linear_path(n); }
+  const gpu::PipelineCache::Stats& pipeline_cache() const { return core_.pipeline_cache(); }
+
   const gpu::Context& context() const { return core_.context(); }
+  // The engine's internals, for the library's own layers (the server's
+  // scheduler) and tests; host code needs none of it.
   detail::EngineCore& core() { return core_; }
 
  private:
+  void check_fits(size_t prompt_tokens) const {
+    if (prompt_tokens >= core_.context_limit())
+      throw Error("the prompt is " + std::to_string(prompt_tokens) + " tokens; the context holds " +
+                  std::to_string(core_.context_limit()));
+  }
+
   std::unique_ptr<gpu::Context> owned_ctx_;
   detail::EngineCore core_;
   CompiledDeployment deployment_;
+  std::optional<text::Tokenizer> tokenizer_;
+  std::filesystem::path model_;
 };
 
 template <Deployment D>

@@ -21,6 +21,8 @@ struct SamplingParams {
   uint32_t seed = 0;            // same seed, same prompt, same device: same tokens, on any stream
   float presence_penalty = 0.0f;   // 0: off; subtracted once from each token in the window
   float frequency_penalty = 0.0f;  // 0: off; subtracted per occurrence in the window
+
+  bool operator==(const SamplingParams&) const = default;
 };
 
 // The values the sampler takes (EngineCore::set_sampling refuses others with

@@ -1,8 +1,14 @@
 // Label cli: the generator binaries run as a person would run them — each
 // case checks the exit code and the message a user reads.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
 
 #include <algorithm>
 #include <array>
@@ -277,6 +283,26 @@ TEST(Cli, PromptLongerThanContext) {
   EXPECT_CONTAINS(r.out, "the context holds 16");
 }
 
+// examples/host_app, the README's host app (public API only): its greedy
+// generation is the generator's, word for word, and its chat answers.
+TEST(Cli, HostAppWritesWhatTheGeneratorWrites) {
+  const std::string app = env("UNICORN_HOST_APP") + " " + env("UNICORN_DEMO_GGUF") + " " + env("UNICORN_TOKENIZER_JSON");
+  const Result r = run(app + " 2>&1 >" + (tmp() / "host_app.out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  // Its output: the continuation, then the two answers, each ending a line.
+  const std::string out = read_text(tmp() / "host_app.out");
+  const std::string prompt = "And it came to pass";
+  const std::string generator = stdout_of(gen() + " -p '" + prompt + "' -n 16 --temp 0");
+  ASSERT_EQ(generator.substr(0, prompt.size()), prompt);
+  const std::string continuation = generator.substr(prompt.size());  // with its "\n"
+  EXPECT_EQ(out.substr(0, continuation.size()), continuation);
+  EXPECT_GT(out.size(), continuation.size() + 4) << "no chat answers:\n" << out;
+  EXPECT_EQ(run(env("UNICORN_HOST_APP")).code, 2);
+  // The README shows this program, whole.
+  const fs::path source = fs::path(env("UNICORN_README")).parent_path() / "examples/host_app/main.cpp";
+  EXPECT_CONTAINS(read_text(env("UNICORN_README")), "```cpp\n" + read_text(source) + "```\n");
+}
+
 TEST(Cli, InteractiveChatKeepsTheConversation) {
   const Result r = run("printf 'Hello\\nAnd again\\n/quit\\n' | " + env("UNICORN_CHAT") + " -n 5 --temp 0");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -502,6 +528,122 @@ if kill -0 $pid 2>/dev/null; then echo "still running 5 s after Ctrl-C" >> $out;
   EXPECT_CONTAINS(out, "rc=0");
   EXPECT_EQ(out.find("still running"), std::string::npos) << out;
   EXPECT_EQ(out.find("tokens/s"), std::string::npos) << "no answer was asked for:\n" << out;
+}
+
+// The chat on a terminal (a pseudo-terminal, as a person types): libedit's
+// history brings the last message back with the up arrow, Ctrl-C (the
+// terminal's ^C, not a kill) stops an answer, and Ctrl-C at the prompt leaves.
+class Terminal {
+ public:
+  explicit Terminal(const std::string& program, const std::vector<std::string>& args) {
+    pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      std::vector<char*> argv{const_cast<char*>(program.c_str())};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(program.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ~Terminal() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  void type(std::string_view keys) { ASSERT_EQ(write(fd_, keys.data(), keys.size()), ssize_t(keys.size())); }
+  // Reads until `needle` appears after `from` in the transcript, or `seconds` pass.
+  bool wait_for(const std::string& needle, size_t from, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (transcript.find(needle, from) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) > 0) {
+        char buf[4096];
+        const ssize_t n = read(fd_, buf, sizeof buf);
+        if (n <= 0) return transcript.find(needle, from) != std::string::npos;
+        transcript.append(buf, size_t(n));
+      }
+    }
+    return true;
+  }
+  // Reads until the transcript holds `n` bytes, or `seconds` pass.
+  bool wait_for_bytes(size_t n, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (transcript.size() < n && std::chrono::steady_clock::now() < end) wait_for("\x01never", 0, 0.05);
+    return transcript.size() >= n;
+  }
+  // The exit status once the program has ended, within `seconds`; -1 if not.
+  int exit_status(double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      wait_for("\x01never", transcript.size(), 0.05);  // keep draining its output
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    return -1;
+  }
+  std::string transcript;
+
+ private:
+  int fd_ = -1;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+TEST(Cli, ChatHistoryOnATerminal) {
+  Terminal t(env("UNICORN_CHAT"), {"-n", "24", "--temp", "0"});
+  ASSERT_TRUE(t.wait_for("chat:", 0, 120)) << t.transcript;
+  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("chat:"), 10)) << t.transcript;
+  size_t at = t.transcript.size();
+  t.type("Hello there\r");
+  ASSERT_TRUE(t.wait_for("context ", at, 120)) << t.transcript;
+  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+
+  // The up arrow brings "Hello there" back; Enter sends it again.
+  at = t.transcript.size();
+  t.type("\x1b[A");
+  EXPECT_TRUE(t.wait_for("Hello there", at, 10)) << "no history:\n" << t.transcript;
+  t.type("\r");
+  ASSERT_TRUE(t.wait_for("context ", at, 120)) << t.transcript;
+  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+
+  // ^C at the prompt leaves, with status 0.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  t.type("\x03");
+  EXPECT_EQ(t.exit_status(10), 0) << t.transcript;
+}
+
+TEST(Cli, ChatInterruptOnATerminal) {
+  // An answer as long as the context allows, so that ^C comes while it streams.
+  Terminal t(env("UNICORN_CHAT"), {"-n", "100000", "--temp", "0"});
+  ASSERT_TRUE(t.wait_for("chat:", 0, 120)) << t.transcript;
+  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("chat:"), 10)) << t.transcript;
+  size_t at = t.transcript.size();
+  t.type("Tell me a long story\r");
+  ASSERT_TRUE(t.wait_for("story", at, 10)) << t.transcript;
+  const size_t echoed = t.transcript.find("story", at) + 7;  // the echo, "\r\n"
+  ASSERT_TRUE(t.wait_for_bytes(echoed + 16, 120)) << "no answer:\n" << t.transcript;
+  t.type("\x03");
+  ASSERT_TRUE(t.wait_for("context ", at, 60)) << t.transcript;
+  EXPECT_TRUE(t.wait_for(", stopped;", at, 1)) << "the answer was not stopped:\n" << t.transcript;
+  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+
+  // The chat goes on: the next message gets its answer (stopped too).
+  at = t.transcript.size();
+  t.type("Go on\r");
+  ASSERT_TRUE(t.wait_for("Go on", at, 10)) << t.transcript;
+  ASSERT_TRUE(t.wait_for_bytes(t.transcript.find("Go on", at) + 7 + 16, 120)) << t.transcript;
+  t.type("\x03");
+  ASSERT_TRUE(t.wait_for("context ", at, 60)) << t.transcript;
+  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  t.type("\x04");  // Ctrl-D at an empty prompt leaves too
+  EXPECT_EQ(t.exit_status(10), 0) << t.transcript;
 }
 
 // ------------------------------------------------------- nothing lost, nothing crashes

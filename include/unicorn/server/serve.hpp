@@ -48,8 +48,12 @@ struct ServerOptions {
   std::string model_id;                     // the name /v1/models lists and requests may give
 };
 
-// What serve() runs on, made by the loader it is given.
+// What serve() runs on, made by the loader it is given from a loaded engine
+// (AnyEngine or Engine<D>: `return server::Model(engine);`) and its tokenizer.
 struct Model {
+  template <class LoadedEngine>
+  explicit Model(LoadedEngine& e) : engine(e.core()), tokenizer(e.tokenizer()) {}
+
   detail::EngineCore& engine;
   const text::Tokenizer& tokenizer;
 };

@@ -1,8 +1,10 @@
-// unicorn/text/chat_session.hpp — a multi-turn conversation on one engine.
+// unicorn/text/chat_session.hpp — a multi-turn conversation on one stream of
+// an engine (AnyEngine::chat makes one).
 //
 // The KV cache is kept across turns: each turn feeds only the new text (the
 // close of the previous model turn and the new user turn), never the earlier
-// turns again. A cancelled answer (Ctrl-C) is closed like a finished one.
+// turns again. A cancelled answer (cancel(), from any thread) is closed like a
+// finished one, so the conversation goes on.
 #pragma once
 
 #include <atomic>
@@ -15,31 +17,41 @@ namespace unicorn::text {
 
 class ChatSession {
  public:
-  ChatSession(unicorn::detail::EngineCore& engine, const Tokenizer& tok, std::string system_prompt = "")
-      : engine_(engine), tok_(tok), system_(std::move(system_prompt)) {}
+  // Made by AnyEngine::chat(). The engine and tokenizer outlive the session;
+  // one session per stream at a time.
+  ChatSession(unicorn::detail::EngineCore& engine, const Tokenizer& tok, std::string system_prompt = "",
+              uint32_t stream = 0)
+      : engine_(engine), tok_(tok), system_(std::move(system_prompt)), stream_(stream) {
+    if (stream >= engine.streams())
+      throw Error("chat: stream " + std::to_string(stream) + " asked; this engine has " +
+                  std::to_string(engine.streams()));
+  }
+  ChatSession(const ChatSession&) = delete;
+  ChatSession& operator=(const ChatSession&) = delete;
 
-  // Answers `user`, streaming text to `on_text`; returns what generate() saw.
-  GenerateResult answer(const std::string& user, const GenerateOptions& opt,
-                        const std::function<void(std::string_view)>& on_text,
-                        const std::atomic<bool>* cancel = nullptr) {
+  // Answers `user`, streaming text to `on_text`; returns what the turn did.
+  GenerateResult answer(const std::string& user, const GenerateOptions& opt = {}, const TextSink& on_text = {}) {
     std::vector<int32_t> ids;
     if (turns_ == 0) {
       std::vector<ChatMessage> msgs;
       if (!system_.empty()) msgs.push_back({"system", system_});
       msgs.push_back({"user", user});
       ids = tok_.encode(render_chat(msgs, true));
-      engine_.reset();
+      engine_.reset(stream_);
     } else {
       // Close the previous model turn, then the new user turn, as the template would.
       ids = closing_;
-      const auto more = tok_.encode("\n<start_of_turn>user\n" + std::string(detail_trim(user)) +
+      const auto more = tok_.encode("\n<start_of_turn>user\n" + std::string(js_trim(user)) +
                                     "<end_of_turn>\n<start_of_turn>model\n");
       ids.insert(ids.end(), more.begin(), more.end());
     }
-    if (engine_.position() + ids.size() >= engine_.context_limit())
-      throw Error("the conversation no longer fits the context of " +
-                  std::to_string(engine_.context_limit()) + " tokens: start a new one (/reset)");
-    GenerateResult r = generate(engine_, tok_, ids, opt, on_text, cancel);
+    if (engine_.position(stream_) + ids.size() >= engine_.context_limit())
+      throw Error(turns_ == 0 ? "the prompt is " + std::to_string(ids.size()) + " tokens; the context holds " +
+                                    std::to_string(engine_.context_limit())
+                              : "the conversation no longer fits the context of " +
+                                    std::to_string(engine_.context_limit()) + " tokens: start a new one (/reset)");
+    cancel_ = false;
+    GenerateResult r = detail::generate(engine_, tok_, stream_, ids, opt, on_text, &cancel_);
     // The last chosen token was not fed: an answer cut at the limit or by a stop
     // string keeps it (it was shown); every answer then ends with <end_of_turn>.
     closing_.clear();
@@ -49,21 +61,29 @@ class ChatSession {
     return r;
   }
 
+  // Stops the answer being generated after its current token; safe from any
+  // thread. The turn still counts, and the next one follows it.
+  void cancel() { cancel_ = true; }
+
+  // Starts a new conversation (same system prompt).
   void reset() {
     turns_ = 0;
     closing_.clear();
-    engine_.reset();
+    engine_.reset(stream_);
   }
   int turns() const { return turns_; }
+  uint32_t stream() const { return stream_; }
 
  private:
-  static std::string_view detail_trim(std::string_view s) { return detail::js_trim(s); }
+  static std::string_view js_trim(std::string_view s) { return unicorn::text::detail::js_trim(s); }
 
   unicorn::detail::EngineCore& engine_;
   const Tokenizer& tok_;
   std::string system_;
+  uint32_t stream_;
   std::vector<int32_t> closing_;
   int turns_ = 0;
+  std::atomic<bool> cancel_{false};
 };
 
 }  // namespace unicorn::text

@@ -1,25 +1,37 @@
-// unicorn/text/generate.hpp — the text loop around an engine: feed a prompt,
-// stream text as tokens come back, stop at <eos>, <end_of_turn>, a stop string
-// or the token limit. Used by the generator and the chat; tokens are chosen on
-// the GPU (EngineCore::set_sampling), only their ids come back.
+// unicorn/text/generate.hpp — the text loop around one stream of an engine:
+// feed a prompt, stream text as tokens come back, stop at <eos>,
+// <end_of_turn>, a stop string, the token limit or a cancel. AnyEngine::generate
+// and ChatSession (chat_session.hpp) are its public faces; tokens are chosen on
+// the GPU with the request's own sampling parameters, only their ids come back.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "unicorn/engine/core.hpp"
 #include "unicorn/gpu/device_error.hpp"
+#include "unicorn/sampling.hpp"
 #include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::text {
 
+// Receives generated text as it becomes final (complete UTF-8, never the start
+// of a stop string that may still complete).
+using TextSink = std::function<void(std::string_view)>;
+
+// One request: everything that may differ between two calls on the same engine.
 struct GenerateOptions {
   int max_tokens = 256;
-  std::vector<std::string> stop;  // user stop strings (not printed)
+  std::vector<std::string> stop;      // stop strings (not part of the text)
+  SamplingParams sampling;            // greedy unless set; applied to this request only
+  // Set from any thread (or a signal handler) to stop after the token being
+  // made; the result then says "cancelled". Not owned.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerateResult {
@@ -28,21 +40,25 @@ struct GenerateResult {
   double prefill_seconds = 0;
   double decode_seconds = 0;
   std::string text;           // what was streamed
-  std::string stopped_by;     // "eos", "end_of_turn", "stop string", "limit", "cancelled"
+  std::string stopped_by;     // "eos", "end_of_turn", "stop string", "limit", "context full", "cancelled"
   int32_t pending = -1;       // the last token produced, not yet fed to the model
 };
 
-// Appends `prompt` at the engine's current position and generates. `on_text`
-// receives complete UTF-8 text as it becomes final; text that might be the
-// start of a stop string is held back until it is known not to be.
-inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok,
-                               std::span<const int32_t> prompt, const GenerateOptions& opt,
-                               const std::function<void(std::string_view)>& on_text,
-                               const std::atomic<bool>* cancel = nullptr) {
+namespace detail {
+
+// Appends `prompt` at `stream`'s current position and generates with
+// `opt.sampling` (set on that stream, its draws starting over). `also_cancel`
+// is a second flag (ChatSession::cancel's). Used through AnyEngine::generate
+// and ChatSession.
+inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
+                               std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
+                               const std::atomic<bool>* also_cancel = nullptr) {
   using Clock = std::chrono::steady_clock;
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
-  auto t0 = Clock::now();
+  const auto cancelled = [&] {
+    return (opt.cancel && opt.cancel->load()) || (also_cancel && also_cancel->load());
+  };
   // A failure names the pass that was running (a device lost mid-answer, a
   // weights file that makes NaN), keeping the error's type.
   const auto step = [&](const std::string& what, auto&& run) {
@@ -54,15 +70,20 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
       throw Error(what + ": " + e.what());
     }
   };
+  // A new setting starts the stream's draws over; the same one (the next turn
+  // of a chat) continues them, as one sampler would.
+  if (engine.sampling(stream) != opt.sampling) engine.set_sampling(stream, opt.sampling);
+  auto t0 = Clock::now();
   int32_t next = step("prefill of " + std::to_string(prompt.size()) + " prompt tokens at position " +
-                          std::to_string(engine.position()),
-                      [&] { return engine.prefill(prompt); });
+                          std::to_string(engine.position(stream)),
+                      [&] { return engine.prefill(stream, prompt); });
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  TextStream stream(tok, opt.stop);
-  auto emit = [&](const std::string& text) {
-    on_text(text);
-    r.text += text;
+  TextStream text(tok, opt.stop);
+  auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    if (on_text) on_text(piece);
+    r.text += piece;
   };
 
   t0 = Clock::now();
@@ -70,20 +91,25 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
   while (r.generated < opt.max_tokens) {
     if (next == tok.eos_id()) { r.stopped_by = "eos"; break; }
     if (next == tok.end_of_turn_id()) { r.stopped_by = "end_of_turn"; break; }
-    if (cancel && cancel->load()) { r.stopped_by = "cancelled"; break; }
+    if (cancelled()) { r.stopped_by = "cancelled"; break; }
     ++r.generated;
-    emit(stream.push(next));
-    if (stream.stopped()) { r.stopped_by = "stop string"; break; }
+    emit(text.push(next));
+    if (text.stopped()) { r.stopped_by = "stop string"; break; }
     if (r.generated == opt.max_tokens) break;
-    if (engine.position() >= engine.context_limit()) { r.stopped_by = "context full"; break; }
+    if (engine.position(stream) >= engine.context_limit()) { r.stopped_by = "context full"; break; }
     next = step("decode step " + std::to_string(r.generated) + " of " + std::to_string(opt.max_tokens) +
-                    " at position " + std::to_string(engine.position()),
-                [&] { return engine.decode(next); });
+                    " at position " + std::to_string(engine.position(stream)),
+                [&] {
+                  if (stream == 0) return engine.decode(next);
+                  const StreamToken row[] = {{stream, next}};
+                  return engine.decode(row)[0];
+                });
   }
   r.pending = next;
-  emit(stream.finish());
+  emit(text.finish());
   r.decode_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
 
+}  // namespace detail
 }  // namespace unicorn::text

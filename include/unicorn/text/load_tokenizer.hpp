@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "unicorn/error.hpp"
 #include "unicorn/io/gguf.hpp"
@@ -40,13 +41,27 @@ inline Tokenizer load_tokenizer(const std::filesystem::path& path) {
   return Tokenizer::from_tokenizer_json(path);
 }
 
-// The tokenizer that travels with a model: inside a GGUF file, or
-// tokenizer.json in a Hugging Face directory; `override_path` (a tokenizer.json
-// or a GGUF) replaces it when given.
+// The tokenizer that travels with a model, if it carries one: the vocabulary
+// inside a GGUF file (tokenizer.ggml.* keys), or tokenizer.json in a Hugging
+// Face directory. A vocabulary that is there but unreadable is an error.
+inline std::optional<Tokenizer> model_tokenizer(const std::filesystem::path& model) {
+  if (std::filesystem::is_directory(model)) {
+    if (!std::filesystem::exists(model / "tokenizer.json")) return std::nullopt;
+    return Tokenizer::from_tokenizer_json(model / "tokenizer.json");
+  }
+  const auto gguf = io::GgufFile::open(model);
+  if (!gguf.try_string("tokenizer.ggml.model")) return std::nullopt;
+  return tokenizer_from_gguf(gguf);
+}
+
+// The model's own tokenizer, or `override_path` (a tokenizer.json or a GGUF)
+// when given; an error when there is neither.
 inline Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesystem::path& override_path = {}) {
   if (!override_path.empty()) return load_tokenizer(override_path);
-  if (std::filesystem::is_directory(model)) return load_tokenizer(model / "tokenizer.json");
-  return load_tokenizer(model);
+  if (auto tok = model_tokenizer(model)) return std::move(*tok);
+  throw Error(model.string() + " carries no vocabulary (" +
+              (std::filesystem::is_directory(model) ? "no tokenizer.json" : "no tokenizer.ggml.* keys") +
+              "): give a tokenizer.json or a GGUF that has one (--tokenizer)");
 }
 
 }  // namespace unicorn::text
