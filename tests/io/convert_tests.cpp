@@ -364,8 +364,9 @@ TEST_F(Gemma3Tokenizer, RandomDemoCarriesIt) {
   EXPECT_EQ(g.get_string("tokenizer.chat_template"), config["chat_template"].get<std::string>());
   EXPECT_TRUE(*g.find("tokenizer.ggml.add_bos_token")->get_if<bool>());
   expect_same_tokens(out, tokenizer_json_);
-  // The demo model's file carries no vocabulary; written again, it gains this one.
-  const ConvertRun demo = convert("--gguf " + q(env("UNICORN_DEMO_GGUF")) + " --type Q8_0 --out " + q(tmp / "demo-q8_0.gguf"));
+  // The demo model's file carries no vocabulary; written again with --tokenizer, it gains this one.
+  const ConvertRun demo = convert("--gguf " + q(env("UNICORN_DEMO_GGUF")) + " --tokenizer " + q(tokenizer_json_) +
+                                  " --type Q8_0 --out " + q(tmp / "demo-q8_0.gguf"));
   ASSERT_EQ(demo.code, 0) << demo.out;
   expect_llama_cpp_loads(tmp / "demo-q8_0.gguf", Keys::kRequired);
   EXPECT_EQ(GgufFile::open(tmp / "demo-q8_0.gguf").get_string_array("tokenizer.ggml.tokens"), tokens);
