@@ -250,7 +250,7 @@ inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, ui
     text[id] = t;
     present[id] = true;
     is_added[id] = true;
-    special[id] = a.value("special", false);
+    special[id] = a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
   }
 
   // Scores from the merges: the first (lowest) rank that makes each token.
