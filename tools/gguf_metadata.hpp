@@ -155,34 +155,23 @@ inline std::string token_content(const nlohmann::json& config, std::string_view 
 }
 
 // The chat template(s): tokenizer_config.json's "chat_template" (a string, or
-// a list of {"name", "template"}), else chat_template.jinja, else
-// chat_template.json's "chat_template" — gguf-py's order.
-inline void read_chat_template(GgufVocab& v, const std::filesystem::path& dir, const nlohmann::json* config,
-                               const std::string& config_where) {
-  nlohmann::json tmpl;
-  if (config && config->contains("chat_template")) {
-    tmpl = (*config)["chat_template"];
-  } else if (std::filesystem::is_regular_file(dir / "chat_template.jinja")) {
-    tmpl = read_text_file(dir / "chat_template.jinja");
-  } else if (std::filesystem::is_regular_file(dir / "chat_template.json")) {
-    const std::string where = (dir / "chat_template.json").string();
-    const nlohmann::json j = io::read_json_file(dir / "chat_template.json");
-    if (!j.is_object() || !j.contains("chat_template"))
-      throw Error(where + ": expected an object with \"chat_template\"");
-    tmpl = j["chat_template"];
-  }
+// a list of {"name", "template"}), else `fallback` (chat_template.jinja's text
+// or chat_template.json's "chat_template") — gguf-py's order.
+inline void set_chat_template(GgufVocab& v, const nlohmann::json* config, const nlohmann::json& fallback,
+                              const std::string& where) {
+  const nlohmann::json& tmpl = config && config->contains("chat_template") ? (*config)["chat_template"] : fallback;
   if (tmpl.is_null()) return;
   if (tmpl.is_string()) {
     v.chat_template = tmpl.get<std::string>();
     return;
   }
   if (!tmpl.is_array())
-    throw Error(config_where + ": chat_template is " + std::string(tmpl.type_name()) +
+    throw Error(where + ": chat_template is " + std::string(tmpl.type_name()) +
                 ", expected a string or a list of {\"name\", \"template\"}");
   for (const auto& t : tmpl) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("template") ||
         !t["template"].is_string())
-      throw Error(config_where + ": a chat_template entry is not {\"name\": string, \"template\": string}");
+      throw Error(where + ": a chat_template entry is not {\"name\": string, \"template\": string}");
     const std::string name = t["name"], text = t["template"];
     if (name == "default") v.chat_template = text;
     else v.named_templates.emplace_back(name, text);
@@ -192,22 +181,20 @@ inline void read_chat_template(GgufVocab& v, const std::filesystem::path& dir, c
 }  // namespace detail
 
 // The vocabulary of a Hugging Face tokenizer, for a model whose embedding has
-// n_vocab rows. `source` is a tokenizer.json file or a directory holding one;
-// the files beside it (tokenizer_config.json, chat_template.*, config.json)
-// are read when present. Ids past n_vocab are dropped when they are added
+// n_vocab rows, from the parsed files: tokenizer.json, and tokenizer_config.json,
+// the model's config.json and the text of chat_template.jinja/.json (a JSON
+// string, list or null) where there are such files. Every malformed input is a
+// unicorn::Error naming `where` (tokenizer.json) or `config_where`
+// (tokenizer_config.json); tests/fuzz/fuzz_tokenizer_json.cpp holds it to that.
+// Ids past n_vocab are dropped when they are added
 // tokens (Gemma 3's <image_soft_token>, 262144), as llama.cpp's converter
 // drops them; a vocabulary token past n_vocab means the tokenizer is not the
 // model's, an error. Ids below n_vocab that no token has become [PAD<id>].
-// Special ids the tokenizer files leave out come from model_dir's config.json
-// (default: the tokenizer's directory). add_bos/add_eos they leave out are
-// Gemma 3's: bos added, eos not.
-inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, uint32_t n_vocab,
-                                         const std::filesystem::path& model_dir = {}) {
-  namespace fs = std::filesystem;
-  const fs::path file = fs::is_directory(source) ? source / "tokenizer.json" : source;
-  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  const std::string where = file.string();
-  const nlohmann::json j = io::read_json_file(file);
+// Special ids the tokenizer files leave out come from the model's config.json.
+// add_bos/add_eos they leave out are Gemma 3's: bos added, eos not.
+inline GgufVocab vocab_from_hf_json(const nlohmann::json& j, const nlohmann::json* config,
+                                    const nlohmann::json* model_config, const nlohmann::json& fallback_template,
+                                    uint32_t n_vocab, const std::string& where, const std::string& config_where) {
   if (!j.is_object()) throw Error(where + ": not a tokenizer.json (the top level is not an object)");
   const nlohmann::json& model = detail::object_at(j, "model", where);
   const nlohmann::json& vocab = detail::object_at(model, "vocab", where + ": model");
@@ -319,23 +306,17 @@ inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, ui
 
   // Special ids and add_* flags: tokenizer.json's post-processor, then
   // tokenizer_config.json, then config.json for kinds still unknown.
-  nlohmann::json config;
-  const fs::path config_path = dir / "tokenizer_config.json";
-  const bool has_config = fs::is_regular_file(config_path);
-  if (has_config) {
-    config = io::read_json_file(config_path);
-    if (!config.is_object()) throw Error(config_path.string() + ": the top level is not an object");
-  }
-  detail::add_flags_from_post_processor(v, j, has_config ? detail::token_content(config, "bos") : "");
-  if (has_config) {
+  if (config && !config->is_object()) throw Error(config_where + ": the top level is not an object");
+  detail::add_flags_from_post_processor(v, j, config ? detail::token_content(*config, "bos") : "");
+  if (config) {
     for (const auto& [kind, key] : detail::kSpecialKinds) {
-      const auto flag = config.find("add_" + std::string(kind) + "_token");
-      if (flag != config.end() && flag->is_boolean()) {
+      const auto flag = config->find("add_" + std::string(kind) + "_token");
+      if (flag != config->end() && flag->is_boolean()) {
         if (kind == "bos") v.add_bos = flag->get<bool>();
         if (kind == "eos") v.add_eos = flag->get<bool>();
         if (kind == "sep") v.add_sep = flag->get<bool>();
       }
-      const std::string content = detail::token_content(config, kind);
+      const std::string content = detail::token_content(*config, kind);
       if (content.empty()) continue;
       for (const auto& a : added)
         if (a["content"] == content) {
@@ -344,12 +325,11 @@ inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, ui
         }
     }
   }
-  detail::read_chat_template(v, dir, has_config ? &config : nullptr, config_path.string());
+  detail::set_chat_template(v, config, fallback_template, config_where);
   if (!v.add_bos) v.add_bos = true;
   if (!v.add_eos) v.add_eos = false;
-  if (const fs::path model_config = (model_dir.empty() ? dir : model_dir) / "config.json";
-      fs::is_regular_file(model_config)) {
-    const nlohmann::json c = io::read_json_file(model_config);
+  if (model_config) {
+    const nlohmann::json& c = *model_config;
     for (const auto& [kind, key] : detail::kSpecialKinds) {
       const std::string name = std::string(kind) + "_token_id";
       const nlohmann::json* id = c.is_object() && c.contains(name) ? &c[name] : nullptr;
@@ -380,6 +360,32 @@ inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, ui
                   " are both '" + v.tokens[id] + "'; llama.cpp needs every token text once");
   }
   return v;
+}
+
+// The same from files: `source` is a tokenizer.json or a directory holding
+// one; tokenizer_config.json and chat_template.jinja/.json beside it, and
+// config.json in model_dir (default: beside it too), are read when present.
+inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, uint32_t n_vocab,
+                                         const std::filesystem::path& model_dir = {}) {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::is_directory(source) ? source / "tokenizer.json" : source;
+  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  const auto optional_json = [](const fs::path& p) {
+    return fs::is_regular_file(p) ? std::optional<nlohmann::json>(io::read_json_file(p)) : std::nullopt;
+  };
+  const auto config = optional_json(dir / "tokenizer_config.json");
+  const auto model_config = optional_json((model_dir.empty() ? dir : model_dir) / "config.json");
+  nlohmann::json fallback_template;
+  if (fs::is_regular_file(dir / "chat_template.jinja")) {
+    fallback_template = detail::read_text_file(dir / "chat_template.jinja");
+  } else if (const auto t = optional_json(dir / "chat_template.json")) {
+    if (!t->is_object() || !t->contains("chat_template"))
+      throw Error((dir / "chat_template.json").string() + ": expected an object with \"chat_template\"");
+    fallback_template = (*t)["chat_template"];
+  }
+  return vocab_from_hf_json(io::read_json_file(file), config ? &*config : nullptr,
+                            model_config ? &*model_config : nullptr, fallback_template, n_vocab, file.string(),
+                            (dir / "tokenizer_config.json").string());
 }
 
 // A vocabulary of n_vocab tokens for files whose model has no tokenizer of its
