@@ -186,10 +186,10 @@ inline void set_chat_template(GgufVocab& v, const nlohmann::json* config, const 
 // string, list or null) where there are such files. Every malformed input is a
 // unicorn::Error naming `where` (tokenizer.json) or `config_where`
 // (tokenizer_config.json); tests/fuzz/fuzz_tokenizer_json.cpp holds it to that.
-// Ids past n_vocab are dropped when they are added
-// tokens (Gemma 3's <image_soft_token>, 262144), as llama.cpp's converter
-// drops them; a vocabulary token past n_vocab means the tokenizer is not the
-// model's, an error. Ids below n_vocab that no token has become [PAD<id>].
+// Ids past n_vocab are dropped when they are added tokens (Gemma 3's
+// <image_soft_token>, 262144), as llama.cpp's converter drops them; a
+// vocabulary token past n_vocab means the tokenizer is not the model's, an
+// error. Ids below n_vocab that no token has become [PAD<id>].
 // Special ids the tokenizer files leave out come from the model's config.json.
 // add_bos/add_eos they leave out are Gemma 3's: bos added, eos not.
 inline GgufVocab vocab_from_hf_json(const nlohmann::json& j, const nlohmann::json* config,
