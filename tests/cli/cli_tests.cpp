@@ -229,6 +229,28 @@ TEST(Cli, GgufFile) {
   EXPECT_CONTAINS(r.out, "GGUF");
 }
 
+// --model ollama:NAME: the demo model's file where Ollama's store keeps a
+// pulled model (a manifest naming its blob), found through OLLAMA_MODELS.
+TEST(Cli, OllamaName) {
+  const fs::path store = tmp() / "ollama";
+  const std::string hex(64, 'a');
+  fs::create_directories(store / "manifests/registry.ollama.ai/library/gemma3");
+  fs::create_directories(store / "blobs");
+  fs::remove(store / "blobs" / ("sha256-" + hex));
+  fs::create_symlink(env("UNICORN_DEMO_GGUF"), store / "blobs" / ("sha256-" + hex));
+  std::ofstream(store / "manifests/registry.ollama.ai/library/gemma3/demo")
+      << R"({"schemaVersion": 2, "layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:)"
+      << hex << R"(", "size": 35122144}]})";
+  const std::string in_store = "OLLAMA_MODELS=" + store.string() + " ";
+  const Result r = run(in_store + gen() + " --model ollama:gemma3:demo --tokenizer " + env("UNICORN_TOKENIZER_JSON") +
+                       " -p 'Hi' -n 4 --temp 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "loaded " + (store / "blobs" / ("sha256-" + hex)).string());
+  const Result missing = run(in_store + gen() + " --model ollama:gemma3:27b -p 'Hi' -n 4");
+  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_CONTAINS(missing.out, "ollama:gemma3:27b: Ollama has no tag '27b' of gemma3 (its tags: demo)");
+}
+
 TEST(Cli, HuggingFaceDirectory) {
   if (env("UNICORN_TINY_ENGINE").empty()) GTEST_SKIP() << "the tiny engine binary is not built";
   const fs::path out = tmp() / "logits.f32";

@@ -154,6 +154,21 @@ def kld_base(vocab, ctx, chunks, tweak=lambda b: b):
     return tweak(out)
 
 
+def ollama_manifests():
+    """Manifests as `ollama pull gemma3` writes them, and `ollama:` names."""
+    def layer(media_type, hex_char, size):
+        return {"mediaType": media_type, "digest": "sha256:" + hex_char * 64, "size": size}
+    full = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "config": layer("application/vnd.docker.container.image.v1+json", "c", 490),
+            "layers": [layer("application/vnd.ollama.image.model", "a", 3338792448),
+                       layer("application/vnd.ollama.image.template", "d", 358),
+                       layer("application/vnd.ollama.image.license", "e", 8432),
+                       layer("application/vnd.ollama.image.params", "f", 77)]}
+    no_model = dict(full, layers=full["layers"][1:])
+    return {"gemma3-latest.json": json.dumps(full).encode(), "no-model-layer.json": json.dumps(no_model).encode(),
+            "name-namespaced.txt": b"ollama:me/mine:q4_K_M", "name-host.txt": b"ollama:example.com:5000/team/model:v1"}
+
+
 def main():
     targets = {
         "gguf": gguf_seeds(),
@@ -176,6 +191,7 @@ def main():
         "http_request": http_requests(),
         "kld_base": {"two-windows.kld": kld_base(16, 8, 2), "one-window.kld": kld_base(5, 4, 1),
                      "truncated.kld": kld_base(16, 8, 2)[:-3]},
+        "ollama_manifest": ollama_manifests(),
     }
     for target, seeds in targets.items():
         d = os.path.join(HERE, target)

@@ -1,0 +1,389 @@
+// unicorn-convert's output as llama.cpp reads it: every key llama.cpp's gemma3
+// loader requires, with the type it demands; the vocabulary, special ids and
+// chat template taken from a Hugging Face directory's tokenizer files (or a
+// dummy vocabulary of the model's size); the Gemma 3 tokenizer carried by
+// random-weight files of Gemma 3's vocabulary size; bad tokenizer files
+// refused with a message naming them.
+//
+// Environment (set by ctest): UNICORN_CONVERT (the binary), UNICORN_TINY_HF
+// (tests/model/fixtures/tiny), UNICORN_TINY_TOKENIZER (a 512-token
+// tokenizer.json in Gemma's shape), UNICORN_GEMMA3_TOKENIZER_JSON (npm's Gemma 3
+// tokenizer.json, beside its tokenizer_config.json; its tests are skipped where
+// the build has no npm), UNICORN_DEMO_GGUF (models/gemma3-demo.gguf).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf_metadata.hpp"
+#include "io_test_util.hpp"
+#include "unicorn/io/gguf.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using unicorn::io::GgufFile;
+using unicorn::io::GgufType;
+using unicorn::io::test::TempDir;
+using unicorn::text::Tokenizer;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) throw std::runtime_error(std::string(name) + " is not set (run through ctest)");
+  return v;
+}
+
+struct ConvertRun {
+  int code;
+  std::string out;
+};
+
+// Runs `args` through unicorn-convert, stdout and stderr together.
+ConvertRun convert(const std::string& args) {
+  const std::string cmd = env("UNICORN_CONVERT") + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed: " + cmd);
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+// The keys llama.cpp's gemma3 loader reads and the type it demands of each
+// (GGUFMeta's get_kv throws "key ... has wrong type" for any other). Listed from
+// llama.cpp as node-llama-cpp 3.22.1 bundles it (release v0.5.0, commit
+// de3ff815ea7d559ee917f063901b8986f038abc6, 2026-09-28), cross-checked with
+// ggml-org/llama.cpp 00395eb285c7 src/llama-arch.cpp for the key names:
+//   src/llama-model-loader.cpp   general.architecture (the arch; unknown = refused)
+//   src/llama-model.cpp          load_hparams: context_length, embedding_length,
+//                                block_count required; feed_forward_length,
+//                                attention.head_count (else no tensor shapes),
+//                                head_count_kv, key/value_length, rope.freq_base
+//   src/models/gemma3.cpp        attention.layer_norm_rms_epsilon required;
+//                                sliding_window, rope.freq_base_swa
+//   src/llama-vocab.cpp          impl::load: tokenizer.ggml.model and .tokens
+//                                required; scores (float32 or int32) and
+//                                token_type (int32) at least one per token;
+//                                special ids (below the token count), add_*
+//                                flags, add_space_prefix
+// `required`: llama.cpp refuses a file without it. The others it reads when
+// present, with defaults that do not fit every Gemma 3, and llama.cpp's own
+// converter writes all of them; so do we.
+struct Key {
+  const char* name;
+  GgufType type;
+  GgufType element = GgufType::UInt8;  // for arrays
+  bool required = false;
+};
+const std::vector<Key> kLlamaCppKeys = {
+    {"general.architecture", GgufType::String, {}, true},
+    {"general.name", GgufType::String},
+    {"general.type", GgufType::String},
+    {"general.size_label", GgufType::String},
+    {"general.file_type", GgufType::UInt32},
+    {"general.quantization_version", GgufType::UInt32},
+    {"gemma3.context_length", GgufType::UInt32, {}, true},
+    {"gemma3.embedding_length", GgufType::UInt32, {}, true},
+    {"gemma3.block_count", GgufType::UInt32, {}, true},
+    {"gemma3.feed_forward_length", GgufType::UInt32, {}, true},
+    {"gemma3.attention.head_count", GgufType::UInt32, {}, true},
+    {"gemma3.attention.layer_norm_rms_epsilon", GgufType::Float32, {}, true},
+    {"gemma3.attention.head_count_kv", GgufType::UInt32},
+    {"gemma3.attention.key_length", GgufType::UInt32},
+    {"gemma3.attention.value_length", GgufType::UInt32},
+    {"gemma3.attention.sliding_window", GgufType::UInt32},
+    {"gemma3.rope.freq_base", GgufType::Float32},
+    {"gemma3.rope.freq_base_swa", GgufType::Float32},
+    {"tokenizer.ggml.model", GgufType::String, {}, true},
+    {"tokenizer.ggml.tokens", GgufType::Array, GgufType::String, true},
+    {"tokenizer.ggml.scores", GgufType::Array, GgufType::Float32},
+    {"tokenizer.ggml.token_type", GgufType::Array, GgufType::Int32},
+    {"tokenizer.ggml.pre", GgufType::String},
+    {"tokenizer.ggml.bos_token_id", GgufType::UInt32},
+    {"tokenizer.ggml.eos_token_id", GgufType::UInt32},
+    {"tokenizer.ggml.unknown_token_id", GgufType::UInt32},
+    {"tokenizer.ggml.padding_token_id", GgufType::UInt32},
+    {"tokenizer.ggml.add_bos_token", GgufType::Bool},
+    {"tokenizer.ggml.add_eos_token", GgufType::Bool},
+    {"tokenizer.ggml.add_space_prefix", GgufType::Bool},
+};
+
+// Every key of kLlamaCppKeys with its type (only the required ones, where the
+// file was written again from another GGUF whose other keys it keeps), a
+// vocabulary llama.cpp accepts (tokens unique, one score and type per token,
+// special ids inside it, one token per embedding row), and the values
+// llama.cpp's gemma3 needs.
+enum class Keys { kAll, kRequired };
+void expect_llama_cpp_loads(const fs::path& file, Keys keys = Keys::kAll) {
+  SCOPED_TRACE(file.string());
+  const GgufFile g = GgufFile::open(file);
+  for (const Key& k : kLlamaCppKeys) {
+    const auto* v = g.find(k.name);
+    if (!v) {
+      if (k.required || keys == Keys::kAll)
+        ADD_FAILURE() << k.name << " is missing" << (k.required ? " (llama.cpp refuses the file)" : "");
+      continue;
+    }
+    EXPECT_EQ(v->type(), k.type) << k.name << " is " << v->type_description();
+    if (k.type == GgufType::Array && v->array())
+      EXPECT_EQ(v->array()->elem_type(), k.element) << k.name << " is " << v->type_description();
+  }
+  EXPECT_EQ(g.get_string("general.architecture"), "gemma3");
+  EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(g.find("tokenizer.ggml.add_space_prefix")->get_if<bool>() != nullptr &&
+                *g.find("tokenizer.ggml.add_space_prefix")->get_if<bool>(),
+            false) << "Gemma's SentencePiece adds no space prefix";
+  const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  EXPECT_EQ(std::set<std::string>(tokens.begin(), tokens.end()).size(), tokens.size())
+      << "llama.cpp indexes tokens by text and aborts on a repeated one";
+  EXPECT_EQ(g.try_f32_array("tokenizer.ggml.scores")->size(), tokens.size());
+  EXPECT_EQ(g.try_i32_array("tokenizer.ggml.token_type")->size(), tokens.size());
+  for (const char* id : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                         "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"})
+    if (g.find(id)) EXPECT_LT(g.get_u32(id), tokens.size()) << id;
+  const auto* embd = g.find_tensor("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  EXPECT_EQ(embd->dims.at(1), tokens.size()) << "one token per embedding row";
+  EXPECT_EQ(g.get_u32("gemma3.embedding_length"), embd->dims.at(0));
+}
+
+std::vector<std::string> sample_texts() {
+  return {"Hello world", "The quick brown fox jumps over the lazy dog.", "  two  spaces\tand a tab\n\nnew lines",
+          "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n", "Ünïcödé — “quotes” 🙂 日本語",
+          "int main() { return 0; }", ""};
+}
+
+// The GGUF's vocabulary tokenizes every sample as the tokenizer.json does.
+void expect_same_tokens(const fs::path& gguf, const fs::path& tokenizer_json) {
+  const Tokenizer from_gguf = unicorn::text::load_tokenizer(gguf);
+  const Tokenizer from_json = Tokenizer::from_tokenizer_json(tokenizer_json);
+  for (const auto& t : sample_texts())
+    EXPECT_EQ(from_gguf.encode(t), from_json.encode(t)) << "text: " << t;
+}
+
+// A Hugging Face directory: the tiny fixture's config and weights, the tiny
+// tokenizer, and the tokenizer_config.json Gemma ships (chat template, special
+// tokens, add_bos_token).
+constexpr const char* kTemplate = "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m['role'] }}\n"
+                                  "{{ m['content'] }}<end_of_turn>\n{% endfor %}";
+fs::path make_hf_dir(const TempDir& tmp, const nlohmann::json& tokenizer_config) {
+  const fs::path dir = tmp / "tiny-hf";
+  fs::create_directories(dir);
+  const fs::path tiny = env("UNICORN_TINY_HF");
+  fs::copy_file(tiny / "config.json", dir / "config.json");
+  fs::create_symlink(tiny / "model.safetensors", dir / "model.safetensors");
+  fs::copy_file(env("UNICORN_TINY_TOKENIZER"), dir / "tokenizer.json");
+  if (!tokenizer_config.is_null()) std::ofstream(dir / "tokenizer_config.json") << tokenizer_config.dump();
+  return dir;
+}
+
+nlohmann::json gemma_like_config() {
+  return {{"bos_token", "<bos>"}, {"eos_token", {{"content", "<end_of_turn>"}}}, {"pad_token", "<pad>"},
+          {"unk_token", "<unk>"}, {"add_bos_token", true},  {"add_eos_token", false},
+          {"chat_template", kTemplate}};
+}
+
+TEST(Convert, RandomTinyCarriesADummyVocabularyLlamaCppLoads) {
+  TempDir tmp;
+  const fs::path out = tmp / "tiny.gguf";
+  const ConvertRun r = convert("--random gemma3-tiny --type Q8_0 --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("a dummy vocabulary of 512 tokens"), std::string::npos) << r.out;
+  expect_llama_cpp_loads(out);
+  const GgufFile g = GgufFile::open(out);
+  const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  EXPECT_EQ(tokens.at(g.get_u32("tokenizer.ggml.bos_token_id")), "<bos>");
+  EXPECT_EQ(tokens.at(g.get_u32("tokenizer.ggml.eos_token_id")), "<eos>");
+  EXPECT_EQ(g.get_string("general.name"), "gemma3-tiny random weights");
+  EXPECT_EQ(g.get_u32("gemma3.attention.sliding_window_pattern"), 3u) << "the tiny model: every 3rd layer global";
+  // llama.cpp's SentencePiece falls back to <0xXX> tokens for any byte, and
+  // throws if one is missing: all 256 are there.
+  for (int b = 0; b < 256; ++b) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+    EXPECT_NE(std::find(tokens.begin(), tokens.end(), hex), tokens.end()) << hex;
+  }
+  // The engine's tokenizer reads it, and any text survives the round trip.
+  const Tokenizer t = unicorn::text::load_tokenizer(out);
+  for (const auto& s : sample_texts()) EXPECT_EQ(t.decode(t.encode(s)), s);
+  EXPECT_EQ(t.encode("<start_of_turn>").size(), 1u);
+}
+
+TEST(Convert, HfDirectoryCarriesItsTokenizerAndChatTemplate) {
+  TempDir tmp;
+  const fs::path dir = make_hf_dir(tmp, gemma_like_config());
+  const fs::path out = tmp / "tiny-hf.gguf";
+  const ConvertRun r = convert("--hf " + q(dir) + " --type Q8_0 --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_llama_cpp_loads(out);
+  const GgufFile g = GgufFile::open(out);
+  EXPECT_EQ(g.get_string("general.name"), "tiny-hf");
+  EXPECT_EQ(g.get_string("tokenizer.chat_template"), kTemplate);
+  EXPECT_EQ(g.get_u32("tokenizer.ggml.bos_token_id"), 2u);
+  EXPECT_EQ(g.get_u32("tokenizer.ggml.eos_token_id"), 5u) << "tokenizer_config.json's eos_token, <end_of_turn>";
+  EXPECT_EQ(g.get_u32("tokenizer.ggml.padding_token_id"), 0u);
+  EXPECT_EQ(g.get_u32("tokenizer.ggml.unknown_token_id"), 3u);
+  EXPECT_TRUE(*g.find("tokenizer.ggml.add_bos_token")->get_if<bool>());
+  EXPECT_FALSE(*g.find("tokenizer.ggml.add_eos_token")->get_if<bool>());
+  // Token texts and types as llama.cpp's converter writes them.
+  const Tokenizer json = Tokenizer::from_tokenizer_json(env("UNICORN_TINY_TOKENIZER"));
+  const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  const auto types = *g.try_i32_array("tokenizer.ggml.token_type");
+  ASSERT_EQ(tokens.size(), json.vocab_size());
+  for (int32_t id = 0; id < static_cast<int32_t>(tokens.size()); ++id) EXPECT_EQ(tokens[id], json.token_text(id));
+  using T = unicorn::text::GgufTokenType;
+  EXPECT_EQ(types[2], int32_t(T::kControl));    // <bos>
+  EXPECT_EQ(types[4], int32_t(T::kControl));    // <start_of_turn>
+  EXPECT_EQ(types[6], int32_t(T::kByte));       // <0x00>
+  EXPECT_EQ(types[262], int32_t(T::kNormal));   // "▁"
+  expect_same_tokens(out, env("UNICORN_TINY_TOKENIZER"));
+}
+
+TEST(Convert, ChatTemplateFromJinjaJsonOrAList) {
+  TempDir tmp;
+  nlohmann::json config = gemma_like_config();
+  config.erase("chat_template");
+  const fs::path dir = make_hf_dir(tmp, config);
+  const fs::path out = tmp / "t.gguf";
+  // chat_template.json alone.
+  std::ofstream(dir / "chat_template.json") << nlohmann::json{{"chat_template", "from json"}}.dump();
+  ASSERT_EQ(convert("--hf " + q(dir) + " --out " + q(out)).code, 0);
+  EXPECT_EQ(GgufFile::open(out).get_string("tokenizer.chat_template"), "from json");
+  // chat_template.jinja wins over it, as in gguf-py.
+  std::ofstream(dir / "chat_template.jinja") << "from jinja\n";
+  ASSERT_EQ(convert("--hf " + q(dir) + " --out " + q(out)).code, 0);
+  EXPECT_EQ(GgufFile::open(out).get_string("tokenizer.chat_template"), "from jinja\n");
+  // tokenizer_config.json's own wins over both; a list names further templates.
+  config["chat_template"] = {{{"name", "default"}, {"template", "the default"}},
+                             {{"name", "tool use"}, {"template", "with tools"}}};
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  ASSERT_EQ(convert("--hf " + q(dir) + " --out " + q(out)).code, 0);
+  const GgufFile g = GgufFile::open(out);
+  EXPECT_EQ(g.get_string("tokenizer.chat_template"), "the default");
+  EXPECT_EQ(g.get_string("tokenizer.chat_template.tool_use"), "with tools");
+  EXPECT_EQ(g.get_string_array("tokenizer.chat_templates"), std::vector<std::string>{"tool_use"});
+}
+
+TEST(Convert, HfDirectoryWithoutTokenizerFilesFallsBack) {
+  // The golden fixture has no tokenizer files: special ids come from
+  // config.json, and the vocabulary is a dummy one of its 512 tokens.
+  TempDir tmp;
+  const fs::path out = tmp / "tiny.gguf";
+  const ConvertRun r = convert("--hf " + q(env("UNICORN_TINY_HF")) + " --type F32 --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no tokenizer.json in"), std::string::npos) << r.out;
+  expect_llama_cpp_loads(out);
+  // --tokenizer names one.
+  const ConvertRun named = convert("--hf " + q(env("UNICORN_TINY_HF")) + " --tokenizer " + q(env("UNICORN_TINY_TOKENIZER")) +
+                            " --out " + q(out));
+  ASSERT_EQ(named.code, 0) << named.out;
+  expect_same_tokens(out, env("UNICORN_TINY_TOKENIZER"));
+}
+
+TEST(Convert, GgufKeepsItsVocabulary) {
+  TempDir tmp;
+  const fs::path in = tmp / "in.gguf", out = tmp / "out.gguf";
+  ASSERT_EQ(convert("--hf " + q(env("UNICORN_TINY_HF")) + " --tokenizer " + q(env("UNICORN_TINY_TOKENIZER")) +
+                    " --type F32 --out " + q(in)).code, 0);
+  const ConvertRun r = convert("--gguf " + q(in) + " --type Q8_0 --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("vocabulary:"), std::string::npos) << "the file's own vocabulary is kept: " << r.out;
+  expect_llama_cpp_loads(out);
+  EXPECT_EQ(GgufFile::open(out).get_u32("general.file_type"), 7u) << "Q8_0";
+  expect_same_tokens(out, env("UNICORN_TINY_TOKENIZER"));
+}
+
+TEST(Convert, BadTokenizerFilesAreRefusedByName) {
+  TempDir tmp;
+  const fs::path dir = make_hf_dir(tmp, gemma_like_config());
+  const fs::path out = tmp / "out.gguf";
+  unicorn::io::test::write_file(out, "left alone");
+  const auto expect_refused = [&](const std::string& what) {
+    const ConvertRun r = convert("--hf " + q(dir) + " --out " + q(out));
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+    EXPECT_EQ(unicorn::io::test::read_file(out), unicorn::io::test::to_bytes("left alone"));
+  };
+  std::ofstream(dir / "tokenizer_config.json") << "{\"bos_token\": ";
+  expect_refused((dir / "tokenizer_config.json").string() + ": not valid JSON");
+  std::ofstream(dir / "tokenizer_config.json") << nlohmann::json{{"chat_template", 7}}.dump();
+  expect_refused("chat_template is number");
+  fs::remove(dir / "tokenizer_config.json");
+  nlohmann::json t = nlohmann::json::parse(std::ifstream(env("UNICORN_TINY_TOKENIZER")));
+  t["model"]["vocab"]["far"] = 600;
+  std::ofstream(dir / "tokenizer.json") << t.dump();
+  expect_refused("token 'far' has id 600 but the model's vocabulary has 512 tokens");
+  t["model"]["vocab"].erase("far");
+  t["model"]["vocab"]["<bos>"] = 7;  // a second token text at id 7
+  std::ofstream(dir / "tokenizer.json") << t.dump();
+  expect_refused("are both '<bos>'");
+  t["model"].erase("merges");
+  std::ofstream(dir / "tokenizer.json") << t.dump();
+  expect_refused("model.merges is missing");
+  std::ofstream(dir / "tokenizer.json") << "[]";
+  expect_refused("not a tokenizer.json");
+}
+
+// Gemma 3's real tokenizer (npm) in a random-weight file of its vocabulary size.
+class Gemma3Tokenizer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* path = std::getenv("UNICORN_GEMMA3_TOKENIZER_JSON");
+    if (!path || !fs::is_regular_file(path)) GTEST_SKIP() << "no Gemma 3 tokenizer.json (npm) in this build";
+    tokenizer_json_ = path;
+  }
+  fs::path tokenizer_json_;
+};
+
+TEST_F(Gemma3Tokenizer, RandomDemoCarriesIt) {
+  TempDir tmp;
+  const fs::path out = tmp / "demo.gguf";
+  const ConvertRun r = convert("--random gemma3-demo --type Q4_0 --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(tokenizer_json_.string()), std::string::npos) << r.out;
+  expect_llama_cpp_loads(out);
+  const GgufFile g = GgufFile::open(out);
+  const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  ASSERT_EQ(tokens.size(), 262144u) << "Gemma 3's <image_soft_token> (262144) has no embedding row";
+  EXPECT_EQ(tokens[2], "<bos>");
+  EXPECT_EQ(tokens[105], "<start_of_turn>");
+  EXPECT_EQ(g.get_u32("tokenizer.ggml.bos_token_id"), 2u);
+  const auto config = nlohmann::json::parse(std::ifstream(tokenizer_json_.parent_path() / "tokenizer_config.json"));
+  EXPECT_EQ(g.get_string("tokenizer.chat_template"), config["chat_template"].get<std::string>());
+  EXPECT_TRUE(*g.find("tokenizer.ggml.add_bos_token")->get_if<bool>());
+  expect_same_tokens(out, tokenizer_json_);
+  // The demo model's file carries no vocabulary; written again with --tokenizer, it gains this one.
+  const ConvertRun demo = convert("--gguf " + q(env("UNICORN_DEMO_GGUF")) + " --tokenizer " + q(tokenizer_json_) +
+                                  " --type Q8_0 --out " + q(tmp / "demo-q8_0.gguf"));
+  ASSERT_EQ(demo.code, 0) << demo.out;
+  expect_llama_cpp_loads(tmp / "demo-q8_0.gguf", Keys::kRequired);
+  EXPECT_EQ(GgufFile::open(tmp / "demo-q8_0.gguf").get_string_array("tokenizer.ggml.tokens"), tokens);
+  // Too big for the tiny model: refused, not cut.
+  const ConvertRun tiny = convert("--random gemma3-tiny --tokenizer " + q(tokenizer_json_) + " --out " + q(tmp / "t.gguf"));
+  EXPECT_EQ(tiny.code, 1);
+  EXPECT_NE(tiny.out.find("this tokenizer is not the model's"), std::string::npos) << tiny.out;
+}
+
+TEST(ConvertMetadata, SizeLabelsAsGgufPy) {
+  using unicorn::tools::size_label;
+  EXPECT_EQ(size_label(268'098'176), "268M");
+  EXPECT_EQ(size_label(999'885'952), "1000M");
+  EXPECT_EQ(size_label(3'880'079'360), "3.9B");
+  EXPECT_EQ(size_label(27'009'002'240), "27B");
+  EXPECT_EQ(size_label(103'776), "104K");
+  EXPECT_EQ(size_label(5'100), "5.1K");
+}
+
+}  // namespace
