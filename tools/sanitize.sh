@@ -4,6 +4,7 @@
 # hook compiled in (DESIGN.md decision 11). Builds only what those tests run,
 # into BUILD_DIR (default build-asan), then runs them:
 #   io_tests            GGUF, safetensors, config.json, files written whole (label loader)
+#   convert_tests       unicorn-convert's GGUF output: vocabulary, chat template, metadata
 #   tokenizer_*         the tokenizer against the npm oracle, and unicorn-tokenize
 #   server_api_tests    request parsing and responses
 #   cli_tests.shard*    the generator binaries as a user runs them: end-to-end
@@ -26,7 +27,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBU
       -DUNICORN_SANITIZE=address,undefined -DUNICORN_FAULT_INJECTION=ON >/dev/null
 # cli_tests' bench, placement-experiment and 1B cases need engines that take
 # long to compile under the sanitizers; the release step (ctest in build/) runs them.
-cmake --build "$build" --target io_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
+cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
       unicorn-generate unicorn-chat unicorn-host-app unicorn-convert unicorn-tiny-q8_0 binary_golden_test \
       unicorn-tiny-server
 
@@ -34,4 +35,4 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detec
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export GTEST_FILTER='-Cli.Bench*:Cli.PlacementExperiments:Cli.OfficialBinaryWithoutModel'
 ctest --test-dir "$build" --output-on-failure -j2 \
-      -R '^(io_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault)$'
+      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault)$'
