@@ -95,7 +95,7 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
     std::optional<unicorn::text::Tokenizer> tok;
     return unicorn::server::serve(opt, [&] {
       std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
-      engine.emplace(deployment);
+      engine.emplace(deployment, unicorn::EngineOptions{.context = context});  // the KV cache holds `context` per slot
       const auto report = engine->load(model);
       if (check_tensors) {
         const auto c = engine->check_tensors();

@@ -43,9 +43,12 @@ struct CompiledDeployment {
 class AnyEngine {
  public:
   // Opens the default Vulkan device (UNICORN_DEVICE / UNICORN_VALIDATION apply).
-  explicit AnyEngine(const CompiledDeployment& d)
-      : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, d.config, d.layout), deployment_(d) {}
-  AnyEngine(gpu::Context& ctx, const CompiledDeployment& d) : core_(ctx, d.config, d.layout), deployment_(d) {}
+  // `options`: what is chosen at creation (engine/options.hpp: the context).
+  explicit AnyEngine(const CompiledDeployment& d, const EngineOptions& options = {})
+      : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, d.config, d.layout, options),
+        deployment_(d) {}
+  AnyEngine(gpu::Context& ctx, const CompiledDeployment& d, const EngineOptions& options = {})
+      : core_(ctx, d.config, d.layout, options), deployment_(d) {}
 
   const CompiledDeployment& deployment() const { return deployment_; }
   const DeploymentConfig& config() const { return deployment_.config; }
@@ -96,8 +99,8 @@ class Engine : public AnyEngine {
   // D as a run-time value (for AnyEngine, or code compiled once for any deployment).
   static CompiledDeployment compiled() { return {kConfig, kLayout.view(), kBudget}; }
 
-  Engine() : AnyEngine(compiled()) {}
-  explicit Engine(gpu::Context& ctx) : AnyEngine(ctx, compiled()) {}
+  explicit Engine(const EngineOptions& options = {}) : AnyEngine(compiled(), options) {}
+  explicit Engine(gpu::Context& ctx, const EngineOptions& options = {}) : AnyEngine(ctx, compiled(), options) {}
 };
 
 // D as a run-time value, after Engine<D>'s compile-time checks.

@@ -12,7 +12,9 @@
 //   batch:   with DeploymentConfig::streams > 1, one token of each of up to
 //            `streams` streams: the same matrix-vector kernels, each weight block
 //            read once for all the step's tokens, and one logit row per stream.
-// Every stream has its own KV cache rows (layout.hpp), the tokens they hold
+// Every stream has its own KV cache rows (layout.hpp), as many positions as the
+// context chosen at creation (EngineOptions::context, at most the compiled
+// max_context: the run-time layout is the compiled one with that context), the tokens they hold
 // (its position is their count), its sampling parameters and its draw counter. Before each submission the host writes a
 // StepHeader and one StepRow per token (id, position, stream) into a small
 // host-visible buffer; nothing is re-recorded. The calls without a stream
@@ -33,6 +35,7 @@
 
 #include "unicorn/deployment.hpp"
 #include "unicorn/engine/kernels.hpp"
+#include "unicorn/engine/options.hpp"
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/kernel.hpp"
@@ -57,6 +60,29 @@ struct PromptChunk {
   uint32_t stream;
   std::span<const int32_t> tokens;  // fed from the stream's position on
   bool ends_prompt = false;         // choose the stream's next token from the last one's logits
+};
+
+// Device memory an engine allocated, in bytes (whole Vulkan allocations, so
+// alignment included): per placement pool, and the host-visible buffers of
+// the per-step protocol.
+struct DeviceMemory {
+  struct PoolBytes {
+    uint64_t weights = 0, kv_cache = 0, activations = 0;  // activations: with the sampler's partials
+    uint64_t total() const { return weights + kv_cache + activations; }
+  };
+  std::array<PoolBytes, kPoolCount> pools{};
+  uint64_t host_visible = 0;  // step rows, chosen tokens, sampler state, logits read-back
+  const PoolBytes& operator[](Pool p) const { return pools[size_t(p)]; }
+  uint64_t kv_cache() const {
+    uint64_t n = 0;
+    for (const PoolBytes& p : pools) n += p.kv_cache;
+    return n;
+  }
+  uint64_t device() const {  // every pool
+    uint64_t n = 0;
+    for (const PoolBytes& p : pools) n += p.total();
+    return n;
+  }
 };
 
 }  // namespace unicorn
@@ -113,15 +139,22 @@ enum class SourceType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, GgmlBlocks = 3 };
 
 class EngineCore {
  public:
-  EngineCore(gpu::Context& ctx, const DeploymentConfig& config, LayoutView layout)
+  // `compiled`: the deployment's constexpr layout. The engine runs on its own
+  // layout, the same with options.context positions of KV cache per stream.
+  EngineCore(gpu::Context& ctx, const DeploymentConfig& config, LayoutView compiled,
+             const EngineOptions& options = {})
       : ctx_(ctx),
         cfg_(config),
-        layout_(layout),
+        kv_context_(checked_context(config, options.context)),
+        run_layout_(config.with_context(kv_context_)),
+        layout_(run_layout_.view()),
         kernels_(ctx),
         sets_(ctx),
         stream_(ctx) {
+    check_against_compiled(compiled);
     check_device_limits();
     check_pools_fit();
+    const LayoutView& layout = layout_;
     allocate_by_pool(layout.weight_slab_bytes, layout.weight_slab_pools, weight_sets_, weight_slabs_, "weights");
     allocate_by_pool(layout.kv_slab_bytes, layout.kv_slab_pools, kv_sets_, kv_slabs_, "the KV cache");
     std::vector<uint64_t> act_bytes;
@@ -161,16 +194,33 @@ class EngineCore {
   const DeploymentConfig& config() const { return cfg_; }
   // The on-disk pipeline cache at start-up: read, ignored (and why), written.
   const gpu::PipelineCache::Stats& pipeline_cache() const { return kernels_.disk_stats(); }
-  // A context shorter than the compiled one (the KV cache is allocated for the
-  // compiled length; this only lowers the limit prompts are checked against).
+  // KV cache positions per stream: the context chosen at creation
+  // (EngineOptions::context), at most the compiled max_context.
+  uint32_t context_size() const { return kv_context_; }
+  // Lowers the limit prompts are checked against below context_size() (the
+  // memory stays allocated; to allocate less, create the engine with a
+  // smaller EngineOptions::context).
   void set_context_limit(uint32_t tokens) {
-    if (tokens == 0 || tokens > cfg_.max_context)
-      throw Error("context: " + std::to_string(tokens) + " tokens asked; this engine holds 1 to " +
-                  std::to_string(cfg_.max_context));
+    if (tokens == 0 || tokens > kv_context_)
+      throw Error("context: " + std::to_string(tokens) + " tokens asked; this engine's KV cache holds 1 to " +
+                  std::to_string(kv_context_));
     context_limit_ = tokens;
   }
   uint32_t context_limit() const { return context_limit_; }
+  // The run-time layout: the compiled one with context_size() KV positions.
   const LayoutView& layout() const { return layout_; }
+  // What this engine allocated on the device, per pool.
+  DeviceMemory device_memory() const {
+    DeviceMemory m;
+    for (Pool p : kPools) {
+      m.pools[size_t(p)].weights = weight_sets_[size_t(p)].bytes();
+      m.pools[size_t(p)].kv_cache = kv_sets_[size_t(p)].bytes();
+    }
+    m.pools[size_t(layout_.activation_pool)].activations += acts_.bytes();
+    m.pools[size_t(Pool::Vram)].activations += partial_set_.bytes();  // DeviceLocal
+    m.host_visible = host_.bytes() + (logits_readback_ ? logits_readback_->bytes() : 0);
+    return m;
+  }
   gpu::Context& context() const { return ctx_; }
   uint32_t streams() const { return cfg_.streams; }
   // Which recorded pass a batched step takes. By its size (the default, the
@@ -224,7 +274,7 @@ class EngineCore {
     const StreamState& s = stream_state(stream);
     if (pos == 0) return true;
     if (pos > s.tokens.size()) return false;
-    if (layout_.local_kv_slots >= cfg_.max_context) return true;  // no ring: nothing is overwritten
+    if (layout_.local_kv_slots >= kv_context_) return true;  // no ring: nothing is overwritten
     const uint32_t window = cfg_.model.sliding_window;
     const uint32_t oldest_seen = pos >= window ? pos - window + 1 : 0;  // the key furthest back a token at pos sees
     return oldest_seen >= s.ring_from;
@@ -630,6 +680,30 @@ class EngineCore {
     }
   }
 
+  // The context an engine is created with: 0 is the compiled one; more than
+  // the compiled one would need a KV cache the compile-time checks never saw.
+  static uint32_t checked_context(const DeploymentConfig& c, uint32_t asked) {
+    if (asked == 0) return c.max_context;
+    if (asked > c.max_context)
+      throw Error("context: " + std::to_string(asked) + " tokens asked; this engine is compiled for at most " +
+                  std::to_string(c.max_context) + " (DeploymentConfig::max_context, which the compile-time "
+                  "memory checks bound): ask for fewer, or compile a deployment with a longer context");
+    return asked;
+  }
+  // The run-time layout's weights and activations are the compiled layout's
+  // (only the KV cache depends on the context): its run-time witness.
+  void check_against_compiled(const LayoutView& compiled) const {
+    const auto same = [](auto a, auto b) { return std::ranges::equal(a, b); };
+    const auto same_act = [](const ActivationSlot& a, const ActivationSlot& b) {
+      return a.bytes == b.bytes && a.rows == b.rows && a.slices == b.slices;
+    };
+    if (compiled.tensors.size() != layout_.tensors.size() ||
+        !same(compiled.weight_slab_bytes, layout_.weight_slab_bytes) ||
+        !std::ranges::equal(compiled.activations, layout_.activations, same_act) ||
+        (kv_context_ == cfg_.max_context && !same(compiled.kv_slab_bytes, layout_.kv_slab_bytes)))
+      throw Error("internal: the engine's run-time layout differs from the compiled one beyond its KV cache");
+  }
+
   void check_device_limits() const {
     const auto& info = ctx_.info();
     if (info.max_storage_buffer_range < kMaxBindingBytes)
@@ -865,8 +939,10 @@ class EngineCore {
   }
 
   gpu::Context& ctx_;
-  DeploymentConfig cfg_;
-  LayoutView layout_;
+  DeploymentConfig cfg_;     // as compiled
+  uint32_t kv_context_;      // KV cache positions per stream (EngineOptions::context)
+  RunLayout run_layout_;     // cfg_ with kv_context_
+  LayoutView layout_;        // of run_layout_
   gpu::KernelCache kernels_;
   gpu::DescriptorArena sets_;
   gpu::Stream stream_;
@@ -928,7 +1004,7 @@ class EngineCore {
     }
     static uint32_t env_or(const char* name, uint32_t fallback) { return env(name).value_or(fallback); }
   } tuning_;
-  uint32_t context_limit_ = cfg_.max_context;
+  uint32_t context_limit_ = kv_context_;
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   BatchPasses batch_passes_ = BatchPasses::BySize;
   std::vector<StreamState> streams_ = std::vector<StreamState>(cfg_.streams);
