@@ -26,6 +26,7 @@
 
 #include "options.hpp"
 #include "program.hpp"
+#include "tuning_env.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"
@@ -251,9 +252,10 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
 
     const auto ids_forced = tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(tokens);
     const auto t0 = Clock::now();
-    unicorn::gpu::Context device;
+    unicorn::tools::inject_faults_from_env();
+    unicorn::gpu::Context device(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
     if (max_device_memory) device.limit_memory(*max_device_memory);
-    AnyEngine engine(device, deployment, {.context = ctx});
+    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = ctx}));
     const auto report = engine.load(model, progress_bar);
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "program.hpp"
+#include "tuning_env.hpp"
 #include "unicorn/server/serve.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
@@ -91,11 +92,15 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
     }
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
 
+    std::optional<unicorn::gpu::Context> device;
     std::optional<AnyEngine> engine;
     std::optional<unicorn::text::Tokenizer> tok;
     return unicorn::server::serve(opt, [&] {
       std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
-      engine.emplace(deployment, unicorn::EngineOptions{.context = context});  // the KV cache holds `context` per slot
+      unicorn::tools::inject_faults_from_env();
+      device.emplace(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
+      // The KV cache holds `context` positions per slot.
+      engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = context}));
       const auto report = engine->load(model);
       if (check_tensors) {
         const auto c = engine->check_tensors();

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/engine.hpp"
+#include "../tools/tuning_env.hpp"
 
 namespace fs = std::filesystem;
 using namespace unicorn;
@@ -64,9 +65,12 @@ const Golden& golden() {
 }
 
 gpu::Context& context() {
-  static gpu::Context ctx;  // UNICORN_VALIDATION=1 from ctest
+  static gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());  // UNICORN_VALIDATION=1 from ctest
   return ctx;
 }
+// Engine options as the tools pass them (the pipeline cache folder, so that
+// each engine reads the pipelines an earlier one compiled; tuning variables).
+EngineOptions options(EngineOptions o = {}) { return tools::engine_options_from_env(o); }
 
 // max |a - b| / max |b|: the error relative to the logit scale.
 double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
@@ -117,8 +121,9 @@ class Model : public ::testing::Test {
 constexpr double kCoopPrefillTolerance = 4e-3;
 
 template <class D>
-void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance) {
-  Engine<D> engine(context());
+void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance,
+                           const EngineOptions& engine_options = options()) {
+  Engine<D> engine(context(), engine_options);
   engine.load(model);
   const auto& g = golden();
   const auto ref = g.logits(fmt);
@@ -176,7 +181,7 @@ struct TinyStreams {
 
 template <Format F>
 void expect_batched_decode_matches_single_stream(const fs::path& model) {
-  Engine<TinyStreams<F>> batched(context());
+  Engine<TinyStreams<F>> batched(context(), options());
   batched.load(model);
   const auto& g = golden();
   const uint32_t V = kGemma3Tiny.vocab, streams = 6;
@@ -217,7 +222,7 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
     }
   }
 
-  Engine<Tiny<F>> single(context());
+  Engine<Tiny<F>> single(context(), options());
   single.load(model);
   const bool tensor_units = context().info().coopmat;
   const double tolerance = tensor_units ? kCoopPrefillTolerance : 1e-5;
@@ -278,16 +283,14 @@ TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q
 
 // --- products split over K (matmul_coop's SPLITS; the post-norms and geglu add the slices) ---
 // The tiny model's K is too short to split by default (kernels::kCoopMinSplitSteps);
-// UNICORN_COOP_SPLIT_STEPS=1 lets each range be a single step, so the prefill
+// Tuning::coop_split_steps = 1 lets each range be a single step, so the prefill
 // on tensor units splits its o, up and down projections, and must still match.
 TEST_F(Model, SplitProjectionsQ4_0) {
-  ::setenv("UNICORN_COOP_SPLIT_STEPS", "1", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("UNICORN_COOP_SPLIT_STEPS"); }
-  } unset;
+  EngineOptions split = options();
+  split.tuning.coop_split_steps = 1;
   using D = Tiny<Format::Q4_0>;
   if (context().info().coopmat) {
-    Engine<D> engine(context());
+    Engine<D> engine(context(), split);
     engine.load(tiny_gguf("Q4_0"));
     const auto profile = engine.core().profile(std::span(golden().prompt).first(D::kConfig.prefill_chunk));
     const auto split = std::ranges::count_if(profile.dispatches, [](const auto& d) {
@@ -295,7 +298,7 @@ TEST_F(Model, SplitProjectionsQ4_0) {
     });
     EXPECT_EQ(split, 3 * kGemma3Tiny.layers) << "every o, up and down projection split over K";
   }
-  expect_matches_golden<D>(tiny_gguf("Q4_0"), "q4_0", 1e-3);
+  expect_matches_golden<D>(tiny_gguf("Q4_0"), "q4_0", 1e-3, split);
 }
 
 // The server's prompt cache (server/scheduler.hpp) prefills a prompt after
@@ -305,7 +308,7 @@ TEST_F(Model, SplitProjectionsQ4_0) {
 // cannot change a seeded request's text. Prefixes cut inside and across the
 // 32-token chunks and the 16-position window (F16 cache, as the server's).
 TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
-  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context());
+  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   const auto& prompt = golden().prompt;
   const uint32_t V = kGemma3Tiny.vocab;
@@ -333,7 +336,7 @@ TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
 // sequence hid the wrap of an earlier one, and a prompt reusing <bos> there
 // read another position's key in its first 16 tokens.)
 TEST_F(Model, RewindNeverReadsKeysTheRingLost) {
-  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context());
+  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   auto& core = engine.core();
   const auto& prompt = golden().prompt;
@@ -379,7 +382,7 @@ struct TinyWide {
       make_deployment(kGemma3Tiny, schemes::all(F, Format::F16), 256, 32).with_streams(18);
 };
 TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
-  Engine<TinyWide<Format::Q4_0>> engine(context());
+  Engine<TinyWide<Format::Q4_0>> engine(context(), options());
   engine.load(tiny_gguf("Q4_0"));
   auto& core = engine.core();
   core.set_batch_passes(detail::EngineCore::BatchPasses::Fixed);
@@ -412,7 +415,7 @@ TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
 // before, one whose chunk does not end its prompt (its next chunk, alone,
 // must then give the logits of the whole prompt fed alone).
 TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
-  Engine<TinyWide<Format::Q8_0>> engine(context());
+  Engine<TinyWide<Format::Q8_0>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   auto& core = engine.core();
   const auto& p = golden().prompt;
@@ -472,7 +475,7 @@ struct TinyQat {
 // Logits of the whole golden prompt through the prefill pass and its greedy continuation.
 template <class D>
 std::pair<std::vector<float>, std::vector<int32_t>> run_golden_prompt(const fs::path& model) {
-  Engine<D> engine(context());
+  Engine<D> engine(context(), options());
   engine.load(model);
   const auto logits = engine.forward_logits(golden().prompt);
   engine.reset();
@@ -514,7 +517,7 @@ namespace {
 template <class D = Tiny<Format::Q8_0>>
 std::string load_error(const fs::path& model) {
   try {
-    Engine<D> engine(context());
+    Engine<D> engine(context(), options());
     engine.load(model);
   } catch (const Error& e) {
     return e.what();
@@ -592,7 +595,7 @@ TEST_F(Model, LoaderMissingFile) {
 }
 
 TEST_F(Model, PromptLongerThanContext) {
-  Engine<Tiny<Format::Q8_0>> engine(context());
+  Engine<Tiny<Format::Q8_0>> engine(context(), options());
   engine.load(tiny_dir());
   const std::vector<int32_t> prompt(257, 5);
   try {
@@ -619,7 +622,7 @@ struct TinyGtt {
 
 template <class D>
 void expect_slabs_in_their_pools() {
-  Engine<D> engine(context());
+  Engine<D> engine(context(), options());
   const auto& L = Engine<D>::kLayout;
   size_t gtt = 0;
   for (size_t i = 0; i < L.weight_slab_pools.size(); ++i) {
@@ -685,7 +688,7 @@ struct Huge {
 }  // namespace
 TEST_F(Model, LayoutLargerThanTheDeviceIsRefused) {
   try {
-    Engine<Huge> engine(context());
+    Engine<Huge> engine(context(), options());
     FAIL() << "a 272 GiB layout must be refused";
   } catch (const Error& e) {
     EXPECT_CONTAINS(e.what(), "the placement does not fit");
@@ -717,7 +720,7 @@ TEST_F(Model, ShorterContextAllocatesLessAndComputesTheSame) {
   using D = Tiny<Format::Q8_0, Format::F16>;
   const auto& prompt = golden().prompt;  // 96 tokens
   const uint32_t V = kGemma3Tiny.vocab;
-  Engine<D> full(context());
+  Engine<D> full(context(), options());
   full.load(tiny_gguf("Q8_0"));
   const auto want_prefill = full.forward_logits(prompt);
   full.reset();
@@ -731,7 +734,7 @@ TEST_F(Model, ShorterContextAllocatesLessAndComputesTheSame) {
 
   // 100 positions: the global layers shrink, the ring does not; 40: both.
   for (uint32_t ctx : {100u, 40u}) {
-    Engine<D> engine(context(), {.context = ctx});
+    Engine<D> engine(context(), options({.context = ctx}));
     engine.load(tiny_gguf("Q8_0"));
     auto& core = engine.core();
     EXPECT_EQ(core.context_size(), ctx);
@@ -772,7 +775,7 @@ TEST_F(Model, ShorterContextAllocatesLessAndComputesTheSame) {
     }
     EXPECT_THROW_WITH(core.set_context_limit(ctx + 1), "holds 1 to " + std::to_string(ctx));
   }
-  EXPECT_THROW_WITH(Engine<D>(context(), {.context = 257}), "compiled for at most 256");
+  EXPECT_THROW_WITH(Engine<D>(context(), options({.context = 257})), "compiled for at most 256");
 }
 
 // Several streams with a shorter context: each stream's rows shrink, and a
@@ -786,9 +789,9 @@ TEST_F(Model, ShorterContextBatchedDecode) {
       batch.push_back({s, engine.prefill(s, std::span(prompt).subspan(s, 20 + s))});
     return engine.core().forward_logits(batch);
   };
-  Engine<D> full(context());
+  Engine<D> full(context(), options());
   full.load(tiny_gguf("Q8_0"));
-  Engine<D> engine(context(), {.context = 64});
+  Engine<D> engine(context(), options({.context = 64}));
   engine.load(tiny_gguf("Q8_0"));
   EXPECT_EQ(sum(engine.core().layout().kv_slab_bytes), tiny_kv_bytes(64, 18, Format::F16));
   EXPECT_LT(engine.core().device_memory().kv_cache(), full.core().device_memory().kv_cache());

@@ -148,9 +148,10 @@ class EngineCore {
         kv_context_(checked_context(config, options.context)),
         run_layout_(config.with_context(kv_context_)),
         layout_(run_layout_.view()),
-        kernels_(ctx),
+        kernels_(ctx, options.pipeline_cache),
         sets_(ctx),
-        stream_(ctx) {
+        stream_(ctx),
+        tuning_(options.tuning) {
     check_against_compiled(compiled);
     check_device_limits();
     check_pools_fit();
@@ -176,10 +177,8 @@ class EngineCore {
     if (cfg_.streams > 1) {
       // With tensor units, steps of many streams run their products there and
       // steps of a few keep the matrix-vector kernels (batch_pass()).
-      const bool tensor_units = ctx.info().coopmat && tuning_.splitk_from <= cfg_.streams;
+      const bool tensor_units = ctx.info().coopmat && kernels::kSplitKFromStreams <= cfg_.streams;
       batch_ = record_forward(cfg_.streams, cfg_.streams, tensor_units ? PassKind::DecodeSplitK : PassKind::Decode);
-      if (tensor_units && tuning_.splitk_from > 2)
-        batch_few_ = record_forward(cfg_.streams, cfg_.streams, PassKind::Decode);
       // Steps of up to kSplitKSmallTokens streams on the tile of that many
       // tokens, in a pass of that many rows (no workgroups for rows it never
       // has). A row's sums are the same on either tile (the same k order; the
@@ -934,8 +933,7 @@ class EngineCore {
     if (!batch_) return *decode_;
     const Graph& largest = batch_small_ && n <= kernels::kSplitKSmallTokens ? *batch_small_ : *batch_;
     if (batch_passes_ == BatchPasses::Fixed) return largest;  // one kernel family for every size
-    if (n <= 1) return *decode_;
-    return batch_few_ && n < tuning_.splitk_from ? *batch_few_ : largest;
+    return n <= 1 ? *decode_ : largest;
   }
 
   gpu::Context& ctx_;
@@ -956,54 +954,9 @@ class EngineCore {
   // several streams (streams > 1), and, recorded on first use, prompt chunks
   // with a row of logits for each of several streams' prompts, and with every
   // token's logits (teacher forcing).
-  std::optional<Graph> prefill_, decode_, batch_, batch_few_, batch_small_, prefill_many_logits_,
+  std::optional<Graph> prefill_, decode_, batch_, batch_small_, prefill_many_logits_,
       prefill_all_logits_;
-  // Kernel shapes for performance experiments (tools/matvec_sweep.sh); the
-  // defaults are the measured best. UNICORN_MATVEC_*, UNICORN_COOP_*,
-  // UNICORN_BATCH_*, UNICORN_SPLITK_* and UNICORN_ATTENTION_ROWS override them.
-  struct Tuning {
-    uint32_t matvec_rows = env_or("UNICORN_MATVEC_ROWS", kernels::kMatVecRows);
-    uint32_t matvec_lanes = env_or("UNICORN_MATVEC_LANES", 0);  // 0: kernels::matvec_lanes
-    uint32_t matvec_unroll = env_or("UNICORN_MATVEC_UNROLL", kernels::kMatVecUnroll);
-    // UNICORN_COOP_TILE=i forces kernels::kCoopTiles[i - 1] on every prefill matrix.
-    uint32_t coop_tile_index = env_or("UNICORN_COOP_TILE", 0);
-    uint32_t coop_wave = std::max(1u, env_or("UNICORN_COOP_WAVE", kernels::kCoopWaveGroups));
-    bool coop_x_half = env_or("UNICORN_COOP_X16", 1) != 0;  // kernels::x_half_fits
-    bool coop_qkv_tile = env_or("UNICORN_COOP_QKV_TILE", 1) != 0;  // q, k, v: one tile
-    // The most splits of K for the products into Act::Proj and Act::Up (1:
-    // none), and the fewest steps of 32 k each split keeps.
-    uint32_t coop_splits = std::clamp(env_or("UNICORN_COOP_SPLITS", kProjSlices), 1u, kProjSlices);
-    uint32_t coop_up_splits = std::clamp(env_or("UNICORN_COOP_UP_SPLITS", kUpSlices), 1u, kUpSlices);
-    uint32_t coop_split_steps = env_or("UNICORN_COOP_SPLIT_STEPS", kernels::kCoopMinSplitSteps);
-    kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t max_splits) const {
-      if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
-        return kernels::coop_tile(tokens, rows, x_half, coop_wave, max_splits);
-      kernels::CoopTile t = kernels::kCoopTiles[coop_tile_index - 1];
-      t.x_half = x_half;
-      return t;
-    }
-    uint32_t batch_tile = env_or("UNICORN_BATCH_TILE", kernels::kMatVecBatchTile);
-    uint32_t batch_accumulators = env_or("UNICORN_BATCH_ROWS", kernels::kMatVecBatchAccumulators);
-    uint32_t splitk_from = env_or("UNICORN_SPLITK_FROM", kernels::kSplitKFromStreams);
-    uint32_t splitk_tile_index = env_or("UNICORN_SPLITK_TILE", 0);
-    kernels::SplitKTile splitk_tile(uint32_t tokens) const {
-      if (splitk_tile_index && splitk_tile_index <= std::size(kernels::kSplitKTiles))
-        return kernels::kSplitKTiles[splitk_tile_index - 1];
-      return kernels::splitk_tile(tokens);
-    }
-    std::optional<uint32_t> attention_rows = env("UNICORN_ATTENTION_ROWS");  // unset: by chunk
-    bool attention_coop = env_or("UNICORN_ATTENTION_COOP", 1) != 0;  // prefill attention on tensor units
-    std::optional<uint32_t> attention_pairs = env("UNICORN_ATTENTION_PAIRS");  // unset: kernels::attention_coop_pairs
-    uint32_t attention_coop_rows = env_or("UNICORN_ATTENTION_COOP_ROWS", 64);  // the tile's most rows
-    uint32_t attention_coop_keys = env_or("UNICORN_ATTENTION_COOP_KEYS", 64);  // and keys
-    uint32_t attention_coop_split = env_or("UNICORN_ATTENTION_COOP_SPLIT", 2);  // subgroups per 16 rows
-    static std::optional<uint32_t> env(const char* name) {
-      const char* v = std::getenv(name);
-      if (!v || !*v) return std::nullopt;
-      return uint32_t(std::strtoul(v, nullptr, 10));
-    }
-    static uint32_t env_or(const char* name, uint32_t fallback) { return env(name).value_or(fallback); }
-  } tuning_;
+  Tuning tuning_;  // kernel shapes (EngineOptions::tuning)
   uint32_t context_limit_ = kv_context_;
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   BatchPasses batch_passes_ = BatchPasses::BySize;
@@ -1043,7 +996,7 @@ class EngineCore::Recorder {
     const bool last = uint32_t(l) + 1 == m_.layers;
     const Act xn = operand(Act::Xn);
     if (l == 0) norm(Act::X, xn, L.weight(Role::AttnNorm, 0));       // xn = norm(x) [n, H]
-    if (c_.tuning_.coop_qkv_tile) shared_waves_ = m_.q_dim() + 2 * m_.kv_dim();  // q, k, v share waves: one tile
+    shared_waves_ = m_.q_dim() + 2 * m_.kv_dim();  // q, k, v share waves: one tile
     linear(xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);          // q [n, heads * hd]
     linear(xn, Act::K, L.weight(Role::AttnK, l), 0, false);          // k [n, kv_heads * hd]
     linear(xn, Act::V, L.weight(Role::AttnV, l));                    // v [n, kv_heads * hd]
@@ -1133,13 +1086,13 @@ class EngineCore::Recorder {
     // projections may split K where their tiles alone would leave much of the
     // GPU idle, and the up projection where it fills the last wave it shares
     // with the gate's (same tile).
-    const uint32_t slice_cap = std::min({c_.layout_.activations[size_t(out)].slices, c_.tuning_.coop_splits,
-                                         out == Act::Up ? c_.tuning_.coop_up_splits : c_.tuning_.coop_splits});
+    const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
     const uint32_t max_splits = coop ? kernels::coop_max_splits(K, slice_cap, c_.tuning_.coop_split_steps) : 1;
     kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, in == Act::Operand,
                                                   out == Act::Up ? 1 : max_splits);
     if (out == Act::Up)
-      tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, c_.tuning_.coop_wave, max_splits);
+      tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, std::max(1u, c_.tuning_.coop_wave),
+                                               max_splits);
     slices_[size_t(out)] = tile.splits;  // 1 unless split above
     const auto& k =
         vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
@@ -1274,16 +1227,14 @@ class EngineCore::Recorder {
     const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
     const uint32_t query_rows = n_ * (m_.heads / m_.kv_heads);
     kernels::AttentionTile coop =
-        chunk && info.coopmat && c_.tuning_.attention_coop
+        chunk && info.coopmat
             ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
                                             info.subgroup_size, info.max_shared_memory,
-                                            c_.tuning_.attention_coop_rows, c_.tuning_.attention_coop_keys,
-                                            c_.tuning_.attention_coop_split)
+                                            c_.tuning_.attention_coop_rows, c_.tuning_.attention_coop_keys)
             : kernels::AttentionTile{};
     const uint64_t coop_groups = coop.rows ? uint64_t(groups(query_rows, coop.rows)) * m_.kv_heads : 0;
     if (coop_groups < kernels::kAttentionCoopGroups) coop = {};
-    const bool pairs = c_.tuning_.attention_pairs ? *c_.tuning_.attention_pairs != 0
-                                                  : kernels::attention_coop_pairs(coop_groups);
+    const bool pairs = kernels::attention_coop_pairs(coop_groups);
     const uint32_t rows =
         c_.tuning_.attention_rows.value_or(kernels::attention_tiled_rows(n_, m_.heads));
     const kernels::AttentionTile tile =
@@ -1361,7 +1312,7 @@ class EngineCore::Recorder {
   bool half_operands() const {
     const bool fits = kernels::x_half_fits(m_.hidden) && kernels::x_half_fits(m_.q_dim()) &&
                       kernels::x_half_fits(m_.ffn);
-    return (!decode_ || splitk_) && c_.ctx_.info().coopmat && c_.tuning_.coop_x_half && fits;
+    return (!decode_ || splitk_) && c_.ctx_.info().coopmat && fits;
   }
   // Where the input of a product lives: with fp16 operands the kernel that
   // produces norm(x), attn or gelu(gate) * up writes it once into Act::Operand
