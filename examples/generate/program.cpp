@@ -262,7 +262,7 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
                  report.format.c_str(), report.bytes / 1048576.0, load_s,
                  engine.context().info().name.c_str());
     const auto memory = engine.core().device_memory();
-    std::fprintf(stderr, "device memory %.2f MiB: KV cache %.2f MiB for a context of %u tokens\n",
+    std::fprintf(stderr, "device memory %.2f MiB: KV cache %.2f MiB, %u positions per stream\n",
                  memory.device() / 1048576.0, memory.kv_cache() / 1048576.0, engine.core().context_size());
     if (check_tensors) {
       const auto c = engine.check_tensors();

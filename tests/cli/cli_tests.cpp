@@ -287,7 +287,7 @@ TEST(Cli, ContextSetsTheKvCacheMemory) {
     const std::string line = "KV cache ";
     const size_t at = r.out.find(line);
     EXPECT_NE(at, std::string::npos) << r.out;
-    EXPECT_CONTAINS(r.out, "for a context of " + ctx + " tokens");
+    EXPECT_CONTAINS(r.out, ", " + ctx + " positions per stream");
     return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + line.size()));
   };
   const double full = kv_mib("1024"), quarter = kv_mib("256");
