@@ -45,6 +45,13 @@ foreach(file generate/main generate/program perplexity/main server/main server/p
   endif()
   set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
+# tools/tuning_env.hpp, through which these programs read UNICORN_* variables
+# into the values the library takes: in the source tree, or beside this file.
+if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../tools/tuning_env.hpp)
+  set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/../tools CACHE INTERNAL "")
+else()
+  set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/tools CACHE INTERNAL "")
+endif()
 
 # Finds CLI11 for `who` (words for the message), once per build.
 function(_unicorn_find_cli11 who)
@@ -81,6 +88,7 @@ endfunction()
 function(_unicorn_add_binary target source header type)
   add_executable(${target} ${source})
   target_link_libraries(${target} PRIVATE unicorn::unicorn CLI11::CLI11)
+  target_include_directories(${target} PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   target_compile_definitions(${target} PRIVATE
     UNICORN_DEPLOYMENT_HEADER="${header}" UNICORN_DEPLOYMENT=${type}
     UNICORN_BINARY_NAME="${target}")
@@ -93,6 +101,7 @@ function(unicorn_add_generator target)
     add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE})
     target_link_libraries(unicorn_generate_program PUBLIC unicorn::unicorn CLI11::CLI11)
     _unicorn_link_libedit(unicorn_generate_program)
+    target_include_directories(unicorn_generate_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   endif()
   _unicorn_add_binary(${target} ${UNICORN_GENERATE_MAIN_SOURCE} "${G_HEADER}" ${G_TYPE})
   target_link_libraries(${target} PRIVATE unicorn_generate_program)
@@ -123,6 +132,7 @@ function(unicorn_add_server target)
   if(NOT TARGET unicorn_server_program)
     add_library(unicorn_server_program OBJECT ${UNICORN_SERVER_PROGRAM_SOURCE} ${UNICORN_SERVER_SERVE_SOURCE})
     target_link_libraries(unicorn_server_program PUBLIC unicorn::unicorn CLI11::CLI11)
+    target_include_directories(unicorn_server_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   endif()
   _unicorn_add_binary(${target} ${UNICORN_SERVER_MAIN_SOURCE} "${S_HEADER}" ${S_TYPE})
   target_link_libraries(${target} PRIVATE unicorn_server_program)

@@ -36,6 +36,7 @@
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/ollama.hpp"
 #include "unicorn/gpu/timing.hpp"
+#include "tuning_env.hpp"
 
 namespace {
 
@@ -200,7 +201,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   if (o.prompt + o.generate + 1 > d.config.max_context)
     throw Error("-p + -n must stay under the bench context of " +
                 std::to_string(d.config.max_context) + " tokens");
-  gpu::Context ctx;
+  gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
   const Budget& budget = d.budget;
@@ -217,7 +218,9 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   const double gtt_bandwidth =
       gtt_weight_bytes ? gpu::measure_read_bandwidth(ctx, 7, gpu::MemoryKind::Gtt) : 0.0;
   auto t0 = Clock::now();
-  AnyEngine engine(ctx, d);  // buffers, pipelines (through the on-disk cache), recorded passes
+  // Buffers, pipelines (through the on-disk cache), recorded passes; tuning
+  // from UNICORN_* variables for sweeps (tools/matvec_sweep.sh).
+  AnyEngine engine(ctx, d, tools::engine_options_from_env());
   const double engine_s = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
   const LoadReport load = engine.load(o.model);

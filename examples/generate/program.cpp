@@ -17,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -27,6 +28,7 @@
 
 #include "options.hpp"
 #include "program.hpp"
+#include "tuning_env.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/ollama.hpp"
@@ -191,7 +193,19 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
   app.add_option("-n,--n-predict", n_predict, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 30));
   unicorn::generate::add_sampling_flags(app, sampling);
   app.add_option("--stop", stop, "stop when this text appears (repeatable)");
-  app.add_option("-c,--ctx,--ctx-size", ctx, "context length in tokens")->capture_default_str()->check(CLI::Range(1u, config.max_context));
+  // The KV cache is allocated for this context (EngineOptions::context); the
+  // compiled one is the most a binary holds.
+  app.add_option("-c,--ctx,--ctx-size", ctx, "context length in tokens: the KV cache holds this many (at most the compiled " +
+                                                 std::to_string(config.max_context) + ")")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [&config](const std::string& v) -> std::string {
+            const unsigned long n = std::strtoul(v.c_str(), nullptr, 10);
+            if (n >= 1 && n <= config.max_context) return "";
+            return v + " tokens: this binary is compiled for a context of 1 to " + std::to_string(config.max_context) +
+                   " tokens; -c may lower it, never raise it";
+          },
+          "", "context"));
   // llama-cli's placement and CPU flags, taken so its command lines run here:
   // every layer is on the GPU (the deployment places them at compile time)
   // and no inference op runs on the CPU, so their values change nothing.
@@ -265,15 +279,18 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
 
     const auto ids_forced = tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(tokens);
     const auto t0 = Clock::now();
-    unicorn::gpu::Context device;
+    unicorn::tools::inject_faults_from_env();
+    unicorn::gpu::Context device(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
     if (max_device_memory) device.limit_memory(*max_device_memory);
-    AnyEngine engine(device, deployment);
-    engine.set_context_limit(ctx);
+    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = ctx}));
     const auto report = engine.load(model, {.tokenizer = tokenizer, .progress = progress_bar});
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),
                  report.format.c_str(), report.bytes / 1048576.0, load_s,
                  engine.context().info().name.c_str());
+    const auto memory = engine.device_memory();
+    std::fprintf(stderr, "device memory %.2f MiB: KV cache %.2f MiB, %u positions per stream\n",
+                 memory.device() / 1048576.0, memory.kv_cache() / 1048576.0, engine.context_size());
     if (check_tensors) {
       const auto c = engine.check_tensors();
       std::fprintf(stderr, "check-tensors: %zu tensors (%.1f MiB) hold no NaN or Inf (%.3f s)\n", c.tensors,

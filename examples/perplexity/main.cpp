@@ -36,6 +36,7 @@
 #include "scoring.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
+#include "tuning_env.hpp"
 
 namespace {
 
@@ -201,7 +202,7 @@ int run(const CompiledDeployment& d, const Options& o) {
   }
 
   const auto t0 = Clock::now();
-  AnyEngine engine(d);
+  AnyEngine engine(d, unicorn::tools::engine_options_from_env());
   const auto load = engine.load(o.model, {.progress = [](uint64_t d, uint64_t t) { progress_bar("loading", d, t); }});
   const std::string format(format_name(d.config.scheme.attention));
   const std::string embedding(format_name(d.config.scheme.embedding));

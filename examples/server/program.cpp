@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "program.hpp"
+#include "tuning_env.hpp"
 #include "unicorn/io/ollama.hpp"
 #include "unicorn/server/serve.hpp"
 
@@ -92,10 +93,14 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
     model = unicorn::io::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
 
+    std::optional<unicorn::gpu::Context> device;
     std::optional<AnyEngine> engine;
     return unicorn::server::serve(opt, [&] {
       std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
-      engine.emplace(deployment);
+      unicorn::tools::inject_faults_from_env();
+      device.emplace(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
+      // The KV cache holds `context` positions per slot.
+      engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = context}));
       const auto report = engine->load(model, {.tokenizer = tokenizer});
       engine->tokenizer();  // a model without a vocabulary fails here, before serving
       if (check_tensors) {

@@ -51,6 +51,13 @@ struct DeploymentConfig {
     c.streams = n;
     return c;
   }
+  // The same deployment with a KV cache of n positions: the engine's run-time
+  // layout for a context shorter than the compiled one (EngineOptions::context).
+  constexpr DeploymentConfig with_context(uint32_t n) const {
+    DeploymentConfig c = *this;
+    c.max_context = n;
+    return c;
+  }
 };
 
 template <class D>

@@ -60,9 +60,12 @@ struct LoadOptions {
 class AnyEngine {
  public:
   // Opens the default Vulkan device (UNICORN_DEVICE / UNICORN_VALIDATION apply).
-  explicit AnyEngine(const CompiledDeployment& d)
-      : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, d.config, d.layout), deployment_(d) {}
-  AnyEngine(gpu::Context& ctx, const CompiledDeployment& d) : core_(ctx, d.config, d.layout), deployment_(d) {}
+  // `options`: what is chosen at creation (engine/options.hpp: the context).
+  explicit AnyEngine(const CompiledDeployment& d, const EngineOptions& options = {})
+      : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, d.config, d.layout, options),
+        deployment_(d) {}
+  AnyEngine(gpu::Context& ctx, const CompiledDeployment& d, const EngineOptions& options = {})
+      : core_(ctx, d.config, d.layout, options), deployment_(d) {}
 
   const CompiledDeployment& deployment() const { return deployment_; }
   const DeploymentConfig& config() const { return deployment_.config; }
@@ -137,7 +140,11 @@ class AnyEngine {
   // layers still hold what the next token would see.
   bool can_rewind(uint32_t stream, uint32_t pos) const { return core_.can_rewind(stream, pos); }
   void rewind(uint32_t stream, uint32_t pos) { core_.rewind(stream, pos); }
-  // Tokens a stream may hold: the compiled context, or less.
+  // Positions each stream's KV cache holds (EngineOptions::context, else the
+  // compiled context), and the device memory the engine allocated, per kind.
+  uint32_t context_size() const { return core_.context_size(); }
+  DeviceMemory device_memory() const { return core_.device_memory(); }
+  // Tokens a stream may hold: context_size(), or less.
   uint32_t context_limit() const { return core_.context_limit(); }
   void set_context_limit(uint32_t tokens) { core_.set_context_limit(tokens); }
   // Whether a batched step's kernels depend on its size (see EngineCore::BatchPasses).
@@ -184,8 +191,8 @@ class Engine : public AnyEngine {
   // D as a run-time value (for AnyEngine, or code compiled once for any deployment).
   static CompiledDeployment compiled() { return {kConfig, kLayout.view(), kBudget}; }
 
-  Engine() : AnyEngine(compiled()) {}
-  explicit Engine(gpu::Context& ctx) : AnyEngine(ctx, compiled()) {}
+  explicit Engine(const EngineOptions& options = {}) : AnyEngine(compiled(), options) {}
+  explicit Engine(gpu::Context& ctx, const EngineOptions& options = {}) : AnyEngine(ctx, compiled(), options) {}
 };
 
 // D as a run-time value, after Engine<D>'s compile-time checks.

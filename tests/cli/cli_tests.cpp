@@ -325,6 +325,27 @@ TEST(Cli, HostAppWritesWhatTheGeneratorWrites) {
   EXPECT_CONTAINS(read_text(env("UNICORN_README")), "```cpp\n" + read_text(source) + "```\n");
 }
 
+// -c sets the KV cache's length (EngineOptions::context): a shorter context
+// allocates less device memory, which the generator reports after loading;
+// above the compiled context it is a usage error naming the limit.
+TEST(Cli, ContextSetsTheKvCacheMemory) {
+  const auto kv_mib = [](const std::string& ctx) {
+    const Result r = run(gen() + " -c " + ctx + " -p 'In the beginning' -n 1 --temp 0");
+    EXPECT_EQ(r.code, 0) << r.out;
+    const std::string line = "KV cache ";
+    const size_t at = r.out.find(line);
+    EXPECT_NE(at, std::string::npos) << r.out;
+    EXPECT_CONTAINS(r.out, ", " + ctx + " positions per stream");
+    return at == std::string::npos ? 0.0 : std::stod(r.out.substr(at + line.size()));
+  };
+  const double full = kv_mib("1024"), quarter = kv_mib("256");
+  EXPECT_GT(quarter, 0.0);
+  EXPECT_LT(quarter, full) << "-c 256 must allocate a shorter KV cache than -c 1024";
+  const Result over = run(gen() + " -c 1025 -p hi");
+  EXPECT_EQ(over.code, 2) << over.out;
+  EXPECT_CONTAINS(over.out, "compiled for a context of 1 to 1024 tokens");
+}
+
 TEST(Cli, InteractiveChatKeepsTheConversation) {
   const Result r = run("printf 'Hello\\nAnd again\\n/quit\\n' | " + env("UNICORN_CHAT") + " -n 5 --temp 0");
   EXPECT_EQ(r.code, 0) << r.out;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ggml_quantize.hpp"
+#include "tuning_env.hpp"
 #include "reference/cpu_reference.hpp"
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/kernels.hpp"
@@ -54,8 +55,8 @@ struct ChunkStep {
 
 // One device for the whole process (validation from UNICORN_VALIDATION, as ctest sets it).
 struct Device {
-  gpu::Context ctx;
-  gpu::KernelCache kernels{ctx};
+  gpu::Context ctx{tools::validation_from_env(), tools::coopmat_from_env()};
+  gpu::KernelCache kernels{ctx, tools::pipeline_cache_dir()};  // the tools' folder (tuning_env.hpp)
   gpu::DescriptorArena sets{ctx};
   gpu::Stream stream{ctx};
 };

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "unicorn/engine.hpp"
+#include "../tools/tuning_env.hpp"
 
 namespace fs = std::filesystem;
 using namespace unicorn;
@@ -63,9 +65,12 @@ const Golden& golden() {
 }
 
 gpu::Context& context() {
-  static gpu::Context ctx;  // UNICORN_VALIDATION=1 from ctest
+  static gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());  // UNICORN_VALIDATION=1 from ctest
   return ctx;
 }
+// Engine options as the tools pass them (the pipeline cache folder, so that
+// each engine reads the pipelines an earlier one compiled; tuning variables).
+EngineOptions options(EngineOptions o = {}) { return tools::engine_options_from_env(o); }
 
 // max |a - b| / max |b|: the error relative to the logit scale.
 double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
@@ -116,8 +121,9 @@ class Model : public ::testing::Test {
 constexpr double kCoopPrefillTolerance = 4e-3;
 
 template <class D>
-void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance) {
-  Engine<D> engine(context());
+void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance,
+                           const EngineOptions& engine_options = options()) {
+  Engine<D> engine(context(), engine_options);
   engine.load(model);
   const auto& g = golden();
   const auto ref = g.logits(fmt);
@@ -175,7 +181,7 @@ struct TinyStreams {
 
 template <Format F>
 void expect_batched_decode_matches_single_stream(const fs::path& model) {
-  Engine<TinyStreams<F>> batched(context());
+  Engine<TinyStreams<F>> batched(context(), options());
   batched.load(model);
   const auto& g = golden();
   const uint32_t V = kGemma3Tiny.vocab, streams = 6;
@@ -216,7 +222,7 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
     }
   }
 
-  Engine<Tiny<F>> single(context());
+  Engine<Tiny<F>> single(context(), options());
   single.load(model);
   const bool tensor_units = context().info().coopmat;
   const double tolerance = tensor_units ? kCoopPrefillTolerance : 1e-5;
@@ -277,16 +283,14 @@ TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q
 
 // --- products split over K (matmul_coop's SPLITS; the post-norms and geglu add the slices) ---
 // The tiny model's K is too short to split by default (kernels::kCoopMinSplitSteps);
-// UNICORN_COOP_SPLIT_STEPS=1 lets each range be a single step, so the prefill
+// Tuning::coop_split_steps = 1 lets each range be a single step, so the prefill
 // on tensor units splits its o, up and down projections, and must still match.
 TEST_F(Model, SplitProjectionsQ4_0) {
-  ::setenv("UNICORN_COOP_SPLIT_STEPS", "1", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("UNICORN_COOP_SPLIT_STEPS"); }
-  } unset;
+  EngineOptions split = options();
+  split.tuning.coop_split_steps = 1;
   using D = Tiny<Format::Q4_0>;
   if (context().info().coopmat) {
-    Engine<D> engine(context());
+    Engine<D> engine(context(), split);
     engine.load(tiny_gguf("Q4_0"));
     const auto profile = engine.core().profile(std::span(golden().prompt).first(D::kConfig.prefill_chunk));
     const auto split = std::ranges::count_if(profile.dispatches, [](const auto& d) {
@@ -294,7 +298,7 @@ TEST_F(Model, SplitProjectionsQ4_0) {
     });
     EXPECT_EQ(split, 3 * kGemma3Tiny.layers) << "every o, up and down projection split over K";
   }
-  expect_matches_golden<D>(tiny_gguf("Q4_0"), "q4_0", 1e-3);
+  expect_matches_golden<D>(tiny_gguf("Q4_0"), "q4_0", 1e-3, split);
 }
 
 // The server's prompt cache (server/scheduler.hpp) prefills a prompt after
@@ -304,7 +308,7 @@ TEST_F(Model, SplitProjectionsQ4_0) {
 // cannot change a seeded request's text. Prefixes cut inside and across the
 // 32-token chunks and the 16-position window (F16 cache, as the server's).
 TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
-  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context());
+  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   const auto& prompt = golden().prompt;
   const uint32_t V = kGemma3Tiny.vocab;
@@ -332,7 +336,7 @@ TEST_F(Model, PrefillAfterACachedPrefixIsBitExact) {
 // sequence hid the wrap of an earlier one, and a prompt reusing <bos> there
 // read another position's key in its first 16 tokens.)
 TEST_F(Model, RewindNeverReadsKeysTheRingLost) {
-  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context());
+  Engine<Tiny<Format::Q8_0, Format::F16>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   auto& core = engine.core();
   const auto& prompt = golden().prompt;
@@ -378,7 +382,7 @@ struct TinyWide {
       make_deployment(kGemma3Tiny, schemes::all(F, Format::F16), 256, 32).with_streams(18);
 };
 TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
-  Engine<TinyWide<Format::Q4_0>> engine(context());
+  Engine<TinyWide<Format::Q4_0>> engine(context(), options());
   engine.load(tiny_gguf("Q4_0"));
   auto& core = engine.core();
   core.set_batch_passes(detail::EngineCore::BatchPasses::Fixed);
@@ -411,7 +415,7 @@ TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
 // before, one whose chunk does not end its prompt (its next chunk, alone,
 // must then give the logits of the whole prompt fed alone).
 TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
-  Engine<TinyWide<Format::Q8_0>> engine(context());
+  Engine<TinyWide<Format::Q8_0>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   auto& core = engine.core();
   const auto& p = golden().prompt;
@@ -471,7 +475,7 @@ struct TinyQat {
 // Logits of the whole golden prompt through the prefill pass and its greedy continuation.
 template <class D>
 std::pair<std::vector<float>, std::vector<int32_t>> run_golden_prompt(const fs::path& model) {
-  Engine<D> engine(context());
+  Engine<D> engine(context(), options());
   engine.load(model);
   const auto logits = engine.forward_logits(golden().prompt);
   engine.reset();
@@ -513,7 +517,7 @@ namespace {
 template <class D = Tiny<Format::Q8_0>>
 std::string load_error(const fs::path& model) {
   try {
-    Engine<D> engine(context());
+    Engine<D> engine(context(), options());
     engine.load(model);
   } catch (const Error& e) {
     return e.what();
@@ -591,7 +595,7 @@ TEST_F(Model, LoaderMissingFile) {
 }
 
 TEST_F(Model, PromptLongerThanContext) {
-  Engine<Tiny<Format::Q8_0>> engine(context());
+  Engine<Tiny<Format::Q8_0>> engine(context(), options());
   engine.load(tiny_dir());
   const std::vector<int32_t> prompt(257, 5);
   try {
@@ -618,7 +622,7 @@ struct TinyGtt {
 
 template <class D>
 void expect_slabs_in_their_pools() {
-  Engine<D> engine(context());
+  Engine<D> engine(context(), options());
   const auto& L = Engine<D>::kLayout;
   size_t gtt = 0;
   for (size_t i = 0; i < L.weight_slab_pools.size(); ++i) {
@@ -684,11 +688,130 @@ struct Huge {
 }  // namespace
 TEST_F(Model, LayoutLargerThanTheDeviceIsRefused) {
   try {
-    Engine<Huge> engine(context());
+    Engine<Huge> engine(context(), options());
     FAIL() << "a 272 GiB layout must be refused";
   } catch (const Error& e) {
     EXPECT_CONTAINS(e.what(), "the placement does not fit");
     EXPECT_CONTAINS(e.what(), "pool Vram");
     EXPECT_CONTAINS(e.what(), "short by");
+  }
+}
+
+// --- the context chosen at creation (EngineOptions::context, the CLI's -c) ---
+// A context below the compiled one allocates a shorter KV cache: the global
+// layers keep one slot per position, the sliding-window layers their ring of
+// window + chunk positions (16 + 32 here), or the context where it is
+// shorter. Kernels index the cache by position modulo its slots, so a prompt
+// that fits gives the full-context engine's bits, in both recorded passes;
+// past the context is an error, and a context above the compiled one is
+// refused at creation, naming the compiled limit.
+namespace {
+// Bytes of KV cache per stream for a context: K and V, kv_heads rows of head_dim each per slot.
+uint64_t tiny_kv_bytes(uint32_t context, uint32_t streams, Format kv) {
+  const auto& m = kGemma3Tiny;
+  const uint64_t per_slot = 2ull * m.kv_heads * m.head_dim * (kv == Format::F16 ? 2 : 4);
+  const uint64_t global = m.global_layers(), local = m.layers - global;
+  return streams * per_slot * (global * context + local * std::min<uint64_t>(context, 16 + 32));
+}
+uint64_t sum(std::span<const uint64_t> v) { return std::accumulate(v.begin(), v.end(), uint64_t{0}); }
+}  // namespace
+
+TEST_F(Model, ShorterContextAllocatesLessAndComputesTheSame) {
+  using D = Tiny<Format::Q8_0, Format::F16>;
+  const auto& prompt = golden().prompt;  // 96 tokens
+  const uint32_t V = kGemma3Tiny.vocab;
+  Engine<D> full(context(), options());
+  full.load(tiny_gguf("Q8_0"));
+  const auto want_prefill = full.forward_logits(prompt);
+  full.reset();
+  const auto want_decode = full.core().forward_logits(std::span(prompt).first(40), detail::EngineCore::Pass::Decode);
+  full.reset();
+  std::vector<int32_t> want_tokens{full.prefill(prompt)};
+  for (int i = 0; i < 4; ++i) want_tokens.push_back(full.decode(want_tokens.back()));
+  const DeviceMemory full_memory = full.core().device_memory();
+  EXPECT_EQ(full.core().context_size(), 256u);
+  EXPECT_EQ(sum(full.core().layout().kv_slab_bytes), tiny_kv_bytes(256, 1, Format::F16));
+
+  // 100 positions: the global layers shrink, the ring does not; 40: both.
+  for (uint32_t ctx : {100u, 40u}) {
+    Engine<D> engine(context(), options({.context = ctx}));
+    engine.load(tiny_gguf("Q8_0"));
+    auto& core = engine.core();
+    EXPECT_EQ(core.context_size(), ctx);
+    EXPECT_EQ(core.context_limit(), ctx);
+    EXPECT_EQ(core.layout().global_kv_slots, ctx);
+    EXPECT_EQ(core.layout().local_kv_slots, std::min(ctx, 48u));
+    const uint64_t kv = tiny_kv_bytes(ctx, 1, Format::F16);
+    EXPECT_EQ(sum(core.layout().kv_slab_bytes), kv);
+    const DeviceMemory m = core.device_memory();
+    EXPECT_GE(m[Pool::Vram].kv_cache, kv);
+    EXPECT_LT(m[Pool::Vram].kv_cache, full_memory[Pool::Vram].kv_cache);
+    EXPECT_LT(m.device(), full_memory.device());
+    EXPECT_EQ(m[Pool::Vram].weights, full_memory[Pool::Vram].weights);
+    EXPECT_EQ(m[Pool::Vram].activations, full_memory[Pool::Vram].activations);
+    std::printf("[ context ] %3u positions: KV cache %llu bytes allocated (%llu at 256), device %llu (%llu)\n", ctx,
+                (unsigned long long)m.kv_cache(), (unsigned long long)full_memory.kv_cache(),
+                (unsigned long long)m.device(), (unsigned long long)full_memory.device());
+
+    const size_t fits = std::min<size_t>(prompt.size(), ctx);
+    const auto prefill = engine.forward_logits(std::span(prompt).first(fits));
+    EXPECT_EQ(std::memcmp(prefill.data(), want_prefill.data(), fits * V * 4), 0)
+        << "context " << ctx << ": the prefill pass's logits differ from the full context's";
+    engine.reset();
+    const auto decode = core.forward_logits(std::span(prompt).first(40), detail::EngineCore::Pass::Decode);
+    EXPECT_EQ(std::memcmp(decode.data(), want_decode.data(), 40 * V * 4), 0)
+        << "context " << ctx << ": the decode pass's logits differ from the full context's";
+    engine.reset();
+    if (ctx >= prompt.size() + 4) {  // the prompt and 4 tokens: the greedy continuation up to the context
+      std::vector<int32_t> tokens{engine.prefill(prompt)};
+      for (int i = 0; i < 4; ++i) tokens.push_back(engine.decode(tokens.back()));
+      EXPECT_EQ(tokens, want_tokens);
+      EXPECT_EQ(engine.position(), ctx);
+      EXPECT_THROW_WITH(engine.decode(tokens.back()), "exceed the context of " + std::to_string(ctx) + " tokens");
+      EXPECT_EQ(engine.position(), ctx) << "a refused token moved the sequence";
+    } else {
+      EXPECT_THROW_WITH(engine.prefill(prompt), "exceed the context of " + std::to_string(ctx) + " tokens");
+      EXPECT_EQ(engine.position(), 0u);
+    }
+    EXPECT_THROW_WITH(core.set_context_limit(ctx + 1), "holds 1 to " + std::to_string(ctx));
+  }
+  EXPECT_THROW_WITH(Engine<D>(context(), options({.context = 257})), "compiled for at most 256");
+}
+
+// Several streams with a shorter context: each stream's rows shrink, and a
+// batched step's logits are the bits of the full-context engine's.
+TEST_F(Model, ShorterContextBatchedDecode) {
+  using D = TinyWide<Format::Q8_0>;
+  const auto& prompt = golden().prompt;
+  const auto step_logits = [&](Engine<D>& engine) {
+    std::vector<StreamToken> batch;
+    for (uint32_t s : {4u, 0u, 9u})
+      batch.push_back({s, engine.prefill(s, std::span(prompt).subspan(s, 20 + s))});
+    return engine.core().forward_logits(batch);
+  };
+  Engine<D> full(context(), options());
+  full.load(tiny_gguf("Q8_0"));
+  Engine<D> engine(context(), options({.context = 64}));
+  engine.load(tiny_gguf("Q8_0"));
+  EXPECT_EQ(sum(engine.core().layout().kv_slab_bytes), tiny_kv_bytes(64, 18, Format::F16));
+  EXPECT_LT(engine.core().device_memory().kv_cache(), full.core().device_memory().kv_cache());
+  const auto want = step_logits(full), got = step_logits(engine);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+}
+
+// The KV cache of Gemma 3 27B (Google's QAT file: F16 cache) for a 32K and an
+// 8K context, from the run-time layout the engine allocates (no device):
+// 10 global layers keep every position, 52 sliding-window layers a ring of
+// 1024 + 512; K and V of 16 heads of 128 in F16 are 8 KiB per layer and position.
+TEST(Layout, ContextSetsTheKvBytesOf27B) {
+  const DeploymentConfig c = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, 32768);
+  const uint64_t per_slot = 2ull * 16 * 128 * 2;
+  for (uint32_t ctx : {32768u, 8192u}) {
+    const RunLayout L(c.with_context(ctx));
+    const uint64_t kv = sum(L.view().kv_slab_bytes), weights = sum(L.view().weight_slab_bytes);
+    EXPECT_EQ(kv, per_slot * (10ull * ctx + 52ull * (1024 + 512))) << ctx;
+    std::printf("[ layout ] gemma3-27b Q4_0 QAT, context %5u: KV cache %.3f GiB (%llu bytes), weights %.3f GiB\n",
+                ctx, kv / 1073741824.0, (unsigned long long)kv, weights / 1073741824.0);
   }
 }

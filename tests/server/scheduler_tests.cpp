@@ -10,6 +10,7 @@
 
 #include "unicorn/engine.hpp"
 #include "unicorn/server/scheduler.hpp"
+#include "../tools/tuning_env.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
@@ -28,7 +29,7 @@ struct TinyServer {
 
 struct World {
   gpu::Context ctx;
-  Engine<TinyServer> engine{ctx};
+  Engine<TinyServer> engine{ctx, tools::engine_options_from_env()};
   text::Tokenizer tok = text::load_tokenizer(std::getenv("UNICORN_TINY_TOKENIZER"));
   World() { engine.load(std::string(std::getenv("UNICORN_FIXTURES")) + "/tiny"); }
 };

@@ -48,7 +48,6 @@ struct LinearCoop {
 // (rmsnorm, attention, geglu with half_out) into Act::Operand, where with fp32
 // X every workgroup that stages a tile converted it again. Measured on the
 // H100 (notes/coop_gemm.md, step 10): pp512 4B +9 %, 12B +7 %, 27B +9 %.
-// UNICORN_COOP_X16=0 keeps fp32 X.
 constexpr bool x_half_fits(uint32_t K) { return K % 8 == 0; }
 // A matmul_coop workgroup's output tile (tokens x weight rows) and the grid of
 // subgroups that share it; each subgroup owns a (tokens / warps_tokens) x
@@ -84,7 +83,7 @@ inline constexpr CoopTile kCoopTiles[] = {{128, 256, 2, 8, 1}, {128, 128, 2, 4, 
 inline constexpr double kCoopTilePeak[] = {166, 164, 109};
 // Workgroups in flight at once: the large tiles hold one per multiprocessor,
 // and the H100 has 132. A matrix whose tiles fill 1.2 waves leaves most of the
-// second one idle; UNICORN_COOP_WAVE overrides it.
+// second one idle; Tuning::coop_wave overrides it (another GPU's count).
 inline constexpr uint32_t kCoopWaveGroups = 132;
 // A matrix takes the tile, and where its consumer adds partial sums the split
 // of K, with the most work done per wave: the tile's peak times the share of
@@ -164,7 +163,7 @@ struct SplitKTile {
 // steps, where eight walked 10 and spent much of a workgroup's life on the
 // loads' first round trip and the closing reduction. Both picks split alike,
 // so a row's sums keep one order on either (batch invariance).
-// UNICORN_SPLITK_TILE=i (1-based) runs any of them. Measured on the H100, 4B
+// Tuning::splitk_tile_index = i (1-based) runs any of them. Measured on the H100, 4B
 // Q4_0, --batch N -p 128 -n 128 (notes/batched_decode.md, step 10): at 8
 // streams 16x32/4 1,680-1,694 t/s, 16x32/8 1,465-1,478, 16x48/4 1,449-1,454,
 // 16x16/4 1,471-1,476, 16x32/2 1,465-1,469, 16x64/4 1,406-1,412, 16x64/2
@@ -175,7 +174,7 @@ inline constexpr SplitKTile kSplitKTiles[] = {{16, 32, 4}, {32, 32, 4}, {32, 48,
 // matmul_coop_splitk where the device has tensor units; fewer keep matvec.
 // Every batched step, now that four subgroups split K: on the H100, 4B Q4_0,
 // 2 / 3 / 4 streams ran 401 / 494 / 576 t/s on matvec and 440 / 648 / 866 on
-// the 16-token tile. UNICORN_SPLITK_FROM overrides.
+// the 16-token tile (notes/tuning.md: the override that chose it is deleted).
 inline constexpr uint32_t kSplitKFromStreams = 2;
 constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <= 16 ? 0 : 1]; }
 // Engines of more streams than this also record a split-K pass on the first
@@ -233,13 +232,13 @@ struct MatVec {
 // and accumulators per row group (rows times 1, or 2 for the fused pair) — the
 // per-token registers a pass holds are tile * accumulators * 2. The lanes stay
 // those of the single-token shape, so a row's sums keep their order.
-// UNICORN_BATCH_TILE and UNICORN_BATCH_ROWS override them.
+// Tuning::batch_tile and batch_accumulators override them.
 inline constexpr uint32_t kMatVecBatchTile = 4;
 inline constexpr uint32_t kMatVecBatchAccumulators = 4;
 // The matvec shape: output rows per row group (its inputs are loaded once for
 // all of them), lanes per row group, blocks per lane per pass. Measured on the
-// H100 with tools/matvec_sweep.sh; UNICORN_MATVEC_ROWS, _LANES and _UNROLL
-// override them for such sweeps.
+// H100 with tools/matvec_sweep.sh; Tuning::matvec_rows, _lanes and _unroll
+// (UNICORN_MATVEC_* in the tools) override them for such sweeps.
 inline constexpr uint32_t kMatVecRows = 4;
 inline constexpr uint32_t kMatVecUnroll = 1;
 // Lanes per row group. A subgroup of 32 (or the device's smaller one) per row
@@ -333,7 +332,7 @@ constexpr bool attention_tiled_shape_ok(uint32_t head_dim, AttentionTile t) {
 // since then much of a large GPU idles while the workgroups of the chunk's
 // last rows walk every key. H100, pp512: 1B (4 query heads) 1.31 ms of
 // attention per chunk at 8 rows, 1.96 ms at 16, 3.24 ms at 32; 27B (32 query
-// heads) 9.1 ms at 16. UNICORN_ATTENTION_ROWS overrides (0: attention.comp).
+// heads) 9.1 ms at 16. Tuning::attention_rows overrides (0: attention.comp).
 inline constexpr uint32_t kAttentionTiledGroups = 256;
 constexpr uint32_t attention_tiled_rows(uint32_t tokens, uint32_t query_heads) {
   return uint64_t(tokens) * query_heads / 16 >= kAttentionTiledGroups ? 16 : 8;
@@ -400,9 +399,9 @@ constexpr bool attention_coop_shape_ok(uint32_t head_dim, uint32_t tm, uint32_t 
 }
 // The tile for a head dim on a device: the most rows x keys that fit its
 // shared memory (on a tie, more rows: each key tile serves more of them), at
-// most 64 rows and 64 keys (UNICORN_ATTENTION_COOP_ROWS and _KEYS lower
-// them), and two subgroups per 16 rows where the shape allows (max_split, or
-// UNICORN_ATTENTION_COOP_SPLIT, 1 keeps one); none where nothing fits, so
+// most 64 rows and 64 keys (Tuning::attention_coop_rows and _keys lower
+// them), and two subgroups per 16 rows where the shape allows (max_split:
+// 1 keeps one); none where nothing fits, so
 // attention_tiled serves prefill. H100 (48 KiB): 128-dim heads (27B) 64 rows
 // x 32 keys, 8 subgroups; 256-dim heads 48 x 16, 3 subgroups.
 constexpr AttentionTile attention_coop_shape(uint32_t head_dim, uint32_t tm, uint32_t tn, uint32_t tk,

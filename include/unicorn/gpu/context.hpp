@@ -12,7 +12,8 @@
 // shaders/matmul_coop.comp can tile (DeviceInfo::coopmat); the context then
 // enables the extension and the features that kernel needs, and otherwise the
 // portable fp32 matmul runs. It is the default where the device has such
-// matrices; UNICORN_COOPMAT=0 turns it off. It rounds activations to fp16
+// matrices; Context(validation, /*coopmat=*/false) turns it off (the tools:
+// UNICORN_COOPMAT=0). It rounds activations to fp16
 // (saturating at +-65504), the numerics of llama.cpp's Vulkan path, which on
 // the H100 moves the golden test's prefill logits up to about 3.5e-3 of their
 // scale from transformers' (the fp32 path: 7e-7; tests/model holds each path
@@ -94,7 +95,10 @@ class Context {
 
   Context() : Context(env_flag("UNICORN_VALIDATION")) {}
 
-  explicit Context(bool validation) : validation_(validation) {
+  // `coopmat`: whether prefill may run on the device's tensor units (false:
+  // fp32 tiles everywhere, as on a device without them; the tools pass
+  // UNICORN_COOPMAT=0 as false: tools/tuning_env.hpp).
+  explicit Context(bool validation, bool coopmat = true) : validation_(validation), allow_coopmat_(coopmat) {
     create_instance();
     pick_physical_device();
     create_device();
@@ -348,8 +352,7 @@ class Context {
   void detect_coopmat() {
     info_.coopmat = false;
     auto no = [&](std::string why) { info_.coopmat_note = std::move(why); };
-    if (const char* v = std::getenv("UNICORN_COOPMAT"); v && std::string_view(v) == "0")
-      return no("fp16 tensor-core prefill turned off: UNICORN_COOPMAT=0");
+    if (!allow_coopmat_) return no("fp16 tensor-core prefill turned off (gpu::Context's coopmat option)");
     bool have_extension = false;
     for (const auto& e : physical_.enumerateDeviceExtensionProperties())
       if (std::string_view(e.extensionName) == VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) have_extension = true;
@@ -397,6 +400,7 @@ class Context {
   }
 
   bool validation_;
+  bool allow_coopmat_ = true;
   std::atomic<uint32_t> validation_errors_{0};
   vk::raii::Context context_;
 #if defined(UNICORN_KEEP_VULKAN_DRIVERS_LOADED)

@@ -4,11 +4,12 @@
 // in flight with a 500 and exits for its supervisor.
 //
 // Test builds only (CMake option UNICORN_FAULT_INJECTION, which defines the
-// macro of the same name): UNICORN_INJECT_FAULT=device-lost@N or
-// out-of-memory@N makes the Nth submission of recorded work (gpu::Stream:
-// forward passes and read-backs, counted from 1 over the process; uploads are
-// not counted) fail as a driver would; a lost device stays lost. Release
-// builds compile none of it.
+// macro of the same name): gpu::inject_faults({result, N}) makes the Nth
+// submission of recorded work (gpu::Stream: forward passes and read-backs,
+// counted from 1 over the process; uploads are not counted) fail as a driver
+// would; a lost device stays lost. The programs set it from
+// UNICORN_INJECT_FAULT=device-lost@N or out-of-memory@N (tools/tuning_env.hpp).
+// Release builds compile none of it.
 #pragma once
 
 #include <atomic>
@@ -17,10 +18,6 @@
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/vulkan.hpp"
 
-#ifdef UNICORN_FAULT_INJECTION
-#include <cstdlib>
-#include <string_view>
-#endif
 
 namespace unicorn::gpu {
 
@@ -36,32 +33,30 @@ class DeviceError : public Error {
 };
 
 #ifdef UNICORN_FAULT_INJECTION
-// The fault UNICORN_INJECT_FAULT asks for, thrown at its submission.
+// The fault to inject, a value the program sets before any submission (the
+// tools read it from UNICORN_INJECT_FAULT: tools/tuning_env.hpp): submission
+// `at` of recorded work (counted from 1 over the process) fails with `result`,
+// and with a lost device every one after it too.
+struct FaultPlan {
+  vk::Result result = vk::Result::eSuccess;  // eErrorDeviceLost or eErrorOutOfDeviceMemory
+  unsigned long at = 0;                      // 0: none
+};
+inline FaultPlan& fault_plan() {
+  static FaultPlan plan;
+  return plan;
+}
+inline void inject_faults(const FaultPlan& plan) { fault_plan() = plan; }
+
+// Throws the planned fault at its submission.
 inline void inject_fault() {
-  struct Plan {
-    vk::Result result = vk::Result::eSuccess;
-    unsigned long at = 0;
-  };
-  static const Plan plan = [] {
-    Plan p;
-    const char* v = std::getenv("UNICORN_INJECT_FAULT");
-    if (!v) return p;
-    const std::string_view s(v);
-    const auto at = s.find('@');
-    const std::string_view kind = s.substr(0, at);
-    if (at == std::string_view::npos || (kind != "device-lost" && kind != "out-of-memory"))
-      throw Error("UNICORN_INJECT_FAULT: expected device-lost@N or out-of-memory@N, not '" + std::string(s) + "'");
-    p.result = kind == "device-lost" ? vk::Result::eErrorDeviceLost : vk::Result::eErrorOutOfDeviceMemory;
-    p.at = std::strtoul(v + at + 1, nullptr, 10);
-    return p;
-  }();
   static std::atomic<unsigned long> submissions{0};
   const unsigned long n = ++submissions;
+  const FaultPlan& plan = fault_plan();
   if (plan.at == 0) return;
   const bool hit = plan.result == vk::Result::eErrorDeviceLost ? n >= plan.at : n == plan.at;
   if (!hit) return;
-  if (plan.result == vk::Result::eErrorDeviceLost) throw vk::DeviceLostError("injected by UNICORN_INJECT_FAULT");
-  throw vk::OutOfDeviceMemoryError("injected by UNICORN_INJECT_FAULT");
+  if (plan.result == vk::Result::eErrorDeviceLost) throw vk::DeviceLostError("injected (gpu::inject_faults)");
+  throw vk::OutOfDeviceMemoryError("injected (gpu::inject_faults)");
 }
 #endif
 
@@ -75,7 +70,7 @@ inline std::string device_error_text(vk::Result r) {
   }
 }
 
-// Which submissions a fault may be injected into (UNICORN_INJECT_FAULT).
+// Which submissions a fault may be injected into (inject_faults).
 enum class Submission { Work, Upload };
 
 // Runs `submit` (a queue submission and its wait), turning a Vulkan error into

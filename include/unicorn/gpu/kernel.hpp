@@ -107,7 +107,7 @@ class Kernel {
 // compiled through the on-disk pipeline cache (gpu/pipeline_cache.hpp).
 class KernelCache {
  public:
-  explicit KernelCache(const Context& ctx, const std::filesystem::path& cache_dir = pipeline_cache_dir())
+  explicit KernelCache(const Context& ctx, const std::filesystem::path& cache_dir = {})
       : ctx_(ctx), disk_(ctx, cache_dir) {}
 
   template <class Spec>

@@ -144,6 +144,7 @@ class BufferSet {
       const uint32_t type = memory_type_of(ctx, kind, type_bits);
       try {
         memory_.emplace_back(dev, vk::MemoryAllocateInfo{}.setAllocationSize(total).setMemoryTypeIndex(type));
+        bytes_ += total;
       } catch (const vk::SystemError& e) {
         throw Error("gpu: out of memory on " + ctx.info().name + ": cannot allocate " +
                     std::to_string(total >> 20) + " MiB for " + what + " (" + e.what() + ")");
@@ -162,11 +163,14 @@ class BufferSet {
   const Buffer& operator[](size_t i) const { return views_[i]; }
   size_t size() const { return views_.size(); }
   size_t allocations() const { return memory_.size(); }
+  // Bytes of device memory its allocations hold (alignment included).
+  uint64_t bytes() const { return bytes_; }
 
  private:
   std::vector<vk::raii::Buffer> buffers_;
   std::vector<vk::raii::DeviceMemory> memory_;
   std::vector<Buffer> views_;
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace unicorn::gpu

@@ -3,12 +3,14 @@
 // Creating an engine specialises and compiles every kernel it records (dozens
 // of pipelines). The driver's compiled code goes into a VkPipelineCache that is
 // read at start-up and written back when new pipelines were made, so a second
-// start skips the compiler. One file per device and driver build:
+// start skips the compiler. One file per device and driver build, in the
+// folder the engine is given (EngineOptions::pipeline_cache; the tools pass
+// $UNICORN_PIPELINE_CACHE, else $XDG_CACHE_HOME/unicorn, else ~/.cache/unicorn:
+// tools/tuning_env.hpp):
 //
-//   $UNICORN_PIPELINE_CACHE, else $XDG_CACHE_HOME/unicorn, else ~/.cache/unicorn
-//   /pipelines-<vendor>-<device>-<pipelineCacheUUID>.bin
+//   <folder>/pipelines-<vendor>-<device>-<pipelineCacheUUID>.bin
 //
-// UNICORN_PIPELINE_CACHE=off keeps nothing on disk. A file that is truncated,
+// An empty folder keeps nothing on disk. A file that is truncated,
 // foreign or from another driver is ignored (and replaced), never handed to the
 // driver: the header is checked against this device first. Writes go through
 // io::AtomicFile (a temporary file renamed into place), so concurrent engines
@@ -31,15 +33,6 @@
 
 namespace unicorn::gpu {
 
-// Where the cache files live; empty when caching on disk is off.
-inline std::filesystem::path pipeline_cache_dir() {
-  if (const char* v = std::getenv("UNICORN_PIPELINE_CACHE"); v && *v)
-    return std::string_view(v) == "off" ? std::filesystem::path{} : std::filesystem::path(v);
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "unicorn";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "unicorn";
-  return {};
-}
-
 // Vulkan's pipeline cache header, version one (the spec's
 // VkPipelineCacheHeaderVersionOne): what identifies the device that wrote it.
 struct PipelineCacheHeader {
@@ -61,7 +54,8 @@ class PipelineCache {
     uint64_t saved_bytes = 0;
   };
 
-  explicit PipelineCache(const Context& ctx, const std::filesystem::path& dir = pipeline_cache_dir())
+  // `dir`: the folder of the cache files; empty: nothing on disk.
+  explicit PipelineCache(const Context& ctx, const std::filesystem::path& dir = {})
       : device_(ctx.device()) {
     const auto p = ctx.physical().getProperties();
     expected_ = {32, 1, p.vendorID, p.deviceID, {}};

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "unicorn/deployment.hpp"
 
@@ -352,9 +353,13 @@ struct StaticLayout {
   }
 };
 
-template <size_t NT, size_t NP, size_t NW, size_t NK>
-constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
-  StaticLayout<NT, NP, NW, NK> L;
+namespace detail {
+
+// Fills a layout's tables, fixed-size arrays (StaticLayout, at compile time)
+// or vectors already sized by tensor_count, total_parts and slab_count
+// (RunLayout, at run time): one packing for both.
+template <class Tables>
+constexpr void fill_layout(const DeploymentConfig& c, Tables& L) {
   size_t pi = 0;
   // A tensor's parts arrive consecutively, the first with row_begin == 0; the
   // tensor list stays in layout order (LayoutView::weight indexes it).
@@ -395,8 +400,48 @@ constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
   L.local_kv_slots = detail::kv_slots(c, AttentionKind::Local);
   L.global_kv_slots = detail::kv_slots(c, AttentionKind::Global);
   L.layers = m.layers;
+}
+
+}  // namespace detail
+
+template <size_t NT, size_t NP, size_t NW, size_t NK>
+constexpr StaticLayout<NT, NP, NW, NK> build_layout(const DeploymentConfig& c) {
+  StaticLayout<NT, NP, NW, NK> L;
+  detail::fill_layout(c, L);
   return L;
 }
+
+// The layout built at run time, in vectors: the engine's own (engine/core.hpp),
+// whose KV cache is as long as the context chosen when the engine is created
+// (EngineOptions::context: c.max_context is then that context, at most the
+// compiled one). Weights and activations do not depend on the context, so
+// they are the compiled layout's, slab for slab.
+struct RunLayout {
+  std::vector<TensorSlot> tensors;
+  std::vector<TensorPart> parts;
+  std::vector<uint64_t> weight_slab_bytes, kv_slab_bytes;
+  std::array<ActivationSlot, size_t(Act::kCount)> activations{};
+  std::vector<Pool> weight_slab_pools, kv_slab_pools;
+  Pool activation_pool = Pool::Vram;
+  uint32_t logit_rows = 0, local_kv_slots = 0, global_kv_slots = 0, layers = 0;
+
+  explicit RunLayout(const DeploymentConfig& c)
+      : tensors(detail::tensor_count(c)),
+        parts(detail::total_parts(c)),
+        weight_slab_bytes(detail::slab_count(c, Arena::Weights)),
+        kv_slab_bytes(detail::slab_count(c, Arena::KvCache)),
+        weight_slab_pools(weight_slab_bytes.size()),
+        kv_slab_pools(kv_slab_bytes.size()) {
+    detail::fill_layout(c, *this);
+  }
+  RunLayout(const RunLayout&) = delete;  // view() points into it
+  RunLayout& operator=(const RunLayout&) = delete;
+
+  LayoutView view() const {
+    return {tensors, parts, weight_slab_bytes, kv_slab_bytes, activations, weight_slab_pools,
+            kv_slab_pools, activation_pool, logit_rows, local_kv_slots, global_kv_slots, layers};
+  }
+};
 
 // The layout of deployment D, computed once at compile time.
 template <Deployment D>

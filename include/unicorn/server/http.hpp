@@ -102,7 +102,7 @@ class Server {
     try {
       const Model model = load();
       model_.emplace(model);
-      context_ = opt_.context ? opt_.context : model.engine.config().max_context;
+      context_ = opt_.context ? opt_.context : model.engine.context_size();  // the KV cache's positions
       model.engine.set_context_limit(context_);
       const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
       scheduler_.emplace(model.engine, model.tokenizer,

@@ -1,0 +1,277 @@
+// unicorn/engine/ops.hpp — the ops the forward pass is made of (Recorder's
+// members: embed, norms, linear on matvec / matmul / tensor units, attention
+// preparation and attention, GeGLU, sampling): each picks its kernel, fills its
+// specialization constants and adds a dispatch per part of what it reads.
+#pragma once
+
+#include "unicorn/engine/core.hpp"
+
+namespace unicorn::detail {
+
+inline void EngineCore::Recorder::embed() {
+  const TensorSlot& t = c_.layout_.weight(Role::Embedding);
+  const kernels::Embed spec{m_.hidden, std::sqrt(float(m_.hidden))};
+  const auto& k = c_.kernel(kernels::variant("embed", t.format), kernels::kEmbedBindings, spec);
+  const auto parts = c_.layout_.parts_of(t);
+  for (size_t i = 0; i < parts.size(); ++i) {  // parts write their own rows: one barrier after the last
+    const TensorPart& p = parts[i];
+    const vk::DescriptorBufferInfo b[] = {c_.part(t, p), c_.step(), c_.act(Act::X)};
+    add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)}, {groups(m_.hidden, 64), n_, 1}, i + 1 == parts.size());
+  }
+}
+
+inline void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uint32_t row_set) {
+  const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand};
+  const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
+  const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
+  const vk::DescriptorBufferInfo b[] = {c_.act(in), wb, c_.act(out), c_.step(), wb, c_.act(out)};
+  add(k, b, {1}, {row_set ? logit_rows_ : n_, 1, 1});
+}
+
+inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next) {
+  const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
+                              slices_[size_t(Act::Proj)], slice_elems(Act::Proj)};
+  const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
+  const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
+  const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
+  const vk::DescriptorBufferInfo b[] = {c_.act(Act::Proj), wb, c_.act(Act::X), c_.step(), nb,
+                                        c_.act(operand(Act::Xn))};
+  add(k, b, {1}, {n_, 1, 1});
+}
+
+inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
+  if (splitk(row_set)) return linear_splitk(in, out, w, row_set, barrier);
+  const bool vec = decode_ || row_set == 1;
+  const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
+  const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
+  uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
+  if (!lanes || !is_block_quantized(w.format)) lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+  if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
+    rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+  const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : 1;  // per workgroup
+  const uint32_t token_tile = std::max(1u, std::min(tokens, c_.tuning_.batch_tile));
+  if (tokens > 1) {
+    const uint32_t batch_rows = std::max(1u, c_.tuning_.batch_accumulators / accumulators);
+    if (kernels::matvec_shape_ok(lanes, batch_rows * accumulators, sg)) rows = batch_rows;
+  }
+  const uint32_t unroll = c_.tuning_.matvec_unroll == 2 ? 2 : 1;
+  const uint32_t rows_per_group = rows * 128 / lanes;  // 128-lane workgroups
+  // Prefill: tensor units when the device has them and they are enabled
+  // (gpu::Context decides), else fp32 tiles.
+  const auto& info = c_.ctx_.info();
+  const bool coop = !vec && info.coopmat;
+  const uint32_t rows_n = row_set ? logit_rows_ : n_;
+  // Outputs whose layout holds several slices (Act::Proj, Act::Up) take
+  // partial sums, which their consumers (add_norm, geglu) add: the output
+  // projections may split K where their tiles alone would leave much of the
+  // GPU idle, and the up projection where it fills the last wave it shares
+  // with the gate's (same tile).
+  const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
+  const uint32_t max_splits = coop ? kernels::coop_max_splits(K, slice_cap, c_.tuning_.coop_split_steps) : 1;
+  kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, in == Act::Operand,
+                                                out == Act::Up ? 1 : max_splits);
+  if (out == Act::Up)
+    tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, std::max(1u, c_.tuning_.coop_wave),
+                                             max_splits);
+  slices_[size_t(out)] = tile.splits;  // 1 unless split above
+  const auto& k =
+      vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
+                      kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
+                                      tokens, token_tile})
+      : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
+                         kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
+                                              info.coop_k, info.subgroup_size, tile, slice_elems(out)))
+             : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
+                         kernels::Linear{K, M, row_set});
+  const uint32_t tile_rows = coop ? tile.rows : 64, tile_tokens = coop ? tile.tokens : 64;
+  const auto parts = c_.layout_.parts_of(w);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const TensorPart& p = parts[i];
+    const auto wp = c_.part(w, p);
+    const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows)};
+    if (vec) {
+      const auto second = pair ? c_.part(*pair, c_.layout_.parts_of(*pair)[i]) : wp;
+      const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), second};
+      const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
+      const uint32_t gx = std::min<uint32_t>(g, 65535);
+      add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier && i + 1 == parts.size());
+    } else {
+      const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
+      add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits},
+          barrier && i + 1 == parts.size());
+    }
+  }
+}
+
+inline void EngineCore::Recorder::linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier) {
+  const auto& info = c_.ctx_.info();
+  const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows), rows_n = row_set ? logit_rows_ : n_;
+  const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : rows_n);
+  // The output projections split K across workgroups too (add_norm adds
+  // the partial sums): by the matrix's shape only, the same on every tile.
+  const uint32_t cap = out == Act::Proj ? c_.layout_.activations[size_t(out)].slices : 1;
+  uint32_t splits = kernels::splitk_splits(K, M, tile, cap);
+  slices_[size_t(out)] = splits;
+  const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearSplitKBindings,
+                            kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
+                                                        info.coop_k, info.subgroup_size, tile,
+                                                        in == Act::Operand, splits, slice_elems(out)));
+  const auto parts = c_.layout_.parts_of(w);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const TensorPart& p = parts[i];
+    const auto wp = c_.part(w, p);
+    const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), wp};
+    add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)},
+        {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), splits}, barrier && i + 1 == parts.size());
+  }
+}
+
+inline void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const TensorSlot& up) {
+  const auto& info = c_.ctx_.info();
+  const uint32_t K = uint32_t(gate.cols), M = uint32_t(gate.rows);
+  const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : n_);
+  const Act in = operand(Act::Xn), out = operand(Act::Gate);
+  const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", gate.format), kernels::kLinearSplitKBindings,
+                            kernels::linear_coop_splitk_pair(K, M, info.coop_m, info.coop_n, info.coop_k,
+                                                             info.subgroup_size, tile, in == Act::Operand,
+                                                             out == Act::Operand));
+  const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
+  for (size_t i = 0; i < gp.size(); ++i) {
+    const vk::DescriptorBufferInfo b[] = {c_.part(gate, gp[i]), c_.act(in), c_.act(out), c_.step(),
+                                          c_.part(up, upp[i])};
+    add(k, b, {uint32_t(gp[i].row_begin), uint32_t(gp[i].rows)},
+        {groups(uint32_t(gp[i].rows), tile.rows / 2), groups(n_, tile.tokens), 1}, i + 1 == gp.size());
+  }
+}
+
+inline void EngineCore::Recorder::gate_up(int l) {
+  const TensorSlot& gate = c_.layout_.weight(Role::FfnGate, l);
+  const TensorSlot& up = c_.layout_.weight(Role::FfnUp, l);
+  const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
+  bool alike = decode_ && is_block_quantized(gate.format) && gate.format == up.format &&
+               gp.size() == upp.size();
+  for (size_t i = 0; alike && i < gp.size(); ++i)
+    alike = gp[i].row_begin == upp[i].row_begin && gp[i].rows == upp[i].rows;
+  if (alike && splitk(0)) return gate_up_splitk(gate, up);
+  if (alike) return linear(Act::Xn, Act::Gate, gate, 0, true, &up);
+  linear(operand(Act::Xn), Act::Gate, gate, 0, false);  // gate [n, F]
+  linear(operand(Act::Xn), Act::Up, up);                 // up   [n, F]
+  geglu();  // gate = gelu(gate) * up, or into the fp16 operand
+}
+
+inline void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
+  const auto& L = c_.layout_;
+  const TensorSlot& kc = L.kv(Role::KCache, l);
+  const TensorSlot& vc = L.kv(Role::VCache, l);
+  const bool global = kind == AttentionKind::Global;
+  const uint32_t heads_per_group = kernels::attn_prep_heads_per_group(decode_, c_.ctx_.info().subgroup_size);
+  const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                               global ? m_.rope_theta_global : m_.rope_theta_local,
+                               global ? m_.rope_scale_global : 1.0f, m_.rms_eps, heads_per_group};
+  const auto& k = c_.kernel(kernels::variant("attn_prep", kc.format), kernels::kAttnPrepBindings, spec);
+  const TensorSlot& qn = L.weight(Role::AttnQNorm, l);
+  const TensorSlot& kn = L.weight(Role::AttnKNorm, l);
+  const auto kp = L.parts_of(kc), vp = L.parts_of(vc);
+  for (size_t i = 0; i < kp.size(); ++i) {
+    const vk::DescriptorBufferInfo b[] = {
+        c_.act(Act::Q), c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
+        c_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
+    const uint32_t q_groups = kp[i].row_begin == 0 ? m_.heads : 0;
+    add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
+        {n_, kernels::attn_prep_groups(q_groups + m_.kv_heads, heads_per_group), 1});
+  }
+}
+
+inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
+  const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
+  const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
+  const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
+  const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
+  const auto& info = c_.ctx_.info();
+  const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
+  const uint32_t query_rows = n_ * (m_.heads / m_.kv_heads);
+  kernels::AttentionTile coop =
+      chunk && info.coopmat
+          ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
+                                          info.subgroup_size, info.max_shared_memory,
+                                          c_.tuning_.attention_coop_rows, c_.tuning_.attention_coop_keys)
+          : kernels::AttentionTile{};
+  const uint64_t coop_groups = coop.rows ? uint64_t(groups(query_rows, coop.rows)) * m_.kv_heads : 0;
+  if (coop_groups < kernels::kAttentionCoopGroups) coop = {};
+  const bool pairs = kernels::attention_coop_pairs(coop_groups);
+  const uint32_t rows =
+      c_.tuning_.attention_rows.value_or(kernels::attention_tiled_rows(n_, m_.heads));
+  const kernels::AttentionTile tile =
+      coop.rows ? coop
+                : kernels::attention_tiled_shape(m_.head_dim, uint32_t(format_info(kc.format).block_bytes),
+                                                 info.max_shared_memory, rows);
+  const bool tiled = chunk && tile.rows;  // attention_coop or attention_tiled: tiles of query rows
+  const auto& k =
+      coop.rows ? c_.kernel(kernels::variant("attention_coop", kc.format), kernels::kAttentionCoopBindings,
+                            kernels::AttentionCoop{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                                   window, scale, coop.rows, coop.keys, half_,
+                                                   info.coop_m, info.coop_n, info.coop_k,
+                                                   info.subgroup_size,
+                                                   kernels::attention_coop_threads(coop, info.coop_m, info.subgroup_size),
+                                                   uint32_t(pairs), coop.split})
+      : tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
+                          kernels::kAttentionTiledBindings,
+                          kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                                  window, scale, tile.rows, tile.keys, half_})
+              : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
+                          kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
+                                             window, scale, info.subgroup_size, half_,
+                                             kernels::attention_threads(info.subgroup_size)});
+  // A tile holds tile.rows (token, query head) rows: the segments of a
+  // chunk of several streams start at multiples of its tokens.
+  if (tiled) segment_tokens_ = std::lcm(segment_tokens_, std::lcm(tile.rows, m_.heads / m_.kv_heads) /
+                                                             (m_.heads / m_.kv_heads));
+  const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
+  for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
+    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
+                                          c_.act(operand(Act::Attn)), c_.step()};
+    const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
+    const uint32_t row_tiles = groups(query_rows, tile.rows);
+    add(k, b, {uint32_t(kp[i].row_begin), part_rows},
+        tiled ? std::array{coop.rows && pairs ? groups(row_tiles, 2) : row_tiles, part_rows, 1u}
+              : std::array{n_, m_.heads, 1u});
+  }
+}
+
+inline void EngineCore::Recorder::geglu() {
+  const auto& k = c_.kernel("geglu", kernels::kGegluBindings,
+                            kernels::Geglu{m_.ffn, half_, slices_[size_t(Act::Up)], slice_elems(Act::Up)});
+  const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step(),
+                                        c_.act(operand(Act::Gate))};
+  add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
+}
+
+inline void EngineCore::Recorder::sample() {
+  const uint32_t parts = kernels::kLogitParts;
+  const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
+                             kernels::LogitsMax{m_.vocab, parts});
+  const vk::DescriptorBufferInfo bm[] = {c_.act(Act::Logits), c_.partials_.whole(),
+                                         c_.host_[2].whole(), c_.step()};
+  add(km, bm, {}, {parts, logit_rows_, 1});
+  const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab, parts});
+  const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(),
+                                        c_.host_[2].whole(), c_.step(), c_.partials_.whole()};
+  add(k, b, {}, {logit_rows_, 1, 1});
+}
+
+inline uint32_t EngineCore::Recorder::slots_of(AttentionKind kind) const {
+  return kind == AttentionKind::Global ? c_.layout_.global_kv_slots : c_.layout_.local_kv_slots;
+}
+
+inline void EngineCore::Recorder::add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push, std::array<uint32_t, 3> g, bool barrier) {
+  d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}, barrier});
+  in_flight_ = barrier ? 0 : in_flight_ + uint64_t(g[0]) * g[1] * g[2];
+}
+
+inline bool EngineCore::Recorder::half_operands() const {
+  const bool fits = kernels::x_half_fits(m_.hidden) && kernels::x_half_fits(m_.q_dim()) &&
+                    kernels::x_half_fits(m_.ffn);
+  return (!decode_ || splitk_) && c_.ctx_.info().coopmat && fits;
+}
+
+}  // namespace unicorn::detail

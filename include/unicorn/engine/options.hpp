@@ -1,0 +1,76 @@
+// unicorn/engine/options.hpp — what is chosen when an engine is created, as
+// values (DESIGN.md decision 8: the library reads no environment for them;
+// the tools fill these from flags, or from UNICORN_* variables through
+// tools/tuning_env.hpp).
+//
+// The deployment type fixes everything the compile-time checks bound; these
+// choose within it: how many KV cache positions each stream gets (at most the
+// compiled context), where compiled pipelines are kept between runs, and the
+// kernel shapes performance sweeps try.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iterator>
+#include <optional>
+
+#include "unicorn/engine/kernels.hpp"
+
+namespace unicorn {
+
+// Kernel shapes for performance sweeps (tools/matvec_sweep.sh, unicorn-bench);
+// the defaults are the measured best. notes/tuning.md says what measured each
+// one, and which knobs were deleted once their experiment was decided.
+struct Tuning {
+  // Decode's matrix-vector kernels: output rows per row group, lanes per row
+  // group (0: kernels::matvec_lanes, per matrix), blocks per lane per pass.
+  uint32_t matvec_rows = kernels::kMatVecRows;
+  uint32_t matvec_lanes = 0;
+  uint32_t matvec_unroll = kernels::kMatVecUnroll;
+  // Batched decode on matvec: tokens per pass over the weights, accumulators per row group.
+  uint32_t batch_tile = kernels::kMatVecBatchTile;
+  uint32_t batch_accumulators = kernels::kMatVecBatchAccumulators;
+  // Prefill's tensor-unit products: i forces kernels::kCoopTiles[i - 1] on
+  // every matrix (0: kernels::coop_tile's choice); the workgroups of a wave
+  // that choice assumes; the fewest steps of 32 k each split of K keeps.
+  uint32_t coop_tile_index = 0;
+  uint32_t coop_wave = kernels::kCoopWaveGroups;
+  uint32_t coop_split_steps = kernels::kCoopMinSplitSteps;
+  // Batched steps on tensor units: i forces kernels::kSplitKTiles[i - 1] (0: kernels::splitk_tile).
+  uint32_t splitk_tile_index = 0;
+  // Prefill attention: query rows of attention_tiled's tile (none: by chunk,
+  // kernels::attention_tiled_rows; 0: attention.comp), and the most rows and
+  // keys of attention_coop's.
+  std::optional<uint32_t> attention_rows;
+  uint32_t attention_coop_rows = 64;
+  uint32_t attention_coop_keys = 64;
+
+  kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t max_splits) const {
+    if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
+      return kernels::coop_tile(tokens, rows, x_half, coop_wave < 1 ? 1 : coop_wave, max_splits);
+    kernels::CoopTile t = kernels::kCoopTiles[coop_tile_index - 1];
+    t.x_half = x_half;
+    return t;
+  }
+  kernels::SplitKTile splitk_tile(uint32_t tokens) const {
+    if (splitk_tile_index && splitk_tile_index <= std::size(kernels::kSplitKTiles))
+      return kernels::kSplitKTiles[splitk_tile_index - 1];
+    return kernels::splitk_tile(tokens);
+  }
+};
+
+struct EngineOptions {
+  // KV cache positions per stream; 0: the compiled DeploymentConfig::max_context.
+  // Global layers keep one per position of the context; the sliding-window
+  // layers keep a ring of window + prefill_chunk positions, or the context
+  // where it is shorter (layout.hpp). More than the compiled context is an error.
+  uint32_t context = 0;
+  // Where compiled pipelines are kept between runs (gpu/pipeline_cache.hpp);
+  // empty: nowhere, every start compiles them. The tools pass
+  // tools/tuning_env.hpp's pipeline_cache_dir() ($UNICORN_PIPELINE_CACHE, else
+  // $XDG_CACHE_HOME/unicorn, else ~/.cache/unicorn).
+  std::filesystem::path pipeline_cache;
+  Tuning tuning;
+};
+
+}  // namespace unicorn

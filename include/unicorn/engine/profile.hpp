@@ -1,0 +1,54 @@
+// unicorn/engine/profile.hpp — device time per kernel of a recorded pass, from
+// timestamp queries between its dispatches (unicorn-bench --profile).
+#pragma once
+
+#include "unicorn/engine/core.hpp"
+
+namespace unicorn::detail {
+
+inline EngineCore::Profile EngineCore::profile(std::span<const int32_t> tokens) {
+  check_tokens(0, tokens);
+  const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
+  return profile(g, [&] { write_step(chunk_rows(0, tokens, uint32_t(tokens.size()) - 1, 1), 1); });
+}
+
+inline EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
+  if (!batch_) throw Error("profile: this engine has one stream and no batched pass");
+  std::vector<StreamToken> batch;
+  for (uint32_t s = 0; s < n; ++s) batch.push_back({s, 5});
+  check_batch(batch);
+  return profile(batch_pass(n), [&] { write_step(batch); });
+}
+
+template <class WriteStep>
+inline EngineCore::Profile EngineCore::profile(const Graph& g, WriteStep&& write) {
+  const uint32_t n = uint32_t(g.dispatches.size());
+  gpu::Timestamps ts(ctx_, n + 1);
+  write();
+  stream_.run_once([&](vk::CommandBuffer cb) {
+    ts.reset(cb);
+    ts.write(cb, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      gpu::record(cb, g.dispatches[i], g.dispatches[i].barrier_after);
+      ts.write(cb, i + 1);
+    }
+  });
+  const auto ns = ts.read_ns(n + 1);
+  Profile out;
+  for (uint32_t i = 0; i < n; ++i) {
+    const gpu::Dispatch& d = g.dispatches[i];
+    const std::string& name = d.kernel->name();
+    const double dt = double(ns[i + 1] - ns[i]);
+    out.dispatches.push_back({name, dt * 1e-3, {d.groups[0], d.groups[1], d.groups[2]}});
+    auto it = std::find_if(out.kernels.begin(), out.kernels.end(),
+                           [&](const auto& k) { return k.kernel == name; });
+    if (it == out.kernels.end()) it = out.kernels.insert(out.kernels.end(), KernelTime{name});
+    it->ms += dt * 1e-6;
+    it->dispatches++;
+  }
+  std::sort(out.kernels.begin(), out.kernels.end(),
+            [](const auto& a, const auto& b) { return a.ms > b.ms; });
+  return out;
+}
+
+}  // namespace unicorn::detail

@@ -1,0 +1,341 @@
+// unicorn/engine/sessions.hpp — EngineCore's streams: what each holds (its
+// tokens, sampling, draw counter, ring), prefill and decode of one or several
+// streams, rewind, sampling parameters, teacher forcing, and the host side of
+// each submission (the step rows and sampler rows it writes, the tokens it reads).
+#pragma once
+
+#include "unicorn/engine/core.hpp"
+
+namespace unicorn::detail {
+
+inline void EngineCore::reset() {
+  for (uint32_t s = 0; s < cfg_.streams; ++s) reset(s);
+}
+
+inline void EngineCore::reset(uint32_t stream) {
+  StreamState& s = stream_state(stream);
+  s.tokens.clear();
+  s.counter = 0;
+  s.ring_from = 0;
+}
+
+inline bool EngineCore::can_rewind(uint32_t stream, uint32_t pos) const {
+  const StreamState& s = stream_state(stream);
+  if (pos == 0) return true;
+  if (pos > s.tokens.size()) return false;
+  if (layout_.local_kv_slots >= kv_context_) return true;  // no ring: nothing is overwritten
+  const uint32_t window = cfg_.model.sliding_window;
+  const uint32_t oldest_seen = pos >= window ? pos - window + 1 : 0;  // the key furthest back a token at pos sees
+  return oldest_seen >= s.ring_from;
+}
+
+inline void EngineCore::rewind(uint32_t stream, uint32_t pos) {
+  if (!can_rewind(stream, pos))
+    throw Error("rewind: stream " + std::to_string(stream) + " cannot go back from position " +
+                std::to_string(position(stream)) + " to " + std::to_string(pos) +
+                " (its sliding-window layers no longer hold the keys before it)");
+  StreamState& s = stream_state(stream);
+  s.tokens.resize(pos);
+  s.ring_from = std::min(s.ring_from, pos);  // nothing from pos on is this sequence's any more
+}
+
+inline void EngineCore::set_sampling(const SamplingParams& p) {
+  for (uint32_t s = 0; s < cfg_.streams; ++s) set_sampling(s, p);
+}
+
+inline void EngineCore::set_sampling(uint32_t stream, const SamplingParams& p) {
+  if (!sampling_params_valid(p, kMaxPenaltyHistory)) throw Error(sampling_params_rule(kMaxPenaltyHistory));
+  StreamState& s = stream_state(stream);
+  s.sampling = p;
+  s.counter = 0;
+}
+
+inline std::vector<float> EngineCore::forward_logits(std::span<const int32_t> tokens, Pass pass) {
+  check_tokens(0, tokens);
+  const RawLogits raw(*this);
+  const uint32_t V = cfg_.model.vocab;
+  std::vector<float> out(tokens.size() * size_t(V));
+  const uint32_t chunk = pass == Pass::Decode ? 1 : std::min(cfg_.prefill_chunk, layout_.logit_rows);
+  if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, chunk, PassKind::Prefill);
+  for (size_t done = 0; done < tokens.size(); done += chunk) {
+    const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
+    if (pass == Pass::Decode) decode(tokens[done]);
+    else run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n));
+    read_logits(n, out.data() + done * V);
+  }
+  return out;
+}
+
+inline std::vector<float> EngineCore::forward_logits(std::span<const StreamToken> batch) {
+  const RawLogits raw(*this);
+  decode(batch);
+  std::vector<float> out(batch.size() * size_t(cfg_.model.vocab));
+  read_logits(uint32_t(batch.size()), out.data());
+  return out;
+}
+
+inline std::vector<float> EngineCore::forward_logits(std::span<const PromptChunk> chunks) {
+  const RawLogits raw(*this);
+  prefill(chunks);
+  const auto ends = uint32_t(std::ranges::count_if(chunks, [](const PromptChunk& c) { return c.ends_prompt; }));
+  std::vector<float> out(size_t(ends) * cfg_.model.vocab);
+  read_logits(ends, out.data());
+  return out;
+}
+
+inline int32_t EngineCore::prefill(uint32_t stream, std::span<const int32_t> tokens) {
+  check_tokens(stream, tokens);
+  if (tokens.empty()) throw Error("prefill: the prompt is empty");
+  const size_t last = (tokens.size() - 1) / cfg_.prefill_chunk * cfg_.prefill_chunk;
+  feed(stream, tokens.first(last));
+  const PromptChunk chunk{stream, tokens.subspan(last), true};
+  return prefill(std::span(&chunk, 1))[0];
+}
+
+inline void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens) {
+  check_tokens(stream, tokens);
+  for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
+    const PromptChunk chunk{stream, tokens.subspan(done, std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done))};
+    prefill(std::span(&chunk, 1));
+  }
+}
+
+inline std::vector<int32_t> EngineCore::prefill(std::span<const PromptChunk> chunks) {
+  if (chunks.empty()) throw Error("prefill: no prompt chunks");
+  uint32_t rows = 0, ends = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const PromptChunk& c = chunks[i];
+    check_tokens(c.stream, c.tokens);
+    if (c.tokens.empty()) throw Error("prefill: stream " + std::to_string(c.stream) + "'s chunk is empty");
+    for (size_t j = 0; j < i; ++j)
+      if (chunks[j].stream == c.stream)
+        throw Error("prefill: stream " + std::to_string(c.stream) + " appears twice in one pass");
+    rows = prefill_segment_start(rows) + uint32_t(c.tokens.size());
+    ends += c.ends_prompt;
+  }
+  if (rows > cfg_.prefill_chunk)
+    throw Error("prefill: the chunks take " + std::to_string(rows) + " rows (each starting at a multiple of " +
+                std::to_string(prefill_alignment()) + "); a pass holds " + std::to_string(cfg_.prefill_chunk));
+  if (ends > std::min(cfg_.streams, layout_.logit_rows))
+    throw Error("prefill: " + std::to_string(ends) + " prompts end in one pass; at most " +
+                std::to_string(std::min(cfg_.streams, layout_.logit_rows)));
+  if (ends > 1 && !prefill_many_logits_)
+    prefill_many_logits_ = record_forward(cfg_.prefill_chunk, std::min(cfg_.streams, layout_.logit_rows),
+                                          PassKind::Prefill);
+  const Graph& graph = ends > 1 ? *prefill_many_logits_ : *prefill_;
+  // Each chunk is a segment of rows; rows between segments repeat the
+  // previous segment's last token (twins: the same values written to the
+  // same cache slots), so no attention tile holds two streams' rows.
+  std::vector<StepRow> step;
+  std::vector<uint32_t> logit_streams;
+  std::vector<size_t> before;  // each stream's tokens, for a failed pass
+  for (const PromptChunk& c : chunks) {
+    while (step.size() < prefill_segment_start(uint32_t(step.size()))) step.push_back(step.back());
+    StreamState& s = streams_[c.stream];
+    const uint32_t pos = uint32_t(s.tokens.size());
+    for (size_t t = 0; t < c.tokens.size(); ++t)
+      step.push_back({uint32_t(c.tokens[t]), pos + uint32_t(t), c.stream, 0});
+    before.push_back(s.tokens.size());
+    s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
+    note_written(s);
+    if (c.ends_prompt) {
+      step[logit_streams.size()].logit_source = uint32_t(step.size() - 1);
+      logit_streams.push_back(c.stream);
+    }
+  }
+  write_step(step, uint32_t(logit_streams.size()));
+  for (size_t j = 0; j < logit_streams.size(); ++j) write_sampler(uint32_t(j), logit_streams[j]);
+  try {
+    stream_.submit_and_wait(*graph.commands);
+  } catch (...) {
+    for (size_t i = 0; i < chunks.size(); ++i) streams_[chunks[i].stream].tokens.resize(before[i]);
+    throw;
+  }
+  std::vector<int32_t> next(chunks.size(), -1);
+  for (size_t i = 0, j = 0; i < chunks.size(); ++i)
+    if (chunks[i].ends_prompt) next[i] = chosen_token(uint32_t(j++));
+  return next;
+}
+
+inline uint32_t EngineCore::prefill_segment_start(uint32_t rows) const {
+  const uint32_t a = prefill_alignment();
+  return (rows + a - 1) / a * a;
+}
+
+inline int32_t EngineCore::decode(int32_t token) {
+  const int32_t one[] = {token};
+  check_tokens(0, one);
+  const StreamToken row[] = {{0, token}};
+  write_step(row);
+  run(*decode_, row);
+  return chosen_token(0);
+}
+
+inline std::vector<int32_t> EngineCore::decode(std::span<const StreamToken> batch) {
+  check_batch(batch);
+  write_step(batch);
+  run(batch_pass(uint32_t(batch.size())), batch);
+  std::vector<int32_t> next(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) next[i] = chosen_token(uint32_t(i));
+  return next;
+}
+
+inline void EngineCore::note_written(StreamState& s) const {
+  const uint32_t end = uint32_t(s.tokens.size()), ring = layout_.local_kv_slots;
+  if (end > ring) s.ring_from = std::max(s.ring_from, end - ring);
+}
+
+inline EngineCore::StreamState& EngineCore::stream_state(uint32_t stream) {
+  check_stream(stream);
+  return streams_[stream];
+}
+
+inline const EngineCore::StreamState& EngineCore::stream_state(uint32_t stream) const {
+  check_stream(stream);
+  return streams_[stream];
+}
+
+inline void EngineCore::check_stream(uint32_t stream) const {
+  if (stream >= cfg_.streams)
+    throw Error("stream " + std::to_string(stream) + " does not exist: this engine is compiled for " +
+                std::to_string(cfg_.streams) + (cfg_.streams == 1 ? " stream" : " streams") +
+                " (DeploymentConfig::streams)");
+}
+
+inline void EngineCore::check_tokens(uint32_t stream, std::span<const int32_t> tokens) const {
+  for (int32_t t : tokens)
+    if (t < 0 || uint32_t(t) >= cfg_.model.vocab)
+      throw Error("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                  std::to_string(cfg_.model.vocab) + ")");
+  const uint32_t pos = position(stream);
+  if (uint64_t(pos) + tokens.size() > context_limit_)
+    throw Error("context full: " + std::to_string(tokens.size()) + " tokens at position " +
+                std::to_string(pos) + (cfg_.streams > 1 ? " of stream " + std::to_string(stream) : "") +
+                " exceed the context of " + std::to_string(context_limit_) + " tokens");
+}
+
+inline void EngineCore::check_batch(std::span<const StreamToken> batch) const {
+  if (batch.empty()) throw Error("decode: the batch is empty");
+  if (batch.size() > cfg_.streams)
+    throw Error("decode: " + std::to_string(batch.size()) + " tokens in one step; this engine is "
+                "compiled for " + std::to_string(cfg_.streams) + " streams, one token each");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int32_t one[] = {batch[i].token};
+    check_tokens(batch[i].stream, one);
+    for (size_t j = 0; j < i; ++j)
+      if (batch[j].stream == batch[i].stream)
+        throw Error("decode: stream " + std::to_string(batch[i].stream) +
+                    " appears twice in one step; a step takes one token per stream");
+  }
+}
+
+inline std::vector<StepRow> EngineCore::chunk_rows(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) const {
+  const uint32_t pos = uint32_t(streams_[stream].tokens.size());
+  std::vector<StepRow> rows(tokens.size());
+  for (size_t t = 0; t < tokens.size(); ++t) rows[t] = {uint32_t(tokens[t]), pos + uint32_t(t), stream, 0};
+  for (uint32_t i = 0; i < logit_count; ++i) rows[i].logit_source = logit_begin + i;
+  return rows;
+}
+
+inline void EngineCore::write_step(std::span<const StreamToken> batch) {
+  std::vector<StepRow> rows(batch.size());
+  for (size_t t = 0; t < batch.size(); ++t)
+    rows[t] = {uint32_t(batch[t].token), uint32_t(streams_[batch[t].stream].tokens.size()), batch[t].stream,
+               uint32_t(t)};
+  write_step(rows, uint32_t(rows.size()));
+}
+
+inline void EngineCore::write_step(std::span<const StepRow> rows, uint32_t logit_count) {
+  const StepHeader h{uint32_t(rows.size()), logit_count};
+  std::byte* p = host_[0].mapped;
+  std::memcpy(p, &h, sizeof h);
+  std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
+}
+
+inline void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens) {
+  const uint32_t n = uint32_t(tokens.size());
+  write_step(chunk_rows(stream, tokens, 0, n), n);
+  StreamState& s = streams_[stream];
+  s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+  note_written(s);
+  // The sampler kernels run on every logit row, so every row gets the
+  // stream's state: a row left unwritten would sample with whatever the
+  // buffer held (a penalty history billions of entries long).
+  write_sampler(0, stream);
+  for (uint32_t row = 1; row < n; ++row)
+    std::memcpy(host_[2].mapped + row * kSamplerRowBytes, host_[2].mapped, kSamplerRowBytes);
+  submit(graph, s.tokens.size() - tokens.size(), stream);
+}
+
+inline void EngineCore::run(const Graph& graph, std::span<const StreamToken> batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    streams_[batch[i].stream].tokens.push_back(batch[i].token);
+    note_written(streams_[batch[i].stream]);
+    write_sampler(uint32_t(i), batch[i].stream);
+  }
+  try {
+    stream_.submit_and_wait(*graph.commands);
+  } catch (...) {
+    for (const StreamToken& t : batch) streams_[t.stream].tokens.pop_back();
+    throw;
+  }
+}
+
+inline void EngineCore::submit(const Graph& graph, size_t stream_tokens_before, uint32_t stream) {
+  try {
+    stream_.submit_and_wait(*graph.commands);
+  } catch (...) {
+    streams_[stream].tokens.resize(stream_tokens_before);
+    throw;
+  }
+}
+
+inline void EngineCore::write_sampler(uint32_t row, uint32_t stream) {
+  StreamState& st = streams_[stream];
+  const SamplingParams p = raw_logits_ ? SamplingParams{} : st.sampling;
+  std::vector<uint32_t> history, counts;
+  if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    const size_t n = std::min<size_t>(p.repeat_last_n, st.tokens.size());
+    for (size_t i = st.tokens.size() - n; i < st.tokens.size(); ++i) {
+      const uint32_t t = uint32_t(st.tokens[i]);
+      const auto at = std::find(history.begin(), history.end(), t);
+      if (at == history.end()) {
+        history.push_back(t);
+        counts.push_back(1);
+      } else {
+        counts[size_t(at - history.begin())] += 1;
+      }
+    }
+  }
+  const SamplerState s{p.temperature,      p.top_k,    p.top_p, p.min_p, p.repeat_penalty,
+                       p.seed,             st.counter++, uint32_t(history.size()), 0,
+                       p.presence_penalty, p.frequency_penalty};
+  std::byte* out = host_[2].mapped + row * kSamplerRowBytes;
+  std::memcpy(out, &s, sizeof s);
+  if (history.empty()) return;
+  std::memcpy(out + sizeof s, history.data(), history.size() * 4);
+  std::memcpy(out + sizeof s + 4ull * kMaxPenaltyHistory, counts.data(), counts.size() * 4);
+}
+
+inline void EngineCore::read_logits(uint32_t n, float* out) {
+  if (!logits_readback_) {
+    const uint64_t bytes[] = {layout_.activations[size_t(Act::Logits)].bytes};
+    logits_readback_ = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
+  }
+  const uint64_t bytes = uint64_t(n) * cfg_.model.vocab * 4;
+  stream_.run_once([&](vk::CommandBuffer cb) {
+    cb.copyBuffer(acts_[size_t(Act::Logits)].handle, (*logits_readback_)[0].handle,
+                  vk::BufferCopy{0, 0, bytes});
+  });
+  std::memcpy(out, (*logits_readback_)[0].mapped, bytes);
+}
+
+inline int32_t EngineCore::chosen_token(uint32_t row) const {
+  uint32_t id;
+  std::memcpy(&id, host_[1].mapped + 4 * row, 4);
+  if (id >= cfg_.model.vocab)
+    throw Error("the model produced no valid token (logits are NaN): check the weights file");
+  return int32_t(id);
+}
+
+}  // namespace unicorn::detail

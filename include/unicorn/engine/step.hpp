@@ -1,0 +1,60 @@
+// unicorn/engine/step.hpp — what one submission carries between host and
+// device: the streams' tokens a caller hands a pass (StreamToken, PromptChunk)
+// and the host-visible rows the shaders read (StepHeader and StepRow mirror
+// shaders/include/step.glsl; SamplerState mirrors shaders/include/sampler.glsl).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace unicorn {
+
+// One stream's token in a batched decode step.
+struct StreamToken {
+  uint32_t stream;
+  int32_t token;
+};
+
+// One stream's run of prompt tokens in a prefill pass that may hold several
+// streams' (EngineCore::prefill(std::span<const PromptChunk>)).
+struct PromptChunk {
+  uint32_t stream;
+  std::span<const int32_t> tokens;  // fed from the stream's position on
+  bool ends_prompt = false;         // choose the stream's next token from the last one's logits
+};
+
+}  // namespace unicorn
+
+namespace unicorn::detail {
+
+// Mirrors shaders/include/step.glsl: the header, then one StepRow per token.
+struct StepHeader {
+  uint32_t n_tokens;
+  uint32_t logit_count;
+};
+struct StepRow {
+  uint32_t token;
+  uint32_t pos;
+  uint32_t stream;
+  uint32_t logit_source;  // in rows i < logit_count: the token row logit row i takes
+};
+
+// Mirrors SamplerRow in shaders/include/sampler.glsl: one per logit row, each
+// followed by its history (kMaxPenaltyHistory distinct ids, then as many counts).
+struct SamplerState {
+  float temperature;
+  uint32_t top_k;
+  float top_p;
+  float min_p;
+  float repeat_penalty;
+  uint32_t seed;
+  uint32_t counter;
+  uint32_t history_len;
+  uint32_t key;  // which random stream the draw takes (the engine writes 0: see write_sampler)
+  float presence_penalty;
+  float frequency_penalty;
+};
+inline constexpr uint32_t kMaxPenaltyHistory = 1024;
+inline constexpr uint64_t kSamplerRowBytes = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
+
+}  // namespace unicorn::detail
