@@ -25,6 +25,7 @@
 
 #include "options.hpp"
 #include "program.hpp"
+#include "unicorn/engine.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"

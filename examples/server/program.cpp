@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "program.hpp"
+#include "unicorn/engine.hpp"
 #include "unicorn/server/serve.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "unicorn/compiled_deployment.hpp"
 #include "unicorn/deployment.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/diag.hpp"
@@ -24,18 +25,6 @@
 #include "unicorn/placement/budget.hpp"
 
 namespace unicorn {
-
-// A compiled deployment as a run-time value: what Engine<D> fixes and checks
-// at compile time (config, static layout, bytes per pool), for code compiled
-// once for every deployment of a build instead of once per deployment (the
-// generator, chat and server programs: examples/*/program.cpp), and for a
-// binary that holds several and picks one at run time. The layout and budget
-// are D's constexpr tables, alive for the whole program.
-struct CompiledDeployment {
-  const DeploymentConfig& config;
-  LayoutView layout;
-  const Budget& budget;
-};
 
 // The engine of a compiled deployment chosen at run time; Engine<D> is this
 // with D's compile-time checks and constants. Its code does not depend on D,
@@ -99,11 +88,5 @@ class Engine : public AnyEngine {
   Engine() : AnyEngine(compiled()) {}
   explicit Engine(gpu::Context& ctx) : AnyEngine(ctx, compiled()) {}
 };
-
-// D as a run-time value, after Engine<D>'s compile-time checks.
-template <Deployment D>
-CompiledDeployment compiled_deployment() {
-  return Engine<D>::compiled();
-}
 
 }  // namespace unicorn
