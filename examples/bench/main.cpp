@@ -7,10 +7,11 @@
 //   unicorn-bench --model gemma3-27b-qat.gguf --lm-head q8_0       # quantized copy for the LM head
 //   unicorn-bench --model gemma3-4b-q4_0.gguf --batch 32 -p 128 -n 128   # 32 streams at once
 //
-// The engine for the file is picked from the deployments compiled in below
-// (official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement); their
-// code is compiled once (AnyEngine over engine/core.hpp), so each entry costs
-// only its constexpr layout and budget.
+// The engine for the file is picked from the deployments compiled in
+// (catalog.hpp: official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x
+// placement); their code is compiled once (AnyEngine over engine/core.hpp), so
+// each entry costs only its constexpr layout and budget, computed in one
+// translation unit per model (catalog_*.cpp) that the build runs in parallel.
 //
 // --placement: vram (everything device-local, the default); gtt (every weight in
 // Gtt — host-visible system memory the GPU reads, over PCIe on a discrete GPU —
@@ -32,6 +33,7 @@
 #include <optional>
 #include <random>
 
+#include "catalog.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/ollama.hpp"
@@ -42,44 +44,7 @@ namespace {
 
 using namespace unicorn;
 using Clock = std::chrono::steady_clock;
-
-enum class BenchPlacement { Vram, Gtt, GttFfn };
-constexpr std::string_view placement_name(BenchPlacement p) {
-  return p == BenchPlacement::Vram ? "vram" : p == BenchPlacement::Gtt ? "gtt" : "gtt-ffn";
-}
-constexpr Placement placement_of(BenchPlacement p) {
-  switch (p) {
-    case BenchPlacement::Vram: return placement::everything_in(Pool::Vram);
-    case BenchPlacement::Gtt: return placement::Weights<Pool::Gtt>::kPlacement;
-    case BenchPlacement::GttFfn: return placement::Ffn<Pool::Gtt>::kPlacement;
-  }
-  return {};
-}
-
-// The most streams --batch runs (llama.cpp's batched figures go to 32).
-constexpr uint32_t kBatchStreams = 32;
-
-// Room for llama-bench's pp512 and tg128 (less for the tiny test model).
-template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram, uint32_t Streams = 1>
-struct Bench {
-  static constexpr DeploymentConfig kConfig = make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
-                                                  .placed(placement_of(P))
-                                                  .with_streams(Streams);
-  static constexpr BenchPlacement kPlacement = P;
-};
-template <const ModelDims& M>
-using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, Bench<M, schemes::kQ4_0_QAT>,
-                            Bench<M, schemes::kQ4_0_QAT.with_lm_head(Format::Q8_0)>,
-                            Bench<M, schemes::kQ4_0_QAT.with_lm_head(Format::Q4_0)>,
-                            Bench<M, schemes::kQ4_0, BenchPlacement::Gtt>,
-                            Bench<M, schemes::kQ8_0, BenchPlacement::Gtt>,
-                            Bench<M, schemes::kQ4_0_QAT, BenchPlacement::Gtt>,
-                            Bench<M, schemes::kQ4_0, BenchPlacement::GttFfn>,
-                            Bench<M, schemes::kQ4_0, BenchPlacement::Vram, kBatchStreams>,
-                            Bench<M, schemes::kQ8_0, BenchPlacement::Vram, kBatchStreams>>;
-using Catalog = decltype(std::tuple_cat(Variants<kGemma3_270M>{}, Variants<kGemma3_1B>{},
-                                        Variants<kGemma3_4B>{}, Variants<kGemma3_12B>{},
-                                        Variants<kGemma3_27B>{}, Variants<kGemma3Tiny>{}));
+using namespace unicorn::examples::bench;
 
 struct Options {
   std::string model;
@@ -326,19 +291,8 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   return 0;
 }
 
-// The catalog as run-time values: the bench code is compiled once, not once
-// per deployment.
-struct Entry {
-  CompiledDeployment deployment;
-  BenchPlacement placement;
-};
-template <class... D>
-std::vector<Entry> entries(std::tuple<D...>*) {
-  return {Entry{compiled_deployment<D>(), D::kPlacement}...};
-}
-
 int dispatch(const io::GgufFile& g, const Options& o) {
-  for (const Entry& e : entries(static_cast<Catalog*>(nullptr))) {
+  for (const Entry& e : catalog()) {
     const DeploymentConfig& c = e.deployment.config;
     const bool streams_fit = o.batch ? c.streams > 1 : c.streams == 1;
     if (e.placement == o.placement && streams_fit && matches(c, g, o)) return run(e.deployment, e.placement, o);

@@ -29,6 +29,7 @@
 #include "options.hpp"
 #include "program.hpp"
 #include "tuning_env.hpp"
+#include "unicorn/engine.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/ollama.hpp"

@@ -3,7 +3,7 @@
 // own deployment and defaults.
 #pragma once
 #include "../program.hpp"
-#include "unicorn/engine.hpp"
+#include "unicorn/compiled_deployment.hpp"
 
 namespace unicorn::examples {
 

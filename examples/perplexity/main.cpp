@@ -34,6 +34,7 @@
 #include UNICORN_DEPLOYMENT_HEADER
 #include "kld_base.hpp"
 #include "scoring.hpp"
+#include "unicorn/engine.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 #include "tuning_env.hpp"

@@ -19,6 +19,7 @@
 #include "program.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/io/ollama.hpp"
+#include "unicorn/engine.hpp"
 #include "unicorn/server/serve.hpp"
 
 int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeployment& deployment,

@@ -3,7 +3,7 @@
 // binary's main.cpp calls it with its own deployment and defaults.
 #pragma once
 #include "../program.hpp"
-#include "unicorn/engine.hpp"
+#include "unicorn/compiled_deployment.hpp"
 
 namespace unicorn::examples {
 

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string_view>
 
+#include "unicorn/compiled_deployment.hpp"
 #include "unicorn/deployment.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/diag.hpp"
@@ -33,18 +34,6 @@
 #include "unicorn/text/load_tokenizer.hpp"
 
 namespace unicorn {
-
-// A compiled deployment as a run-time value: what Engine<D> fixes and checks
-// at compile time (config, static layout, bytes per pool), for code compiled
-// once for every deployment of a build instead of once per deployment (the
-// generator, chat and server programs: examples/*/program.cpp), and for a
-// binary that holds several and picks one at run time. The layout and budget
-// are D's constexpr tables, alive for the whole program.
-struct CompiledDeployment {
-  const DeploymentConfig& config;
-  LayoutView layout;
-  const Budget& budget;
-};
 
 // How a model is loaded.
 struct LoadOptions {
@@ -194,11 +183,5 @@ class Engine : public AnyEngine {
   explicit Engine(const EngineOptions& options = {}) : AnyEngine(compiled(), options) {}
   explicit Engine(gpu::Context& ctx, const EngineOptions& options = {}) : AnyEngine(ctx, compiled(), options) {}
 };
-
-// D as a run-time value, after Engine<D>'s compile-time checks.
-template <Deployment D>
-CompiledDeployment compiled_deployment() {
-  return Engine<D>::compiled();
-}
 
 }  // namespace unicorn

@@ -1,12 +1,15 @@
 // unicorn/gemma3.hpp — the official Gemma 3 deployments, as types.
 //
 // Each names a model, a scheme and a context budget. Entry headers
-// (gemma3_1b.hpp, ..., gemma27b.hpp) pick one as the ready engine type.
+// (gemma3_1b.hpp, ..., gemma27b.hpp) pick one as the ready engine type and
+// bring the engine (engine.hpp); this header has the types only, so a
+// binary's own translation unit that names one (examples/generate/main.cpp,
+// with compiled_deployment.hpp) does not parse the run-time engine.
 #pragma once
 
 #include <tuple>
 
-#include "unicorn/engine.hpp"
+#include "unicorn/deployment.hpp"
 
 namespace unicorn::deployments {
 

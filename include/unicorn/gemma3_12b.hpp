@@ -1,4 +1,5 @@
 // Gemma 3 12B, Q4_0 weights with an F16 embedding (Google's QAT GGUF), 32K context.
 #pragma once
+#include "unicorn/engine.hpp"
 #include "unicorn/gemma3.hpp"
 namespace unicorn { using Gemma3_12B = Engine<deployments::Gemma3_12B_QAT>; }

@@ -1,5 +1,6 @@
 // The built-in demo model's engine (models/gemma3-demo.gguf, tools/train_demo):
 // what examples/host_app and the README's host app run with no download.
 #pragma once
+#include "unicorn/engine.hpp"
 #include "unicorn/gemma3.hpp"
 namespace unicorn { using Gemma3_Demo = Engine<deployments::Gemma3_Demo>; }

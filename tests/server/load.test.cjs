@@ -1,15 +1,17 @@
-// Label server: a loopback load test of unicorn-tiny-server (8 slots). Three
+// Label server: a loopback load test of unicorn-tiny-server (8 slots). Two
 // rounds of 64 concurrent clients, a quarter of which go away mid-request.
 // Checks: no crash; resident memory flat across rounds; every completed
 // stream equal to the same request run alone (same seed: batch invariance);
-// /metrics counts equal to what the clients saw. Bounded: 3 rounds, 64
-// clients each, every request with a deadline.
+// /metrics counts equal to what the clients saw. Bounded: 2 rounds, 64
+// clients each, every request with a deadline. Two rounds are what the memory
+// check needs (the second allocates nothing that stays); a third repeated the
+// same checks for another third of the test's time (notes/build_time.md).
 "use strict";
 const { test, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const h = require("./harness.cjs");
 
-const CLIENTS = 64, ROUNDS = 3, SPECS = 16;
+const CLIENTS = 64, ROUNDS = 2, SPECS = 16;
 let server;
 
 before(async () => { server = await h.start(h.env("UNICORN_TINY_SERVER"), [...h.tinyArgs(), "--queue", "64"]); });

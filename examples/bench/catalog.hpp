@@ -1,0 +1,82 @@
+// unicorn-bench's catalog: the deployments it can run (official sizes x
+// {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement x streams), each a
+// CompiledDeployment. Their constexpr layouts and checks are the costly part of
+// compiling them (about 0.25 s each, 66 in all), so each model's entries are
+// computed in a translation unit of their own (catalog_<model>.cpp, which
+// includes compiled_deployment.hpp, not the engine), compiled in parallel;
+// main.cpp holds the bench code, once for all of them.
+#pragma once
+
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "unicorn/compiled_deployment.hpp"
+
+namespace unicorn::examples::bench {
+
+enum class BenchPlacement { Vram, Gtt, GttFfn };
+constexpr std::string_view placement_name(BenchPlacement p) {
+  return p == BenchPlacement::Vram ? "vram" : p == BenchPlacement::Gtt ? "gtt" : "gtt-ffn";
+}
+constexpr Placement placement_of(BenchPlacement p) {
+  switch (p) {
+    case BenchPlacement::Vram: return placement::everything_in(Pool::Vram);
+    case BenchPlacement::Gtt: return placement::Weights<Pool::Gtt>::kPlacement;
+    case BenchPlacement::GttFfn: return placement::Ffn<Pool::Gtt>::kPlacement;
+  }
+  return {};
+}
+
+// The most streams --batch runs (llama.cpp's batched figures go to 32).
+constexpr uint32_t kBatchStreams = 32;
+
+// Room for llama-bench's pp512 and tg128 (less for the tiny test model).
+template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram, uint32_t Streams = 1>
+struct Bench {
+  static constexpr DeploymentConfig kConfig = make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
+                                                  .placed(placement_of(P))
+                                                  .with_streams(Streams);
+  static constexpr BenchPlacement kPlacement = P;
+};
+template <const ModelDims& M>
+using Variants = std::tuple<Bench<M, schemes::kQ4_0>, Bench<M, schemes::kQ8_0>, Bench<M, schemes::kQ4_0_QAT>,
+                            Bench<M, schemes::kQ4_0_QAT.with_lm_head(Format::Q8_0)>,
+                            Bench<M, schemes::kQ4_0_QAT.with_lm_head(Format::Q4_0)>,
+                            Bench<M, schemes::kQ4_0, BenchPlacement::Gtt>,
+                            Bench<M, schemes::kQ8_0, BenchPlacement::Gtt>,
+                            Bench<M, schemes::kQ4_0_QAT, BenchPlacement::Gtt>,
+                            Bench<M, schemes::kQ4_0, BenchPlacement::GttFfn>,
+                            Bench<M, schemes::kQ4_0, BenchPlacement::Vram, kBatchStreams>,
+                            Bench<M, schemes::kQ8_0, BenchPlacement::Vram, kBatchStreams>>;
+
+// The catalog as run-time values: the bench code is compiled once, not once
+// per deployment.
+struct Entry {
+  CompiledDeployment deployment;
+  BenchPlacement placement;
+};
+template <class... D>
+std::vector<Entry> entries(std::tuple<D...>*) {
+  return {Entry{compiled_deployment<D>(), D::kPlacement}...};
+}
+template <const ModelDims& M>
+std::vector<Entry> entries_of() {
+  return entries(static_cast<Variants<M>*>(nullptr));
+}
+
+// One model's entries each (catalog_<model>.cpp), and all of them.
+std::vector<Entry> catalog_270m();
+std::vector<Entry> catalog_1b();
+std::vector<Entry> catalog_4b();
+std::vector<Entry> catalog_12b();
+std::vector<Entry> catalog_27b();
+std::vector<Entry> catalog_tiny();
+inline std::vector<Entry> catalog() {
+  std::vector<Entry> all;
+  for (auto* part : {catalog_270m, catalog_1b, catalog_4b, catalog_12b, catalog_27b, catalog_tiny})
+    for (const Entry& e : part()) all.push_back(e);
+  return all;
+}
+
+}  // namespace unicorn::examples::bench

@@ -1,0 +1,6 @@
+// unicorn-bench's entries for kGemma3_1B (catalog.hpp says why a file of their own).
+#include "catalog.hpp"
+
+std::vector<unicorn::examples::bench::Entry> unicorn::examples::bench::catalog_1b() {
+  return entries_of<kGemma3_1B>();
+}

@@ -1,0 +1,41 @@
+// unicorn/compiled_deployment.hpp — a deployment type as a run-time value,
+// after its compile-time checks; the one thing a binary's own translation unit
+// needs from the engine.
+//
+// A generator's or server's main.cpp names its deployment and hands
+// compiled_deployment<D>() to program code compiled once for every deployment
+// of a build (examples/*/program.cpp, which include engine.hpp). This header
+// has the deployment's constexpr layout, budget and checks (diag.hpp) and none
+// of the run-time engine (Vulkan, the recorded passes, the loaders), so such a
+// translation unit compiles in about a second instead of parsing the whole
+// engine (notes/build_time.md).
+#pragma once
+
+#include "unicorn/deployment.hpp"
+#include "unicorn/diag.hpp"
+#include "unicorn/layout/layout.hpp"
+#include "unicorn/placement/budget.hpp"
+
+namespace unicorn {
+
+// A compiled deployment as a run-time value: what Engine<D> fixes and checks
+// at compile time (config, static layout, bytes per pool), for code compiled
+// once for every deployment of a build instead of once per deployment (the
+// generator, chat and server programs: examples/*/program.cpp), and for a
+// binary that holds several and picks one at run time. The layout and budget
+// are D's constexpr tables, alive for the whole program.
+struct CompiledDeployment {
+  const DeploymentConfig& config;
+  LayoutView layout;
+  const Budget& budget;
+};
+
+// D as a run-time value, after the compile-time checks Engine<D> makes
+// (diag::check_deployment: each failure is a static_assert that says what to change).
+template <Deployment D>
+CompiledDeployment compiled_deployment() {
+  static_assert(diag::check_deployment<D>());
+  return {D::kConfig, kLayoutOf<D>.view(), kBudgetOf<D>};
+}
+
+}  // namespace unicorn
