@@ -61,26 +61,31 @@ class AnyEngine {
 
   // Loads a GGUF file or a Hugging Face directory: the weights, and the
   // vocabulary it carries (or options.tokenizer's). Throws unicorn::Error
-  // naming the first mismatch with this engine.
+  // naming the first mismatch with this engine. The model's own vocabulary is
+  // built on the first call of tokenizer() (about 0.4 s for Gemma 3's 262,144
+  // tokens), so a program that never needs text (unicorn-bench) does not wait.
   LoadReport load(const std::filesystem::path& model, const LoadOptions& options = {}) {
     tokenizer_.reset();
-    std::optional<text::Tokenizer> chosen;
-    if (!options.tokenizer.empty()) chosen = text::load_tokenizer(options.tokenizer);  // a bad path fails first
+    vocabulary_.clear();
+    model_.clear();
+    if (!options.tokenizer.empty()) tokenizer_ = text::load_tokenizer(options.tokenizer);  // a bad path fails first
     LoadReport report = load_model(core_, model, options.progress);
-    tokenizer_ = chosen ? std::move(chosen) : text::model_tokenizer(model);
+    if (!tokenizer_ && text::carries_vocabulary(model)) vocabulary_ = model;
     model_ = model;
     return report;
   }
   // The tokenizer loaded with the model; an error naming the model if it had
-  // none and LoadOptions::tokenizer gave none.
+  // none and LoadOptions::tokenizer gave none. Not to be called from two
+  // threads at once before its first use.
   const text::Tokenizer& tokenizer() const {
+    if (!tokenizer_ && !vocabulary_.empty()) tokenizer_ = text::model_tokenizer(vocabulary_);
     if (!tokenizer_)
       throw Error(model_.empty() ? std::string("tokenizer: no model is loaded")
                                  : model_.string() + " carries no vocabulary: load it with LoadOptions::tokenizer "
                                                      "(a tokenizer.json, or a GGUF that has one)");
     return *tokenizer_;
   }
-  bool has_tokenizer() const { return tokenizer_.has_value(); }
+  bool has_tokenizer() const { return tokenizer_.has_value() || !vocabulary_.empty(); }
 
   // Text in, text out, on stream 0: starts a new sequence (<bos> + prompt),
   // streams the continuation to `on_text` and returns it with its timings.
@@ -164,7 +169,8 @@ class AnyEngine {
   std::unique_ptr<gpu::Context> owned_ctx_;
   detail::EngineCore core_;
   CompiledDeployment deployment_;
-  std::optional<text::Tokenizer> tokenizer_;
+  mutable std::optional<text::Tokenizer> tokenizer_;  // built by tokenizer() from vocabulary_
+  std::filesystem::path vocabulary_;                  // the model, when it carries a vocabulary
   std::filesystem::path model_;
 };
 
