@@ -12,6 +12,8 @@
 //   UNICORN_MATVEC_ROWS, _LANES, _UNROLL     UNICORN_BATCH_TILE, UNICORN_BATCH_ROWS
 //   UNICORN_COOP_TILE, _WAVE, _SPLIT_STEPS    UNICORN_SPLITK_TILE
 //   UNICORN_ATTENTION_ROWS, UNICORN_ATTENTION_COOP_ROWS, _KEYS
+// Beside it, tools/ollama_env.hpp reads OLLAMA_MODELS (else HOME): where
+// --model ollama:NAME is looked up.
 #pragma once
 
 #include <cstdint>

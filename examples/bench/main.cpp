@@ -36,8 +36,8 @@
 #include "catalog.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/file_output.hpp"
-#include "unicorn/io/ollama.hpp"
 #include "unicorn/gpu/timing.hpp"
+#include "ollama_env.hpp"
 #include "tuning_env.hpp"
 
 namespace {
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
       throw Error("-p, -n and -r must be at least 1");
-    o.model = io::resolve_model_path(o.model);  // ollama:NAME -> the blob in Ollama's store
+    o.model = unicorn::tools::resolve_model_path(o.model);  // ollama:NAME -> the blob in Ollama's store
     const int status = dispatch(io::GgufFile::open(o.model), o);
     io::check_stdout();  // a table or JSON that could not be written is a failure
     return status;

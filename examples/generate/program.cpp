@@ -28,11 +28,11 @@
 
 #include "options.hpp"
 #include "program.hpp"
+#include "ollama_env.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/io/file_output.hpp"
-#include "unicorn/io/ollama.hpp"
 #include "unicorn/layout/print.hpp"
 #include "unicorn/placement/print.hpp"
 #include "unicorn/text/chat_session.hpp"
@@ -262,7 +262,7 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
       std::fprintf(stderr, "%s: no --model given: running the built-in demo model, %s; give --model for a "
                            "real Gemma 3 file.\n", name, program.default_model_about);
     }
-    model = unicorn::io::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
+    model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
     if (!prompt_file.empty()) {
       if (!prompt.empty()) throw unicorn::Error("give --prompt or --file, not both");
       if (prompt_file == "-") {

@@ -17,8 +17,8 @@
 #include <optional>
 
 #include "program.hpp"
+#include "ollama_env.hpp"
 #include "tuning_env.hpp"
-#include "unicorn/io/ollama.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/server/serve.hpp"
 
@@ -92,7 +92,7 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
                    program.default_model_about);
     }
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
-    model = unicorn::io::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
+    model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
 
     std::optional<unicorn::gpu::Context> device;
     std::optional<AnyEngine> engine;

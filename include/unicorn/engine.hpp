@@ -38,7 +38,7 @@ namespace unicorn {
 // How a model is loaded.
 struct LoadOptions {
   // A tokenizer.json or a GGUF whose vocabulary replaces the model's own (or
-  // supplies one: unicorn-convert's files and the demo model carry none).
+  // supplies one: the demo model and files of older converters carry none).
   std::filesystem::path tokenizer;
   LoadProgress progress;  // (bytes placed, bytes in all), as weights reach the device
 };

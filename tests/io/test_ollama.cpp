@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io_test_util.hpp"
+#include "ollama_env.hpp"
 #include "unicorn/io/ollama.hpp"
 
 namespace {
@@ -148,16 +149,16 @@ TEST(OllamaStoreRoot, FromOllamaModelsElseHome) {
   const auto saved_models = std::getenv("OLLAMA_MODELS") ? std::string(std::getenv("OLLAMA_MODELS")) : std::string();
   const auto saved_home = std::getenv("HOME") ? std::string(std::getenv("HOME")) : std::string();
   ::setenv("OLLAMA_MODELS", " '/srv/ollama' ", 1);
-  EXPECT_EQ(unicorn::io::ollama_store_root(), fs::path("/srv/ollama"));
+  EXPECT_EQ(unicorn::tools::ollama_store_root(), fs::path("/srv/ollama"));
   ::unsetenv("OLLAMA_MODELS");
   ::setenv("HOME", "/home/someone", 1);
-  EXPECT_EQ(unicorn::io::ollama_store_root(), fs::path("/home/someone/.ollama/models"));
+  EXPECT_EQ(unicorn::tools::ollama_store_root(), fs::path("/home/someone/.ollama/models"));
   ::unsetenv("HOME");
-  EXPECT_THROW((void)unicorn::io::ollama_store_root(), unicorn::Error);
+  EXPECT_THROW((void)unicorn::tools::ollama_store_root(), unicorn::Error);
   if (!saved_home.empty()) ::setenv("HOME", saved_home.c_str(), 1);
   if (!saved_models.empty()) ::setenv("OLLAMA_MODELS", saved_models.c_str(), 1);
   // Other --model values pass through untouched.
-  EXPECT_EQ(unicorn::io::resolve_model_path("models/gemma3-demo.gguf"), "models/gemma3-demo.gguf");
+  EXPECT_EQ(unicorn::tools::resolve_model_path("models/gemma3-demo.gguf"), "models/gemma3-demo.gguf");
 }
 
 }  // namespace

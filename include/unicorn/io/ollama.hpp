@@ -13,9 +13,9 @@
 // manifests/registry.ollama.ai/library/gemma3/27b. The layer of media type
 // application/vnd.ollama.image.model is the GGUF file.
 //
-// The store root is a parameter (tests lay out a store of their own);
-// ollama_store_root() is the default Ollama itself uses. Reading
-// OLLAMA_MODELS and HOME is a path lookup, like Ollama's, not a knob.
+// The store root is a parameter (tests lay out a store of their own); the
+// tools find Ollama's own default, $OLLAMA_MODELS else ~/.ollama/models
+// (tools/tuning_env.hpp: the library reads no environment).
 // Manifests are outside bytes: any content ends in a path or a unicorn::Error
 // that names the manifest (tests/fuzz/fuzz_ollama_manifest.cpp).
 #pragma once
@@ -208,31 +208,6 @@ inline std::filesystem::path ollama_model_blob(const std::filesystem::path& root
     throw Error(ref + ": the manifest names blob " + digest + " but " + blob.string() +
                 " is missing; `ollama pull " + n.text() + "` fetches it again");
   return blob;
-}
-
-// Ollama's store root as Ollama finds it: $OLLAMA_MODELS (trimmed of spaces
-// and quotes, as envconfig.Var does), else $HOME/.ollama/models.
-inline std::filesystem::path ollama_store_root() {
-  std::string models;
-  if (const char* v = std::getenv("OLLAMA_MODELS")) models = v;
-  const auto trim = [&](std::string_view chars) {
-    const size_t b = models.find_first_not_of(chars);
-    if (b == std::string::npos) return models.clear();
-    models = models.substr(b, models.find_last_not_of(chars) - b + 1);
-  };
-  trim(" \t\r\n");
-  trim("\"'");
-  if (!models.empty()) return models;
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) throw Error("ollama: neither OLLAMA_MODELS nor HOME is set, so Ollama's store cannot be found");
-  return std::filesystem::path(home) / ".ollama" / "models";
-}
-
-// What a --model argument names on disk: the blob for "ollama:NAME", else the
-// argument itself. The programs call this on --model.
-inline std::string resolve_model_path(const std::string& model) {
-  if (!std::string_view(model).starts_with(kOllamaPrefix)) return model;
-  return ollama_model_blob(ollama_store_root(), model).string();
 }
 
 }  // namespace unicorn::io
