@@ -41,6 +41,10 @@ for spec in "$@"; do
     --prompt 128 --tokens 128 --json "$out/$model-serve.json"
   [ -n "${CHAT_CACHE:-}" ] && "$bin/unicorn-serve-bench" --port "$port" --chat-cache "$CHAT_CACHE" \
     --json "$out/$model-chat-cache.json"
+  # The server's own counts: decode steps, how many ran beside a prefill pass, prefill passes.
+  python3 -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())" \
+    "http://127.0.0.1:$port/metrics" > "$out/$model-metrics.txt" 2>&1
+  grep -E '^unicorn_(decode_steps|decode_steps_beside_prefill|prefill_passes)_total' "$out/$model-metrics.txt"
   kill -TERM $pid
   wait $pid
   echo "$model server exit status $?"

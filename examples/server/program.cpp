@@ -60,6 +60,11 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
           {"always", Invariance::Always},
           {"off", Invariance::Off}}))
       ->default_str("deterministic");
+  app.add_option("--prefill-overlap", opt.prefill_beside_decode,
+                 "'on': decode steps go on while a prefill pass runs, on the GPU's second queue where it has one; "
+                 "'off': every step waits for the pass before it")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->default_str("on");
   auto args = unicorn::examples::llama_cpp_args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   try {
     app.parse(args);

@@ -451,6 +451,70 @@ TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
   EXPECT_EQ(core.position(5), 0u) << "a refused pass moved a stream";
 }
 
+// A server starts a prefill pass and keeps decoding other streams while it
+// runs (EngineCore::begin_prefill; on the second queue where the device has
+// one). Both streams must get the bits they get when nothing overlaps, and
+// while the pass is in flight its stream takes no other work.
+TEST_F(Model, PrefillBesideDecodeStepsIsBitExact) {
+  Engine<TinyWide<Format::Q8_0>> engine(context(), options());
+  engine.load(tiny_gguf("Q8_0"));
+  auto& core = engine.core();
+  const auto& p = golden().prompt;
+  const auto a = std::span(p).subspan(0, 12), b = std::span(p).subspan(20, 9);
+  struct Run {
+    std::vector<int32_t> tokens0, tokens1;
+    std::vector<float> logits;  // one more step of both streams
+  };
+  const auto finish = [&](Run& r) {
+    for (int i = 0; i < 3; ++i) {
+      const StreamToken step[] = {{0, r.tokens0.back()}, {1, r.tokens1.back()}};
+      const auto next = core.decode(step);
+      r.tokens0.push_back(next[0]);
+      r.tokens1.push_back(next[1]);
+    }
+    const StreamToken last[] = {{0, r.tokens0.back()}, {1, r.tokens1.back()}};
+    r.logits = core.forward_logits(last);
+  };
+  const auto decode0 = [&](Run& r, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      const StreamToken step[] = {{0, r.tokens0.back()}};
+      r.tokens0.push_back(core.decode(step)[0]);
+    }
+  };
+  Run alone;
+  alone.tokens0.push_back(core.prefill(0, a));
+  decode0(alone, 6);
+  alone.tokens1.push_back(core.prefill(1, b));
+  finish(alone);
+
+  core.reset();
+  Run beside;
+  beside.tokens0.push_back(core.prefill(0, a));
+  const PromptChunk chunk{1, b, true};
+  core.begin_prefill(std::span(&chunk, 1));
+  EXPECT_TRUE(core.prefill_in_flight());
+  decode0(beside, 6);  // while stream 1's prompt is in flight
+  const StreamToken with_one[] = {{0, beside.tokens0.back()}, {1, 7}};
+  EXPECT_THROW(core.decode(with_one), Error) << "decoded a stream whose prompt is in flight";
+  EXPECT_THROW(core.begin_prefill(std::span(&chunk, 1)), Error) << "a second pass started";
+  EXPECT_THROW(core.rewind(1, 0), Error);
+  EXPECT_THROW(core.reset(1), Error);
+  EXPECT_THROW(core.set_sampling(1, SamplingParams{}), Error);
+  beside.tokens1.push_back(core.finish_prefill()[0]);
+  EXPECT_FALSE(core.prefill_in_flight());
+  EXPECT_THROW(core.finish_prefill(), Error) << "finished a pass never started";
+  finish(beside);
+
+  EXPECT_EQ(beside.tokens0, alone.tokens0) << "stream 0 decoded other tokens beside the prefill pass";
+  EXPECT_EQ(beside.tokens1, alone.tokens1) << "stream 1's prompt, prefilled beside decode steps, differs";
+  EXPECT_EQ(core.position(1), alone.tokens1.size() + b.size());
+  ASSERT_EQ(beside.logits.size(), alone.logits.size());
+  EXPECT_EQ(std::memcmp(beside.logits.data(), alone.logits.data(), alone.logits.size() * 4), 0)
+      << "the next step's logits differ after a prefill beside decode steps";
+  std::printf("[ lanes  ] prefill passes %s decode steps on this device\n",
+              core.prefill_overlaps_decode() ? "overlap" : "queue behind");
+}
+
 // --- several streams: batched decode against one stream alone ---
 TEST_F(Model, BatchedDecodeQ4_0) { expect_batched_decode_matches_single_stream<Format::Q4_0>(tiny_gguf("Q4_0")); }
 TEST_F(Model, BatchedDecodeQ8_0) { expect_batched_decode_matches_single_stream<Format::Q8_0>(tiny_gguf("Q8_0")); }

@@ -212,6 +212,43 @@ TEST(Scheduler, WaitingPromptsSharePrefillPasses) {
                                                            << " tokens took more passes than 32-row chunks need";
 }
 
+// A long prompt arriving while another request decodes: its prefill passes
+// run while the decode steps go on (EngineCore::begin_prefill), and both give
+// the text they give alone; with the overlap off, no step runs beside a pass.
+TEST(Scheduler, DecodeStepsGoOnBesidePrefillPasses) {
+  const auto jobs = mixed_jobs();
+  const auto& decoder = jobs[1];  // a short prompt, 17 tokens
+  const auto& long_prompt = jobs[4];  // two 32-token chunks
+  ASSERT_GT(long_prompt->prompt.size(), 32u);
+  std::vector<Outcome> alone;
+  {
+    Running r({.slots = 1});
+    for (const auto& j : copies({decoder, long_prompt})) alone.push_back(r.run_alone(j));
+  }
+  for (bool overlap : {true, false}) {
+    Running r({.slots = 2, .prefill_beside_decode = overlap});
+    const auto both = copies({decoder, long_prompt});
+    both[0]->max_tokens = 60;  // decoding through the other's passes
+    ASSERT_TRUE(r.scheduler.submit(both[0]));
+    while (r.metrics.text().find("\nunicorn_decode_steps_total 0\n") != std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the first is decoding
+    ASSERT_TRUE(r.scheduler.submit(both[1]));
+    const Outcome first = collect(*both[0]), second = collect(*both[1]);
+    ASSERT_FALSE(first.error) << first.error->message;
+    ASSERT_FALSE(second.error) << second.error->message;
+    EXPECT_EQ(first.text.substr(0, alone[0].text.size()), alone[0].text) << "overlap " << overlap;
+    EXPECT_EQ(second.text, alone[1].text) << "overlap " << overlap;
+    EXPECT_EQ(second.usage.completion_tokens, alone[1].usage.completion_tokens);
+    const std::string m = r.metrics.text();
+    const std::string key = "\nunicorn_decode_steps_beside_prefill_total ";
+    const size_t at = m.find(key);
+    ASSERT_NE(at, std::string::npos);
+    const double beside = std::stod(m.substr(at + key.size()));
+    if (overlap) EXPECT_GE(beside, 1.0) << "no decode step ran while a prefill pass was in flight";
+    else EXPECT_EQ(beside, 0.0);
+  }
+}
+
 // Under the default BatchInvariance::Deterministic a seeded request reuses
 // only cache that prefill or batch-invariant decode steps wrote: the answer
 // of an unseeded request was decoded on the fastest kernels for its steps

@@ -20,6 +20,13 @@
 //   batch:   with DeploymentConfig::streams > 1, one token of each of up to
 //            `streams` streams: the same matrix-vector kernels, each weight block
 //            read once for all the step's tokens, and one logit row per stream.
+// Prefill passes and decode steps each have a lane: the activations they
+// compute in, the host-visible buffers of their submissions, and the queue
+// they run on. With one stream there is one lane; with several, the decode
+// steps have a lane of their own (activations for a step's rows) on the
+// device's first queue and prefill passes run on the second, so a server
+// starts a prefill pass (begin_prefill) and keeps decoding the other streams
+// while it runs.
 // Every stream has its own KV cache rows (layout.hpp), as many positions as the
 // context chosen at creation (EngineOptions::context, at most the compiled
 // max_context: the run-time layout is the compiled one with that context), the tokens they hold
@@ -101,7 +108,6 @@ class EngineCore {
         layout_(run_layout_.view()),
         kernels_(ctx, options.pipeline_cache),
         sets_(ctx),
-        stream_(ctx),
         tuning_(options.tuning) {
     check_against_compiled(compiled);
     check_device_limits();
@@ -109,20 +115,19 @@ class EngineCore {
     const LayoutView& layout = layout_;
     allocate_by_pool(layout.weight_slab_bytes, layout.weight_slab_pools, weight_sets_, weight_slabs_, "weights");
     allocate_by_pool(layout.kv_slab_bytes, layout.kv_slab_pools, kv_sets_, kv_slabs_, "the KV cache");
-    std::vector<uint64_t> act_bytes;
-    for (const auto& a : layout.activations) act_bytes.push_back(a.bytes);
-    acts_ = gpu::BufferSet(ctx, act_bytes, gpu::memory_kind_of(layout.activation_pool), "activations");
     if (cfg_.streams == 0 || cfg_.streams > std::min(cfg_.prefill_chunk, layout.logit_rows))
       throw Error("engine: " + std::to_string(cfg_.streams) + " streams; a step has rows for 1 to " +
                   std::to_string(std::min(cfg_.prefill_chunk, layout.logit_rows)));
-    const uint64_t step_bytes =
-        sizeof(StepHeader) + sizeof(StepRow) * std::max(cfg_.prefill_chunk, cfg_.streams);
-    const uint64_t sampler_bytes = kSamplerRowBytes * layout.logit_rows;
-    const uint64_t host_sizes[] = {step_bytes, 4ull * layout.logit_rows, sampler_bytes};
-    host_ = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers");
-    const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * layout.logit_rows};
-    partial_set_ = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials");
-    partials_ = partial_set_[0];
+    std::vector<ActivationSlot> chunk_acts(layout.activations.begin(), layout.activations.end());
+    if (cfg_.streams == 1) {
+      prefill_lane_.emplace(ctx, cfg_, chunk_acts, layout.activation_pool, cfg_.prefill_chunk, 0, "");
+    } else {
+      std::vector<ActivationSlot> step_acts;
+      for (size_t a = 0; a < chunk_acts.size(); ++a)
+        step_acts.push_back(detail::decode_lane_slot(cfg_, Act(a), chunk_acts[a]));
+      prefill_lane_.emplace(ctx, cfg_, chunk_acts, layout.activation_pool, cfg_.prefill_chunk, 1, " of prefill");
+      decode_lane_.emplace(ctx, cfg_, step_acts, layout.activation_pool, cfg_.streams, 0, " of decode steps");
+    }
     prefill_ = record_forward(cfg_.prefill_chunk, 1, PassKind::Prefill);
     decode_ = record_forward(1, 1, PassKind::Decode);
     if (cfg_.streams > 1) {
@@ -166,9 +171,12 @@ class EngineCore {
       m.pools[size_t(p)].weights = weight_sets_[size_t(p)].bytes();
       m.pools[size_t(p)].kv_cache = kv_sets_[size_t(p)].bytes();
     }
-    m.pools[size_t(layout_.activation_pool)].activations += acts_.bytes();
-    m.pools[size_t(Pool::Vram)].activations += partial_set_.bytes();  // DeviceLocal
-    m.host_visible = host_.bytes() + (logits_readback_ ? logits_readback_->bytes() : 0);
+    for (const Lane* lane : {&*prefill_lane_, decode_lane_ ? &*decode_lane_ : nullptr}) {
+      if (!lane) continue;
+      m.pools[size_t(layout_.activation_pool)].activations += lane->acts.bytes();
+      m.pools[size_t(Pool::Vram)].activations += lane->partials.bytes();  // DeviceLocal
+      m.host_visible += lane->host.bytes() + (lane->logits_readback ? lane->logits_readback->bytes() : 0);
+    }
     return m;
   }
   gpu::Context& context() const { return ctx_; }
@@ -262,6 +270,21 @@ class EngineCore {
   // -1. Every row's products, norms and attention are its own, so a chunk's
   // results are bit for bit those of the same chunk prefilled alone.
   std::vector<int32_t> prefill(std::span<const PromptChunk> chunks);
+  // The same pass, started without waiting for it: decode steps of other
+  // streams may run while it is in flight (on a second queue where the device
+  // has one; with one stream, or one queue, they wait for it). Until
+  // finish_prefill(), its streams take no other work (decode, rewind, reset,
+  // sampling), and no other prefill starts.
+  void begin_prefill(std::span<const PromptChunk> chunks);
+  bool prefill_in_flight() const { return !in_flight_.empty(); }
+  // Whether the pass in flight has finished (finish_prefill() then returns at once).
+  bool prefill_ready() const { return prefill_lane_->stream.ready(); }
+  // Waits for the pass in flight; returns what prefill(chunks) returns. A
+  // failure leaves its streams where they were before it.
+  std::vector<int32_t> finish_prefill();
+  // Whether this engine's prefill passes can overlap its decode steps: a
+  // decode lane of its own and a second queue.
+  bool prefill_overlaps_decode() const { return decode_lane_ && ctx_.has_second_queue(); }
   // Tokens at whose multiples each chunk of a several-stream prefill pass
   // starts: the prefill attention tile's tokens, so that a tile holds one
   // stream's rows.
@@ -337,8 +360,41 @@ class EngineCore {
   void convert_part(const TensorSlot& t, const TensorPart& p, std::span<const std::byte> source,
                     SourceType type, float add);
 
+  // What a recorded pass computes in besides the weights and the KV cache,
+  // and the queue it runs on (see the first comment).
+  struct Lane {
+    Lane(gpu::Context& ctx, const DeploymentConfig& cfg, std::span<const ActivationSlot> acts, Pool pool,
+         uint32_t step_rows, uint32_t queue, const std::string& what)
+        : stream(ctx, queue) {
+      std::vector<uint64_t> act_bytes;
+      for (const auto& a : acts) act_bytes.push_back(a.bytes);
+      this->acts = gpu::BufferSet(ctx, act_bytes, gpu::memory_kind_of(pool), "activations" + what);
+      const uint64_t logit_rows = acts[size_t(Act::Logits)].rows;
+      const uint64_t host_sizes[] = {sizeof(StepHeader) + sizeof(StepRow) * uint64_t(std::max(step_rows, cfg.streams)),
+                                     4 * logit_rows, kSamplerRowBytes * logit_rows};
+      host = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers" + what);
+      const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * logit_rows};
+      partials = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials" + what);
+    }
+    gpu::BufferSet acts;
+    gpu::BufferSet host;      // the step's rows, the chosen tokens, the sampler rows
+    gpu::BufferSet partials;  // per-slice logit maxima, [logit rows, kLogitParts]
+    gpu::Stream stream;
+    std::optional<gpu::BufferSet> logits_readback;  // teacher forcing
+    vk::DescriptorBufferInfo act(Act a) const { return acts[size_t(a)].whole(); }
+    vk::DescriptorBufferInfo step() const { return host[0].whole(); }
+  };
+  // The decode steps' lane: their own with several streams, else the only one.
+  Lane& decode_lane() { return decode_lane_ ? *decode_lane_ : *prefill_lane_; }
+  // What a lane's submission waits for first: the other lane's finished work.
+  const gpu::Stream* other_lane(const Lane& lane) const {
+    if (!decode_lane_) return nullptr;
+    return &lane == &*decode_lane_ ? &prefill_lane_->stream : &decode_lane_->stream;
+  }
+
   struct Graph {
     vk::raii::CommandBuffer commands{nullptr};
+    Lane* lane = nullptr;  // whose activations and host buffers it binds, and whose queue runs it
     std::vector<gpu::Dispatch> dispatches;
     bool splitk = false;  // a batched pass whose products run on matmul_coop_splitk
     // A chunk pass: its attention tiles' tokens, at whose multiples each
@@ -468,8 +524,8 @@ class EngineCore {
                                   uint32_t logit_count) const;
   // A decode step: one token per stream, each at its stream's position; every
   // row gets logits.
-  void write_step(std::span<const StreamToken> batch);
-  void write_step(std::span<const StepRow> rows, uint32_t logit_count);
+  void write_step(Lane& lane, std::span<const StreamToken> batch);
+  void write_step(Lane& lane, std::span<const StepRow> rows, uint32_t logit_count);
 
   // Teacher forcing: a chunk of one stream's tokens, every row's logits.
   void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens);
@@ -483,12 +539,15 @@ class EngineCore {
   // penalty history (the distinct ids among its last repeat_last_n tokens,
   // each with its count). Every stream draws with key 0, so a seed gives the
   // same tokens whichever stream, and whichever row of a step, runs it.
-  void write_sampler(uint32_t row, uint32_t stream);
+  void write_sampler(Lane& lane, uint32_t row, uint32_t stream);
 
-  // The first n rows of logits of the last pass, into out [n, vocab].
-  void read_logits(uint32_t n, float* out);
+  // The first n rows of logits of the lane's last pass, into out [n, vocab].
+  void read_logits(Lane& lane, uint32_t n, float* out);
 
-  int32_t chosen_token(uint32_t row) const;
+  int32_t chosen_token(const Lane& lane, uint32_t row) const;
+
+  // Refuses work on a stream of the prefill pass in flight.
+  void check_not_in_flight(uint32_t stream, const char* what) const;
 
   template <class Spec>
   const gpu::Kernel& kernel(const std::string& name, uint32_t bindings, const Spec& spec) {
@@ -497,8 +556,6 @@ class EngineCore {
     return kernels_.get(name, words, bindings, spec);
   }
 
-  vk::DescriptorBufferInfo act(Act a) const { return acts_[size_t(a)].whole(); }
-  vk::DescriptorBufferInfo step() const { return host_[0].whole(); }
   vk::DescriptorBufferInfo part(const TensorSlot& t, const TensorPart& p) const {
     return slab_of(t, p).range(p.offset, p.bytes);
   }
@@ -526,13 +583,10 @@ class EngineCore {
   LayoutView layout_;        // of run_layout_
   gpu::KernelCache kernels_;
   gpu::DescriptorArena sets_;
-  gpu::Stream stream_;
   std::array<gpu::BufferSet, kPoolCount> weight_sets_, kv_sets_;  // per pool
   std::vector<gpu::Buffer> weight_slabs_, kv_slabs_;               // by layout slab index
-  gpu::BufferSet acts_, host_, partial_set_;  // host_: step, chosen tokens, sampler state
-  std::optional<gpu::StagingRing> uploads_;      // while loading
-  gpu::Buffer partials_;  // per-slice logit maxima, [logit rows, kLogitParts]
-  std::optional<gpu::BufferSet> logits_readback_;
+  std::optional<Lane> prefill_lane_, decode_lane_;  // decode_lane_: with several streams
+  std::optional<gpu::StagingRing> uploads_;         // while loading
   // Prompt chunks (logits of one row), single tokens, one token of each of
   // several streams (streams > 1), and, recorded on first use, prompt chunks
   // with a row of logits for each of several streams' prompts, and with every
@@ -544,6 +598,14 @@ class EngineCore {
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   BatchPasses batch_passes_ = BatchPasses::BySize;
   std::vector<StreamState> streams_ = std::vector<StreamState>(cfg_.streams);
+  // The prefill pass in flight (begin_prefill): its chunks' streams, their
+  // token counts before it, and which chunks end a prompt.
+  struct InFlight {
+    uint32_t stream;
+    size_t tokens_before;
+    bool ends_prompt;
+  };
+  std::vector<InFlight> in_flight_;
 };
 
 }  // namespace unicorn::detail

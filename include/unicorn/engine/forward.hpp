@@ -15,6 +15,10 @@ static_assert(coop_tiles_fit(kernels::kCoopTiles),
               "unicorn: a kernels::kCoopTiles tile needs more shared memory than gpu::kCoopSharedBytes, "
               "which gpu::Context requires of a device before it runs matmul_coop");
 static_assert(std::ranges::all_of(kernels::kSplitKTiles,
+                                  [](const kernels::SplitKTile& t) { return t.tokens <= detail::kDecodeLaneMinRows; }),
+              "unicorn: a kernels::kSplitKTiles tile has more tokens than a decode lane's activations have "
+              "rows at least (kDecodeLaneMinRows, layout.hpp)");
+static_assert(std::ranges::all_of(kernels::kSplitKTiles,
                                   [](const kernels::SplitKTile& t) {
                                     return t.shared_bytes() <= gpu::kCoopSharedBytes && t.partials_fit();
                                   }),
@@ -26,8 +30,9 @@ static_assert(std::ranges::all_of(kernels::kSplitKTiles,
 // Gemma 3 layer and says the shape of what it writes.
 class EngineCore::Recorder {
  public:
-  Recorder(EngineCore& core, uint32_t n, uint32_t logit_rows, PassKind kind, uint32_t splitk_tokens)
-      : c_(core), n_(n), logit_rows_(logit_rows), decode_(kind != PassKind::Prefill),
+  Recorder(EngineCore& core, const Lane& lane, uint32_t n, uint32_t logit_rows, PassKind kind,
+           uint32_t splitk_tokens)
+      : c_(core), lane_(lane), n_(n), logit_rows_(logit_rows), decode_(kind != PassKind::Prefill),
         splitk_(kind == PassKind::DecodeSplitK), splitk_tokens_(splitk_tokens), m_(core.cfg_.model),
         half_(half_operands()) {}
 
@@ -144,6 +149,7 @@ class EngineCore::Recorder {
   uint32_t slice_elems(Act a) const { return n_ * uint32_t(c_.layout_.activations[size_t(a)].row_elems); }
 
   EngineCore& c_;
+  const Lane& lane_;  // the activations and host buffers the pass binds
   uint32_t n_, logit_rows_;
   bool decode_;  // one token per stream: per-row positions and streams
   bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
@@ -166,12 +172,14 @@ class EngineCore::Recorder {
 
 inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows,
                                                                    PassKind kind, uint32_t splitk_tokens) {
-  Recorder recorder(*this, n, logit_rows, kind, splitk_tokens);
+  Lane& lane = kind == PassKind::Prefill ? *prefill_lane_ : decode_lane();
+  Recorder recorder(*this, lane, n, logit_rows, kind, splitk_tokens);
   const auto dispatches = recorder.forward();
   Graph g;
+  g.lane = &lane;
   g.splitk = kind == PassKind::DecodeSplitK;
   g.segment_tokens = recorder.segment_tokens();
-  g.commands = stream_.allocate();
+  g.commands = lane.stream.allocate();
   g.commands.begin(vk::CommandBufferBeginInfo{});
   // The previous submission's writes (KV cache, uploads) come before this pass.
   gpu::Stream::full_barrier(*g.commands);

@@ -15,7 +15,7 @@ inline void EngineCore::Recorder::embed() {
   const auto parts = c_.layout_.parts_of(t);
   for (size_t i = 0; i < parts.size(); ++i) {  // parts write their own rows: one barrier after the last
     const TensorPart& p = parts[i];
-    const vk::DescriptorBufferInfo b[] = {c_.part(t, p), c_.step(), c_.act(Act::X)};
+    const vk::DescriptorBufferInfo b[] = {c_.part(t, p), lane_.step(), lane_.act(Act::X)};
     add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)}, {groups(m_.hidden, 64), n_, 1}, i + 1 == parts.size());
   }
 }
@@ -24,7 +24,7 @@ inline void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uin
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
-  const vk::DescriptorBufferInfo b[] = {c_.act(in), wb, c_.act(out), c_.step(), wb, c_.act(out)};
+  const vk::DescriptorBufferInfo b[] = {lane_.act(in), wb, lane_.act(out), lane_.step(), wb, lane_.act(out)};
   add(k, b, {1}, {row_set ? logit_rows_ : n_, 1, 1});
 }
 
@@ -34,8 +34,8 @@ inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
   const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
-  const vk::DescriptorBufferInfo b[] = {c_.act(Act::Proj), wb, c_.act(Act::X), c_.step(), nb,
-                                        c_.act(operand(Act::Xn))};
+  const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Proj), wb, lane_.act(Act::X), lane_.step(), nb,
+                                        lane_.act(operand(Act::Xn))};
   add(k, b, {1}, {n_, 1, 1});
 }
 
@@ -91,12 +91,12 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
     const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows)};
     if (vec) {
       const auto second = pair ? c_.part(*pair, c_.layout_.parts_of(*pair)[i]) : wp;
-      const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), second};
+      const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step(), second};
       const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
       const uint32_t gx = std::min<uint32_t>(g, 65535);
       add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier && i + 1 == parts.size());
     } else {
-      const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step()};
+      const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step()};
       add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits},
           barrier && i + 1 == parts.size());
     }
@@ -120,7 +120,7 @@ inline void EngineCore::Recorder::linear_splitk(Act in, Act out, const TensorSlo
   for (size_t i = 0; i < parts.size(); ++i) {
     const TensorPart& p = parts[i];
     const auto wp = c_.part(w, p);
-    const vk::DescriptorBufferInfo b[] = {wp, c_.act(in), c_.act(out), c_.step(), wp};
+    const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step(), wp};
     add(k, b, {uint32_t(p.row_begin), uint32_t(p.rows)},
         {groups(uint32_t(p.rows), tile.rows), groups(rows_n, tile.tokens), splits}, barrier && i + 1 == parts.size());
   }
@@ -137,7 +137,7 @@ inline void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const T
                                                              out == Act::Operand));
   const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
   for (size_t i = 0; i < gp.size(); ++i) {
-    const vk::DescriptorBufferInfo b[] = {c_.part(gate, gp[i]), c_.act(in), c_.act(out), c_.step(),
+    const vk::DescriptorBufferInfo b[] = {c_.part(gate, gp[i]), lane_.act(in), lane_.act(out), lane_.step(),
                                           c_.part(up, upp[i])};
     add(k, b, {uint32_t(gp[i].row_begin), uint32_t(gp[i].rows)},
         {groups(uint32_t(gp[i].rows), tile.rows / 2), groups(n_, tile.tokens), 1}, i + 1 == gp.size());
@@ -174,8 +174,8 @@ inline void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   const auto kp = L.parts_of(kc), vp = L.parts_of(vc);
   for (size_t i = 0; i < kp.size(); ++i) {
     const vk::DescriptorBufferInfo b[] = {
-        c_.act(Act::Q), c_.act(Act::K), c_.act(Act::V), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
-        c_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
+        lane_.act(Act::Q), lane_.act(Act::K), lane_.act(Act::V), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
+        lane_.step(), c_.part(qn, L.parts_of(qn)[0]), c_.part(kn, L.parts_of(kn)[0])};
     const uint32_t q_groups = kp[i].row_begin == 0 ? m_.heads : 0;
     add(k, b, {uint32_t(kp[i].row_begin), uint32_t(kp[i].rows)},
         {n_, kernels::attn_prep_groups(q_groups + m_.kv_heads, heads_per_group), 1});
@@ -228,8 +228,8 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
                                                              (m_.heads / m_.kv_heads));
   const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
   for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
-    const vk::DescriptorBufferInfo b[] = {c_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
-                                          c_.act(operand(Act::Attn)), c_.step()};
+    const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
+                                          lane_.act(operand(Act::Attn)), lane_.step()};
     const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
     const uint32_t row_tiles = groups(query_rows, tile.rows);
     add(k, b, {uint32_t(kp[i].row_begin), part_rows},
@@ -241,8 +241,8 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
 inline void EngineCore::Recorder::geglu() {
   const auto& k = c_.kernel("geglu", kernels::kGegluBindings,
                             kernels::Geglu{m_.ffn, half_, slices_[size_t(Act::Up)], slice_elems(Act::Up)});
-  const vk::DescriptorBufferInfo b[] = {c_.act(Act::Gate), c_.act(Act::Up), c_.step(),
-                                        c_.act(operand(Act::Gate))};
+  const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Gate), lane_.act(Act::Up), lane_.step(),
+                                        lane_.act(operand(Act::Gate))};
   add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
 }
 
@@ -250,12 +250,12 @@ inline void EngineCore::Recorder::sample() {
   const uint32_t parts = kernels::kLogitParts;
   const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
                              kernels::LogitsMax{m_.vocab, parts});
-  const vk::DescriptorBufferInfo bm[] = {c_.act(Act::Logits), c_.partials_.whole(),
-                                         c_.host_[2].whole(), c_.step()};
+  const vk::DescriptorBufferInfo bm[] = {lane_.act(Act::Logits), lane_.partials[0].whole(),
+                                         lane_.host[2].whole(), lane_.step()};
   add(km, bm, {}, {parts, logit_rows_, 1});
   const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab, parts});
-  const vk::DescriptorBufferInfo b[] = {c_.act(Act::Logits), c_.host_[1].whole(),
-                                        c_.host_[2].whole(), c_.step(), c_.partials_.whole()};
+  const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Logits), lane_.host[1].whole(),
+                                        lane_.host[2].whole(), lane_.step(), lane_.partials[0].whole()};
   add(k, b, {}, {logit_rows_, 1, 1});
 }
 

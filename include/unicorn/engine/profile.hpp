@@ -9,7 +9,7 @@ namespace unicorn::detail {
 inline EngineCore::Profile EngineCore::profile(std::span<const int32_t> tokens) {
   check_tokens(0, tokens);
   const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
-  return profile(g, [&] { write_step(chunk_rows(0, tokens, uint32_t(tokens.size()) - 1, 1), 1); });
+  return profile(g, [&] { write_step(*g.lane, chunk_rows(0, tokens, uint32_t(tokens.size()) - 1, 1), 1); });
 }
 
 inline EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
@@ -17,15 +17,17 @@ inline EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
   std::vector<StreamToken> batch;
   for (uint32_t s = 0; s < n; ++s) batch.push_back({s, 5});
   check_batch(batch);
-  return profile(batch_pass(n), [&] { write_step(batch); });
+  const Graph& g = batch_pass(n);
+  return profile(g, [&] { write_step(*g.lane, batch); });
 }
 
 template <class WriteStep>
 inline EngineCore::Profile EngineCore::profile(const Graph& g, WriteStep&& write) {
   const uint32_t n = uint32_t(g.dispatches.size());
   gpu::Timestamps ts(ctx_, n + 1);
+  if (prefill_in_flight()) throw Error("profile: a prefill pass is in flight");
   write();
-  stream_.run_once([&](vk::CommandBuffer cb) {
+  g.lane->stream.run_once([&](vk::CommandBuffer cb) {
     ts.reset(cb);
     ts.write(cb, 0);
     for (uint32_t i = 0; i < n; ++i) {

@@ -9,10 +9,12 @@
 namespace unicorn::detail {
 
 inline void EngineCore::reset() {
+  if (prefill_in_flight()) throw Error("reset: a prefill pass is in flight");
   for (uint32_t s = 0; s < cfg_.streams; ++s) reset(s);
 }
 
 inline void EngineCore::reset(uint32_t stream) {
+  check_not_in_flight(stream, "reset");
   StreamState& s = stream_state(stream);
   s.tokens.clear();
   s.counter = 0;
@@ -34,6 +36,7 @@ inline void EngineCore::rewind(uint32_t stream, uint32_t pos) {
     throw Error("rewind: stream " + std::to_string(stream) + " cannot go back from position " +
                 std::to_string(position(stream)) + " to " + std::to_string(pos) +
                 " (its sliding-window layers no longer hold the keys before it)");
+  check_not_in_flight(stream, "rewind");
   StreamState& s = stream_state(stream);
   s.tokens.resize(pos);
   s.ring_from = std::min(s.ring_from, pos);  // nothing from pos on is this sequence's any more
@@ -45,6 +48,7 @@ inline void EngineCore::set_sampling(const SamplingParams& p) {
 
 inline void EngineCore::set_sampling(uint32_t stream, const SamplingParams& p) {
   if (!sampling_params_valid(p, kMaxPenaltyHistory)) throw Error(sampling_params_rule(kMaxPenaltyHistory));
+  check_not_in_flight(stream, "set_sampling");
   StreamState& s = stream_state(stream);
   s.sampling = p;
   s.counter = 0;
@@ -61,7 +65,7 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const int32_t> to
     const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
     if (pass == Pass::Decode) decode(tokens[done]);
     else run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n));
-    read_logits(n, out.data() + done * V);
+    read_logits(pass == Pass::Decode ? *decode_->lane : *prefill_all_logits_->lane, n, out.data() + done * V);
   }
   return out;
 }
@@ -70,7 +74,7 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const StreamToken
   const RawLogits raw(*this);
   decode(batch);
   std::vector<float> out(batch.size() * size_t(cfg_.model.vocab));
-  read_logits(uint32_t(batch.size()), out.data());
+  read_logits(decode_lane(), uint32_t(batch.size()), out.data());
   return out;
 }
 
@@ -79,7 +83,7 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const PromptChunk
   prefill(chunks);
   const auto ends = uint32_t(std::ranges::count_if(chunks, [](const PromptChunk& c) { return c.ends_prompt; }));
   std::vector<float> out(size_t(ends) * cfg_.model.vocab);
-  read_logits(ends, out.data());
+  read_logits(*prefill_lane_, ends, out.data());
   return out;
 }
 
@@ -101,6 +105,12 @@ inline void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens) {
 }
 
 inline std::vector<int32_t> EngineCore::prefill(std::span<const PromptChunk> chunks) {
+  begin_prefill(chunks);
+  return finish_prefill();
+}
+
+inline void EngineCore::begin_prefill(std::span<const PromptChunk> chunks) {
+  if (prefill_in_flight()) throw Error("prefill: a prefill pass is already in flight");
   if (chunks.empty()) throw Error("prefill: no prompt chunks");
   uint32_t rows = 0, ends = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -123,19 +133,20 @@ inline std::vector<int32_t> EngineCore::prefill(std::span<const PromptChunk> chu
     prefill_many_logits_ = record_forward(cfg_.prefill_chunk, std::min(cfg_.streams, layout_.logit_rows),
                                           PassKind::Prefill);
   const Graph& graph = ends > 1 ? *prefill_many_logits_ : *prefill_;
+  Lane& lane = *graph.lane;
   // Each chunk is a segment of rows; rows between segments repeat the
   // previous segment's last token (twins: the same values written to the
   // same cache slots), so no attention tile holds two streams' rows.
   std::vector<StepRow> step;
   std::vector<uint32_t> logit_streams;
-  std::vector<size_t> before;  // each stream's tokens, for a failed pass
+  std::vector<InFlight> pass;
   for (const PromptChunk& c : chunks) {
     while (step.size() < prefill_segment_start(uint32_t(step.size()))) step.push_back(step.back());
     StreamState& s = streams_[c.stream];
     const uint32_t pos = uint32_t(s.tokens.size());
     for (size_t t = 0; t < c.tokens.size(); ++t)
       step.push_back({uint32_t(c.tokens[t]), pos + uint32_t(t), c.stream, 0});
-    before.push_back(s.tokens.size());
+    pass.push_back({c.stream, s.tokens.size(), c.ends_prompt});
     s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
     note_written(s);
     if (c.ends_prompt) {
@@ -143,17 +154,30 @@ inline std::vector<int32_t> EngineCore::prefill(std::span<const PromptChunk> chu
       logit_streams.push_back(c.stream);
     }
   }
-  write_step(step, uint32_t(logit_streams.size()));
-  for (size_t j = 0; j < logit_streams.size(); ++j) write_sampler(uint32_t(j), logit_streams[j]);
+  write_step(lane, step, uint32_t(logit_streams.size()));
+  for (size_t j = 0; j < logit_streams.size(); ++j) write_sampler(lane, uint32_t(j), logit_streams[j]);
   try {
-    stream_.submit_and_wait(*graph.commands);
+    lane.stream.submit(*graph.commands, other_lane(lane));
   } catch (...) {
-    for (size_t i = 0; i < chunks.size(); ++i) streams_[chunks[i].stream].tokens.resize(before[i]);
+    for (const InFlight& f : pass) streams_[f.stream].tokens.resize(f.tokens_before);
     throw;
   }
-  std::vector<int32_t> next(chunks.size(), -1);
-  for (size_t i = 0, j = 0; i < chunks.size(); ++i)
-    if (chunks[i].ends_prompt) next[i] = chosen_token(uint32_t(j++));
+  in_flight_ = std::move(pass);
+}
+
+inline std::vector<int32_t> EngineCore::finish_prefill() {
+  if (!prefill_in_flight()) throw Error("prefill: no prefill pass is in flight");
+  const std::vector<InFlight> pass = std::move(in_flight_);
+  in_flight_.clear();
+  try {
+    prefill_lane_->stream.wait();
+  } catch (...) {
+    for (const InFlight& f : pass) streams_[f.stream].tokens.resize(f.tokens_before);
+    throw;
+  }
+  std::vector<int32_t> next(pass.size(), -1);
+  for (size_t i = 0, j = 0; i < pass.size(); ++i)
+    if (pass[i].ends_prompt) next[i] = chosen_token(*prefill_lane_, uint32_t(j++));
   return next;
 }
 
@@ -165,18 +189,20 @@ inline uint32_t EngineCore::prefill_segment_start(uint32_t rows) const {
 inline int32_t EngineCore::decode(int32_t token) {
   const int32_t one[] = {token};
   check_tokens(0, one);
+  check_not_in_flight(0, "decode");
   const StreamToken row[] = {{0, token}};
-  write_step(row);
+  write_step(*decode_->lane, row);
   run(*decode_, row);
-  return chosen_token(0);
+  return chosen_token(*decode_->lane, 0);
 }
 
 inline std::vector<int32_t> EngineCore::decode(std::span<const StreamToken> batch) {
   check_batch(batch);
-  write_step(batch);
-  run(batch_pass(uint32_t(batch.size())), batch);
+  const Graph& graph = batch_pass(uint32_t(batch.size()));
+  write_step(*graph.lane, batch);
+  run(graph, batch);
   std::vector<int32_t> next(batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) next[i] = chosen_token(uint32_t(i));
+  for (size_t i = 0; i < batch.size(); ++i) next[i] = chosen_token(*graph.lane, uint32_t(i));
   return next;
 }
 
@@ -222,6 +248,7 @@ inline void EngineCore::check_batch(std::span<const StreamToken> batch) const {
   for (size_t i = 0; i < batch.size(); ++i) {
     const int32_t one[] = {batch[i].token};
     check_tokens(batch[i].stream, one);
+    check_not_in_flight(batch[i].stream, "decode");
     for (size_t j = 0; j < i; ++j)
       if (batch[j].stream == batch[i].stream)
         throw Error("decode: stream " + std::to_string(batch[i].stream) +
@@ -237,33 +264,42 @@ inline std::vector<StepRow> EngineCore::chunk_rows(uint32_t stream, std::span<co
   return rows;
 }
 
-inline void EngineCore::write_step(std::span<const StreamToken> batch) {
+inline void EngineCore::check_not_in_flight(uint32_t stream, const char* what) const {
+  for (const InFlight& f : in_flight_)
+    if (f.stream == stream)
+      throw Error(std::string(what) + ": stream " + std::to_string(stream) +
+                  " is in the prefill pass in flight (finish_prefill first)");
+}
+
+inline void EngineCore::write_step(Lane& lane, std::span<const StreamToken> batch) {
   std::vector<StepRow> rows(batch.size());
   for (size_t t = 0; t < batch.size(); ++t)
     rows[t] = {uint32_t(batch[t].token), uint32_t(streams_[batch[t].stream].tokens.size()), batch[t].stream,
                uint32_t(t)};
-  write_step(rows, uint32_t(rows.size()));
+  write_step(lane, rows, uint32_t(rows.size()));
 }
 
-inline void EngineCore::write_step(std::span<const StepRow> rows, uint32_t logit_count) {
+inline void EngineCore::write_step(Lane& lane, std::span<const StepRow> rows, uint32_t logit_count) {
   const StepHeader h{uint32_t(rows.size()), logit_count};
-  std::byte* p = host_[0].mapped;
+  std::byte* p = lane.host[0].mapped;
   std::memcpy(p, &h, sizeof h);
   std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
 }
 
 inline void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens) {
+  if (prefill_in_flight()) throw Error("prefill: a prefill pass is in flight");
+  Lane& lane = *graph.lane;
   const uint32_t n = uint32_t(tokens.size());
-  write_step(chunk_rows(stream, tokens, 0, n), n);
+  write_step(lane, chunk_rows(stream, tokens, 0, n), n);
   StreamState& s = streams_[stream];
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
   note_written(s);
   // The sampler kernels run on every logit row, so every row gets the
   // stream's state: a row left unwritten would sample with whatever the
   // buffer held (a penalty history billions of entries long).
-  write_sampler(0, stream);
+  write_sampler(lane, 0, stream);
   for (uint32_t row = 1; row < n; ++row)
-    std::memcpy(host_[2].mapped + row * kSamplerRowBytes, host_[2].mapped, kSamplerRowBytes);
+    std::memcpy(lane.host[2].mapped + row * kSamplerRowBytes, lane.host[2].mapped, kSamplerRowBytes);
   submit(graph, s.tokens.size() - tokens.size(), stream);
 }
 
@@ -271,10 +307,10 @@ inline void EngineCore::run(const Graph& graph, std::span<const StreamToken> bat
   for (size_t i = 0; i < batch.size(); ++i) {
     streams_[batch[i].stream].tokens.push_back(batch[i].token);
     note_written(streams_[batch[i].stream]);
-    write_sampler(uint32_t(i), batch[i].stream);
+    write_sampler(*graph.lane, uint32_t(i), batch[i].stream);
   }
   try {
-    stream_.submit_and_wait(*graph.commands);
+    graph.lane->stream.submit_and_wait(*graph.commands, other_lane(*graph.lane));
   } catch (...) {
     for (const StreamToken& t : batch) streams_[t.stream].tokens.pop_back();
     throw;
@@ -283,14 +319,14 @@ inline void EngineCore::run(const Graph& graph, std::span<const StreamToken> bat
 
 inline void EngineCore::submit(const Graph& graph, size_t stream_tokens_before, uint32_t stream) {
   try {
-    stream_.submit_and_wait(*graph.commands);
+    graph.lane->stream.submit_and_wait(*graph.commands, other_lane(*graph.lane));
   } catch (...) {
     streams_[stream].tokens.resize(stream_tokens_before);
     throw;
   }
 }
 
-inline void EngineCore::write_sampler(uint32_t row, uint32_t stream) {
+inline void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t stream) {
   StreamState& st = streams_[stream];
   const SamplingParams p = raw_logits_ ? SamplingParams{} : st.sampling;
   std::vector<uint32_t> history, counts;
@@ -310,29 +346,29 @@ inline void EngineCore::write_sampler(uint32_t row, uint32_t stream) {
   const SamplerState s{p.temperature,      p.top_k,    p.top_p, p.min_p, p.repeat_penalty,
                        p.seed,             st.counter++, uint32_t(history.size()), 0,
                        p.presence_penalty, p.frequency_penalty};
-  std::byte* out = host_[2].mapped + row * kSamplerRowBytes;
+  std::byte* out = lane.host[2].mapped + row * kSamplerRowBytes;
   std::memcpy(out, &s, sizeof s);
   if (history.empty()) return;
   std::memcpy(out + sizeof s, history.data(), history.size() * 4);
   std::memcpy(out + sizeof s + 4ull * kMaxPenaltyHistory, counts.data(), counts.size() * 4);
 }
 
-inline void EngineCore::read_logits(uint32_t n, float* out) {
-  if (!logits_readback_) {
-    const uint64_t bytes[] = {layout_.activations[size_t(Act::Logits)].bytes};
-    logits_readback_ = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
+inline void EngineCore::read_logits(Lane& lane, uint32_t n, float* out) {
+  const gpu::Buffer& logits = lane.acts[size_t(Act::Logits)];
+  if (!lane.logits_readback) {
+    const uint64_t bytes[] = {logits.size};
+    lane.logits_readback = gpu::BufferSet(ctx_, bytes, gpu::MemoryKind::HostVisible, "logits read-back");
   }
   const uint64_t bytes = uint64_t(n) * cfg_.model.vocab * 4;
-  stream_.run_once([&](vk::CommandBuffer cb) {
-    cb.copyBuffer(acts_[size_t(Act::Logits)].handle, (*logits_readback_)[0].handle,
-                  vk::BufferCopy{0, 0, bytes});
+  lane.stream.run_once([&](vk::CommandBuffer cb) {
+    cb.copyBuffer(logits.handle, (*lane.logits_readback)[0].handle, vk::BufferCopy{0, 0, bytes});
   });
-  std::memcpy(out, (*logits_readback_)[0].mapped, bytes);
+  std::memcpy(out, (*lane.logits_readback)[0].mapped, bytes);
 }
 
-inline int32_t EngineCore::chosen_token(uint32_t row) const {
+inline int32_t EngineCore::chosen_token(const Lane& lane, uint32_t row) const {
   uint32_t id;
-  std::memcpy(&id, host_[1].mapped + 4 * row, 4);
+  std::memcpy(&id, lane.host[1].mapped + 4 * row, 4);
   if (id >= cfg_.model.vocab)
     throw Error("the model produced no valid token (logits are NaN): check the weights file");
   return int32_t(id);

@@ -2,7 +2,9 @@
 //
 // Any Vulkan 1.2 device with 16-bit storage runs the engine. The context picks a
 // device (UNICORN_DEVICE=<index> overrides; otherwise discrete > integrated >
-// virtual > CPU), opens one compute queue, and exposes the limits the layout
+// virtual > CPU), opens its compute queues (two where the family has them: a
+// server's prefill passes run on the second beside the decode steps on the
+// first), and exposes the limits the layout
 // and the allocator respect. With UNICORN_VALIDATION=1 the Khronos validation
 // layer is enabled and every message of severity error is counted, so tests can
 // fail on any validation error.
@@ -90,8 +92,18 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   const vk::raii::Device& device() const { return device_; }
   const vk::raii::PhysicalDevice& physical() const { return physical_; }
-  const vk::raii::Queue& queue() const { return queue_; }
-  uint32_t queue_family() const { return queue_family_; }
+  // Queue 0 runs everything but a server's concurrent prefill passes; queue
+  // 1 is queue 0 again on a device that has no second queue.
+  const vk::raii::Queue& queue(uint32_t index = 0) const { return index && has_second_queue() ? second_queue_ : queue_; }
+  uint32_t queue_family(uint32_t index = 0) const { return index && has_second_queue() ? second_family_ : queue_family_; }
+  // The families buffers are shared by (concurrently: no ownership transfers),
+  // when the second queue is of another family.
+  std::vector<uint32_t> sharing_families() const {
+    if (!has_second_queue() || second_family_ == queue_family_) return {};
+    return {queue_family_, second_family_};
+  }
+  // Whether queue(1) is a queue of its own, whose work may overlap queue 0's.
+  bool has_second_queue() const { return has_second_queue_; }
 
   Context() : Context(env_flag("UNICORN_VALIDATION")) {}
 
@@ -314,12 +326,34 @@ class Context {
     if (!f11.storageBuffer16BitAccess)
       throw Error("gpu: " + info_.name + " lacks storageBuffer16BitAccess, which the engine "
                   "needs for F16 and block-quantized weights");
+    if (!features.get<vk::PhysicalDeviceVulkan12Features>().timelineSemaphore)
+      throw Error("gpu: " + info_.name + " lacks timelineSemaphore (Vulkan 1.2), which orders the engine's "
+                  "two queues");
 
-    const float priority = 1.0f;
-    const auto queue_info = vk::DeviceQueueCreateInfo{}
+    // The second queue: of a compute-only family where there is one (a
+    // driver's asynchronous compute, which runs beside the first family's
+    // work), else the first family's second queue, else none.
+    std::optional<uint32_t> compute_only;
+    for (uint32_t i = 0; i < families.size(); ++i)
+      if (i != queue_family_ && (families[i].queueFlags & vk::QueueFlagBits::eCompute) &&
+          !(families[i].queueFlags & vk::QueueFlagBits::eGraphics) && !compute_only)
+        compute_only = i;
+    const float priorities[] = {1.0f, 1.0f};
+    std::vector<vk::DeviceQueueCreateInfo> queue_infos;
+    uint32_t second_index = 0;
+    if (compute_only) {
+      second_family_ = *compute_only;
+      queue_infos.push_back(vk::DeviceQueueCreateInfo{}.setQueueFamilyIndex(queue_family_).setQueueCount(1).setPQueuePriorities(priorities));
+      queue_infos.push_back(vk::DeviceQueueCreateInfo{}.setQueueFamilyIndex(second_family_).setQueueCount(1).setPQueuePriorities(priorities));
+    } else {
+      second_family_ = queue_family_;
+      second_index = 1;
+      queue_infos.push_back(vk::DeviceQueueCreateInfo{}
                                 .setQueueFamilyIndex(queue_family_)
-                                .setQueueCount(1)
-                                .setPQueuePriorities(&priority);
+                                .setQueueCount(std::min(families[queue_family_].queueCount, 2u))
+                                .setPQueuePriorities(priorities));
+    }
+    const bool second = compute_only || families[queue_family_].queueCount > 1;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR enable_coop{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
         .pNext = nullptr,
@@ -331,7 +365,8 @@ class Context {
     auto enable12 = vk::PhysicalDeviceVulkan12Features{}
                         .setPNext(info_.coopmat ? &enable_coop : nullptr)
                         .setShaderFloat16(info_.coopmat ? VK_TRUE : VK_FALSE)
-                        .setVulkanMemoryModel(info_.coopmat ? VK_TRUE : VK_FALSE);
+                        .setVulkanMemoryModel(info_.coopmat ? VK_TRUE : VK_FALSE)
+                        .setTimelineSemaphore(VK_TRUE);  // gpu::Stream orders one queue's work after another's
     auto enable11 = vk::PhysicalDeviceVulkan11Features{}.setPNext(&enable12).setStorageBuffer16BitAccess(VK_TRUE);
     auto enable = vk::PhysicalDeviceFeatures2{}.setPNext(&enable11);
     // VK_EXT_memory_budget: the per-heap budget the placement check reads;
@@ -341,11 +376,14 @@ class Context {
     if (info_.coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{}
                                               .setPNext(&enable)
-                                              .setQueueCreateInfoCount(1)
-                                              .setPQueueCreateInfos(&queue_info)
+                                              .setQueueCreateInfos(queue_infos)
                                               .setEnabledExtensionCount(uint32_t(extensions.size()))
                                               .setPpEnabledExtensionNames(extensions.data()));
     queue_ = vk::raii::Queue(device_, queue_family_, 0);
+    if (second) {
+      second_queue_ = vk::raii::Queue(device_, second_family_, second_index);
+      has_second_queue_ = true;
+    }
   }
 
   // Sets info_.coopmat and the shape, or says in coopmat_note why not.
@@ -425,6 +463,9 @@ class Context {
   vk::raii::PhysicalDevice physical_{nullptr};
   vk::raii::Device device_{nullptr};
   vk::raii::Queue queue_{nullptr};
+  vk::raii::Queue second_queue_{nullptr};  // null where the family has one queue
+  bool has_second_queue_ = false;
+  uint32_t second_family_ = 0;
   uint32_t queue_family_ = 0;
   bool has_memory_budget_ = false;
   std::optional<uint64_t> memory_limit_;  // limit_memory()

@@ -71,7 +71,7 @@ inline std::string device_error_text(vk::Result r) {
 }
 
 // Which submissions a fault may be injected into (inject_faults).
-enum class Submission { Work, Upload };
+enum class Submission { Work, Upload, Wait };  // Wait: for work already submitted (never injected)
 
 // Runs `submit` (a queue submission and its wait), turning a Vulkan error into
 // a DeviceError that names the device. `lost` is raised on VK_ERROR_DEVICE_LOST.

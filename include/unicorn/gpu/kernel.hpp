@@ -205,16 +205,24 @@ inline void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true)
   }
 }
 
-// A command pool, a fence and helpers to run recorded work and wait for it.
+// A command pool on one of the context's queues, and helpers to run recorded
+// work on it: wait for each submission, or submit now and wait later. Each
+// submission signals the next value of the stream's timeline semaphore; a
+// submission may first wait for what another stream has finished (`after`),
+// which orders its reads after that work's writes across queues.
 class Stream {
  public:
-  explicit Stream(const Context& ctx)
+  explicit Stream(const Context& ctx, uint32_t queue_index = 0)
       : ctx_(ctx),
+        queue_index_(queue_index),
         pool_(ctx.device(),
               vk::CommandPoolCreateInfo{}
                   .setFlags(vk::CommandPoolCreateFlagBits::eResetCommandBuffer)
-                  .setQueueFamilyIndex(ctx.queue_family())),
-        fence_(ctx.device(), vk::FenceCreateInfo{}) {}
+                  .setQueueFamilyIndex(ctx.queue_family(queue_index))),
+        fence_(ctx.device(), vk::FenceCreateInfo{}),
+        timeline_(ctx.device(), vk::StructureChain<vk::SemaphoreCreateInfo, vk::SemaphoreTypeCreateInfo>{
+                                    {}, vk::SemaphoreTypeCreateInfo{vk::SemaphoreType::eTimeline, 0}}
+                                    .get<vk::SemaphoreCreateInfo>()) {}
 
   vk::raii::CommandBuffer allocate() {
     auto cbs = vk::raii::CommandBuffers(
@@ -226,14 +234,59 @@ class Stream {
   }
 
   // Throws gpu::DeviceError when the device reports a failure (lost, out of memory).
-  void submit_and_wait(vk::CommandBuffer cb) {
-    const auto submit = vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb);
-    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work, [&] {
-      ctx_.queue().submit(submit, *fence_);
+  void submit_and_wait(vk::CommandBuffer cb, const Stream* after = nullptr) {
+    submit(cb, after);
+    wait();
+  }
+
+  // Submits without waiting; wait() (or ready()) before the next submit.
+  // `after`: what that stream has finished (its last wait()) comes first.
+  void submit(vk::CommandBuffer cb, const Stream* after = nullptr) {
+    if (in_flight_) throw Error("internal: a gpu::Stream submitted again before waiting");
+    const uint64_t signal = submitted_ + 1, wait_value = after ? after->finished_ : 0;
+    const vk::Semaphore wait_sem = after ? *after->timeline_ : vk::Semaphore{};
+    const vk::PipelineStageFlags wait_stage = vk::PipelineStageFlagBits::eAllCommands;
+    const vk::Semaphore signal_sem = *timeline_;
+    const auto values = vk::TimelineSemaphoreSubmitInfo{}
+                            .setWaitSemaphoreValueCount(wait_value ? 1 : 0)
+                            .setPWaitSemaphoreValues(&wait_value)
+                            .setSignalSemaphoreValueCount(1)
+                            .setPSignalSemaphoreValues(&signal);
+    const auto info = vk::SubmitInfo{}
+                          .setPNext(&values)
+                          .setWaitSemaphoreCount(wait_value ? 1 : 0)
+                          .setPWaitSemaphores(&wait_sem)
+                          .setPWaitDstStageMask(&wait_stage)
+                          .setCommandBufferCount(1)
+                          .setPCommandBuffers(&cb)
+                          .setSignalSemaphoreCount(1)
+                          .setPSignalSemaphores(&signal_sem);
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work,
+                   [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
+    submitted_ = signal;
+    in_flight_ = true;
+  }
+
+  // Whether the submission in flight has finished (then wait() returns at once).
+  bool ready() const {
+    if (!in_flight_) return true;
+    bool done = false;
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Wait,
+                   [&] { done = fence_.getStatus() != vk::Result::eNotReady; });
+    return done;
+  }
+  bool in_flight() const { return in_flight_; }
+
+  // Waits for the submission in flight, if any.
+  void wait() {
+    if (!in_flight_) return;
+    in_flight_ = false;  // a failed wait leaves nothing to wait for: the device is lost
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Wait, [&] {
       if (ctx_.device().waitForFences(*fence_, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
         throw Error("gpu: waiting for the device failed");
-      ctx_.device().resetFences(*fence_);
     });
+    ctx_.device().resetFences(*fence_);
+    finished_ = submitted_;
   }
 
   // Records with `fn(cb)` into a one-time command buffer, submits and waits.
@@ -262,8 +315,12 @@ class Stream {
 
  private:
   const Context& ctx_;
+  uint32_t queue_index_;
   vk::raii::CommandPool pool_;
   vk::raii::Fence fence_;
+  vk::raii::Semaphore timeline_;
+  uint64_t submitted_ = 0, finished_ = 0;  // timeline values: the last signalled, the last waited for
+  bool in_flight_ = false;
 };
 
 }  // namespace unicorn::gpu

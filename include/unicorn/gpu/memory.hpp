@@ -57,7 +57,13 @@ inline uint32_t memory_type_of(const Context& ctx, MemoryKind kind, uint32_t typ
 
 // The memory type storage buffers of `kind` get on this device.
 inline uint32_t storage_memory_type(const Context& ctx, MemoryKind kind) {
-  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{}.setSize(16).setUsage(kStorageUsage));
+  const auto families = ctx.sharing_families();
+  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{}
+                                                 .setSize(16)
+                                                 .setUsage(kStorageUsage)
+                                                 .setSharingMode(families.empty() ? vk::SharingMode::eExclusive
+                                                                                  : vk::SharingMode::eConcurrent)
+                                                 .setQueueFamilyIndices(families));
   return memory_type_of(ctx, kind, probe.getMemoryRequirements().memoryTypeBits);
 }
 
@@ -122,8 +128,15 @@ class BufferSet {
     const auto& dev = ctx.device();
     const auto usage = kStorageUsage;
     const uint64_t max_alloc = ctx.info().max_memory_allocation_size;
+    // Both queues' families use every buffer where they differ (gpu::Context::sharing_families).
+    const auto families = ctx.sharing_families();
+    const auto sharing = families.empty() ? vk::SharingMode::eExclusive : vk::SharingMode::eConcurrent;
     for (uint64_t size : sizes)
-      buffers_.emplace_back(dev, vk::BufferCreateInfo{}.setSize(size ? size : 16).setUsage(usage));
+      buffers_.emplace_back(dev, vk::BufferCreateInfo{}
+                                     .setSize(size ? size : 16)
+                                     .setUsage(usage)
+                                     .setSharingMode(sharing)
+                                     .setQueueFamilyIndices(families));
 
     // Greedy packing in order; each buffer's alignment and type bits respected.
     size_t i = 0;

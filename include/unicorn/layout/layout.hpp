@@ -317,6 +317,25 @@ constexpr uint32_t logit_rows(const DeploymentConfig& c) {
   return static_cast<uint32_t>(fit < c.prefill_chunk ? fit : c.prefill_chunk);
 }
 
+// Token rows of the decode lane's activations. With streams > 1 the decode
+// steps have activations of their own (EngineCore), so that a server's prefill
+// pass runs beside them: rows for a step's streams, but at least
+// kDecodeLaneMinRows, the split-K tiles' loads reaching past a small step's
+// rows (engine/forward.hpp checks the tiles against it); 0 with one stream.
+inline constexpr uint64_t kDecodeLaneMinRows = 64;
+constexpr uint64_t decode_lane_rows(const DeploymentConfig& c) {
+  if (c.streams <= 1) return 0;
+  const uint64_t rows = c.streams > kDecodeLaneMinRows ? c.streams : kDecodeLaneMinRows;
+  return rows < c.prefill_chunk ? rows : c.prefill_chunk;
+}
+// The decode lane's copy of activation `a` (the layout's, sized for a prefill
+// chunk): as many slices, each of decode_lane_rows rows.
+constexpr ActivationSlot decode_lane_slot(const DeploymentConfig& c, Act a, const ActivationSlot& chunk) {
+  const uint64_t lane = decode_lane_rows(c);
+  const uint64_t rows = a == Act::Logits ? (chunk.rows < lane ? chunk.rows : lane) : chunk.rows / c.prefill_chunk * lane;
+  return {chunk.row_elems, rows, chunk.bytes / chunk.rows * rows, chunk.slices};
+}
+
 }  // namespace detail
 
 // The layout as constexpr arrays; NT tensors, NP parts, NW/NK weight/KV slabs.

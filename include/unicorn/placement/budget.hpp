@@ -4,8 +4,9 @@
 //
 // Each part's bytes rounded up to the 256-byte binding alignment (what the slabs
 // hold). The layout already holds every stream's KV cache
-// (DeploymentConfig::streams); the activations are one set, shared by the
-// streams of a batched step (its rows are the streams).
+// (DeploymentConfig::streams); the activations are one set for prefill
+// passes and, with several streams, a smaller one for the decode steps, whose
+// rows are the step's streams (detail::decode_lane_slot).
 #pragma once
 
 #include <array>
@@ -48,6 +49,9 @@ constexpr Budget placement_budget(const DeploymentConfig& c, const LayoutView& L
   }
   uint64_t acts = 0;
   for (const ActivationSlot& a : L.activations) acts += a.bytes;
+  if (c.streams > 1)
+    for (size_t a = 0; a < L.activations.size(); ++a)
+      acts += detail::decode_lane_slot(c, Act(a), L.activations[a]).bytes;
   b.pools[size_t(L.activation_pool)].group_bytes[size_t(Group::Activations)] += acts;
   return b;
 }

@@ -78,10 +78,12 @@ class Metrics {
     std::lock_guard lock(m_);
     disconnects_++;
   }
-  void decode_step(uint32_t streams) {
+  // `beside_prefill`: submitted while a prefill pass was in flight.
+  void decode_step(uint32_t streams, bool beside_prefill) {
     std::lock_guard lock(m_);
     steps_++;
     step_streams_ += streams;
+    steps_beside_prefill_ += beside_prefill;
   }
   // A prefill pass over several prompts' chunks (tokens of each).
   void prefill_pass(std::span<const uint32_t> chunk_tokens) {
@@ -135,6 +137,9 @@ class Metrics {
     counter(o, "unicorn_decode_steps_total", "Batched decode steps run.", steps_);
     counter(o, "unicorn_decode_step_streams_total", "Streams summed over decode steps (mean batch = this / steps).",
             step_streams_);
+    counter(o, "unicorn_decode_steps_beside_prefill_total",
+            "Decode steps run while a prefill pass was in flight (overlapping it where the GPU has a second queue).",
+            steps_beside_prefill_);
     counter(o, "unicorn_prefill_passes_total", "Prefill passes run (each over one or several prompts' chunks).",
             prefill_passes_);
     counter(o, "unicorn_prefill_chunks_total", "Prompt chunks prefilled.", prefill_chunks_);
@@ -162,7 +167,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   std::map<std::string, uint64_t> completions_, rejected_;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, disconnects_ = 0;
-  uint64_t steps_ = 0, step_streams_ = 0, prefill_passes_ = 0, prefill_chunks_ = 0, prefill_tokens_ = 0;
+  uint64_t steps_ = 0, step_streams_ = 0, steps_beside_prefill_ = 0, prefill_passes_ = 0, prefill_chunks_ = 0, prefill_tokens_ = 0;
   uint32_t queued_ = 0, busy_ = 0, slots_ = 0;
   int64_t answering_ = 0;
   bool ready_ = false;

@@ -6,10 +6,14 @@
 //   1. drops jobs whose client went away (their slots are free at once);
 //   2. gives waiting jobs free slots, preferring a slot whose KV cache already
 //      holds a prefix of the job's prompt (then only the rest is prefilled);
-//   3. runs one prefill pass over the prompts still prefilling, oldest first:
-//      several new requests share one pass over the weights, and a long
-//      prompt stalls the running streams for at most one pass a step;
+//   3. collects the prefill pass in flight once it has finished (at once when
+//      no slot is generating), and starts the next one over the prompts still
+//      prefilling, oldest first: several new requests share one pass over the
+//      weights, and a long prompt is fed one pass at a time;
 //   4. runs one batched decode step: one token of every slot that is generating.
+// A prefill pass runs on the engine's second queue while the decode steps go
+// on (EngineCore::begin_prefill), so the running streams do not wait for new
+// prompts; on a device with one queue each step waits for the pass before it.
 // Jobs beyond the slots wait in a bounded queue; past it submit() refuses.
 //
 // Sampling parameters and seeds are per slot and applied on the GPU; a seed's
@@ -111,6 +115,7 @@ struct SchedulerOptions {
   uint32_t slots = 1;         // streams used, at most the engine's compiled streams
   uint32_t queue_limit = 64;  // jobs waiting for a slot before submit() refuses
   BatchInvariance batch_invariance = BatchInvariance::Deterministic;
+  bool prefill_beside_decode = true;  // false: collect each prefill pass before the next decode step
 };
 
 class Scheduler {
@@ -189,9 +194,11 @@ class Scheduler {
       for (auto& job : admitted) place(std::move(job));
       if (cancel_all)
         for (Slot& s : slots_)
-          if (s.job) end(s, std::nullopt, shutting_down());
+          if (s.job && !s.in_prefill) end(s, std::nullopt, shutting_down());  // in flight: once collected
       drop_cancelled();
-      prefill_pass();
+      collect_prefill();
+      start_prefill();
+      if (!opt_.prefill_beside_decode) collect_prefill();
       decode_step();
       publish_gauges();
     }
@@ -204,6 +211,7 @@ class Scheduler {
   struct Slot {
     std::shared_ptr<Job> job;
     bool generating = false;  // past the prompt: `next` is the token to feed
+    bool in_prefill = false;  // a chunk of its prompt is in the prefill pass in flight
     size_t fed = 0;           // prompt tokens in the KV cache
     uint32_t cached = 0;      // of them, taken from the cache
     int32_t next = -1;
@@ -268,15 +276,16 @@ class Scheduler {
 
   void drop_cancelled() {
     for (Slot& s : slots_)
-      if (s.job && s.job->cancelled)
+      if (s.job && s.job->cancelled && !s.in_prefill)
         end(s, std::nullopt, ApiError{499, "the request was cancelled", "cancelled", "", "cancelled"});
   }
 
-  // One prefill pass: the prompts still prefilling, oldest first, each with
-  // what is left of it up to the rows the pass has left (EngineCore::prefill
-  // of several streams' chunks). A prompt's last chunk chooses its
-  // completion's first token.
-  void prefill_pass() {
+  // Starts one prefill pass: the prompts still prefilling, oldest first, each
+  // with what is left of it up to the rows the pass has left (EngineCore::
+  // begin_prefill of several streams' chunks). A prompt's last chunk chooses
+  // its completion's first token (collect_prefill).
+  void start_prefill() {
+    if (engine_.prefill_in_flight()) return;
     std::vector<Slot*> waiting;
     for (Slot& s : slots_)
       if (s.job && !s.generating) waiting.push_back(&s);
@@ -295,29 +304,53 @@ class Scheduler {
       who.push_back(s);
       rows = start + uint32_t(n);
     }
-    std::vector<int32_t> first;
     try {
-      first = engine_.prefill(chunks);
-      engine_failures_ = 0;
+      engine_.begin_prefill(chunks);
     } catch (const std::exception& e) {
       return engine_failed(std::string("prefill: ") + e.what(), who);
     }
-    std::vector<uint32_t> tokens;
-    for (const PromptChunk& c : chunks) tokens.push_back(uint32_t(c.tokens.size()));
-    metrics_.prefill_pass(tokens);
+    in_flight_.clear();
     for (size_t i = 0; i < chunks.size(); ++i) {
-      Slot& s = *who[i];
-      const uint32_t stream = chunks[i].stream, n = tokens[i];
+      in_flight_.push_back({who[i], uint32_t(chunks[i].tokens.size()), chunks[i].ends_prompt});
+      who[i]->in_prefill = true;
+    }
+  }
+
+  // The prefill pass in flight, once it has finished; waits for it when no
+  // slot is generating (nothing else would run meanwhile).
+  void collect_prefill() {
+    if (!engine_.prefill_in_flight()) return;
+    const bool decoding = std::ranges::any_of(slots_, [](const Slot& s) { return s.job && s.generating; });
+    std::vector<int32_t> first;
+    std::vector<Slot*> who;
+    for (const InFlightChunk& c : in_flight_) who.push_back(c.slot);
+    try {
+      if (decoding && opt_.prefill_beside_decode && !engine_.prefill_ready()) return;
+      first = engine_.finish_prefill();
+      engine_failures_ = 0;
+    } catch (const std::exception& e) {
+      for (Slot* s : who) s->in_prefill = false;
+      in_flight_.clear();
+      return engine_failed(std::string("prefill: ") + e.what(), who);
+    }
+    std::vector<uint32_t> tokens;
+    for (const InFlightChunk& c : in_flight_) tokens.push_back(c.tokens);
+    metrics_.prefill_pass(tokens);
+    for (size_t i = 0; i < in_flight_.size(); ++i) {
+      Slot& s = *in_flight_[i].slot;
+      const uint32_t stream = stream_of(s), n = in_flight_[i].tokens;
+      s.in_prefill = false;
       // A prefill row's values do not depend on what else shares its pass:
       // the chunk extends the invariant part of the cache if that reaches up to it.
       if (invariant_[stream] == s.fed) invariant_[stream] += n;
       s.fed += n;
-      if (!chunks[i].ends_prompt) continue;
+      if (!in_flight_[i].ends_prompt) continue;
       metrics_.time_to_first_token(seconds(Clock::now() - s.job->arrived));
       s.generating = true;
       s.used_at = ++clock_;
       deliver(s, stream, first[i]);
     }
+    in_flight_.clear();
   }
   uint32_t stream_of(const Slot& s) const { return uint32_t(&s - slots_.data()); }
 
@@ -344,7 +377,7 @@ class Scheduler {
     } catch (const std::exception& e) {
       return engine_failed(std::string("decode: ") + e.what(), who);
     }
-    metrics_.decode_step(uint32_t(batch.size()));
+    metrics_.decode_step(uint32_t(batch.size()), engine_.prefill_in_flight());
     for (size_t i = 0; i < batch.size(); ++i)
       if (fixed && invariant_[batch[i].stream] == positions[i]) invariant_[batch[i].stream]++;
     const auto now = Clock::now();
@@ -399,6 +432,14 @@ class Scheduler {
       engine_.reset(stream);  // its cache may be half written
     }
     if (++engine_failures_ < 3 && !engine_.context().device_lost()) return;
+    if (engine_.prefill_in_flight()) {  // its jobs end below with the others
+      try {
+        engine_.finish_prefill();
+      } catch (const std::exception&) {
+      }
+      for (const InFlightChunk& c : in_flight_) c.slot->in_prefill = false;
+      in_flight_.clear();
+    }
     for (Slot& s : slots_)
       if (s.job) end(s, std::nullopt, ApiError{500, "engine: " + what, "server_error", "", "engine_error"});
     std::lock_guard lock(m_);
@@ -422,6 +463,13 @@ class Scheduler {
   SchedulerOptions opt_;
   Metrics& metrics_;
   std::vector<Slot> slots_;  // the engine's thread only
+  // The prefill pass in flight: each chunk's slot, its tokens, whether it ends the prompt.
+  struct InFlightChunk {
+    Slot* slot;
+    uint32_t tokens;
+    bool ends_prompt;
+  };
+  std::vector<InFlightChunk> in_flight_;
   // Per stream: how many tokens at the start of its cache were written by
   // prefill or by batch-invariant decode steps (what a deterministic job may reuse).
   std::vector<uint32_t> invariant_;

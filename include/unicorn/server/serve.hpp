@@ -45,6 +45,9 @@ struct ServerOptions {
   std::chrono::seconds shutdown_grace{30};  // after SIGINT/SIGTERM, running completions get this long
   bool log_requests = true;                 // one line per request on stderr
   BatchInvariance batch_invariance = BatchInvariance::Deterministic;  // see scheduler.hpp
+  // Decode steps go on while a prefill pass runs (on the device's second
+  // queue); false: each pass is waited for before the next step.
+  bool prefill_beside_decode = true;
   std::string model_id;                     // the name /v1/models lists and requests may give
 };
 
