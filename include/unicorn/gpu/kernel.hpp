@@ -220,9 +220,7 @@ class Stream {
                   .setFlags(vk::CommandPoolCreateFlagBits::eResetCommandBuffer)
                   .setQueueFamilyIndex(ctx.queue_family(queue_index))),
         fence_(ctx.device(), vk::FenceCreateInfo{}),
-        timeline_(ctx.device(), vk::StructureChain<vk::SemaphoreCreateInfo, vk::SemaphoreTypeCreateInfo>{
-                                    {}, vk::SemaphoreTypeCreateInfo{vk::SemaphoreType::eTimeline, 0}}
-                                    .get<vk::SemaphoreCreateInfo>()) {}
+        timeline_(timeline_semaphore(ctx)) {}
 
   vk::raii::CommandBuffer allocate() {
     auto cbs = vk::raii::CommandBuffers(
@@ -231,6 +229,11 @@ class Stream {
                            .setLevel(vk::CommandBufferLevel::ePrimary)
                            .setCommandBufferCount(1));
     return std::move(cbs[0]);
+  }
+
+  static vk::raii::Semaphore timeline_semaphore(const Context& ctx) {
+    const auto type = vk::SemaphoreTypeCreateInfo{}.setSemaphoreType(vk::SemaphoreType::eTimeline).setInitialValue(0);
+    return vk::raii::Semaphore(ctx.device(), vk::SemaphoreCreateInfo{}.setPNext(&type));
   }
 
   // Throws gpu::DeviceError when the device reports a failure (lost, out of memory).
