@@ -27,6 +27,7 @@
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/model/hparams.hpp"
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"
 
@@ -45,32 +46,13 @@ using LoadProgress = std::function<void(uint64_t, uint64_t)>;
 
 namespace detail {
 
-// Where each ModelDims field lives in the two file formats ("" = not stored).
-struct DimsKey {
-  std::string_view field, gguf, hf;
-};
-inline constexpr DimsKey kDimsKeys[] = {
-    {"hidden", "gemma3.embedding_length", "hidden_size"},
-    {"layers", "gemma3.block_count", "num_hidden_layers"},
-    {"heads", "gemma3.attention.head_count", "num_attention_heads"},
-    {"kv_heads", "gemma3.attention.head_count_kv", "num_key_value_heads"},
-    {"head_dim", "gemma3.attention.key_length", "head_dim"},
-    {"ffn", "gemma3.feed_forward_length", "intermediate_size"},
-    {"vocab", "token_embd.weight rows", "vocab_size"},
-    {"sliding_window", "gemma3.attention.sliding_window", "sliding_window"},
-    {"global_every", "", "sliding_window_pattern / layer_types"},
-    {"rope_theta_local", "", "rope_local_base_freq"},
-    {"rope_theta_global", "gemma3.rope.freq_base", "rope_theta"},
-    {"rope_scale_global", "gemma3.rope.scaling.factor", "rope_scaling.factor"},
-    {"query_pre_attn_scalar", "", "query_pre_attn_scalar"},
-    {"rms_eps", "gemma3.attention.layer_norm_rms_epsilon", "rms_norm_eps"},
-    {"max_context", "gemma3.context_length", "max_position_embeddings"},
-};
-
+// Where a ModelDims field comes from in a file, for messages: its key in the
+// table of model/hparams.hpp.
 inline std::string_view dims_key(std::string_view field, bool gguf) {
-  for (const auto& k : kDimsKeys)
-    if (k.field == field) return gguf ? k.gguf : k.hf;
-  return field;
+  const Hparam* h = find_hparam(field);
+  if (h == nullptr) return field;
+  if (!gguf) return h->hf;
+  return field == "vocab" ? kGgufVocabSource : h->gguf;
 }
 
 // The official size a file's dimensions belong to, for "use this binary" hints.
@@ -112,25 +94,25 @@ inline void check_dims(const ModelDims& file, const ModelDims& engine, const std
 }
 
 inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& engine) {
-  const std::string arch = g.try_string("general.architecture").value_or("(none)");
-  if (arch != "gemma3")
-    throw Error(g.name() + ": general.architecture is '" + arch +
-                "'; this engine runs Gemma 3 ('gemma3') files");
-  // GGUF does not store the local RoPE base, the layer pattern or the query
-  // scale: llama.cpp fixes them for gemma3 (10000, every 6th layer, and
-  // hidden/heads for 27B else head_dim), so they are taken from the engine.
+  const std::string arch = g.try_string(kGgufArchitectureKey).value_or("(none)");
+  if (arch != kGgufArchitecture)
+    throw Error(g.name() + ": " + std::string(kGgufArchitectureKey) + " is '" + arch +
+                "'; this engine runs Gemma 3 ('" + std::string(kGgufArchitecture) + "') files");
+  // The local RoPE base, the layer pattern and the query scale are taken from
+  // the engine: llama.cpp fixes them for gemma3 (10000, every 6th layer, and
+  // hidden/heads for 27B else head_dim), model/hparams.hpp says more.
   ModelDims d = engine;
-  d.hidden = g.get_u32("gemma3.embedding_length");
-  d.layers = g.get_u32("gemma3.block_count");
-  d.heads = g.get_u32("gemma3.attention.head_count");
-  d.kv_heads = g.get_u32("gemma3.attention.head_count_kv");
-  d.head_dim = g.try_u32("gemma3.attention.key_length").value_or(d.heads ? d.hidden / d.heads : 0);
-  d.ffn = g.get_u32("gemma3.feed_forward_length");
-  d.sliding_window = g.get_u32("gemma3.attention.sliding_window");
-  d.rope_theta_global = g.try_f32("gemma3.rope.freq_base").value_or(1e6f);
-  d.rope_scale_global = g.try_f32("gemma3.rope.scaling.factor").value_or(1.0f);
-  d.rms_eps = g.get_f32("gemma3.attention.layer_norm_rms_epsilon");
-  d.max_context = g.get_u32("gemma3.context_length");
+  d.hidden = g.get_u32(gguf_key("hidden"));
+  d.layers = g.get_u32(gguf_key("layers"));
+  d.heads = g.get_u32(gguf_key("heads"));
+  d.kv_heads = g.get_u32(gguf_key("kv_heads"));
+  d.head_dim = g.try_u32(gguf_key("head_dim")).value_or(d.heads ? d.hidden / d.heads : 0);
+  d.ffn = g.get_u32(gguf_key("ffn"));
+  d.sliding_window = g.get_u32(gguf_key("sliding_window"));
+  d.rope_theta_global = g.try_f32(gguf_key("rope_theta_global")).value_or(1e6f);
+  d.rope_scale_global = g.try_f32(gguf_key("rope_scale_global")).value_or(1.0f);
+  d.rms_eps = g.get_f32(gguf_key("rms_eps"));
+  d.max_context = g.get_u32(gguf_key("max_context"));
   const io::GgufTensor* embd = g.find_tensor("token_embd.weight");
   if (!embd || embd->dims.size() != 2)
     throw Error(g.name() + ": tensor 'token_embd.weight' is missing or not 2-D");
