@@ -1,8 +1,9 @@
 // unicorn/engine/kernels.hpp — the typed specialization constants of every shader.
 //
-// One Hana struct per shader; field i is the shader's `constant_id = i`
-// (see gpu/kernel.hpp). Dimensions reach the shaders only through these, so
-// the same SPIR-V module serves every model size.
+// One Hana struct per shader; field i is the shader's `constant_id = i`, of
+// the same name in capitals (see gpu/kernel.hpp; tests/kernel checks both).
+// Dimensions reach the shaders only through these, so the same SPIR-V module
+// serves every model size.
 #pragma once
 
 #include <algorithm>
@@ -182,7 +183,7 @@ inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_
           uint32_t(x_half), splits, slice, 0, 0};
 }
 // The fused gate and up (block formats): out = gelu(x Wg^T) * (x Wu^T), M
-// rows of each, BR / 2 of each a tile; in fp16 (the down projection's
+// rows of each, TILE_ROWS / 2 of each a tile; in fp16 (the down projection's
 // operand) with half_out.
 inline LinearCoopSplitK linear_coop_splitk_pair(uint32_t K, uint32_t M, uint32_t tm, uint32_t tn,
                                                 uint32_t tk, uint32_t subgroup_size, SplitKTile t,
@@ -297,7 +298,7 @@ struct AttentionTiled {
 };
 struct AttentionTile {
   uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
-  uint32_t split = 1;           // attention_coop: subgroups per 16 rows (its DS)
+  uint32_t split = 1;           // attention_coop: subgroups per 16 rows (its SPLIT)
 };
 // Shared memory of a tile (attention_tiled.comp): fp32 query rows and key or
 // value rows in the cache's element size (kv_bytes), each padded by 4
