@@ -21,10 +21,10 @@
 #   (official sizes, fine-tunes, unofficial sizes) into a deployment header at
 #   configure time and builds a generator binary for it. QUANT is one of F32,
 #   F16, BF16, Q8_0, Q4_0 (all weights) or Q4_0_QAT (Q4_0 weights, F16 embedding).
-#   Both config layouts are read: the official releases' (rope_theta,
-#   rope_local_base_freq, rope_scaling, sliding_window_pattern) and newer
-#   transformers' (layer_types, rope_parameters per layer type); multimodal
-#   configs are read from their text_config.
+#   The config.json is read by the loader's own parser (io/hf_config.hpp),
+#   through unicorn-hf-dims (tools/hf_dims.cpp), which the first call builds
+#   at configure time: both config layouts, the official releases' and newer
+#   transformers', and multimodal configs' text_config, as the loader reads them.
 #
 # These programs parse their flags with CLI11: the first call finds it
 # (find_package(CLI11 CONFIG), made GLOBAL so every directory of the host sees
@@ -46,12 +46,30 @@ foreach(file generate/main generate/program perplexity/main server/main server/p
   set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
 # tools/tuning_env.hpp, through which these programs read UNICORN_* variables
-# into the values the library takes: in the source tree, or beside this file.
+# into the values the library takes, and tools/hf_dims.cpp (unicorn-hf-dims):
+# in the source tree, or beside this file.
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../tools/tuning_env.hpp)
   set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/../tools CACHE INTERNAL "")
 else()
   set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/tools CACHE INTERNAL "")
 endif()
+# The include directories unicorn-hf-dims compiles with: unicorn's, Boost's and
+# nlohmann_json's, taken now, where those targets are visible (a host's
+# directory calling unicorn_add_engine may not see the imported ones).
+set(_unicorn_hf_dims_includes "")
+foreach(dep unicorn::unicorn Boost::headers nlohmann_json::nlohmann_json)
+  if(TARGET ${dep})
+    get_target_property(dirs ${dep} INTERFACE_INCLUDE_DIRECTORIES)
+    if(dirs)
+      string(REGEX REPLACE "\\$<BUILD_INTERFACE:([^>]*)>" "\\1" dirs "${dirs}")
+      string(REGEX REPLACE "\\$<INSTALL_INTERFACE:[^>]*>" "" dirs "${dirs}")
+      list(APPEND _unicorn_hf_dims_includes ${dirs})
+    endif()
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES _unicorn_hf_dims_includes)
+set(UNICORN_HF_DIMS_INCLUDE_DIRS "${_unicorn_hf_dims_includes}" CACHE INTERNAL "")
+unset(_unicorn_hf_dims_includes)
 
 # Finds CLI11 for `who` (words for the message), once per build.
 function(_unicorn_find_cli11 who)
@@ -138,13 +156,43 @@ function(unicorn_add_server target)
   target_link_libraries(${target} PRIVATE unicorn_server_program)
 endfunction()
 
-# Reads key `path...` of JSON `json` into `out`, or `default` when absent/null.
-function(_unicorn_json out json default)
-  string(JSON value ERROR_VARIABLE err GET "${json}" ${ARGN})
-  if(err OR value STREQUAL "" OR value STREQUAL "null" OR value MATCHES "NOTFOUND$")
-    set(value "${default}")
+# Builds unicorn-hf-dims (tools/hf_dims.cpp) for this build tree, once per
+# version of its sources, and sets <out> to the program. `who` is the caller,
+# for messages.
+function(_unicorn_hf_dims_tool out who)
+  set(source ${UNICORN_TOOLS_INCLUDE_DIR}/hf_dims.cpp)
+  # Its version: the tool and unicorn's headers it includes. Editing one of
+  # them reconfigures, which rebuilds the tool and rewrites the engines.
+  set(inputs ${source})
+  foreach(dir IN LISTS UNICORN_HF_DIMS_INCLUDE_DIRS)
+    if(EXISTS ${dir}/unicorn/model/from_hf.hpp)
+      file(GLOB headers ${dir}/unicorn/error.hpp ${dir}/unicorn/model/*.hpp ${dir}/unicorn/io/hf_config.hpp
+                        ${dir}/unicorn/io/json_file.hpp ${dir}/unicorn/io/mapped_file.hpp)
+      list(APPEND inputs ${headers})
+    endif()
+  endforeach()
+  set(hashes "")
+  foreach(f IN LISTS inputs)
+    file(SHA256 ${f} h)
+    string(APPEND hashes ${h})
+  endforeach()
+  string(SHA256 version "${hashes}")
+  string(SUBSTRING ${version} 0 16 version)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${inputs})
+  set(dir ${CMAKE_BINARY_DIR}/unicorn_engines/hf_dims)
+  set(tool ${dir}/unicorn-hf-dims-${version}${CMAKE_EXECUTABLE_SUFFIX})
+  if(NOT EXISTS ${tool})
+    message(STATUS "unicorn: building unicorn-hf-dims, which reads config.json for ${who}")
+    try_compile(built ${dir}/build SOURCES ${source}
+                CMAKE_FLAGS "-DINCLUDE_DIRECTORIES:STRING=${UNICORN_HF_DIMS_INCLUDE_DIRS}"
+                CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
+                OUTPUT_VARIABLE log COPY_FILE ${tool})
+    if(NOT built)
+      message(FATAL_ERROR "${who}: could not build unicorn-hf-dims (${source}), which reads "
+                          "config.json for it:\n${log}")
+    endif()
   endif()
-  set(${out} "${value}" PARENT_SCOPE)
+  set(${out} ${tool} PARENT_SCOPE)
 endfunction()
 
 function(unicorn_add_engine target)
@@ -164,70 +212,27 @@ function(_unicorn_deployment_header target header_var type_var)
   endif()
   get_filename_component(config "${E_CONFIG}" ABSOLUTE)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${config}")
-  file(READ "${config}" json)
-  string(JSON text ERROR_VARIABLE no_text GET "${json}" text_config)
-  if(no_text)
-    set(text "${json}")
+  # The engine's dimensions, as the loader will read the same file: one
+  # `field=value` line per ModelDims field (tools/hf_dims.cpp).
+  _unicorn_hf_dims_tool(tool "unicorn_add_engine(${target})")
+  execute_process(COMMAND ${tool} ${config} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(STRIP "${err}" err)
+    message(FATAL_ERROR "unicorn_add_engine(${target}): ${err}")
   endif()
-
-  # Defaults are transformers' Gemma3TextConfig defaults.
-  _unicorn_json(hidden "${text}" 2304 hidden_size)
-  _unicorn_json(layers "${text}" 26 num_hidden_layers)
-  _unicorn_json(heads "${text}" 8 num_attention_heads)
-  _unicorn_json(kv_heads "${text}" 4 num_key_value_heads)
-  _unicorn_json(head_dim "${text}" 256 head_dim)
-  _unicorn_json(ffn "${text}" 9216 intermediate_size)
-  _unicorn_json(vocab "${text}" 262208 vocab_size)
-  _unicorn_json(window "${text}" 4096 sliding_window)
-  _unicorn_json(qpas "${text}" 256 query_pre_attn_scalar)
-  _unicorn_json(eps "${text}" 1e-6 rms_norm_eps)
-  _unicorn_json(max_ctx "${text}" 131072 max_position_embeddings)
-  _unicorn_json(pattern "${text}" 6 sliding_window_pattern)
-  _unicorn_json(theta_global "${text}" 1000000 rope_theta)
-  _unicorn_json(theta_local "${text}" 10000 rope_local_base_freq)
-  _unicorn_json(scale_global "${text}" 1 rope_scaling factor)
-  # Newer layout: rope_parameters per layer type.
-  _unicorn_json(theta_global "${text}" ${theta_global} rope_parameters full_attention rope_theta)
-  _unicorn_json(theta_local "${text}" ${theta_local} rope_parameters sliding_attention rope_theta)
-  _unicorn_json(scale_global "${text}" ${scale_global} rope_parameters full_attention factor)
-  # The 64 image soft-token rows of multimodal checkpoints have no text use.
-  if(vocab EQUAL 262208)
-    set(vocab 262144)
-  endif()
-  # layer_types, when present, must follow the every-Nth-layer-global pattern.
-  string(JSON n_types ERROR_VARIABLE no_types LENGTH "${text}" layer_types)
-  if(NOT no_types AND n_types GREATER 0)
-    set(first_global 0)
-    math(EXPR last "${n_types} - 1")
-    foreach(i RANGE ${last})
-      string(JSON kind GET "${text}" layer_types ${i})
-      if(kind STREQUAL "full_attention" AND first_global EQUAL 0)
-        math(EXPR first_global "${i} + 1")
-      endif()
-    endforeach()
-    if(first_global GREATER 0)
-      set(pattern ${first_global})
-    endif()
-    foreach(i RANGE ${last})
-      string(JSON kind GET "${text}" layer_types ${i})
-      # math(EXPR) has no comparison operators: test the remainder instead.
-      math(EXPR rem "(${i} + 1) % ${pattern}")
-      if(rem EQUAL 0)
-        set(is_global TRUE)
-      else()
-        set(is_global FALSE)
-      endif()
-      if((kind STREQUAL "full_attention") AND NOT is_global OR
-         (kind STREQUAL "sliding_attention") AND is_global)
-        message(FATAL_ERROR "unicorn_add_engine(${target}): ${config}: layer_types is not "
-                            "'every ${pattern}th layer global' (layer ${i} is ${kind}); "
-                            "the engine supports that pattern only")
-      endif()
-    endforeach()
+  set(fields "")
+  string(REGEX MATCHALL "[a-z_]+=[^\n]+" lines "${out}")
+  foreach(line IN LISTS lines)
+    string(REGEX MATCH "^([a-z_]+)=(.*)$" _ "${line}")
+    string(APPEND fields ",\n    .${CMAKE_MATCH_1} = ${CMAKE_MATCH_2}")
+    set(dims_${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+  endforeach()
+  if(NOT DEFINED dims_max_context)
+    message(FATAL_ERROR "unicorn_add_engine(${target}): unicorn-hf-dims printed no max_context:\n${out}")
   endif()
 
   if(NOT E_CONTEXT)
-    set(E_CONTEXT ${max_ctx})
+    set(E_CONTEXT ${dims_max_context})
     if(E_CONTEXT GREATER 32768)
       set(E_CONTEXT 32768)
     endif()
@@ -255,12 +260,7 @@ function(_unicorn_deployment_header target header_var type_var)
 
 namespace unicorn::engines {
 inline constexpr ModelDims k_${type}_model{
-    .name = \"${target}\", .hidden = ${hidden}, .layers = ${layers}, .heads = ${heads},
-    .kv_heads = ${kv_heads}, .head_dim = ${head_dim}, .ffn = ${ffn}, .vocab = ${vocab},
-    .sliding_window = ${window}, .global_every = ${pattern},
-    .rope_theta_local = float(${theta_local}), .rope_theta_global = float(${theta_global}),
-    .rope_scale_global = float(${scale_global}), .query_pre_attn_scalar = float(${qpas}),
-    .rms_eps = float(${eps}), .max_context = ${max_ctx}};
+    .name = \"${target}\"${fields}};
 struct ${type} {
   static constexpr DeploymentConfig kConfig =
       make_deployment(k_${type}_model, ${scheme}, ${E_CONTEXT}, ${E_PREFILL_CHUNK}).with_streams(${E_STREAMS});

@@ -16,15 +16,15 @@
 // rows [head_begin, +heads). Workgroups y < HEADS are query heads (done by the
 // dispatch of the first cache part only); the rest are the token's kv heads,
 // and each writes only where its (stream, kv head) row lies in the bound part.
-// Dispatch: (n_tokens, ceil(((head_begin == 0 ? HEADS : 0) + KVH) / HEADS_PER_GROUP),
+// Dispatch: (n_tokens, ceil(((head_begin == 0 ? HEADS : 0) + KV_HEADS) / HEADS_PER_GROUP),
 // 1) per cache part (kernels::attn_prep_groups).
 #define STEP_BINDING 5
 #include "include/step.glsl"
 
 layout(local_size_x = 128) in;  // HEADS_PER_GROUP heads of 32 threads
 layout(constant_id = 0) const uint HEADS = 1;
-layout(constant_id = 1) const uint KVH = 1;
-layout(constant_id = 2) const uint HD = 2;
+layout(constant_id = 1) const uint KV_HEADS = 1;
+layout(constant_id = 2) const uint HEAD_DIM = 2;
 layout(constant_id = 3) const uint SLOTS = 1;
 layout(constant_id = 4) const float THETA = 10000.0;
 layout(constant_id = 5) const float SCALE = 1.0;
@@ -41,17 +41,17 @@ layout(constant_id = 7) const uint HEADS_PER_GROUP = 1;
 #define KV_T float
 #endif
 
-layout(binding = 0) buffer QBuf { float q[]; };            // [n, HEADS * HD], in place
-layout(binding = 1) readonly buffer KBuf { float k_in[]; };  // [n, KVH * HD]
-layout(binding = 2) readonly buffer VBuf { float v[]; };   // [n, KVH * HD]
-layout(binding = 3) writeonly buffer KCache { KV_T kc[]; };  // [rows in part][SLOTS][HD]
+layout(binding = 0) buffer QBuf { float q[]; };            // [n, HEADS * HEAD_DIM], in place
+layout(binding = 1) readonly buffer KBuf { float k_in[]; };  // [n, KV_HEADS * HEAD_DIM]
+layout(binding = 2) readonly buffer VBuf { float v[]; };   // [n, KV_HEADS * HEAD_DIM]
+layout(binding = 3) writeonly buffer KCache { KV_T kc[]; };  // [rows in part][SLOTS][HEAD_DIM]
 layout(binding = 4) writeonly buffer VCache { KV_T vc[]; };
-layout(binding = 6) readonly buffer QNorm { float qw[]; };  // [HD]
-layout(binding = 7) readonly buffer KNorm { float kw[]; };  // [HD]
+layout(binding = 6) readonly buffer QNorm { float qw[]; };  // [HEAD_DIM]
+layout(binding = 7) readonly buffer KNorm { float kw[]; };  // [HEAD_DIM]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
 const uint LANES = 128 / HEADS_PER_GROUP;       // threads a head
-const uint PAIRS = (HD / 2 + LANES - 1) / LANES;  // rotation pairs per thread
+const uint PAIRS = (HEAD_DIM / 2 + LANES - 1) / LANES;  // rotation pairs per thread
 shared float partial[128];  // the subgroups' sums of squares
 
 // sin/cos of a large float32 angle: reduce by 2*pi first, since GPU sin/cos lose
@@ -74,18 +74,18 @@ void sincos_reduced(float a, out float s, out float c) {
 }
 
 void main() {
-  const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_hd = HD / 2;
+  const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_hd = HEAD_DIM / 2;
   if (t >= n_tokens) return;
   // This thread's head: group tid / LANES of the workgroup's HEADS_PER_GROUP.
   const uint q_groups = pc.head_begin == 0 ? HEADS : 0;
   const uint head = gl_WorkGroupID.y * HEADS_PER_GROUP + tid / LANES, lane = tid % LANES;
   const bool is_q = head < q_groups;
   const uint h = is_q ? head : head - q_groups;  // q head, or kv head
-  const uint cache_row = step_rows[t].stream * KVH + h;  // for a kv head
-  const bool live = is_q || (h < KVH && cache_row >= pc.head_begin && cache_row < pc.head_begin + pc.heads);
-  const uint src = is_q ? t * HEADS * HD + h * HD : t * KVH * HD + h * HD;
+  const uint cache_row = step_rows[t].stream * KV_HEADS + h;  // for a kv head
+  const bool live = is_q || (h < KV_HEADS && cache_row >= pc.head_begin && cache_row < pc.head_begin + pc.heads);
+  const uint src = is_q ? t * HEADS * HEAD_DIM + h * HEAD_DIM : t * KV_HEADS * HEAD_DIM + h * HEAD_DIM;
 
-  // Pairs (i, i + HD / 2) for i = lane, lane + LANES, ...: loaded at once, so
+  // Pairs (i, i + HEAD_DIM / 2) for i = lane, lane + LANES, ...: loaded at once, so
   // a thread has all of them in flight.
   float a[PAIRS], b[PAIRS];
   float sq = 0.0;
@@ -109,15 +109,15 @@ void main() {
   const uint per_head = LANES / gl_SubgroupSize;
   float sum = 0.0;
   for (uint k = 0; k < per_head; ++k) sum += partial[tid / LANES * per_head + k];
-  const float inv = inversesqrt(sum / float(HD) + EPS);
+  const float inv = inversesqrt(sum / float(HEAD_DIM) + EPS);
 
   const uint pos = step_rows[t].pos;
-  const uint dst = ((cache_row - pc.head_begin) * SLOTS + pos % SLOTS) * HD;
+  const uint dst = ((cache_row - pc.head_begin) * SLOTS + pos % SLOTS) * HEAD_DIM;
   [[unroll]] for (uint k = 0; k < PAIRS; ++k) {
     const uint i = lane + LANES * k;
     if (i >= half_hd) break;
     const float x = a[k] * inv * (is_q ? qw[i] : kw[i]), y = b[k] * inv * (is_q ? qw[i + half_hd] : kw[i + half_hd]);
-    const float inv_freq = 1.0 / pow(THETA, float(2 * i) / float(HD));
+    const float inv_freq = 1.0 / pow(THETA, float(2 * i) / float(HEAD_DIM));
     float sn, cs;
     sincos_reduced(float(pos) / SCALE * inv_freq, sn, cs);
     const float rx = x * cs - y * sn, ry = y * cs + x * sn;

@@ -7,14 +7,14 @@
 //   Q4_0: m = the x of largest |x|, d = m / -8, q = min(15, trunc(x / d + 8.5))
 // ADD is added to every source value first (Gemma norm weights: w -> 1 + w).
 // Block formats are written in the device's planar layout (weights.glsl).
-// SRC 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
+// SOURCE_TYPE 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
 // and only moves them into that layout.
 // Dispatch: 2-D grid of 64-wide groups; one invocation per output element
 // (float formats) or per 32-element block (block formats).
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint SRC = 0;      // 0: F32, 1: F16, 2: BF16, 3: ggml blocks
+layout(constant_id = 0) const uint SOURCE_TYPE = 0;  // 0: F32, 1: F16, 2: BF16, 3: ggml blocks
 layout(constant_id = 1) const float ADD = 0.0;
 
 layout(binding = 0) readonly buffer SrcBuf { uint src[]; };  // raw source bytes as words
@@ -23,13 +23,13 @@ layout(binding = 0) readonly buffer SrcBuf { uint src[]; };  // raw source bytes
 // destination part (where its scales begin). The source starts at element 0.
 layout(push_constant) uniform Push { uint count; uint first; uint part_blocks; } pc;
 
-// Source uint16 i (ggml blocks, SRC 3).
+// Source uint16 i (ggml blocks, SOURCE_TYPE 3).
 uint source_half(uint i) { return (src[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu; }
 
 float source(uint i) {
-  if (SRC == 0) return uintBitsToFloat(src[i]) + ADD;
+  if (SOURCE_TYPE == 0) return uintBitsToFloat(src[i]) + ADD;
   const uint half_bits = (src[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu;
-  if (SRC == 1) return unpackHalf2x16(half_bits).x + ADD;
+  if (SOURCE_TYPE == 1) return unpackHalf2x16(half_bits).x + ADD;
   return uintBitsToFloat(half_bits << 16) + ADD;
 }
 
@@ -79,7 +79,7 @@ layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
 // Planar: quants of block b at uint16 16b .., its scale at 16 * part_blocks + b.
 void convert(uint b) {
   const uint quants = (pc.first + b) * 16, scale = pc.part_blocks * 16 + pc.first + b;
-  if (SRC == 3) {  // ggml block: 17 uint16, scale first
+  if (SOURCE_TYPE == 3) {  // ggml block: 17 uint16, scale first
     dst[scale] = uint16_t(source_half(b * 17));
     for (uint j = 0; j < 16; ++j) dst[quants + j] = uint16_t(source_half(b * 17 + 1 + j));
     return;
@@ -105,7 +105,7 @@ layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
 // Planar: quants of block b at uint16 8b .., its scale at 8 * part_blocks + b.
 void convert(uint b) {
   const uint quants = (pc.first + b) * 8, scale = pc.part_blocks * 8 + pc.first + b;
-  if (SRC == 3) {  // ggml block: 9 uint16, scale first
+  if (SOURCE_TYPE == 3) {  // ggml block: 9 uint16, scale first
     dst[scale] = uint16_t(source_half(b * 9));
     for (uint j = 0; j < 8; ++j) dst[quants + j] = uint16_t(source_half(b * 9 + 1 + j));
     return;

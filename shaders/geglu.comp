@@ -2,16 +2,16 @@
 #extension GL_GOOGLE_include_directive : require
 #define STEP_BINDING 2
 #include "include/step.glsl"
-// geglu — gate = gelu_tanh(gate) * up, elementwise over [n, F] (Gemma's
+// geglu — gate = gelu_tanh(gate) * up, elementwise over [n, FFN] (Gemma's
 // hidden_activation "gelu_pytorch_tanh"). With HALF_OUT the product goes to
 // binding 3 instead, as the fp16 operand of the down projection
 // (include/operand.glsl); gate is then only read. A thread takes 4
-// consecutive elements (16-byte loads) when F % 4 == 0, else one. With
+// consecutive elements (16-byte loads) when FFN % 4 == 0, else one. With
 // UP_SLICES > 1, up is that many partial sums SLICE elements apart (an up
 // projection split over K, matmul_coop's SPLITS), added in order.
-// Dispatch: (ceil(kernels::geglu_threads(F) / 64), n_tokens, 1).
+// Dispatch: (ceil(kernels::geglu_threads(FFN) / 64), n_tokens, 1).
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint F = 1;
+layout(constant_id = 0) const uint FFN = 1;
 layout(constant_id = 1) const uint HALF_OUT = 0;
 layout(constant_id = 2) const uint UP_SLICES = 1;
 layout(constant_id = 3) const uint SLICE = 0;
@@ -29,9 +29,9 @@ layout(binding = 3) writeonly buffer OutBufH4 { f16vec4 oh4[]; };
 void main() {
   const uint i = gl_GlobalInvocationID.x, t = gl_GlobalInvocationID.y;
   if (t >= n_tokens) return;
-  if (F % 4 == 0) {
-    if (i >= F / 4) return;
-    const uint e = t * (F / 4) + i;
+  if (FFN % 4 == 0) {
+    if (i >= FFN / 4) return;
+    const uint e = t * (FFN / 4) + i;
     const vec4 gv = g4[e];
     vec4 uv = u4[e];
     for (uint s = 1; s < UP_SLICES; ++s) uv += u4[s * (SLICE / 4) + e];
@@ -42,8 +42,8 @@ void main() {
       g4[e] = r;
     return;
   }
-  if (i >= F) return;
-  const uint e = t * F + i;
+  if (i >= FFN) return;
+  const uint e = t * FFN + i;
   float uv = u[e];
   for (uint s = 1; s < UP_SLICES; ++s) uv += u[s * SLICE + e];
   const float r = gelu_tanh(g[e]) * uv;

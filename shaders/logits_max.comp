@@ -14,11 +14,11 @@
 #include "include/step.glsl"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint V = 1;
+layout(constant_id = 0) const uint VOCAB = 1;
 layout(constant_id = 1) const uint PARTS = 1;  // workgroups per row
-const uint SLICE = (V + PARTS - 1) / PARTS;
+const uint SLICE = (VOCAB + PARTS - 1) / PARTS;
 
-layout(binding = 0) buffer LogitsBuf { float logits[]; };  // [rows, V]
+layout(binding = 0) buffer LogitsBuf { float logits[]; };  // [rows, VOCAB]
 layout(binding = 1) writeonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
 #define SAMPLER_BINDING 2
 #include "include/sampler.glsl"
@@ -29,7 +29,7 @@ shared uint best_i[256];
 void main() {
   const uint part = gl_WorkGroupID.x, row = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   if (row >= logit_count) return;
-  const uint base = row * V, lo = part * SLICE, hi = min(V, lo + SLICE);
+  const uint base = row * VOCAB, lo = part * SLICE, hi = min(VOCAB, lo + SLICE);
   const float repeat_penalty = sampling[row].repeat_penalty;
   const float presence = sampling[row].presence_penalty, frequency = sampling[row].frequency_penalty;
   if (repeat_penalty != 1.0 || presence != 0.0 || frequency != 0.0) {

@@ -13,84 +13,84 @@
 // With few tokens every weight is used by only a few products, so the step is
 // bound by reading the weights once, and what matters is bytes in flight
 // across the whole GPU and how long each chain of dependent loads is. A
-// workgroup owns a BT-token x BR-row output tile, and its SPLIT subgroups walk
+// workgroup owns a TILE_TOKENS-token x TILE_ROWS-row output tile, and its SPLIT subgroups walk
 // every SPLIT-th 32-k step (one quant block) of it, two steps' loads in
 // flight each: every subgroup stages its own operands in its own shared
 // memory, so the loop has no workgroup barrier, and a matrix with few rows and
-// a long K (a down projection) still has short chains. At the end the
+// a long IN_FEATURES (a down projection) still has short chains. At the end the
 // subgroups' partial sums meet in shared memory (over the staging tiles, no
 // longer needed) and are added in subgroup order (deterministic). Products
 // are fp16 x fp16 -> fp32, inputs saturated to the fp16 range, as in matmul_coop.
-// A matrix with few row tiles and a long K (an output projection: 80 tiles of
-// 32 rows on a 4B) also splits K across workgroups (SPLITS > 1): workgroup z
+// A matrix with few row tiles and a long IN_FEATURES (an output projection: 80 tiles of
+// 32 rows on a 4B) also splits IN_FEATURES across workgroups (SPLITS > 1): workgroup z
 // walks the z-th of SPLITS consecutive ranges of the steps and writes its
 // partial sums to slice z of Y, SLICE elements apart, which the consumer adds
 // in order (rmsnorm's SLICES), as matmul_coop's splits do.
 // PAIR = 1 (block formats: the FFN's gate and up, the same parts): a tile's
-// first BR / 2 weight rows are the gate's and the others the same rows of up
+// first TILE_ROWS / 2 weight rows are the gate's and the others the same rows of up
 // (binding 4), so both products share each X load and one dispatch, and the
-// tile writes gelu_tanh(gate) * up for its BR / 2 rows — with HALF_OUT as the
+// tile writes gelu_tanh(gate) * up for its TILE_ROWS / 2 rows — with HALF_OUT as the
 // fp16 operand of the down projection (include/operand.glsl): gate, up and
 // geglu in one dispatch, as matvec's PAIR does for single tokens.
-// Dispatch: (ceil(part rows / BR), ceil(n / BT), SPLITS), or with PAIR
-// (ceil(part rows / (BR / 2)), ceil(n / BT), 1); SPLIT * SUBGROUP_SIZE threads.
+// Dispatch: (ceil(part rows / TILE_ROWS), ceil(n / TILE_TOKENS), SPLITS), or with PAIR
+// (ceil(part rows / (TILE_ROWS / 2)), ceil(n / TILE_TOKENS), 1); SPLIT * SUBGROUP_SIZE threads.
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
-layout(constant_id = 0) const uint K = 32;
+layout(constant_id = 0) const uint IN_FEATURES = 32;
 #define WEIGHT_BINDING 0
 #define WEIGHT2_BINDING 4
-#define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
+#define WEIGHT_PART_BLOCKS (pc.rows * (IN_FEATURES / 32u))
 #include "include/weights.glsl"
 #include "include/coop_operands.glsl"
 #include "include/gelu.glsl"
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
-layout(constant_id = 1) const uint M = 1;
+layout(constant_id = 1) const uint OUT_FEATURES = 1;
 layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows
 // Cooperative matrix shape, one the device lists (VkCooperativeMatrixPropertiesKHR).
-layout(constant_id = 3) const uint TM = 16;  // tokens per matrix
-layout(constant_id = 4) const uint TN = 16;  // weight rows per matrix
+layout(constant_id = 3) const uint TM = 16;             // tokens per matrix
+layout(constant_id = 4) const uint TN = 16;             // weight rows per matrix
 layout(constant_id = 5) const uint TK = 16;
 layout(constant_id = 6) const uint SUBGROUP_SIZE = 32;  // the device's, queried by the host
-layout(constant_id = 7) const uint BT = 32;             // tile: tokens (at most 4 TM)
-layout(constant_id = 8) const uint BR = 32;             // tile: weight rows (at most 4 TN)
-layout(constant_id = 9) const uint SPLIT = 4;           // subgroups, each a share of K
+layout(constant_id = 7) const uint TILE_TOKENS = 32;    // tile: tokens (at most 4 TM)
+layout(constant_id = 8) const uint TILE_ROWS = 32;      // tile: weight rows (at most 4 TN)
+layout(constant_id = 9) const uint SPLIT = 4;           // subgroups, each a share of IN_FEATURES
 layout(local_size_x_id = 10) in;                        // SPLIT * SUBGROUP_SIZE
-layout(constant_id = 11) const uint X_HALF = 0;         // 1: X arrives as fp16 (K % 8 == 0)
-layout(constant_id = 12) const uint SPLITS = 1;         // ranges of K, one per workgroup z
-layout(constant_id = 13) const uint SLICE = 0;          // elements of Y between their outputs
-layout(constant_id = 14) const uint PAIR = 0;           // 1: gate and up rows, out gelu(gate) * up
-layout(constant_id = 15) const uint HALF_OUT = 0;       // with PAIR: out as the fp16 operand
+layout(constant_id = 11) const uint X_HALF = 0;    // 1: X arrives as fp16 (IN_FEATURES % 8 == 0)
+layout(constant_id = 12) const uint SPLITS = 1;    // ranges of IN_FEATURES, one per workgroup z
+layout(constant_id = 13) const uint SLICE = 0;     // elements of Y between their outputs
+layout(constant_id = 14) const uint PAIR = 0;      // 1: gate and up rows, out gelu(gate) * up
+layout(constant_id = 15) const uint HALF_OUT = 0;  // with PAIR: out as the fp16 operand
 #include "include/operand.glsl"
 
-layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
+layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, IN_FEATURES]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 4 at a time
-layout(binding = 1) readonly buffer XBufH { uvec4 xh[]; };  // or fp16 [n, K], 8 at a time (X_HALF = 1):
+layout(binding = 1) readonly buffer XBufH { uvec4 xh[]; };  // or fp16 [n, IN_FEATURES], 8 at a time (X_HALF = 1):
                                                             // written once by the kernel that makes X
-layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M], or [SPLITS][n, M]
-layout(binding = 2) writeonly buffer YBufH { float16_t yh[]; };  // [n, M] in fp16 (PAIR, HALF_OUT)
+layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES], or [SPLITS][n, OUT_FEATURES]
+layout(binding = 2) writeonly buffer YBufH { float16_t yh[]; };  // [n, OUT_FEATURES] in fp16 (PAIR, HALF_OUT)
 
 const uint STEP = 32;  // k per step: one quant block
 const uint THREADS = SPLIT * SUBGROUP_SIZE;
-const uint FT = BT / TM, FR = BR / TN;  // a subgroup's matrices, at most 4 x 4
+const uint FT = TILE_TOKENS / TM, FR = TILE_ROWS / TN;  // a subgroup's matrices, at most 4 x 4
 
-// Each subgroup's fp16 tiles, as uvec4 (8 halves): X [BT][40], then W [BR][40]
+// Each subgroup's fp16 tiles, as uvec4 (8 halves): X [TILE_TOKENS][40], then W [TILE_ROWS][40]
 // (rows of 32 k + 8 padding, 80 bytes apart: the 8 rows of a matrix load fall
 // on distinct banks); matrix loads count in these vectors. After the loop the
-// same memory holds every subgroup's fp32 partial tile [SPLIT][BT][BR]
+// same memory holds every subgroup's fp32 partial tile [SPLIT][TILE_TOKENS][TILE_ROWS]
 // (kernels::SplitKTile checks that it fits).
 const uint LDV = 5;
-const uint STAGE = (BT + BR) * LDV;  // one subgroup's tiles
+const uint STAGE = (TILE_TOKENS + TILE_ROWS) * LDV;  // one subgroup's tiles
 shared uvec4 smem[SPLIT * STAGE];
 uint x_tile(uint sg) { return sg * STAGE; }
-uint w_tile(uint sg) { return sg * STAGE + BT * LDV; }
+uint w_tile(uint sg) { return sg * STAGE + TILE_TOKENS * LDV; }
 
 // Unit (row, k0 + 16 * half_k) of the second tensor (PAIR: up), as
 // load_w_unit reads the first.
 #if WEIGHT_BLOCK > 1
 WUnit load_w_unit2(uint row, uint k0, uint half_k, bool ok) {
   WUnit u;
-  const uint b = row * (K / 32) + k0 / 32;
+  const uint b = row * (IN_FEATURES / 32) + k0 / 32;
 #if QUANT_BYTES == 16
   u.quants = ok ? block_quants2(b) : uvec4(0);
 #else
@@ -106,8 +106,8 @@ WUnit load_w_unit2(uint row, uint k0, uint half_k, bool ok) { return load_w_unit
 // A lane's share of a step: XU X units (8 k of a token), WU W units (16 k of a
 // row), in two register sets: the next two steps' loads are in flight while
 // the current step multiplies.
-const uint XU = (BT * (STEP / 8) + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
-const uint WU = (BR * 2 + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
+const uint XU = (TILE_TOKENS * (STEP / 8) + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
+const uint WU = (TILE_ROWS * 2 + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;
 vec4 x_raw0[XU * 2], x_raw1[XU * 2];  // X_HALF = 0
 uvec4 x_half0[XU], x_half1[XU];       // X_HALF = 1
 WUnit w_raw0[WU], w_raw1[WU];
@@ -119,15 +119,15 @@ WUnit w_raw0[WU], w_raw1[WU];
     const uint k0 = (step) * STEP, lane = gl_SubgroupInvocationID;                      \
     [[unroll]] for (uint u = 0; u < XU; ++u) {                                          \
       const uint unit = lane + u * SUBGROUP_SIZE, t = tok0 + unit / 4, k = k0 + (unit % 4) * 8; \
-      const bool ok = unit < BT * 4 && t < n;                                           \
+      const bool ok = unit < TILE_TOKENS * 4 && t < n;                                           \
       if (X_HALF == 1) {                                                                \
-        XH[u] = ok && k < K ? xh[(t * K + k) / 8] : uvec4(0);                           \
-      } else if (K % 4 == 0 && k0 + STEP <= K) {                                               \
-        XR[2 * u] = ok ? x4[(t * K + k) / 4] : vec4(0);                                 \
-        XR[2 * u + 1] = ok ? x4[(t * K + k) / 4 + 1] : vec4(0);                         \
+        XH[u] = ok && k < IN_FEATURES ? xh[(t * IN_FEATURES + k) / 8] : uvec4(0);                           \
+      } else if (IN_FEATURES % 4 == 0 && k0 + STEP <= IN_FEATURES) {                                               \
+        XR[2 * u] = ok ? x4[(t * IN_FEATURES + k) / 4] : vec4(0);                                 \
+        XR[2 * u + 1] = ok ? x4[(t * IN_FEATURES + k) / 4 + 1] : vec4(0);                         \
       } else {                                                                          \
         [[unroll]] for (uint e = 0; e < 8; ++e)                                         \
-          XR[2 * u + e / 4][e % 4] = ok && k + e < K ? x[t * K + k + e] : 0.0;          \
+          XR[2 * u + e / 4][e % 4] = ok && k + e < IN_FEATURES ? x[t * IN_FEATURES + k + e] : 0.0;          \
       }                                                                                 \
     }                                                                                   \
   }
@@ -136,12 +136,12 @@ WUnit w_raw0[WU], w_raw1[WU];
     const uint k0 = (step) * STEP, lane = gl_SubgroupInvocationID;                      \
     [[unroll]] for (uint u = 0; u < WU; ++u) {                                          \
       const uint unit = lane + u * SUBGROUP_SIZE, tile_row = unit / 2;                  \
-      if (PAIR == 1 && tile_row >= BR / 2) {                                            \
-        const uint row = row0 + tile_row - BR / 2;                                      \
-        WR[u] = load_w_unit2(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);        \
+      if (PAIR == 1 && tile_row >= TILE_ROWS / 2) {                                            \
+        const uint row = row0 + tile_row - TILE_ROWS / 2;                                      \
+        WR[u] = load_w_unit2(row, k0, unit % 2, unit < TILE_ROWS * 2 && row < pc.rows);        \
       } else {                                                                          \
         const uint row = row0 + tile_row;                                               \
-        WR[u] = load_w_unit(row, k0, unit % 2, unit < BR * 2 && row < pc.rows);         \
+        WR[u] = load_w_unit(row, k0, unit % 2, unit < TILE_ROWS * 2 && row < pc.rows);         \
       }                                                                                 \
     }                                                                                   \
   }
@@ -152,7 +152,7 @@ WUnit w_raw0[WU], w_raw1[WU];
     const uint lane = gl_SubgroupInvocationID;                                          \
     [[unroll]] for (uint u = 0; u < XU; ++u) {                                          \
       const uint unit = lane + u * SUBGROUP_SIZE;                                       \
-      if (unit < BT * 4)                                                                \
+      if (unit < TILE_TOKENS * 4)                                                                \
         smem[x_tile(sg) + (unit / 4) * LDV + unit % 4] = X_HALF == 1 ? XH[u] : pack8(XR[2 * u], XR[2 * u + 1]); \
     }                                                                                   \
   }
@@ -161,7 +161,7 @@ WUnit w_raw0[WU], w_raw1[WU];
     const uint lane = gl_SubgroupInvocationID;                                          \
     [[unroll]] for (uint u = 0; u < WU; ++u) {                                          \
       const uint unit = lane + u * SUBGROUP_SIZE;                                       \
-      if (unit < BR * 2) {                                                              \
+      if (unit < TILE_ROWS * 2) {                                                              \
         const uint slot = w_tile(sg) + (unit / 2) * LDV + (unit % 2) * 2;               \
         uvec4 lo, hi;                                                                   \
         w_unit_fp16(WR[u], unit % 2, lo, hi);                                           \
@@ -192,21 +192,21 @@ WUnit w_raw0[WU], w_raw1[WU];
     LOAD_B(0) LOAD_B(1) LOAD_B(2) LOAD_B(3)                \
     FOR_ALL(MUL_ADD)                                       \
   }
-// fp32 partial tiles over the staging memory, in uvec4 units (BR and TN are multiples of 4).
+// fp32 partial tiles over the staging memory, in uvec4 units (TILE_ROWS and TN are multiples of 4).
 #define STORE_PARTIAL(i, j) \
   if (i < FT && j < FR)     \
-    coopMatStoreNV(c##i##j, smem, ((sg * BT + i * TM) * BR + j * TN) / 4, BR / 4, false);
+    coopMatStoreNV(c##i##j, smem, ((sg * TILE_TOKENS + i * TM) * TILE_ROWS + j * TN) / 4, TILE_ROWS / 4, false);
 
 void main() {
   const uint n = active_rows(ROW_SET);
-  const uint row0 = gl_WorkGroupID.x * (PAIR == 1 ? BR / 2 : BR), tok0 = gl_WorkGroupID.y * BT;
+  const uint row0 = gl_WorkGroupID.x * (PAIR == 1 ? TILE_ROWS / 2 : TILE_ROWS), tok0 = gl_WorkGroupID.y * TILE_TOKENS;
   if (tok0 >= n) return;  // whole tile past the step's rows: uniform exit
   const uint sg = gl_SubgroupID;
 
   FOR_ALL(DECLARE)
   // This workgroup's range of steps, and in it this subgroup's: first + sg,
   // first + sg + SPLIT, ...; two register sets take turns.
-  const uint steps = (K + STEP - 1) / STEP, split = gl_WorkGroupID.z;
+  const uint steps = (IN_FEATURES + STEP - 1) / STEP, split = gl_WorkGroupID.z;
   const uint first = split * steps / SPLITS, range = (split + 1) * steps / SPLITS - first;
   const uint mine = sg < range ? (range - sg + SPLIT - 1) / SPLIT : 0;  // subgroup-uniform
   const uint s0 = first + sg;
@@ -232,32 +232,32 @@ void main() {
   barrier();  // every subgroup is done with its tiles: the partials go over them
   FOR_ALL(STORE_PARTIAL)
   barrier();
-  if (PAIR == 1) {  // tile columns c < BR / 2: gate row row0 + c; c + BR / 2: the same row of up
-    for (uint e = gl_LocalInvocationID.x; e < BT * (BR / 2); e += THREADS) {
-      const uint tt = e / (BR / 2), c = e % (BR / 2), t = tok0 + tt, r = row0 + c;
+  if (PAIR == 1) {  // tile columns c < TILE_ROWS / 2: gate row row0 + c; c + TILE_ROWS / 2: the same row of up
+    for (uint e = gl_LocalInvocationID.x; e < TILE_TOKENS * (TILE_ROWS / 2); e += THREADS) {
+      const uint tt = e / (TILE_ROWS / 2), c = e % (TILE_ROWS / 2), t = tok0 + tt, r = row0 + c;
       float gate = 0.0, up = 0.0;
       for (uint s = 0; s < SPLIT; ++s) {
-        const uint f = (s * BT + tt) * BR + c, fu = f + BR / 2;
+        const uint f = (s * TILE_TOKENS + tt) * TILE_ROWS + c, fu = f + TILE_ROWS / 2;
         gate += uintBitsToFloat(smem[f / 4][f % 4]);
         up += uintBitsToFloat(smem[fu / 4][fu % 4]);
       }
       if (t < n && r < pc.rows) {
         const float v = gelu_tanh(gate) * up;
         if (HALF_OUT == 1)
-          yh[t * M + pc.row_begin + r] = OPERAND_FP16(v);
+          yh[t * OUT_FEATURES + pc.row_begin + r] = OPERAND_FP16(v);
         else
-          y[t * M + pc.row_begin + r] = v;
+          y[t * OUT_FEATURES + pc.row_begin + r] = v;
       }
     }
     return;
   }
-  for (uint e = gl_LocalInvocationID.x; e < BT * BR; e += THREADS) {
-    const uint t = tok0 + e / BR, r = row0 + e % BR;
+  for (uint e = gl_LocalInvocationID.x; e < TILE_TOKENS * TILE_ROWS; e += THREADS) {
+    const uint t = tok0 + e / TILE_ROWS, r = row0 + e % TILE_ROWS;
     float sum = 0.0;
     for (uint s = 0; s < SPLIT; ++s) {
-      const uint f = s * BT * BR + e;
+      const uint f = s * TILE_TOKENS * TILE_ROWS + e;
       sum += uintBitsToFloat(smem[f / 4][f % 4]);
     }
-    if (t < n && r < pc.rows) y[split * SLICE + t * M + pc.row_begin + r] = sum;
+    if (t < n && r < pc.rows) y[split * SLICE + t * OUT_FEATURES + pc.row_begin + r] = sum;
   }
 }

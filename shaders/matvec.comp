@@ -8,13 +8,13 @@
 // kernel is the decode roofline: it must keep enough bytes in flight, in wide
 // loads, and spend few instructions per weight.
 //
-// Lanes are grouped into row groups of LANES lanes: a fraction of a subgroup
-// (LANES divides the subgroup size) or several whole subgroups (LANES a
-// multiple of it, at most the 128-lane workgroup: split-K for long rows, more
-// loads in flight per row). Each row group owns ROWS output rows; its lane l
-// takes blocks l, l + LANES, ... of all ROWS rows, UNROLL blocks per pass: one
+// Lanes are grouped into row groups of LANES_PER_GROUP lanes: a fraction of a subgroup
+// (LANES_PER_GROUP divides the subgroup size) or several whole subgroups (LANES_PER_GROUP a
+// multiple of it, at most the 128-lane workgroup: split-IN_FEATURES for long rows, more
+// loads in flight per row). Each row group owns ROWS_PER_GROUP output rows; its lane l
+// takes blocks l, l + LANES_PER_GROUP, ... of all ROWS_PER_GROUP rows, UNROLL blocks per pass: one
 // 16-byte load of quants per block and row (the device layout is planar, see
-// weights.glsl), and each block's 32 inputs loaded once for all ROWS rows.
+// weights.glsl), and each block's 32 inputs loaded once for all ROWS_PER_GROUP rows.
 // Reduction: subgroupAdd, then shared memory across a row group's subgroups.
 // PAIR = 1 (block formats, decode FFN): binding 4 holds the up projection of
 // the same shape; each row group computes its rows of gate and of up from the
@@ -26,33 +26,33 @@
 // staging the inputs in shared memory was slower — every workgroup then reads
 // the whole tile of inputs from L2 for its few rows.) A
 // row's sums are the same operations in the same order whatever TOKENS, TILE
-// and ROWS are (only LANES and UNROLL change them), so stream i's outputs in a
+// and ROWS_PER_GROUP are (only LANES_PER_GROUP and UNROLL change them), so stream i's outputs in a
 // batch are bit for bit those of a single-token pass.
 // Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS)), where
-// G = ceil(rows / (ROWS * 128 / LANES)).
+// G = ceil(rows / (ROWS_PER_GROUP * 128 / LANES_PER_GROUP)).
 layout(local_size_x = 128) in;
-layout(constant_id = 0) const uint K = 32;  // row length (input features)
-layout(constant_id = 1) const uint M = 1;   // output features of the whole tensor
-layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows (LM head)
-layout(constant_id = 3) const uint ROWS = 1;     // output rows per row group
-layout(constant_id = 4) const uint LANES = 32;   // lanes per row group
-layout(constant_id = 5) const uint UNROLL = 1;   // blocks per lane per pass (1 or 2)
-layout(constant_id = 6) const uint PAIR = 0;     // 1: y = gelu(W x) * (W2 x)
-layout(constant_id = 7) const uint TOKENS = 1;   // token rows per workgroup
-layout(constant_id = 8) const uint TILE = 1;     // token rows per pass over the weights (<= TOKENS)
+layout(constant_id = 0) const uint IN_FEATURES = 32;      // row length (input features)
+layout(constant_id = 1) const uint OUT_FEATURES = 1;      // output features of the whole tensor
+layout(constant_id = 2) const uint ROW_SET = 0;           // 0: token rows; 1: logit rows (LM head)
+layout(constant_id = 3) const uint ROWS_PER_GROUP = 1;    // output rows per row group
+layout(constant_id = 4) const uint LANES_PER_GROUP = 32;  // lanes per row group
+layout(constant_id = 5) const uint UNROLL = 1;            // blocks per lane per pass (1 or 2)
+layout(constant_id = 6) const uint PAIR = 0;              // 1: y = gelu(W x) * (W2 x)
+layout(constant_id = 7) const uint TOKENS = 1;            // token rows per workgroup
+layout(constant_id = 8) const uint TILE = 1;              // token rows per pass over the weights (<= TOKENS)
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 #define WEIGHT_BINDING 0
 #define WEIGHT2_BINDING 4
-#define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
+#define WEIGHT_PART_BLOCKS (pc.rows * (IN_FEATURES / 32u))
 #include "include/weights.glsl"
 #include "include/gelu.glsl"
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
-layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, K]
+layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, IN_FEATURES]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 16 bytes at a time
-layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
+layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
 
 // Quant bits become floats without an int->float conversion (a slow
 // instruction on NVIDIA): OR-ing bits into the mantissa of 2^23 gives
@@ -99,21 +99,21 @@ float word_dot(uint w0, uint w1, vec4 x0, vec4 x1) {
 }
 #endif
 
-// Accumulators: ROWS rows, and with PAIR the same rows of the second tensor.
-const uint NR = WEIGHT_BLOCK == 32 ? ROWS * (1 + PAIR) : ROWS;
+// Accumulators: ROWS_PER_GROUP rows, and with PAIR the same rows of the second tensor.
+const uint NR = WEIGHT_BLOCK == 32 ? ROWS_PER_GROUP * (1 + PAIR) : ROWS_PER_GROUP;
 shared float partial[512];  // [subgroup][accumulator]: NR * 128 / subgroup size <= 512 (host-checked)
 
 // The value row i of this row group writes, from its reduced accumulators.
-float row_output(float a, float b) { return NR > ROWS ? gelu_tanh(a) * b : a; }
+float row_output(float a, float b) { return NR > ROWS_PER_GROUP ? gelu_tanh(a) * b : a; }
 
 void main() {
   const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   const uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
   // Row group of this lane within the dispatch, and the lane's place in it.
-  const uint groups_per_wg = 128 / LANES;
+  const uint groups_per_wg = 128 / LANES_PER_GROUP;
   const uint wg_lane = gl_SubgroupID * S + lane;
-  const uint rg = group * groups_per_wg + wg_lane / LANES, l = wg_lane % LANES;
-  const uint r0 = rg * ROWS;
+  const uint rg = group * groups_per_wg + wg_lane / LANES_PER_GROUP, l = wg_lane % LANES_PER_GROUP;
+  const uint r0 = rg * ROWS_PER_GROUP;
   // This workgroup's token rows (uniform: the whole workgroup has them).
   const uint n = active_rows(ROW_SET), t_begin = gl_WorkGroupID.z * TOKENS;
   if (t_begin >= n) return;
@@ -122,29 +122,29 @@ void main() {
   const uint t_end = TOKENS == 1 ? t_begin + 1 : min(t_begin + TOKENS, n);
   // Rows past the part compute on its last row and write nothing: every lane
   // stays active for the reductions.
-  uint row[ROWS];
-  for (uint i = 0; i < ROWS; ++i) row[i] = min(r0 + i, pc.rows - 1);
+  uint row[ROWS_PER_GROUP];
+  for (uint i = 0; i < ROWS_PER_GROUP; ++i) row[i] = min(r0 + i, pc.rows - 1);
   for (uint t0 = t_begin; t0 < t_end; t0 += TILE) {
     const uint tn = TILE == 1 ? 1 : min(TILE, t_end - t0);  // tokens in this pass
     float acc[TILE][NR];
     for (uint j = 0; j < TILE; ++j)
       for (uint i = 0; i < NR; ++i) acc[j][i] = 0.0;
 #if WEIGHT_BLOCK == 32
-    const uint blocks = K / 32;  // K is a multiple of 32, so x rows are 16-byte aligned
-    for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES) {
+    const uint blocks = IN_FEATURES / 32;  // IN_FEATURES is a multiple of 32, so x rows are 16-byte aligned
+    for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES_PER_GROUP) {
 #if defined(FMT_Q4_0)
       uvec4 q[UNROLL][NR];
       float d[UNROLL][NR];
       for (uint u = 0; u < UNROLL; ++u)  // all weight loads first: bytes in flight
         for (uint i = 0; i < NR; ++i) {
-          const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
-          q[u][i] = i < ROWS ? block_quants(blk) : block_quants2(blk);
-          d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
         }
       // One quant word at a time, dequantised once for all rows' tokens, then
-      // each token's inputs: few registers, so ROWS and TILE can grow.
+      // each token's inputs: few registers, so ROWS_PER_GROUP and TILE can grow.
       for (uint u = 0; u < UNROLL; ++u) {
-        const uint b = b0 + u * LANES;
+        const uint b = b0 + u * LANES_PER_GROUP;
         if (b >= blocks) break;
         float part[TILE][NR];
         for (uint j = 0; j < TILE; ++j)
@@ -152,7 +152,7 @@ void main() {
         for (uint k = 0; k < 4; ++k)
           for (uint j = 0; j < TILE; ++j) {
             if (j >= tn) break;
-            const uint xb = ((t0 + j) * K + b * 32) / 4;
+            const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
             const vec4 lo = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             const vec4 hi = x4[xb + 4 + k] * vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 16.0, 1.0 / 4096.0);
             for (uint i = 0; i < NR; ++i) part[j][i] += word_dot(q[u][i][k], lo, hi);
@@ -165,13 +165,13 @@ void main() {
       float d[UNROLL][NR];
       for (uint u = 0; u < UNROLL; ++u)
         for (uint i = 0; i < NR; ++i) {
-          const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
-          q0[u][i] = i < ROWS ? block_quants(blk, 0) : block_quants2(blk, 0);
-          q1[u][i] = i < ROWS ? block_quants(blk, 1) : block_quants2(blk, 1);
-          d[u][i] = i < ROWS ? block_scale(blk) : block_scale2(blk);
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          q0[u][i] = i < ROWS_PER_GROUP ? block_quants(blk, 0) : block_quants2(blk, 0);
+          q1[u][i] = i < ROWS_PER_GROUP ? block_quants(blk, 1) : block_quants2(blk, 1);
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
         }
       for (uint u = 0; u < UNROLL; ++u) {
-        const uint b = b0 + u * LANES;
+        const uint b = b0 + u * LANES_PER_GROUP;
         if (b >= blocks) break;
         float part[TILE][NR];
         for (uint j = 0; j < TILE; ++j)
@@ -179,7 +179,7 @@ void main() {
         for (uint k = 0; k < 4; ++k)
           for (uint j = 0; j < TILE; ++j) {
             if (j >= tn) break;
-            const uint xb = ((t0 + j) * K + b * 32) / 4;
+            const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
             const vec4 x0 = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             const vec4 x1 = x4[xb + 4 + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             for (uint i = 0; i < NR; ++i) part[j][i] += word_dot(q0[u][i][k], q1[u][i][k], x0, x1);
@@ -190,27 +190,27 @@ void main() {
 #endif
     }
 #else
-    if (K % WIDE_ELEMS == 0 && WIDE_ELEMS > 1) {  // whole rows of 16-byte groups
-      const uint groups_per_row = K / WIDE_ELEMS;
-      for (uint g = l; g < groups_per_row; g += LANES) {
-        float w[ROWS][8];
-        for (uint i = 0; i < ROWS; ++i) weights_wide(row[i] * groups_per_row + g, w[i]);
+    if (IN_FEATURES % WIDE_ELEMS == 0 && WIDE_ELEMS > 1) {  // whole rows of 16-byte groups
+      const uint groups_per_row = IN_FEATURES / WIDE_ELEMS;
+      for (uint g = l; g < groups_per_row; g += LANES_PER_GROUP) {
+        float w[ROWS_PER_GROUP][8];
+        for (uint i = 0; i < ROWS_PER_GROUP; ++i) weights_wide(row[i] * groups_per_row + g, w[i]);
         for (uint j = 0; j < TILE; ++j) {
           if (j >= tn) break;
           float xs[8];
-          for (uint e = 0; e < WIDE_ELEMS; ++e) xs[e] = x[(t0 + j) * K + g * WIDE_ELEMS + e];
-          for (uint i = 0; i < ROWS; ++i)
+          for (uint e = 0; e < WIDE_ELEMS; ++e) xs[e] = x[(t0 + j) * IN_FEATURES + g * WIDE_ELEMS + e];
+          for (uint i = 0; i < ROWS_PER_GROUP; ++i)
             for (uint e = 0; e < WIDE_ELEMS; ++e) acc[j][i] += w[i][e] * xs[e];
         }
       }
     } else {
-      for (uint k = l; k < K; k += LANES) {
-        float w[ROWS];
-        for (uint i = 0; i < ROWS; ++i) w[i] = weight_at(row[i] * K + k);
+      for (uint k = l; k < IN_FEATURES; k += LANES_PER_GROUP) {
+        float w[ROWS_PER_GROUP];
+        for (uint i = 0; i < ROWS_PER_GROUP; ++i) w[i] = weight_at(row[i] * IN_FEATURES + k);
         for (uint j = 0; j < TILE; ++j) {
           if (j >= tn) break;
-          const float xk = x[(t0 + j) * K + k];
-          for (uint i = 0; i < ROWS; ++i) acc[j][i] += w[i] * xk;
+          const float xk = x[(t0 + j) * IN_FEATURES + k];
+          for (uint i = 0; i < ROWS_PER_GROUP; ++i) acc[j][i] += w[i] * xk;
         }
       }
     }
@@ -220,18 +220,18 @@ void main() {
     [[unroll]] for (uint j = 0; j < TILE; ++j) {
       const uint t = t0 + j;
       const bool live = j < tn;
-      if (LANES <= S) {
+      if (LANES_PER_GROUP <= S) {
         // Row groups within a subgroup: one reduction per row group and
         // accumulator, the lanes of the other row groups adding 0.
-        const uint slots = S / LANES, slot = lane / LANES;
+        const uint slots = S / LANES_PER_GROUP, slot = lane / LANES_PER_GROUP;
         const uint rg0 = rg - slot;  // the subgroup's first row group
         for (uint s = 0; s < slots; ++s) {
           float total[NR];
           for (uint i = 0; i < NR; ++i) total[i] = subgroupAdd(slot == s ? acc[j][i] : 0.0);
-          for (uint i = 0; i < ROWS; ++i) {
-            const uint r = (rg0 + s) * ROWS + i;
+          for (uint i = 0; i < ROWS_PER_GROUP; ++i) {
+            const uint r = (rg0 + s) * ROWS_PER_GROUP + i;
             if (live && l == 0 && slot == s && r < pc.rows)
-              y[t * M + pc.row_begin + r] = row_output(total[i], total[(i + ROWS) % NR]);
+              y[t * OUT_FEATURES + pc.row_begin + r] = row_output(total[i], total[(i + ROWS_PER_GROUP) % NR]);
           }
         }
       } else {
@@ -241,14 +241,14 @@ void main() {
           if (subgroupElect()) partial[gl_SubgroupID * NR + i] = total;
         }
         barrier();
-        if (live && l < ROWS && r0 + l < pc.rows) {
-          const uint first = gl_SubgroupID - gl_SubgroupID % (LANES / S);
+        if (live && l < ROWS_PER_GROUP && r0 + l < pc.rows) {
+          const uint first = gl_SubgroupID - gl_SubgroupID % (LANES_PER_GROUP / S);
           float a = 0.0, b = 0.0;
-          for (uint sg = 0; sg < LANES / S; ++sg) {
+          for (uint sg = 0; sg < LANES_PER_GROUP / S; ++sg) {
             a += partial[(first + sg) * NR + l];
-            b += partial[(first + sg) * NR + (l + ROWS) % NR];
+            b += partial[(first + sg) * NR + (l + ROWS_PER_GROUP) % NR];
           }
-          y[t * M + pc.row_begin + r0 + l] = row_output(a, b);
+          y[t * OUT_FEATURES + pc.row_begin + r0 + l] = row_output(a, b);
         }
         barrier();  // the next token's partial sums reuse `partial`
       }

@@ -21,7 +21,7 @@
 #include "include/step.glsl"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint D = 1;
+layout(constant_id = 0) const uint DIM = 1;
 layout(constant_id = 1) const float EPS = 1e-6;
 layout(constant_id = 2) const uint ACCUMULATE = 0;
 layout(constant_id = 3) const uint ROW_SET = 0;  // 0: every token row; 1: logit rows
@@ -40,7 +40,7 @@ layout(binding = 2) writeonly buffer OutBufH { float16_t yh[]; };    // HALF_OUT
 layout(binding = 5) writeonly buffer Out2BufH { float16_t y2h[]; };  // HALF_OUT, CHAIN = 1
 layout(push_constant) uniform Push { uint rows_per_token; } pc;
 
-const uint PER = (D + 255) / 256;  // elements per thread
+const uint PER = (DIM + 255) / 256;  // elements per thread
 shared float partial[64];
 
 float row_sum(float v) {
@@ -56,8 +56,8 @@ float row_sum(float v) {
 void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   if (row >= active_rows(ROW_SET) * pc.rows_per_token) return;
-  const uint base = row * D;
-  const uint in_base = (ROW_SET == 0 ? row : step_rows[row].logit_source) * D;
+  const uint base = row * DIM;
+  const uint in_base = (ROW_SET == 0 ? row : step_rows[row].logit_source) * DIM;
   // Every load is issued before the first reduction, so the dispatch waits on
   // memory once rather than once per pass (a dependent DRAM round trip costs
   // more than this whole row's arithmetic).
@@ -65,7 +65,7 @@ void main() {
   float ss = 0.0;
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
-    const bool in_row = i < D;
+    const bool in_row = i < DIM;
     v[e] = in_row ? x[in_base + i] : 0.0;
     for (uint s = 1; s < SLICES; ++s) v[e] += in_row ? x[s * SLICE + in_base + i] : 0.0;
     wv[e] = in_row ? w[i] : 0.0;
@@ -73,11 +73,11 @@ void main() {
     w2v[e] = CHAIN != 0 && in_row ? w2[i] : 0.0;
   }
   for (uint e = 0; e < PER; ++e) ss += v[e] * v[e];
-  const float inv = inversesqrt(row_sum(ss) / float(D) + EPS);
+  const float inv = inversesqrt(row_sum(ss) / float(DIM) + EPS);
   float ss2 = 0.0;
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
-    if (i >= D) break;
+    if (i >= DIM) break;
     const float r = v[e] * inv * wv[e] + yv[e];
     if (HALF_OUT != 0 && CHAIN == 0)
       yh[base + i] = OPERAND_FP16(r);
@@ -87,10 +87,10 @@ void main() {
     ss2 += r * r;
   }
   if (CHAIN == 0) return;
-  const float inv2 = inversesqrt(row_sum(ss2) / float(D) + EPS);
+  const float inv2 = inversesqrt(row_sum(ss2) / float(DIM) + EPS);
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
-    if (i >= D) break;
+    if (i >= DIM) break;
     if (HALF_OUT != 0)
       y2h[base + i] = OPERAND_FP16(v[e] * inv2 * w2v[e]);
     else

@@ -15,12 +15,12 @@
 #include "include/step.glsl"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint V = 1;
+layout(constant_id = 0) const uint VOCAB = 1;
 layout(constant_id = 1) const uint PARTS = 1;  // logits_max workgroups per row
 const uint THREADS = 256;
-const uint SPAN = (V + THREADS - 1) / THREADS;  // contiguous logits per thread
+const uint SPAN = (VOCAB + THREADS - 1) / THREADS;  // contiguous logits per thread
 
-layout(binding = 0) readonly buffer LogitsBuf { float logits[]; };  // [rows, V], penalised
+layout(binding = 0) readonly buffer LogitsBuf { float logits[]; };  // [rows, VOCAB], penalised
 layout(binding = 4) readonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
 layout(binding = 1) writeonly buffer OutBuf { uint chosen[]; };  // [rows]
 #define SAMPLER_BINDING 2
@@ -74,7 +74,7 @@ void main() {
   const float temperature = sampling[row].temperature, top_p = sampling[row].top_p;
   const float min_p = sampling[row].min_p;
   const uint top_k = sampling[row].top_k;
-  const uint base = row * V, lo = tid * SPAN, hi = min(V, lo + SPAN);
+  const uint base = row * VOCAB, lo = tid * SPAN, hi = min(VOCAB, lo + SPAN);
 
   // Largest logit, and its lowest index, from logits_max's partial results.
   float best = -1.0 / 0.0;
@@ -107,7 +107,7 @@ void main() {
   // Threshold on the logit: keep l >= cut.
   uint cut = 0u;
   // top-k: the largest key with at least k logits at or above it.
-  if (top_k > 0 && top_k < V) {
+  if (top_k > 0 && top_k < VOCAB) {
     uint lo_k = 0u, hi_k = order_key(m);
     while (lo_k < hi_k) {  // bisection over keys: at most 32 rounds
       const uint mid = lo_k + (hi_k - lo_k + 1u) / 2u;

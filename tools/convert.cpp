@@ -35,6 +35,7 @@
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/model/hparams.hpp"
 
 namespace {
 
@@ -51,26 +52,27 @@ uint32_t llama_ftype(Format type) {
   return type == Format::F32 ? 0 : type == Format::F16 ? 1 : type == Format::Q4_0 ? 2 : type == Format::Q8_0 ? 7 : 32;
 }
 
-// The gemma3.* hyperparameters llama.cpp's gemma3 loader reads.
+// The gemma3.* hyperparameters llama.cpp's gemma3 loader reads (keys: the
+// table in model/hparams.hpp).
 void set_hparams(io::GgufWriter& w, const ModelDims& m) {
-  w.set("gemma3.context_length", m.max_context);
-  w.set("gemma3.embedding_length", m.hidden);
-  w.set("gemma3.block_count", m.layers);
-  w.set("gemma3.feed_forward_length", m.ffn);
-  w.set("gemma3.attention.head_count", m.heads);
-  w.set("gemma3.attention.head_count_kv", m.kv_heads);
-  w.set("gemma3.attention.key_length", m.head_dim);
-  w.set("gemma3.attention.value_length", m.head_dim);
-  w.set("gemma3.attention.layer_norm_rms_epsilon", m.rms_eps);
-  w.set("gemma3.attention.sliding_window", m.sliding_window);
+  w.set(gguf_key("max_context"), m.max_context);
+  w.set(gguf_key("hidden"), m.hidden);
+  w.set(gguf_key("layers"), m.layers);
+  w.set(gguf_key("ffn"), m.ffn);
+  w.set(gguf_key("heads"), m.heads);
+  w.set(gguf_key("kv_heads"), m.kv_heads);
+  w.set(gguf_key("head_dim"), m.head_dim);
+  w.set(kGgufValueLengthKey, m.head_dim);
+  w.set(gguf_key("rms_eps"), m.rms_eps);
+  w.set(gguf_key("sliding_window"), m.sliding_window);
   // llama.cpp assumes every 6th layer global, as in every official size; a
   // config that differs (the tiny test model: every 3rd) says so.
-  if (m.global_every != 6) w.set("gemma3.attention.sliding_window_pattern", m.global_every);
-  w.set("gemma3.rope.freq_base", m.rope_theta_global);
-  w.set("gemma3.rope.freq_base_swa", m.rope_theta_local);
+  if (m.global_every != 6) w.set(gguf_key("global_every"), m.global_every);
+  w.set(gguf_key("rope_theta_global"), m.rope_theta_global);
+  w.set(gguf_key("rope_theta_local"), m.rope_theta_local);
   if (m.rope_scale_global != 1.0f) {
-    w.set("gemma3.rope.scaling.type", "linear");
-    w.set("gemma3.rope.scaling.factor", m.rope_scale_global);
+    w.set(kGgufRopeScalingTypeKey, "linear");
+    w.set(gguf_key("rope_scale_global"), m.rope_scale_global);
   }
 }
 
@@ -78,7 +80,7 @@ void set_hparams(io::GgufWriter& w, const ModelDims& m) {
 // of its vocabulary size, where the build fetched it, else a dummy one.
 tools::GgufVocab default_vocab(uint32_t n_vocab) {
 #ifdef UNICORN_DEFAULT_TOKENIZER
-  if (n_vocab == tools::kGemma3VocabSize && std::filesystem::is_regular_file(UNICORN_DEFAULT_TOKENIZER))
+  if (n_vocab == kGemma3TextVocab && std::filesystem::is_regular_file(UNICORN_DEFAULT_TOKENIZER))
     return tools::vocab_from_hf_tokenizer(UNICORN_DEFAULT_TOKENIZER, n_vocab);
 #endif
   return tools::dummy_vocab(n_vocab);

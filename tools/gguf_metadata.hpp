@@ -41,15 +41,12 @@
 #include "unicorn/error.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/json_file.hpp"
+#include "unicorn/model/hparams.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::tools {
 
 using TokenType = text::GgufTokenType;
-
-// Gemma 3's vocabulary size (token_embd rows of every official size): the
-// size at which the real Gemma 3 tokenizer fits a model.
-inline constexpr uint32_t kGemma3VocabSize = 262144;
 
 // A vocabulary as tokenizer.ggml.* holds it, and the keys that go with it.
 struct GgufVocab {
@@ -473,7 +470,7 @@ inline std::string size_label(uint64_t params) {
 // (set_type, set_gguf_meta_model, add_quantization_version, add_file_type).
 // Model-card fields (license, author, base models, tags) are not read.
 inline void set_general(io::GgufWriter& w, const std::string& name, uint64_t params, uint32_t file_type) {
-  w.set("general.architecture", "gemma3");
+  w.set(kGgufArchitectureKey, kGgufArchitecture);
   w.set("general.type", "model");
   w.set("general.name", name);
   w.set("general.size_label", size_label(params));

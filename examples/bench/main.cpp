@@ -36,6 +36,7 @@
 #include "catalog.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/file_output.hpp"
+#include "unicorn/model/hparams.hpp"
 #include "unicorn/gpu/timing.hpp"
 #include "ollama_env.hpp"
 #include "tuning_env.hpp"
@@ -68,8 +69,8 @@ bool matches(const DeploymentConfig& c, const io::GgufFile& g, const Options& o)
     return false;
   const auto* embd = g.find_tensor("token_embd.weight");
   const auto* q = g.find_tensor("blk.0.attn_q.weight");
-  return embd && q && g.try_u32("gemma3.embedding_length") == c.model.hidden &&
-         g.try_u32("gemma3.block_count") == c.model.layers &&
+  return embd && q && g.try_u32(gguf_key("hidden")) == c.model.hidden &&
+         g.try_u32(gguf_key("layers")) == c.model.layers &&
          embd->ggml_type == uint32_t(c.scheme.embedding) && q->ggml_type == uint32_t(c.scheme.attention);
 }
 

@@ -33,11 +33,11 @@ struct WUnit {
 };
 #endif
 
-// Unit (row, k0 + 16 * half_k) of the bound weight part, K per row; zeros when !ok.
+// Unit (row, k0 + 16 * half_k) of the bound weight part, IN_FEATURES per row; zeros when !ok.
 WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
   WUnit u;
 #if WEIGHT_BLOCK > 1
-  const uint b = row * (K / 32) + k0 / 32;
+  const uint b = row * (IN_FEATURES / 32) + k0 / 32;
 #if QUANT_BYTES == 16
   u.quants = ok ? block_quants(b) : uvec4(0);
 #else
@@ -47,15 +47,15 @@ WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
 #else
   const uint k = k0 + half_k * 16;
   vec4 v[4];
-  if (ok && K % WIDE_ELEMS == 0 && k + 16 <= K) {
+  if (ok && IN_FEATURES % WIDE_ELEMS == 0 && k + 16 <= IN_FEATURES) {
     float w[8];
     [[unroll]] for (uint e = 0; e < 16; e += WIDE_ELEMS) {
-      weights_wide((row * K + k + e) / WIDE_ELEMS, w);
+      weights_wide((row * IN_FEATURES + k + e) / WIDE_ELEMS, w);
       [[unroll]] for (uint q = 0; q < WIDE_ELEMS; ++q) v[(e + q) / 4][(e + q) % 4] = w[q];
     }
   } else {
     [[unroll]] for (uint e = 0; e < 16; ++e)
-      v[e / 4][e % 4] = ok && k + e < K ? weight_at(row * K + k + e) : 0.0;
+      v[e / 4][e % 4] = ok && k + e < IN_FEATURES ? weight_at(row * IN_FEATURES + k + e) : 0.0;
   }
   u.lo = pack8(v[0], v[1]);
   u.hi = pack8(v[2], v[3]);

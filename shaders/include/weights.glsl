@@ -3,14 +3,15 @@
 // The includer defines WEIGHT_BINDING and exactly one of FMT_F32, FMT_F16,
 // FMT_BF16, FMT_Q8_0, FMT_Q4_0 (the build compiles one SPIR-V module per
 // format). Elements are indexed from the start of the bound part, row-major,
-// so element i of row r is r * K + i; block b of a block format is elements
-// 32b .. 32b+31 (row r's blocks are r * K/32 ..).
+// so element i of row r is r * IN_FEATURES + i; block b of a block format is
+// elements 32b .. 32b+31 (row r's blocks are r * IN_FEATURES/32 ..).
 //
 // Block formats hold ggml's values bit for bit, but on the device each part is
 // planar: all quants first, then all scales (see quant/formats.hpp), so a
 // block's quants are one aligned 16- or 32-byte load. The includer defines
 // WEIGHT_PART_BLOCKS, an expression for the blocks in the bound part (e.g.
-// pc.rows * (K / 32)), before including this file; it locates the scales.
+// pc.rows * (IN_FEATURES / 32)), before including this file; it locates the
+// scales.
 //   Q8_0: quants 32 int8 per block, then f16 scales     x = d * q
 //   Q4_0: quants 16 bytes per block, then f16 scales    x = d * (q - 8), where
 //         q[j] is the low nibble of byte j for j < 16, the high nibble of byte j-16 after.

@@ -40,10 +40,11 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-// Runs a shell command line; returns its exit code and output.
-Result run(const std::string& cmd) {
+// Runs a shell command line, redirections included; returns its exit code
+// and what it wrote to the pipe.
+Result shell(const std::string& cmd) {
   Result r{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -53,15 +54,10 @@ Result run(const std::string& cmd) {
   return r;
 }
 
-std::string stdout_of(const std::string& cmd) {
-  Result r{-1, ""};
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  pclose(p);
-  return r.out;
-}
+// A command's exit code and output, stdout and stderr together.
+Result run(const std::string& cmd) { return shell(cmd + " 2>&1"); }
+
+std::string stdout_of(const std::string& cmd) { return shell(cmd + " 2>/dev/null").out; }
 
 const std::string& gen() {
   static const std::string g = env("UNICORN_GENERATE");
@@ -630,6 +626,15 @@ class Terminal {
     }
     return -1;
   }
+  // The chat's first prompt, within `seconds` (the model loads first).
+  bool wait_for_chat(double seconds = 120) {
+    return wait_for("chat:", 0, seconds) && wait_for("> ", transcript.find("chat:"), 10);
+  }
+  // An answer's closing statistics line after `from`, within `seconds`, and
+  // the prompt after it.
+  bool wait_for_answer(size_t from, double seconds = 120) {
+    return wait_for("context ", from, seconds) && wait_for("> ", transcript.find("context ", from), 10);
+  }
   std::string transcript;
 
  private:
@@ -640,20 +645,17 @@ class Terminal {
 
 TEST(Cli, ChatHistoryOnATerminal) {
   Terminal t(env("UNICORN_CHAT"), {"-n", "24", "--temp", "0"});
-  ASSERT_TRUE(t.wait_for("chat:", 0, 120)) << t.transcript;
-  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("chat:"), 10)) << t.transcript;
+  ASSERT_TRUE(t.wait_for_chat()) << t.transcript;
   size_t at = t.transcript.size();
   t.type("Hello there\r");
-  ASSERT_TRUE(t.wait_for("context ", at, 120)) << t.transcript;
-  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+  ASSERT_TRUE(t.wait_for_answer(at)) << t.transcript;
 
   // The up arrow brings "Hello there" back; Enter sends it again.
   at = t.transcript.size();
   t.type("\x1b[A");
   EXPECT_TRUE(t.wait_for("Hello there", at, 10)) << "no history:\n" << t.transcript;
   t.type("\r");
-  ASSERT_TRUE(t.wait_for("context ", at, 120)) << t.transcript;
-  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+  ASSERT_TRUE(t.wait_for_answer(at)) << t.transcript;
 
   // ^C at the prompt leaves, with status 0.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -664,8 +666,7 @@ TEST(Cli, ChatHistoryOnATerminal) {
 TEST(Cli, ChatInterruptOnATerminal) {
   // An answer as long as the context allows, so that ^C comes while it streams.
   Terminal t(env("UNICORN_CHAT"), {"-n", "100000", "--temp", "0"});
-  ASSERT_TRUE(t.wait_for("chat:", 0, 120)) << t.transcript;
-  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("chat:"), 10)) << t.transcript;
+  ASSERT_TRUE(t.wait_for_chat()) << t.transcript;
   size_t at = t.transcript.size();
   t.type("Tell me a long story\r");
   ASSERT_TRUE(t.wait_for("story", at, 10)) << t.transcript;
@@ -682,8 +683,7 @@ TEST(Cli, ChatInterruptOnATerminal) {
   ASSERT_TRUE(t.wait_for("Go on", at, 10)) << t.transcript;
   ASSERT_TRUE(t.wait_for_bytes(t.transcript.find("Go on", at) + 7 + 16, 120)) << t.transcript;
   t.type("\x03");
-  ASSERT_TRUE(t.wait_for("context ", at, 60)) << t.transcript;
-  ASSERT_TRUE(t.wait_for("> ", t.transcript.find("context ", at), 10)) << t.transcript;
+  ASSERT_TRUE(t.wait_for_answer(at, 60)) << t.transcript;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   t.type("\x04");  // Ctrl-D at an empty prompt leaves too
   EXPECT_EQ(t.exit_status(10), 0) << t.transcript;

@@ -195,13 +195,20 @@ nlohmann::json gemma_like_config() {
           {"chat_template", kTemplate}};
 }
 
+// Runs unicorn-convert `args` into `out`: it must succeed, say `said`, and
+// write a file llama.cpp loads. Call it under ASSERT_NO_FATAL_FAILURE.
+void expect_converted(const std::string& args, const fs::path& out, const std::string& said = "") {
+  const ConvertRun r = convert(args + " --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(said), std::string::npos) << r.out;
+  expect_llama_cpp_loads(out);
+}
+
 TEST(Convert, RandomTinyCarriesADummyVocabularyLlamaCppLoads) {
   TempDir tmp;
   const fs::path out = tmp / "tiny.gguf";
-  const ConvertRun r = convert("--random gemma3-tiny --type Q8_0 --out " + q(out));
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("a dummy vocabulary of 512 tokens"), std::string::npos) << r.out;
-  expect_llama_cpp_loads(out);
+  ASSERT_NO_FATAL_FAILURE(
+      expect_converted("--random gemma3-tiny --type Q8_0", out, "a dummy vocabulary of 512 tokens"));
   const GgufFile g = GgufFile::open(out);
   const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
   EXPECT_EQ(tokens.at(g.get_u32("tokenizer.ggml.bos_token_id")), "<bos>");
@@ -225,9 +232,7 @@ TEST(Convert, HfDirectoryCarriesItsTokenizerAndChatTemplate) {
   TempDir tmp;
   const fs::path dir = make_hf_dir(tmp, gemma_like_config());
   const fs::path out = tmp / "tiny-hf.gguf";
-  const ConvertRun r = convert("--hf " + q(dir) + " --type Q8_0 --out " + q(out));
-  ASSERT_EQ(r.code, 0) << r.out;
-  expect_llama_cpp_loads(out);
+  ASSERT_NO_FATAL_FAILURE(expect_converted("--hf " + q(dir) + " --type Q8_0", out));
   const GgufFile g = GgufFile::open(out);
   EXPECT_EQ(g.get_string("general.name"), "tiny-hf");
   EXPECT_EQ(g.get_string("tokenizer.chat_template"), kTemplate);
@@ -281,10 +286,8 @@ TEST(Convert, HfDirectoryWithoutTokenizerFilesFallsBack) {
   // config.json, and the vocabulary is a dummy one of its 512 tokens.
   TempDir tmp;
   const fs::path out = tmp / "tiny.gguf";
-  const ConvertRun r = convert("--hf " + q(env("UNICORN_TINY_HF")) + " --type F32 --out " + q(out));
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("no tokenizer.json in"), std::string::npos) << r.out;
-  expect_llama_cpp_loads(out);
+  ASSERT_NO_FATAL_FAILURE(
+      expect_converted("--hf " + q(env("UNICORN_TINY_HF")) + " --type F32", out, "no tokenizer.json in"));
   // --tokenizer names one.
   const ConvertRun named = convert("--hf " + q(env("UNICORN_TINY_HF")) + " --tokenizer " + q(env("UNICORN_TINY_TOKENIZER")) +
                             " --out " + q(out));
@@ -350,10 +353,7 @@ class Gemma3Tokenizer : public ::testing::Test {
 TEST_F(Gemma3Tokenizer, RandomDemoCarriesIt) {
   TempDir tmp;
   const fs::path out = tmp / "demo.gguf";
-  const ConvertRun r = convert("--random gemma3-demo --type Q4_0 --out " + q(out));
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find(tokenizer_json_.string()), std::string::npos) << r.out;
-  expect_llama_cpp_loads(out);
+  ASSERT_NO_FATAL_FAILURE(expect_converted("--random gemma3-demo --type Q4_0", out, tokenizer_json_.string()));
   const GgufFile g = GgufFile::open(out);
   const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
   ASSERT_EQ(tokens.size(), 262144u) << "Gemma 3's <image_soft_token> (262144) has no embedding row";

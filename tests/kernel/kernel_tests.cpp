@@ -5,15 +5,17 @@
 // are poisoned with NaN (0xff bytes) first, so an element the kernel should
 // write and did not, or one it should leave alone and wrote, is caught.
 // Failures print kernel, format and shape. The SPIR-V check at the end ties
-// every module's specialization constants to the kernels:: struct the engine
-// passes for it.
+// every module's specialization constants (count, types and names) to the
+// kernels:: struct the engine passes for it.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <bit>
+#include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/members.hpp>
 #include <boost/hana/size.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -1194,7 +1196,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   const size_t kv_row = size_t(c.kv_heads) * c.hd, q_row = size_t(c.heads) * c.hd;
   const size_t elem = f16 ? 2 : 4;
   std::vector<HostBuffer> kc, vc;
-  std::vector<std::vector<uint32_t>> want_kc, want_vc;  // expected bits; per part [heads][SLOTS][HD]
+  std::vector<std::vector<uint32_t>> want_kc, want_vc;  // expected bits; per part [heads][SLOTS][HEAD_DIM]
   const uint32_t poison = f16 ? 0xffffu : 0xffffffffu;
   for (uint32_t p = 0; p < parts; ++p) {
     const size_t cache_elems = size_t(part_heads[p]) * slots * c.hd;
@@ -2195,17 +2197,21 @@ TEST(Sample, PenaltyAppliesToDraws) {
 // ---------------------------------------------------------- SPIR-V vs structs
 
 // What the engine knows of a module: its constants struct's fields (is each a
-// float?) and its binding count, from the module name's kernel prefix.
+// float? its name) and its binding count, from the module name's kernel prefix.
 struct ModuleContract {
   std::vector<bool> float_fields;
   uint32_t bindings;
+  std::vector<std::string> field_names;
 };
 
 template <class Spec>
 ModuleContract contract(uint32_t bindings) {
-  ModuleContract m{{}, bindings};
+  ModuleContract m{{}, bindings, {}};
   boost::hana::for_each(boost::hana::members(Spec{}), [&](const auto& v) {
     m.float_fields.push_back(std::is_same_v<std::decay_t<decltype(v)>, float>);
+  });
+  boost::hana::for_each(boost::hana::accessors<Spec>(), [&](auto pair) {
+    m.field_names.emplace_back(boost::hana::to<char const*>(boost::hana::first(pair)));
   });
   static_assert(decltype(boost::hana::size(boost::hana::members(Spec{})))::value > 0);
   return m;
@@ -2236,24 +2242,31 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
   return std::nullopt;
 }
 
-// The module's spec constants (id -> is float) and highest binding + 1, read
-// from the SPIR-V: OpDecorate SpecId / Binding, OpSpecConstant* and OpType*.
+// The module's spec constants (id -> is float, and its GLSL name where the
+// module keeps names) and highest binding + 1, read from the SPIR-V:
+// OpDecorate SpecId / Binding, OpSpecConstant*, OpType* and OpName.
 struct ModuleFacts {
   std::map<uint32_t, bool> spec_ids;  // SpecId -> float?
+  std::map<uint32_t, std::string> spec_names;  // SpecId -> name
   uint32_t bindings = 0;
 };
 
 ModuleFacts parse_spirv(std::span<const uint32_t> w) {
-  constexpr uint32_t kOpTypeInt = 21, kOpTypeFloat = 22, kOpSpecConstantTrue = 48,
+  constexpr uint32_t kOpName = 5, kOpTypeInt = 21, kOpTypeFloat = 22, kOpSpecConstantTrue = 48,
                      kOpSpecConstantFalse = 49, kOpSpecConstant = 50, kOpDecorate = 71,
                      kDecorationSpecId = 1, kDecorationBinding = 33;
   std::map<uint32_t, uint32_t> spec_id_of;  // result id -> SpecId
   std::map<uint32_t, uint32_t> type_of;     // spec constant id -> type id
   std::map<uint32_t, bool> float_type;      // type id -> float?
+  std::map<uint32_t, std::string> name_of;  // result id -> OpName
   ModuleFacts f;
   for (size_t i = 5; i < w.size();) {
     const uint32_t op = w[i] & 0xffff, count = w[i] >> 16;
     if (count == 0 || i + count > w.size()) throw Error("SPIR-V: malformed instruction");
+    if (op == kOpName && count > 2) {  // a nul-terminated string in the words after the target
+      const char* text = reinterpret_cast<const char*>(&w[i + 2]);
+      name_of[w[i + 1]] = std::string(text, strnlen(text, 4 * (count - 2)));
+    }
     if (op == kOpDecorate && w[i + 2] == kDecorationSpecId) spec_id_of[w[i + 1]] = w[i + 3];
     if (op == kOpDecorate && w[i + 2] == kDecorationBinding)
       f.bindings = std::max(f.bindings, w[i + 3] + 1);
@@ -2263,7 +2276,10 @@ ModuleFacts parse_spirv(std::span<const uint32_t> w) {
       type_of[w[i + 2]] = w[i + 1];
     i += count;
   }
-  for (const auto& [id, spec_id] : spec_id_of) f.spec_ids[spec_id] = float_type[type_of[id]];
+  for (const auto& [id, spec_id] : spec_id_of) {
+    f.spec_ids[spec_id] = float_type[type_of[id]];
+    if (name_of.count(id)) f.spec_names[spec_id] = name_of[id];
+  }
   return f;
 }
 
@@ -2292,6 +2308,14 @@ TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
         EXPECT_EQ(is_float, c->float_fields[id])
             << m.name << ": constant_id " << id << " is " << (is_float ? "float" : "an integer")
             << " in the shader, the other in the struct";
+    // The same names on both sides: the GLSL constant is the field in capitals.
+    for (const auto& [id, name] : f.spec_names)
+      if (id < c->field_names.size()) {
+        std::string field = c->field_names[id];
+        for (char& ch : field) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+        EXPECT_EQ(name, field) << m.name << ": constant_id " << id << " is " << name << " in the shader but "
+                               << c->field_names[id] << " in its kernels:: struct";
+      }
     // The float variants of matvec and matmul_coop_splitk never fuse a pair,
     // so they leave its binding 4 unused (a pipeline layout may hold more
     // bindings than a module uses).

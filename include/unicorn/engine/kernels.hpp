@@ -1,8 +1,9 @@
 // unicorn/engine/kernels.hpp — the typed specialization constants of every shader.
 //
-// One Hana struct per shader; field i is the shader's `constant_id = i`
-// (see gpu/kernel.hpp). Dimensions reach the shaders only through these, so
-// the same SPIR-V module serves every model size.
+// One Hana struct per shader; field i is the shader's `constant_id = i`, of
+// the same name in capitals (see gpu/kernel.hpp; tests/kernel checks both).
+// Dimensions reach the shaders only through these, so the same SPIR-V module
+// serves every model size.
 #pragma once
 
 #include <algorithm>
@@ -46,8 +47,8 @@ struct LinearCoop {
 // Prefill's products take X as fp16 (matmul_coop's X_HALF) where every K of
 // the model is a multiple of 8: written once by the kernel that produces it
 // (rmsnorm, attention, geglu with half_out) into Act::Operand, where with fp32
-// X every workgroup that stages a tile converted it again. Measured on the
-// H100 (notes/coop_gemm.md, step 10): pp512 4B +9 %, 12B +7 %, 27B +9 %.
+// X every workgroup that stages a tile converted it again: faster prefill on
+// every size (notes/kernel_shapes.md).
 constexpr bool x_half_fits(uint32_t K) { return K % 8 == 0; }
 // A matmul_coop workgroup's output tile (tokens x weight rows) and the grid of
 // subgroups that share it; each subgroup owns a (tokens / warps_tokens) x
@@ -73,13 +74,13 @@ struct CoopTile {
 // matrices of 16 x 16) and one shared buffer (30 KiB); 128 x 128 with two
 // buffers, 8 subgroups of 64 x 32 that only multiply and 8 producer subgroups
 // that only load; 64 x 64 with 4 subgroups of 32 x 32. Each fits 48 KiB.
-// Measured on the H100 (notes/coop_gemm.md): 128 x 128 with 4 subgroups of
-// 64 x 64 ran at a quarter of 8 subgroups' speed (step 4); 128 x 256 reads X
-// half as often per product (step 8); producers ran 128 x 128 up to 17 %
-// faster and 64 x 128 never beat both neighbours (step 11).
+// 128 x 256 reads X half as often per product; fewer, larger subgroups on
+// 128 x 128 were much slower, and a 64 x 128 tile never beat both of its
+// neighbours (notes/kernel_shapes.md).
 inline constexpr CoopTile kCoopTiles[] = {{128, 256, 2, 8, 1}, {128, 128, 2, 4, 2, 8}, {64, 64, 2, 2}};
 // What each tile reaches with every multiprocessor busy (TFLOP/s, Q4_0, fp16
-// X, H100 kernel sweep of step 11): the best of each over Gemma 3's matrices.
+// X): the best of each over Gemma 3's matrices in an H100 kernel sweep
+// (notes/kernel_shapes.md), used only to rank tiles against each other.
 inline constexpr double kCoopTilePeak[] = {166, 164, 109};
 // Workgroups in flight at once: the large tiles hold one per multiprocessor,
 // and the H100 has 132. A matrix whose tiles fill 1.2 waves leaves most of the
@@ -88,10 +89,9 @@ inline constexpr uint32_t kCoopWaveGroups = 132;
 // A matrix takes the tile, and where its consumer adds partial sums the split
 // of K, with the most work done per wave: the tile's peak times the share of
 // its last wave the workgroups fill; on a tie the larger tile (fewer re-reads
-// of each operand) and fewer splits. Measured against every tile on the 1B,
-// 4B, 12B and 27B matrices (step 11) it picks the fastest or one within 1 % of
-// it, where "at least 128 workgroups" left the 12B output and down projections
-// and the 4B's on 64 x 128 tiles at 57-61 % of the speed of 128 x 128.
+// of each operand) and fewer splits. Against every tile on Gemma 3's matrices
+// it picks the fastest or one within 1 % of it, where a "fill the GPU" rule
+// left some projections on far slower small tiles (notes/kernel_shapes.md).
 constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half = false,
                              uint32_t wave = kCoopWaveGroups, uint32_t max_splits = 1) {
   CoopTile best{};
@@ -163,18 +163,13 @@ struct SplitKTile {
 // steps, where eight walked 10 and spent much of a workgroup's life on the
 // loads' first round trip and the closing reduction. Both picks split alike,
 // so a row's sums keep one order on either (batch invariance).
-// Tuning::splitk_tile_index = i (1-based) runs any of them. Measured on the H100, 4B
-// Q4_0, --batch N -p 128 -n 128 (notes/batched_decode.md, step 10): at 8
-// streams 16x32/4 1,680-1,694 t/s, 16x32/8 1,465-1,478, 16x48/4 1,449-1,454,
-// 16x16/4 1,471-1,476, 16x32/2 1,465-1,469, 16x64/4 1,406-1,412, 16x64/2
-// 1,100; at 32 streams 32x32/4 4,614-4,619, 32x48/4 4,615-4,625, 32x32/8
-// 4,589-4,591. All fit 48 KiB.
+// Tuning::splitk_tile_index = i (1-based) runs any of them; the first two won
+// the sweep of notes/kernel_shapes.md at 8 and 32 streams. All fit 48 KiB.
 inline constexpr SplitKTile kSplitKTiles[] = {{16, 32, 4}, {32, 32, 4}, {32, 48, 6}, {16, 16, 16}};
 // Batched decode steps of this many streams or more run their products on
 // matmul_coop_splitk where the device has tensor units; fewer keep matvec.
-// Every batched step, now that four subgroups split K: on the H100, 4B Q4_0,
-// 2 / 3 / 4 streams ran 401 / 494 / 576 t/s on matvec and 440 / 648 / 866 on
-// the 16-token tile (notes/tuning.md: the override that chose it is deleted).
+// Every batched step, now that four subgroups split K: even at 2 streams the
+// 16-token tile beat matvec (notes/kernel_shapes.md).
 inline constexpr uint32_t kSplitKFromStreams = 2;
 constexpr SplitKTile splitk_tile(uint32_t tokens) { return kSplitKTiles[tokens <= 16 ? 0 : 1]; }
 // Engines of more streams than this also record a split-K pass on the first
@@ -188,7 +183,7 @@ inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_
           uint32_t(x_half), splits, slice, 0, 0};
 }
 // The fused gate and up (block formats): out = gelu(x Wg^T) * (x Wu^T), M
-// rows of each, BR / 2 of each a tile; in fp16 (the down projection's
+// rows of each, TILE_ROWS / 2 of each a tile; in fp16 (the down projection's
 // operand) with half_out.
 inline LinearCoopSplitK linear_coop_splitk_pair(uint32_t K, uint32_t M, uint32_t tm, uint32_t tn,
                                                 uint32_t tk, uint32_t subgroup_size, SplitKTile t,
@@ -266,10 +261,9 @@ constexpr bool matvec_shape_ok(uint32_t lanes, uint32_t rows, uint32_t subgroup_
   return lanes_ok && rows >= 1 && rows * 128 / subgroup_size <= 512;
 }
 // attn_prep's heads per workgroup of 128 threads (its HEADS_PER_GROUP): 4
-// for a prefill chunk, where one head per workgroup, half the threads idle on
-// 128-dim heads, ran at ~1 TB/s (H100, 27B pp512: 1.59 -> 0.87 ms a pass);
-// 1 for a decode step, whose few workgroups each do one pair a thread (four
-// heads a workgroup took 1B decode from 150 to 203 us of attn_prep a token).
+// for a prefill chunk, where one head per workgroup left half the threads
+// idle on 128-dim heads; 1 for a decode step, whose few workgroups each do one
+// pair a thread (four heads made decode slower). notes/kernel_shapes.md.
 // A head's threads are whole subgroups: fewer heads with 64-lane subgroups.
 constexpr uint32_t attn_prep_heads_per_group(bool decode, uint32_t subgroup_size = 32) {
   return decode ? 1 : std::clamp(128 / std::max(subgroup_size, 1u), 1u, 4u);
@@ -290,9 +284,8 @@ struct Attention {
 };
 // attention (decode): threads per workgroup, 16 subgroups. A decode step's
 // attention is a chain of dependent loads per subgroup, so more subgroups
-// walk the keys in fewer steps. Shared memory: 16 * head_dim floats.
-// Measured on the H100 (4B Q4_0, 8 streams at positions 128-256): 4
-// subgroups took 52 us a layer, 16 (with keys and values loaded together) 18.
+// walk the keys in fewer steps (a third of 4 subgroups' time:
+// notes/kernel_shapes.md). Shared memory: 16 * head_dim floats.
 constexpr uint32_t attention_threads(uint32_t subgroup_size) {
   return std::clamp(16 * subgroup_size, 128u, 1024u);
 }
@@ -305,7 +298,7 @@ struct AttentionTiled {
 };
 struct AttentionTile {
   uint32_t rows = 0, keys = 0;  // 0: no tile fits; attention.comp serves every chunk
-  uint32_t split = 1;           // attention_coop: subgroups per 16 rows (its DS)
+  uint32_t split = 1;           // attention_coop: subgroups per 16 rows (its SPLIT)
 };
 // Shared memory of a tile (attention_tiled.comp): fp32 query rows and key or
 // value rows in the cache's element size (kv_bytes), each padded by 4
@@ -330,9 +323,8 @@ constexpr bool attention_tiled_shape_ok(uint32_t head_dim, AttentionTile t) {
 // Query rows per tile: 16 share each key and value load among more rows; 8
 // where a chunk would make fewer than kAttentionTiledGroups workgroups of 16,
 // since then much of a large GPU idles while the workgroups of the chunk's
-// last rows walk every key. H100, pp512: 1B (4 query heads) 1.31 ms of
-// attention per chunk at 8 rows, 1.96 ms at 16, 3.24 ms at 32; 27B (32 query
-// heads) 9.1 ms at 16. Tuning::attention_rows overrides (0: attention.comp).
+// last rows walk every key (the 1B's few heads: notes/kernel_shapes.md).
+// Tuning::attention_rows overrides (0: attention.comp).
 inline constexpr uint32_t kAttentionTiledGroups = 256;
 constexpr uint32_t attention_tiled_rows(uint32_t tokens, uint32_t query_heads) {
   return uint64_t(tokens) * query_heads / 16 >= kAttentionTiledGroups ? 16 : 8;
@@ -427,9 +419,8 @@ constexpr uint32_t attention_coop_threads(AttentionTile t, uint32_t tm, uint32_t
   return t.rows / tm * t.split * subgroup_size;
 }
 // A chunk runs attention_coop where it makes at least this many workgroups of
-// one row tile each, else attention_tiled (smaller tiles, more workgroups).
-// H100, pp512: the 1B (43 workgroups of 48 rows) 1.61 ms of attention per
-// chunk against attention_tiled's 1.33; the 4B (88) 2.37 against 3.88.
+// one row tile each, else attention_tiled (smaller tiles, more workgroups):
+// the 1B's 43 lost to attention_tiled, the 4B's 88 won (notes/kernel_shapes.md).
 inline constexpr uint32_t kAttentionCoopGroups = 64;
 // Whether attention_coop pairs row tiles (PAIRS): where the workgroups of one
 // row tile each are more than a wave (kCoopWaveGroups), so that some would

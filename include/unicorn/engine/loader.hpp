@@ -7,9 +7,11 @@
 // Gemma 3 size — the binary to use instead. Nothing is uploaded before the
 // whole file has been checked.
 //
-// GGUF tensors are already in the device format and are copied as they are.
-// Safetensors (BF16/F16/F32) are converted on the GPU to the scheme's format;
-// their norm weights become 1 + w, the GGUF convention the shaders read.
+// Both kinds of file are a WeightFile that yields each tensor's (name, type,
+// shape, bytes) to one loop, load_weights(). GGUF tensors are already in the
+// device format and are copied as they are. Safetensors (BF16/F16/F32) are
+// converted on the GPU to the scheme's format; their norm weights become
+// 1 + w, the GGUF convention the shaders read.
 #pragma once
 
 #include <boost/hana/accessors.hpp>
@@ -19,14 +21,17 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "unicorn/engine/core.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/model/hparams.hpp"
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"
 
@@ -35,7 +40,7 @@ namespace unicorn {
 struct LoadReport {
   std::string format;   // "GGUF" or "safetensors"
   uint64_t bytes = 0;   // weight bytes placed on the device
-  size_t tensors = 0;
+  size_t tensors = 0;   // tensors read from the file
   size_t skipped = 0;   // vision-tower / projector tensors not loaded
   double seconds = 0;
 };
@@ -45,32 +50,13 @@ using LoadProgress = std::function<void(uint64_t, uint64_t)>;
 
 namespace detail {
 
-// Where each ModelDims field lives in the two file formats ("" = not stored).
-struct DimsKey {
-  std::string_view field, gguf, hf;
-};
-inline constexpr DimsKey kDimsKeys[] = {
-    {"hidden", "gemma3.embedding_length", "hidden_size"},
-    {"layers", "gemma3.block_count", "num_hidden_layers"},
-    {"heads", "gemma3.attention.head_count", "num_attention_heads"},
-    {"kv_heads", "gemma3.attention.head_count_kv", "num_key_value_heads"},
-    {"head_dim", "gemma3.attention.key_length", "head_dim"},
-    {"ffn", "gemma3.feed_forward_length", "intermediate_size"},
-    {"vocab", "token_embd.weight rows", "vocab_size"},
-    {"sliding_window", "gemma3.attention.sliding_window", "sliding_window"},
-    {"global_every", "", "sliding_window_pattern / layer_types"},
-    {"rope_theta_local", "", "rope_local_base_freq"},
-    {"rope_theta_global", "gemma3.rope.freq_base", "rope_theta"},
-    {"rope_scale_global", "gemma3.rope.scaling.factor", "rope_scaling.factor"},
-    {"query_pre_attn_scalar", "", "query_pre_attn_scalar"},
-    {"rms_eps", "gemma3.attention.layer_norm_rms_epsilon", "rms_norm_eps"},
-    {"max_context", "gemma3.context_length", "max_position_embeddings"},
-};
-
+// Where a ModelDims field comes from in a file, for messages: its key in the
+// table of model/hparams.hpp.
 inline std::string_view dims_key(std::string_view field, bool gguf) {
-  for (const auto& k : kDimsKeys)
-    if (k.field == field) return gguf ? k.gguf : k.hf;
-  return field;
+  const Hparam* h = find_hparam(field);
+  if (h == nullptr) return field;
+  if (!gguf) return h->hf;
+  return field == "vocab" ? kGgufVocabSource : h->gguf;
 }
 
 // The official size a file's dimensions belong to, for "use this binary" hints.
@@ -112,25 +98,25 @@ inline void check_dims(const ModelDims& file, const ModelDims& engine, const std
 }
 
 inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& engine) {
-  const std::string arch = g.try_string("general.architecture").value_or("(none)");
-  if (arch != "gemma3")
-    throw Error(g.name() + ": general.architecture is '" + arch +
-                "'; this engine runs Gemma 3 ('gemma3') files");
-  // GGUF does not store the local RoPE base, the layer pattern or the query
-  // scale: llama.cpp fixes them for gemma3 (10000, every 6th layer, and
-  // hidden/heads for 27B else head_dim), so they are taken from the engine.
+  const std::string arch = g.try_string(kGgufArchitectureKey).value_or("(none)");
+  if (arch != kGgufArchitecture)
+    throw Error(g.name() + ": " + std::string(kGgufArchitectureKey) + " is '" + arch +
+                "'; this engine runs Gemma 3 ('" + std::string(kGgufArchitecture) + "') files");
+  // The local RoPE base, the layer pattern and the query scale are taken from
+  // the engine: llama.cpp fixes them for gemma3 (10000, every 6th layer, and
+  // hidden/heads for 27B else head_dim), model/hparams.hpp says more.
   ModelDims d = engine;
-  d.hidden = g.get_u32("gemma3.embedding_length");
-  d.layers = g.get_u32("gemma3.block_count");
-  d.heads = g.get_u32("gemma3.attention.head_count");
-  d.kv_heads = g.get_u32("gemma3.attention.head_count_kv");
-  d.head_dim = g.try_u32("gemma3.attention.key_length").value_or(d.heads ? d.hidden / d.heads : 0);
-  d.ffn = g.get_u32("gemma3.feed_forward_length");
-  d.sliding_window = g.get_u32("gemma3.attention.sliding_window");
-  d.rope_theta_global = g.try_f32("gemma3.rope.freq_base").value_or(1e6f);
-  d.rope_scale_global = g.try_f32("gemma3.rope.scaling.factor").value_or(1.0f);
-  d.rms_eps = g.get_f32("gemma3.attention.layer_norm_rms_epsilon");
-  d.max_context = g.get_u32("gemma3.context_length");
+  d.hidden = g.get_u32(gguf_key("hidden"));
+  d.layers = g.get_u32(gguf_key("layers"));
+  d.heads = g.get_u32(gguf_key("heads"));
+  d.kv_heads = g.get_u32(gguf_key("kv_heads"));
+  d.head_dim = g.try_u32(gguf_key("head_dim")).value_or(d.heads ? d.hidden / d.heads : 0);
+  d.ffn = g.get_u32(gguf_key("ffn"));
+  d.sliding_window = g.get_u32(gguf_key("sliding_window"));
+  d.rope_theta_global = g.try_f32(gguf_key("rope_theta_global")).value_or(1e6f);
+  d.rope_scale_global = g.try_f32(gguf_key("rope_scale_global")).value_or(1.0f);
+  d.rms_eps = g.get_f32(gguf_key("rms_eps"));
+  d.max_context = g.get_u32(gguf_key("max_context"));
   const io::GgufTensor* embd = g.find_tensor("token_embd.weight");
   if (!embd || embd->dims.size() != 2)
     throw Error(g.name() + ": tensor 'token_embd.weight' is missing or not 2-D");
@@ -161,158 +147,199 @@ inline std::string shape_text(std::span<const uint64_t> dims) {
   return s + "]";
 }
 
-inline LoadReport load_gguf(EngineCore& core, const std::filesystem::path& path,
-                            const LoadProgress& progress) {
-  const auto g = io::GgufFile::open(path);
-  const std::string src = path.filename().string();
-  const auto& L = core.layout();
-  check_dims(dims_from_gguf(g, core.config().model), core.config().model, src, true);
+// One tensor as a model file holds it.
+struct FileTensor {
+  std::string name;              // the file's own name for it
+  std::optional<Format> format;  // nullopt: a type this engine does not read
+  std::string type_name;         // as the file says it: "Q8_0", "BF16", "ggml type 12"
+  std::vector<uint64_t> shape;   // in the file's order (WeightFile::innermost_first)
+  std::span<const std::byte> data;
+};
 
-  // Check every tensor before uploading any.
-  std::set<std::string> expected;
-  uint64_t total = 0;
-  for (const TensorSlot& t : L.tensors) {
-    if (t.arena != Arena::Weights) continue;
-    if (t.role == Role::LmHead) {  // not in the file: made from the embedding below
-      total += t.bytes;
-      continue;
-    }
-    const std::string name = t.gguf_name();
-    expected.insert(name);
-    const io::GgufTensor* f = g.find_tensor(name);
-    if (!f) throw Error(src + ": tensor '" + name + "' is missing");
-    if (f->ggml_type != uint32_t(t.format)) {
-      const auto* ff = find_format(f->ggml_type);
-      throw Error(src + ": tensor '" + name + "' is " +
-                  (ff ? std::string(ff->name) : "ggml type " + std::to_string(f->ggml_type)) +
-                  " but this engine's scheme stores it as " + std::string(format_name(t.format)));
-    }
-    // GGUF dims are innermost first: [cols, rows], or [cols] for a vector.
-    const std::vector<uint64_t> want = t.rows == 1 ? std::vector<uint64_t>{t.cols}
-                                                   : std::vector<uint64_t>{t.cols, t.rows};
-    if (f->dims != want)
-      throw Error(src + ": tensor '" + name + "' has shape " + shape_text(f->dims) +
-                  ", this engine expects " + shape_text(want));
-    total += t.bytes;
+// A model file as load_weights() reads it: a GGUF file (GgufWeights) or a
+// Hugging Face directory's safetensors (HfWeights). Opening one checks its
+// hyperparameters against the engine.
+class WeightFile {
+ public:
+  virtual ~WeightFile() = default;
+  virtual const char* format() const = 0;      // LoadReport::format
+  virtual const std::string& label() const = 0;  // names the file in messages
+  // GGUF: tensors are in the device format and copied as they are.
+  // Safetensors: float tensors are converted on the GPU to the scheme's
+  // format, norm weights as 1 + w (the file holds w).
+  virtual bool converted() const = 0;
+  // Shapes innermost first (GGUF's dims: [cols, rows]), or outermost first.
+  virtual bool innermost_first() const = 0;
+  // The tensor of the slot whose GGUF name is given, or nullopt; and the name
+  // a missing one goes by in this file.
+  virtual std::optional<FileTensor> find(const std::string& gguf_name) const = 0;
+  virtual std::string missing_name(const std::string& gguf_name) const = 0;
+  // Throws on a tensor outside `used` that a text model cannot skip; returns
+  // how many were skipped (vision tower, projector, a tied lm_head).
+  virtual size_t check_unused(const std::set<std::string>& used) const = 0;
+  // The file's pages of `data` can go: it is on the device.
+  virtual void release(std::span<const std::byte> data) const = 0;
+};
+
+class GgufWeights final : public WeightFile {
+ public:
+  GgufWeights(const std::filesystem::path& path, const ModelDims& engine)
+      : g_(io::GgufFile::open(path)), label_(path.filename().string()) {
+    check_dims(dims_from_gguf(g_, engine), engine, label_, true);
   }
-  for (const auto& f : g.tensors())
-    if (!expected.count(f.name))
-      throw Error(src + ": unexpected tensor '" + f.name + "' (not part of a Gemma 3 text model)");
+  const char* format() const override { return "GGUF"; }
+  const std::string& label() const override { return label_; }
+  bool converted() const override { return false; }
+  bool innermost_first() const override { return true; }
+  std::optional<FileTensor> find(const std::string& gguf_name) const override {
+    const io::GgufTensor* f = g_.find_tensor(gguf_name);
+    if (!f) return std::nullopt;
+    const FormatInfo* ff = find_format(f->ggml_type);
+    return FileTensor{f->name, ff ? std::optional(ff->format) : std::nullopt,
+                      ff ? std::string(ff->name) : "ggml type " + std::to_string(f->ggml_type), f->dims,
+                      f->data};
+  }
+  std::string missing_name(const std::string& gguf_name) const override { return gguf_name; }
+  size_t check_unused(const std::set<std::string>& used) const override {
+    for (const auto& f : g_.tensors())
+      if (!used.count(f.name))
+        throw Error(label_ + ": unexpected tensor '" + f.name + "' (not part of a Gemma 3 text model)");
+    return 0;
+  }
+  void release(std::span<const std::byte> data) const override { g_.release(data); }
 
-  uint64_t done = 0;
-  for (const TensorSlot& t : L.tensors) {
-    if (t.arena != Arena::Weights) continue;
-    const auto parts = L.parts_of(t);
-    if (t.role == Role::LmHead) {  // the scheme's own LM head: the embedding, converted
-      const TensorSlot& e = L.weight(Role::Embedding);
-      const auto data = g.find_tensor(e.gguf_name())->data;
-      const uint64_t row = row_bytes(e.format, e.cols);
-      for (size_t i = 0; i < parts.size(); ++i) {
-        core.convert(t, i, data.subspan(parts[i].row_begin * row, parts[i].rows * row),
-                     source_type_of(e.format), 0.0f);
-        done += parts[i].bytes;
-        if (progress) progress(done, total);
+ private:
+  io::GgufFile g_;
+  std::string label_;
+};
+
+class HfWeights final : public WeightFile {
+ public:
+  HfWeights(const std::filesystem::path& dir, const ModelDims& engine) : label_(dir.filename().string()) {
+    const auto config_path = dir / "config.json";
+    if (!std::filesystem::exists(config_path))
+      throw Error(dir.string() + ": no config.json (a Hugging Face model directory has one)");
+    const io::HfTextConfig hf = io::parse_hf_config(config_path);
+    io::check_gemma3_supported(hf, config_path.string());
+    const std::string src = label_ + "/config.json";
+    check_dims(dims_from_hf(hf, engine, src), engine, src, false);
+    tied_ = hf.tie_word_embeddings;
+    st_ = io::SafetensorsModel::open(dir);
+  }
+  const char* format() const override { return "safetensors"; }
+  const std::string& label() const override { return label_; }
+  bool converted() const override { return true; }
+  bool innermost_first() const override { return false; }
+  std::optional<FileTensor> find(const std::string& gguf_name) const override {
+    const io::SafeTensor* f = nullptr;
+    for (auto layout : {io::HfLayout::CausalLM, io::HfLayout::Multimodal, io::HfLayout::MultimodalLegacy})
+      if (!f) f = st_->find(io::gguf_to_hf_name(gguf_name, layout));
+    if (!f) return std::nullopt;
+    std::optional<Format> format;
+    if (f->dtype == "F32") format = Format::F32;
+    else if (f->dtype == "BF16") format = Format::BF16;
+    else if (f->dtype == "F16") format = Format::F16;
+    return FileTensor{f->name, format, f->dtype, f->shape, f->data};
+  }
+  std::string missing_name(const std::string& gguf_name) const override { return io::gguf_to_hf_name(gguf_name); }
+  size_t check_unused(const std::set<std::string>& used) const override {
+    size_t skipped = 0;
+    for (const auto& f : st_->tensors()) {
+      if (used.count(f.name)) continue;
+      switch (io::classify_hf_tensor(f.name)) {
+        case io::HfTensorKind::Vision: ++skipped; break;
+        case io::HfTensorKind::Text:
+          // A tied checkpoint may still store lm_head.weight (a copy of the embedding).
+          if (f.name.ends_with("lm_head.weight") && tied_) {
+            ++skipped;
+            break;
+          }
+          throw Error(label_ + ": tensor '" + f.name + "' is not used by a tied-embedding Gemma 3 "
+                      "text model");
+        case io::HfTensorKind::Unknown:
+          throw Error(label_ + ": unexpected tensor '" + f.name + "' (not part of Gemma 3)");
       }
-      g.release(data);
-      continue;
     }
-    const auto data = g.find_tensor(t.gguf_name())->data;
-    const uint64_t row = row_bytes(t.format, t.cols);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      core.upload(t, i, data.subspan(parts[i].row_begin * row, parts[i].bytes));
-      done += parts[i].bytes;
-      if (progress) progress(done, total);
-    }
-    // upload() has copied the bytes (into staging, or into mapped Gtt memory):
-    // the file's pages of this tensor can go (peak RSS: a tensor, not the file).
-    g.release(data);
+    return skipped;
   }
-  return {"GGUF", total, expected.size(), 0, 0};
-}
+  void release(std::span<const std::byte>) const override {}  // the mapping goes with the file
 
-inline LoadReport load_hf(EngineCore& core, const std::filesystem::path& dir,
-                          const LoadProgress& progress) {
-  const auto config_path = dir / "config.json";
-  if (!std::filesystem::exists(config_path))
-    throw Error(dir.string() + ": no config.json (a Hugging Face model directory has one)");
-  const io::HfTextConfig hf = io::parse_hf_config(config_path);
-  io::check_gemma3_supported(hf, config_path.string());
-  const std::string src = dir.filename().string() + "/config.json";
-  check_dims(dims_from_hf(hf, core.config().model, src), core.config().model, src, false);
+ private:
+  std::string label_;
+  bool tied_ = true;
+  std::optional<io::SafetensorsModel> st_;
+};
 
-  const auto st = io::SafetensorsModel::open(dir);
+// The one loader loop, for either kind of file. Every weight tensor is found
+// and checked (type, shape) before any is uploaded; then each goes to the
+// device part by part, copied as it is or converted on the GPU. The LM head a
+// scheme keeps as its own copy is not in the file: it is the embedding's
+// tensor, converted to the LM head's format.
+inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress) {
   const auto& L = core.layout();
-  const std::string ssrc = dir.filename().string();
-
-  // Resolve and check every tensor before converting any.
-  struct Source {
+  const std::string& src = file.label();
+  struct Planned {
     const TensorSlot* slot;
-    const io::SafeTensor* tensor;
-    SourceType type;
+    FileTensor tensor;
+    bool convert;
   };
-  std::vector<Source> sources;
+  std::vector<Planned> plan;
   std::set<std::string> used;
   uint64_t total = 0;
   for (const TensorSlot& t : L.tensors) {
     if (t.arena != Arena::Weights) continue;
-    // A separate LM head converts the embedding's source rows.
     const std::string gguf = (t.role == Role::LmHead ? L.weight(Role::Embedding) : t).gguf_name();
-    const io::SafeTensor* f = nullptr;
-    for (auto layout : {io::HfLayout::CausalLM, io::HfLayout::Multimodal, io::HfLayout::MultimodalLegacy})
-      if (!f) f = st.find(io::gguf_to_hf_name(gguf, layout));
-    const std::string hf_name = io::gguf_to_hf_name(gguf);
-    if (!f) throw Error(ssrc + ": tensor '" + hf_name + "' is missing");
-    SourceType type;
-    if (f->dtype == "F32") type = SourceType::F32;
-    else if (f->dtype == "BF16") type = SourceType::BF16;
-    else if (f->dtype == "F16") type = SourceType::F16;
-    else throw Error(ssrc + ": tensor '" + f->name + "' has dtype " + f->dtype +
-                     "; expected BF16, F16 or F32");
-    const std::vector<uint64_t> want = t.rows == 1 ? std::vector<uint64_t>{t.cols}
-                                                   : std::vector<uint64_t>{t.rows, t.cols};
-    // Embedding rows past the text vocabulary (image soft tokens) are not loaded.
-    const bool extra_rows = (t.role == Role::Embedding || t.role == Role::LmHead) && f->shape.size() == 2 &&
-                            f->shape[0] >= t.rows && f->shape[1] == t.cols;
+    std::optional<FileTensor> f = file.find(gguf);
+    if (!f) throw Error(src + ": tensor '" + file.missing_name(gguf) + "' is missing");
+    const bool convert = file.converted() || t.role == Role::LmHead;
+    const bool is_float = f->format == Format::F32 || f->format == Format::F16 || f->format == Format::BF16;
+    if (convert && !is_float)
+      throw Error(src + ": tensor '" + f->name + "' has dtype " + f->type_name + "; expected BF16, F16 or F32");
+    if (!convert && f->format != t.format)
+      throw Error(src + ": tensor '" + f->name + "' is " + f->type_name +
+                  " but this engine's scheme stores it as " + std::string(format_name(t.format)));
+    const std::vector<uint64_t> want = t.rows == 1                ? std::vector<uint64_t>{t.cols}
+                                       : file.innermost_first() ? std::vector<uint64_t>{t.cols, t.rows}
+                                                                : std::vector<uint64_t>{t.rows, t.cols};
+    // Embedding rows past the text vocabulary (image soft tokens) are not
+    // loaded. (A GGUF file's rows are its vocabulary, which check_dims has
+    // already compared with the engine's.)
+    const bool embedding = t.role == Role::Embedding || t.role == Role::LmHead;
+    const size_t rows_at = file.innermost_first() ? 1 : 0;
+    const bool extra_rows = embedding && f->shape.size() == 2 && f->shape[rows_at] >= t.rows &&
+                            f->shape[1 - rows_at] == t.cols;
     if (f->shape != want && !extra_rows)
-      throw Error(ssrc + ": tensor '" + f->name + "' has shape " + shape_text(f->shape) +
+      throw Error(src + ": tensor '" + f->name + "' has shape " + shape_text(f->shape) +
                   ", this engine expects " + shape_text(want));
     used.insert(f->name);
-    sources.push_back({&t, f, type});  // (the embedding twice with a separate LM head)
+    plan.push_back({&t, std::move(*f), convert});
     total += t.bytes;
   }
-  size_t skipped = 0;
-  for (const auto& f : st.tensors()) {
-    if (used.count(f.name)) continue;
-    switch (io::classify_hf_tensor(f.name)) {
-      case io::HfTensorKind::Vision: ++skipped; break;
-      case io::HfTensorKind::Text:
-        // A tied checkpoint may still store lm_head.weight (a copy of the embedding).
-        if (f.name.ends_with("lm_head.weight") && hf.tie_word_embeddings) {
-          ++skipped;
-          break;
-        }
-        throw Error(ssrc + ": tensor '" + f.name + "' is not used by a tied-embedding Gemma 3 "
-                    "text model");
-      case io::HfTensorKind::Unknown:
-        throw Error(ssrc + ": unexpected tensor '" + f.name + "' (not part of Gemma 3)");
-    }
-  }
+  const size_t skipped = file.check_unused(used);
 
   uint64_t done = 0;
-  for (const auto& s : sources) {
-    const TensorSlot& t = *s.slot;
-    const uint64_t elem = s.type == SourceType::F32 ? 4 : 2;
-    const float add = is_norm(t.role) ? 1.0f : 0.0f;  // HF stores w, the engine 1 + w
+  for (const Planned& p : plan) {
+    const TensorSlot& t = *p.slot;
     const auto parts = L.parts_of(t);
+    // Device format: bytes per row of the slot; float source: of the file's.
+    const uint64_t row = row_bytes(p.convert ? *p.tensor.format : t.format, t.cols);
+    // A file of w, where the engine stores 1 + w.
+    const float add = file.converted() && is_norm(t.role) ? 1.0f : 0.0f;
     for (size_t i = 0; i < parts.size(); ++i) {
-      const auto rows = s.tensor->data.subspan(parts[i].row_begin * t.cols * elem,
-                                               parts[i].rows * t.cols * elem);
-      core.convert(t, i, rows, s.type, add);
+      if (p.convert)
+        core.convert(t, i, p.tensor.data.subspan(parts[i].row_begin * row, parts[i].rows * row),
+                     source_type_of(*p.tensor.format), add);
+      else
+        core.upload(t, i, p.tensor.data.subspan(parts[i].row_begin * row, parts[i].bytes));
       done += parts[i].bytes;
       if (progress) progress(done, total);
     }
+    // upload() and convert() have copied the bytes (into staging, or into
+    // mapped Gtt memory): the file's pages of this tensor can go (peak RSS:
+    // a tensor, not the file).
+    file.release(p.tensor.data);
   }
-  return {"safetensors", total, sources.size(), skipped, 0};
+  return {file.format(), total, used.size(), skipped, 0};
 }
 
 }  // namespace detail
@@ -336,17 +363,18 @@ inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::pa
       }
     }
   } finish{core};
+  const ModelDims& engine = core.config().model;
   if (std::filesystem::is_directory(path, ec)) {
-    r = detail::load_hf(core, path, progress);
+    r = detail::load_weights(core, detail::HfWeights(path, engine), progress);
   } else if (path.filename() == "config.json") {
-    r = detail::load_hf(core, path.parent_path(), progress);
+    r = detail::load_weights(core, detail::HfWeights(path.parent_path(), engine), progress);
   } else {
     char magic[4] = {};
     std::ifstream(path, std::ios::binary).read(magic, 4);
     if (std::string_view(magic, 4) != "GGUF")
       throw Error(path.string() + ": not a GGUF file (and not a Hugging Face directory with "
                   "config.json)");
-    r = detail::load_gguf(core, path, progress);
+    r = detail::load_weights(core, detail::GgufWeights(path, engine), progress);
   }
   core.finish_uploads();  // here, not in the guard, so that a device error is reported
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

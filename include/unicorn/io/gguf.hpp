@@ -715,13 +715,13 @@ class GgufWriter {
  public:
   // Sets (or replaces) a metadata key; keys keep their first insertion order.
   // general.alignment, when set, must be a uint32 power of two and is honoured.
-  void set(std::string key, GgufValue value) {
+  void set(std::string_view key, GgufValue value) {
     for (auto& kv : kvs_)
       if (kv.key == key) {
         kv.value = std::move(value);
         return;
       }
-    kvs_.push_back({std::move(key), std::move(value)});
+    kvs_.push_back({std::string(key), std::move(value)});
   }
 
   // Adds a tensor; dims are ggml's (ne[0] innermost). For a type in

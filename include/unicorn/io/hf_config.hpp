@@ -12,7 +12,8 @@
 // text model under "text_config" and omit fields that equal the defaults of
 // transformers' Gemma3TextConfig, so those defaults apply to every missing key
 // (e.g. the 4B text_config has no num_attention_heads: the default 8 is right).
-// A JSON null counts as missing.
+// A JSON null counts as missing. The keys of ModelDims fields and those
+// defaults come from the table in model/hparams.hpp.
 #pragma once
 
 #include <cmath>
@@ -27,6 +28,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/io/json_file.hpp"
+#include "unicorn/model/hparams.hpp"
 
 namespace unicorn::io {
 
@@ -68,25 +70,6 @@ struct HfTextConfig {
 
 namespace detail {
 
-// transformers' Gemma3TextConfig defaults (configuration_gemma3.py).
-struct Gemma3TextDefaults {
-  static constexpr uint32_t kVocabSize = 262208;
-  static constexpr uint32_t kHiddenSize = 2304;
-  static constexpr uint32_t kIntermediateSize = 9216;
-  static constexpr uint32_t kNumHiddenLayers = 26;
-  static constexpr uint32_t kNumAttentionHeads = 8;
-  static constexpr uint32_t kNumKeyValueHeads = 4;
-  static constexpr uint32_t kHeadDim = 256;
-  static constexpr uint64_t kMaxPositionEmbeddings = 131072;
-  static constexpr double kRmsNormEps = 1e-6;
-  static constexpr double kRopeTheta = 1e6;
-  static constexpr double kRopeLocalBaseFreq = 1e4;
-  static constexpr double kQueryPreAttnScalar = 256;
-  static constexpr uint32_t kSlidingWindow = 4096;
-  static constexpr uint32_t kSlidingWindowPattern = 6;
-  static constexpr std::string_view kHiddenActivation = "gelu_pytorch_tanh";
-};
-
 inline constexpr uint32_t kHfMaxLayers = 1024;  // caps allocation on absurd configs
 
 // Typed access to one JSON object; errors name the key with its path
@@ -125,6 +108,8 @@ class HfFields {
   uint32_t u32(std::string_view key, uint32_t fallback) const {
     return static_cast<uint32_t>(try_uint(key, UINT32_MAX).value_or(fallback));
   }
+  // A ModelDims field by its row of kHparams: its key, or transformers' default.
+  uint32_t u32(const Hparam& h) const { return u32(h.hf, static_cast<uint32_t>(h.hf_default)); }
 
   std::optional<int64_t> try_int(std::string_view key) const {
     const auto* v = get(key);
@@ -144,6 +129,7 @@ class HfFields {
   float f32(std::string_view key, double fallback) const {
     return static_cast<float>(try_number(key).value_or(fallback));
   }
+  float f32(const Hparam& h) const { return f32(h.hf, h.hf_default); }
 
   std::optional<std::string> try_string(std::string_view key) const {
     const auto* v = get(key);
@@ -216,9 +202,10 @@ inline RopeParams read_rope(const HfFields& f, double default_theta, bool allow_
 }
 
 inline void read_rope_config(const HfFields& text, HfTextConfig& c) {
-  const double flat_global_theta = text.try_number("rope_theta").value_or(Gemma3TextDefaults::kRopeTheta);
-  const double flat_local_theta =
-      text.try_number("rope_local_base_freq").value_or(Gemma3TextDefaults::kRopeLocalBaseFreq);
+  constexpr const Hparam& kGlobalTheta = hparam("rope_theta_global");
+  constexpr const Hparam& kLocalTheta = hparam("rope_theta_local");
+  const double flat_global_theta = text.try_number(kGlobalTheta.hf).value_or(kGlobalTheta.hf_default);
+  const double flat_local_theta = text.try_number(kLocalTheta.hf).value_or(kLocalTheta.hf_default);
   RopeParams global{flat_global_theta, 1.0};
   RopeParams local{flat_local_theta, 1.0};
 
@@ -238,8 +225,8 @@ inline void read_rope_config(const HfFields& text, HfTextConfig& c) {
   c.rope_theta_global = static_cast<float>(global.theta);
   c.rope_theta_local = static_cast<float>(local.theta);
   c.rope_scaling_factor_global = static_cast<float>(global.factor);
-  if (!(global.theta > 0)) text.fail("rope_theta", "must be positive");
-  if (!(local.theta > 0)) text.fail("rope_local_base_freq", "must be positive");
+  if (!(global.theta > 0)) text.fail(kGlobalTheta.hf, "must be positive");
+  if (!(local.theta > 0)) text.fail(kLocalTheta.hf, "must be positive");
 }
 
 inline void read_layer_kinds(const HfFields& text, HfTextConfig& c) {
@@ -270,7 +257,7 @@ inline void read_layer_kinds(const HfFields& text, HfTextConfig& c) {
     key = "_sliding_window_pattern";
     pattern = text.try_uint(key, UINT32_MAX);
   }
-  const uint64_t p = pattern.value_or(Gemma3TextDefaults::kSlidingWindowPattern);
+  const uint64_t p = pattern.value_or(static_cast<uint64_t>(hparam("global_every").hf_default));
   if (p == 0) text.fail(key, "must be at least 1");
   c.layer_is_sliding.resize(n);
   for (uint32_t i = 0; i < n; ++i) c.layer_is_sliding[i] = (i + 1) % p != 0;
@@ -295,7 +282,6 @@ inline std::vector<int64_t> read_eos(const HfFields& f) {
 // a string literal, so one overloaded name would make parse_hf_config("x") ambiguous.)
 inline HfTextConfig parse_hf_config_json(const nlohmann::json& root,
                                          const std::string& source = "config.json") {
-  using D = detail::Gemma3TextDefaults;
   if (!root.is_object()) throw Error(source + ": not a JSON object");
   const detail::HfFields top(root, "", source);
   HfTextConfig c;
@@ -320,41 +306,42 @@ inline HfTextConfig parse_hf_config_json(const nlohmann::json& root,
     if (t && *t != "gemma3_text" && *t != "gemma3")
       f->fail("model_type", "is '" + *t + "', not Gemma 3 (expected 'gemma3_text' or 'gemma3')");
 
-  c.hidden_size = text.u32("hidden_size", D::kHiddenSize);
-  c.num_hidden_layers = text.u32("num_hidden_layers", D::kNumHiddenLayers);
-  c.num_attention_heads = text.u32("num_attention_heads", D::kNumAttentionHeads);
-  c.num_key_value_heads = text.u32("num_key_value_heads", D::kNumKeyValueHeads);
-  c.head_dim = text.u32("head_dim", D::kHeadDim);
-  c.intermediate_size = text.u32("intermediate_size", D::kIntermediateSize);
-  c.vocab_size = text.u32("vocab_size", D::kVocabSize);
+  c.hidden_size = text.u32(hparam("hidden"));
+  c.num_hidden_layers = text.u32(hparam("layers"));
+  c.num_attention_heads = text.u32(hparam("heads"));
+  c.num_key_value_heads = text.u32(hparam("kv_heads"));
+  c.head_dim = text.u32(hparam("head_dim"));
+  c.intermediate_size = text.u32(hparam("ffn"));
+  c.vocab_size = text.u32(hparam("vocab"));
+  constexpr const Hparam& kMaxContext = hparam("max_context");
   c.max_position_embeddings =
-      text.try_uint("max_position_embeddings", UINT64_MAX).value_or(D::kMaxPositionEmbeddings);
-  c.rms_norm_eps = text.f32("rms_norm_eps", D::kRmsNormEps);
-  c.sliding_window = text.u32("sliding_window", D::kSlidingWindow);
-  c.query_pre_attn_scalar = text.f32("query_pre_attn_scalar", D::kQueryPreAttnScalar);
+      text.try_uint(kMaxContext.hf, UINT64_MAX).value_or(static_cast<uint64_t>(kMaxContext.hf_default));
+  c.rms_norm_eps = text.f32(hparam("rms_eps"));
+  c.sliding_window = text.u32(hparam("sliding_window"));
+  c.query_pre_attn_scalar = text.f32(hparam("query_pre_attn_scalar"));
 
   for (const auto& [key, value] :
-       {std::pair<std::string_view, uint64_t>{"hidden_size", c.hidden_size},
-        {"num_hidden_layers", c.num_hidden_layers},
-        {"num_attention_heads", c.num_attention_heads},
-        {"num_key_value_heads", c.num_key_value_heads},
-        {"head_dim", c.head_dim},
-        {"intermediate_size", c.intermediate_size},
-        {"vocab_size", c.vocab_size},
-        {"sliding_window", c.sliding_window}})
+       {std::pair<std::string_view, uint64_t>{hf_key("hidden"), c.hidden_size},
+        {hf_key("layers"), c.num_hidden_layers},
+        {hf_key("heads"), c.num_attention_heads},
+        {hf_key("kv_heads"), c.num_key_value_heads},
+        {hf_key("head_dim"), c.head_dim},
+        {hf_key("ffn"), c.intermediate_size},
+        {hf_key("vocab"), c.vocab_size},
+        {hf_key("sliding_window"), c.sliding_window}})
     if (value == 0) text.fail(key, "must be positive");
   if (c.num_hidden_layers > detail::kHfMaxLayers)
-    text.fail("num_hidden_layers", "= " + std::to_string(c.num_hidden_layers) + " is absurd");
+    text.fail(hf_key("layers"), "= " + std::to_string(c.num_hidden_layers) + " is absurd");
   if (c.num_attention_heads % c.num_key_value_heads != 0)
-    text.fail("num_key_value_heads", "= " + std::to_string(c.num_key_value_heads) +
-                                         " does not divide num_attention_heads = " +
-                                         std::to_string(c.num_attention_heads));
-  if (!(c.rms_norm_eps > 0)) text.fail("rms_norm_eps", "must be positive");
-  if (!(c.query_pre_attn_scalar > 0)) text.fail("query_pre_attn_scalar", "must be positive");
+    text.fail(hf_key("kv_heads"), "= " + std::to_string(c.num_key_value_heads) + " does not divide " +
+                                      std::string(hf_key("heads")) + " = " +
+                                      std::to_string(c.num_attention_heads));
+  if (!(c.rms_norm_eps > 0)) text.fail(hf_key("rms_eps"), "must be positive");
+  if (!(c.query_pre_attn_scalar > 0)) text.fail(hf_key("query_pre_attn_scalar"), "must be positive");
 
   c.hidden_activation = text.try_string("hidden_activation")
                             .value_or(text.try_string("hidden_act")
-                                          .value_or(std::string(D::kHiddenActivation)));
+                                          .value_or(std::string(kHfHiddenActivation)));
   if (auto v = text.try_number("final_logit_softcapping")) c.final_logit_softcapping = static_cast<float>(*v);
   if (auto v = text.try_number("attn_logit_softcapping")) c.attn_logit_softcapping = static_cast<float>(*v);
 
@@ -388,9 +375,9 @@ inline void check_gemma3_supported(const HfTextConfig& c, const std::string& sou
   if (c.attn_logit_softcapping)
     throw Error(source + ": attn_logit_softcapping = " + std::to_string(*c.attn_logit_softcapping) +
                 " is set; Gemma 3 has no attention soft-capping (a Gemma 2 config?)");
-  if (c.hidden_activation != "gelu_pytorch_tanh")
-    throw Error(source + ": hidden_activation '" + c.hidden_activation +
-                "' is not supported (Gemma 3 uses gelu_pytorch_tanh)");
+  if (c.hidden_activation != kHfHiddenActivation)
+    throw Error(source + ": hidden_activation '" + c.hidden_activation + "' is not supported (Gemma 3 uses " +
+                std::string(kHfHiddenActivation) + ")");
 }
 
 }  // namespace unicorn::io

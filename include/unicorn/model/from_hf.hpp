@@ -1,7 +1,8 @@
 // unicorn/model/from_hf.hpp — a Hugging Face config.json as ModelDims.
 //
-// Shared by the loader (which compares the result with the compiled engine)
-// and unicorn-convert (which writes the GGUF hyperparameters from it).
+// Shared by the loader (which compares the result with the compiled engine),
+// unicorn-convert (which writes the GGUF hyperparameters from it) and
+// unicorn-hf-dims (which gives unicorn_add_engine the engine to compile).
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "unicorn/error.hpp"
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/model/dims.hpp"
+#include "unicorn/model/hparams.hpp"
 
 namespace unicorn {
 
@@ -25,7 +27,7 @@ inline ModelDims dims_from_hf(const io::HfTextConfig& c, const ModelDims& base,
   d.head_dim = c.head_dim;
   d.ffn = c.intermediate_size;
   // Multimodal checkpoints add 64 image soft-token rows past the text vocabulary.
-  d.vocab = c.multimodal && c.vocab_size == 262208 ? 262144 : c.vocab_size;
+  d.vocab = c.multimodal && c.vocab_size == kHfMultimodalVocab ? kGemma3TextVocab : c.vocab_size;
   d.sliding_window = c.sliding_window;
   d.rope_theta_local = c.rope_theta_local;
   d.rope_theta_global = c.rope_theta_global;
