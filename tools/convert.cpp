@@ -42,7 +42,7 @@ using namespace unicorn;
 
 Format parse_format(const std::string& s) {
   for (const auto& f : kFormats)
-    if (f.name == s) return f.format;
+    if (f.name == s && !is_k_quant(f.format)) return f.format;  // K-quants: tools::quantize_k is not ggml's
   throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0)");
 }
 
