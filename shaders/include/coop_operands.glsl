@@ -98,14 +98,12 @@ WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
 #endif
 }
 
-// The unit as 16 fp16 values: k 0..7 in lo, 8..15 in hi.
-void w_unit_fp16(WUnit u, uint half_k, out uvec4 lo, out uvec4 hi) {
 #if defined(K_QUANT)
-  // Each value as ggml's fp32 dequantisation gives it, then rounded once to
-  // fp16 (pack8): the scale d * sc is no fp16 value, so dequant2's fp16
-  // product would round twice. Word k of the half's 6- or 4-bit quants holds
-  // elements 4k .. 4k+3 of the half, one a byte.
-  vec4 v[4];
+// A K-quant unit's 16 values in fp32, each as ggml's dequantisation gives it
+// (tests/kernel checks them bit for bit on devices without tensor units). Word
+// k of the half's 4- or 6-bit quants holds elements 4k .. 4k+3 of the half,
+// one a byte.
+void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
   [[unroll]] for (uint k = 0; k < 4; ++k) {
     uint c = (u.quants[k] >> (4u * half_k)) & 0x0F0F0F0Fu;
 #if defined(FMT_Q6_K)
@@ -119,6 +117,16 @@ void w_unit_fp16(WUnit u, uint half_k, out uvec4 lo, out uvec4 hi) {
     v[k] = x;
 #endif
   }
+}
+#endif
+
+// The unit as 16 fp16 values: k 0..7 in lo, 8..15 in hi.
+void w_unit_fp16(WUnit u, uint half_k, out uvec4 lo, out uvec4 hi) {
+#if defined(K_QUANT)
+  // Rounded once to fp16 from fp32 (pack8): the scale d * sc is no fp16
+  // value, so dequant2's fp16 product would round twice.
+  vec4 v[4];
+  k_unit_values(u, half_k, v);
   lo = pack8(v[0], v[1]);
   hi = pack8(v[2], v[3]);
 #elif WEIGHT_BLOCK > 1

@@ -41,9 +41,20 @@
 #include "unicorn/gpu/timing.hpp"
 
 namespace unicorn {
+namespace test_spirv {  // test-only shaders (tests/kernel/CMakeLists.txt)
+#include "k_unit_values_q4_k.h"
+#include "k_unit_values_q6_k.h"
+}  // namespace test_spirv
 namespace {
 
 using detail::StepHeader;
+
+// A test-only module by name, beside the engine's (spirv::find).
+std::span<const uint32_t> find_module(const std::string& name) {
+  if (name == "k_unit_values_q4_k") return test_spirv::k_unit_values_q4_k;
+  if (name == "k_unit_values_q6_k") return test_spirv::k_unit_values_q6_k;
+  return spirv::find(name);
+}
 
 // A prefill chunk of one stream, as the tests describe it: n_tokens rows at
 // positions start_pos + t, rows logit_begin .. + logit_count with logits.
@@ -122,7 +133,7 @@ void run(const std::string& module, uint32_t bindings, const Spec& spec,
          std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
          std::array<uint32_t, 3> g) {
   Device& d = device();
-  const auto words = spirv::find(module);
+  const auto words = find_module(module);
   ASSERT_FALSE(words.empty()) << "no SPIR-V module named " << module;
   const uint32_t errors_before = d.ctx.validation_errors();
   const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
@@ -554,6 +565,36 @@ std::vector<LinearCase> linear_coop_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
+
+// The cooperative-matrix kernels' K-quant operands (load_k_unit, then
+// k_unit_values: what they round to fp16 and stage) through a test shader that
+// runs without tensor units, for weight 1 and the fused pair's weight 2: bit
+// for bit ggml's dequantisation. Odd row counts: a Q6_K part then ends 2 bytes
+// past a word. (LinearCoop and SplitKPair check the whole kernels where the
+// device has tensor units.)
+struct KUnitSpec {
+  BOOST_HANA_DEFINE_STRUCT(KUnitSpec, (uint32_t, K));
+};
+TEST(KUnitValues, MatchGgmlDequantizationBitForBit) {
+  for (Format f : {Format::Q4_K, Format::Q6_K})
+    for (uint32_t K : {256u, 768u}) {
+      const uint32_t rows = 5;
+      const auto w1 = random_weights(f, rows, K), w2 = random_weights(f, rows, K);
+      const auto W1 = reference::dequantize(f, w1, size_t(rows) * K), W2 = reference::dequantize(f, w2, size_t(rows) * K);
+      HostBuffer b1(w1.size()), b2(w2.size()), out(size_t(2) * rows * K * 4);
+      b1.fill<std::byte>(reference::to_device_layout(f, w1));
+      b2.fill<std::byte>(reference::to_device_layout(f, w2));
+      const std::string module = lower("k_unit_values_" + std::string(format_name(f)));
+      run(module, 3, KUnitSpec{K}, {&b1, &out, &b2}, {rows}, {groups(2 * rows * K / 16, 64), 1, 1});
+      for (size_t i = 0; i < size_t(2) * rows * K; ++i) {
+        const float want = i < W1.size() ? W1[i] : W2[i - W1.size()];
+        ASSERT_EQ(std::bit_cast<uint32_t>(out.as<float>()[i]), std::bit_cast<uint32_t>(want))
+            << module << " K=" << K << ": weight " << (i < W1.size() ? 1 : 2) << " element " << i % W1.size()
+            << " (row " << i % W1.size() / K << ", column " << i % K << "): got " << out.as<float>()[i]
+            << ", want " << want;
+      }
+    }
+}
 
 // The tile rule's splits of K: only where the consumer adds partial sums
 // (max_splits), only as many as leave each range its steps, and only where
