@@ -267,10 +267,10 @@ int write_random(const std::string& model, Format type, Format embedding,
                  const std::filesystem::path& tokenizer, const std::filesystem::path& out, uint64_t seed) {
   const ModelDims* m = nullptr;
   for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
-                             &kGemma3Tiny, &kGemma3Demo})
+                             &kGemma3Tiny, &kGemma3TinyK, &kGemma3Demo})
     if (c->name == model) m = c;
   if (!m) throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
-                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo)");
+                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo)");
   const auto specs = tensor_specs(*m);
   std::vector<std::vector<std::byte>> blobs(specs.size());
   std::atomic<size_t> next{0};
@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
-                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo");
+                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo");
   auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0 tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);

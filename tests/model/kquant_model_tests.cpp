@@ -1,0 +1,162 @@
+// Label golden: the K-quants (Q4_K, Q6_K) end to end on the Vulkan device. A
+// random Gemma 3 of kGemma3TinyK's shapes (rows whole 256-element superblocks)
+// is written twice from one F32 file (unicorn-convert --random): every matrix
+// in the K-quant (tools::quantize_k's valid blocks), and every matrix as those
+// blocks' exact dequantisation in F32 (ggml's definition, tools/ggml_quantize.hpp).
+// The K-quant engine must give the F32 engine's logits within 1e-3 of their
+// scale (the F32 engine is itself held to transformers in model_tests) in the
+// prefill and decode passes, and the same greedy tokens: the whole model's
+// reading of the format, not only each kernel's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <unistd.h>
+
+#include "../tools/ggml_quantize.hpp"
+#include "../tools/tuning_env.hpp"
+#include "unicorn/engine.hpp"
+#include "unicorn/io/gguf.hpp"
+
+namespace fs = std::filesystem;
+using namespace unicorn;
+
+namespace {
+
+template <Format F>
+struct TinyK {
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, schemes::all(F, Format::F32), 256, 32);
+};
+
+gpu::Context& context() {
+  static gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());
+  return ctx;
+}
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("unicorn-kquant-tests-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// The random F32 model, once per process.
+fs::path base_model() {
+  const fs::path out = temp_dir() / "tiny-k-f32.gguf";
+  if (!fs::exists(out)) {
+    const char* convert = std::getenv("UNICORN_CONVERT");
+    if (!convert) throw std::runtime_error("UNICORN_CONVERT is not set (run through ctest)");
+    const std::string cmd = std::string(convert) + " --random gemma3-tiny-k --type F32 --seed 7 --out " +
+                            out.string() + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  }
+  return out;
+}
+
+// The base model with every matrix in `f` (K-quant blocks), and the same
+// blocks dequantised to F32: {quantized file, dequantized file}.
+std::pair<fs::path, fs::path> model_pair(Format f) {
+  const auto g = io::GgufFile::open(base_model());
+  io::GgufWriter q, d;
+  for (const auto& kv : g.metadata()) {
+    q.set(kv.key, kv.value);
+    d.set(kv.key, kv.value);
+  }
+  std::vector<std::vector<std::byte>> qb(g.tensors().size()), db(g.tensors().size());
+  for (size_t i = 0; i < g.tensors().size(); ++i) {
+    const auto& t = g.tensors()[i];
+    const auto x = tools::dequantize(Format::F32, t.data, t.n_elements);
+    const bool matrix = t.dims.size() == 2;  // norms stay F32
+    if (matrix) {
+      tools::quantize(f, x, qb[i]);
+      tools::quantize(Format::F32, tools::dequantize(f, qb[i], t.n_elements), db[i]);
+    } else {
+      qb[i].assign(t.data.begin(), t.data.end());
+      db[i] = qb[i];
+    }
+    q.add_tensor(t.name, uint32_t(matrix ? f : Format::F32), t.dims, qb[i]);
+    d.add_tensor(t.name, uint32_t(Format::F32), t.dims, db[i]);
+  }
+  const std::string name(format_name(f));
+  const fs::path qp = temp_dir() / ("tiny-k-" + name + ".gguf"), dp = temp_dir() / ("tiny-k-" + name + "-dequant.gguf");
+  q.write(qp);
+  d.write(dp);
+  return {qp, dp};
+}
+
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, double(std::fabs(b[i])));
+  }
+  return diff / scale;
+}
+
+struct Run {
+  std::vector<float> prefill, decode;  // [tokens, vocab], the two passes' logits
+  std::vector<int32_t> greedy;         // prefill's token, then decode steps'
+};
+template <class D>
+Run run(const fs::path& model, std::span<const int32_t> prompt) {
+  Engine<D> engine(context(), tools::engine_options_from_env());
+  engine.load(model);
+  Run r;
+  r.prefill = engine.forward_logits(prompt);
+  engine.reset();
+  r.decode = engine.core().forward_logits(prompt, detail::EngineCore::Pass::Decode);
+  engine.reset();
+  r.greedy.push_back(engine.prefill(prompt));
+  while (r.greedy.size() < 32) r.greedy.push_back(engine.decode(r.greedy.back()));
+  return r;
+}
+
+// Tensor-unit prefill rounds weights and activations to fp16 (model_tests.cpp's
+// kCoopPrefillTolerance); the matrix-vector decode and lavapipe's prefill are fp32.
+constexpr double kTolerance = 1e-3, kCoopPrefillTolerance = 4e-3;
+
+template <Format F>
+void expect_matches_dequantized() {
+  const auto [quantized, dequantized] = model_pair(F);
+  std::vector<int32_t> prompt(34);  // two 32-token chunks; the 16-position window wraps
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
+  const Run got = run<TinyK<F>>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
+  const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
+  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
+  std::printf("[ kquant ] %-5s vs its F32 dequantisation: prefill %.2e (tolerance %.0e, %s)  decode %.2e (tolerance %.0e)\n",
+              std::string(format_name(F)).c_str(), e_prefill, prefill_tolerance,
+              gpu::prefill_linear_path(context().info()).c_str(), e_decode, kTolerance);
+  EXPECT_LE(e_prefill, prefill_tolerance) << format_name(F) << " prefill pass";
+  EXPECT_LE(e_decode, kTolerance) << format_name(F) << " decode pass";
+  EXPECT_GT(e_decode, 0.0) << "bit for bit the F32 engine's logits: did the K-quant engine run?";
+  EXPECT_EQ(got.greedy, want.greedy) << format_name(F) << " greedy continuation";
+}
+
+class KQuantModel : public ::testing::Test {
+ protected:
+  void TearDown() override { EXPECT_EQ(context().validation_errors(), 0u) << "Vulkan validation errors"; }
+};
+
+}  // namespace
+
+TEST_F(KQuantModel, Q4_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q4_K>(); }
+TEST_F(KQuantModel, Q6_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q6_K>(); }
+
+// A file whose matrices are not the engine's K-quant is refused, naming the
+// format (a float source is never quantized to a K-quant at load: upload.hpp
+// refuses that too, for safetensors).
+TEST_F(KQuantModel, FloatFileRefused) {
+  Engine<TinyK<Format::Q4_K>> engine(context(), tools::engine_options_from_env());
+  try {
+    engine.load(base_model());  // every matrix F32: the scheme says Q4_K
+    ADD_FAILURE() << "an F32 file loaded into a Q4_K engine";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Q4_K"), std::string::npos) << e.what();
+  }
+}
