@@ -60,7 +60,7 @@ layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, M]
 // Subtracting 2^23 (plus the format's zero point, times 2^s) leaves
 // (q - zero) * 2^s, and the 2^-s goes into the input, once per block for all
 // rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0, Q4_K) or 0, 8 (Q8_0,
-// Q6_K). Q4_K's min: d * sc * dot(q, x) - dmin * m * sum(x) per sub-block;
+// Q5_K, Q6_K). Q4_K's and Q5_K's min: d * sc * dot(q, x) - dmin * m * sum(x) per sub-block;
 // Q6_K: each half of a sub-block (16 elements) has its own scale.
 const uint kMagic = 0x4B000000u;  // 2^23 as float bits
 float field(uint word, uint mask, float offset) {
@@ -97,6 +97,20 @@ float word_dot(uint w, vec4 lo, vec4 hi) {
          field(w, 0x0F00u, kQ4Offset) * lo.y + field(w, 0xF000u, kQ4Offset) * hi.y +
          field(u, 0x000Fu, kQ4Offset) * lo.z + field(u, 0x00F0u, kQ4Offset) * hi.z +
          field(u, 0x0F00u, kQ4Offset) * lo.w + field(u, 0xF000u, kQ4Offset) * hi.w;
+}
+#elif defined(FMT_Q5_K)
+// Quant word k (low 4 bits) and the fifth bits `h` (already shifted: element
+// 4k+c's at bit 8c, 4k+16+c's at bit 8c+4) as two words of 5-bit bytes:
+// c0 = elements 4k .. 4k+3, c1 = elements 4k+16 .. 4k+19. No zero point (the
+// min goes in per sub-block, as Q4_K's): 2^23 alone at s = 0, 8.
+void q5_words(uint w, uint h, out uint c0, out uint c1) {
+  c0 = (w & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4);
+  c1 = ((w >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x01010101u) << 4);
+}
+float word_dot5(uint c, vec4 x) {
+  const uint u = c >> 16;
+  return field(c, 0x00FFu, 8388608.0) * x.x + field(c, 0xFF00u, 8388608.0) * x.y +
+         field(u, 0x00FFu, 8388608.0) * x.z + field(u, 0xFF00u, 8388608.0) * x.w;
 }
 #elif defined(FMT_Q6_K)
 // 2^23 + 32 * 2^s: Q6_K's 6-bit q - 32, at s = 0, 8.
@@ -212,6 +226,42 @@ void main() {
 #else
             acc[j][i] += d[u][i] * part[j][i];
 #endif
+      }
+#elif defined(FMT_Q5_K)
+      uvec4 q[UNROLL][NR];
+      uint h[UNROLL][NR];
+      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block
+      for (uint u = 0; u < UNROLL; ++u)
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS] * blocks + min(b0 + u * LANES, blocks - 1);
+          q[u][i] = i < ROWS ? block_quants(blk) : block_quants2(blk);
+          h[u][i] = i < ROWS ? block_high(blk) : block_high2(blk);
+          d[u][i] = i < ROWS ? block_scale_min(blk) : block_scale_min2(blk);
+        }
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES;
+        if (b >= blocks) break;
+        float part[TILE][NR], xsum[TILE];
+        for (uint j = 0; j < TILE; ++j) {
+          xsum[j] = 0.0;
+          for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
+        }
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * K + b * 32) / 4;
+            const vec4 xl = x4[xb + k], xh = x4[xb + 4 + k];
+            xsum[j] += (xl.x + xl.y + xl.z + xl.w) + (xh.x + xh.y + xh.z + xh.w);
+            const vec4 x0 = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 x1 = xh * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            for (uint i = 0; i < NR; ++i) {
+              uint c0, c1;
+              q5_words(q[u][i][k], h[u][i] >> k, c0, c1);
+              part[j][i] += word_dot5(c0, x0) + word_dot5(c1, x1);
+            }
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
       }
 #elif defined(FMT_Q6_K)
       uvec4 q[UNROLL][NR];

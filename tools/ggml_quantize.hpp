@@ -1,7 +1,7 @@
 // tools/ggml_quantize.hpp — ggml's reference quantizers and their inverses, for
 // the tools that write GGUF files (unicorn-convert). Bit-exact with llama.cpp's
 // quantize_row_*_ref and dequantize_row_*, so files written here equal
-// llama.cpp's. The K-quants (Q4_K, Q6_K) are the exception on the quantizing
+// llama.cpp's. The K-quants (Q4_K, Q5_K, Q6_K) are the exception on the quantizing
 // side: quantize_k() below makes valid blocks by a simple rule of our own, not
 // ggml's iterative search, so its bytes differ from llama-quantize's (tests use
 // it for random weights; unicorn-convert does not write K-quants). Their
@@ -61,21 +61,22 @@ inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t& sc, uint8_t& m
 }
 
 // Valid K-quant blocks for `x` (a multiple of 256 values), by a simple rule:
-//   Q4_K: per sub-block of 32, the step (max - min(min, 0)) / 15 and the min
-//         -min(min, 0) on 6-bit grids of d and dmin (their largest / 63);
+//   Q4_K, Q5_K: per sub-block of 32, the step (max - min(min, 0)) / 15 (31)
+//         and the min -min(min, 0) on 6-bit grids of d and dmin (their largest / 63);
 //   Q6_K: per 16 values, the step max|x| / 31 on an int8 grid of d (largest / 127);
 // then each q the nearest on its grid. Not ggml's search (see the file comment).
 inline void quantize_k(Format format, std::span<const float> x, std::vector<std::byte>& out) {
   auto nearest = [](float v) { return int(std::lround(v)); };
   for (size_t b = 0; b < x.size(); b += 256) {
     const float* v = x.data() + b;
-    if (format == Format::Q4_K) {
+    if (format == Format::Q4_K || format == Format::Q5_K) {
+      const int top = format == Format::Q4_K ? 15 : 31;
       float step[8], lift[8];
       float max_step = 0, max_lift = 0;
       for (int j = 0; j < 8; ++j) {
         float lo = 0, hi = -INFINITY;
         for (int l = 0; l < 32; ++l) lo = std::min(lo, v[32 * j + l]), hi = std::max(hi, v[32 * j + l]);
-        step[j] = (hi - lo) / 15;
+        step[j] = (hi - lo) / float(top);
         lift[j] = -lo;
         max_step = std::max(max_step, step[j]);
         max_lift = std::max(max_lift, lift[j]);
@@ -99,10 +100,17 @@ inline void quantize_k(Format format, std::span<const float> x, std::vector<std:
       for (int j = 0; j < 8; ++j) {
         const float dj = d * float(sc[j]), mj = dmin * float(m[j]);
         for (int l = 0; l < 32; ++l)
-          q[32 * j + l] = uint8_t(dj > 0 ? std::clamp(nearest((v[32 * j + l] + mj) / dj), 0, 15) : 0);
+          q[32 * j + l] = uint8_t(dj > 0 ? std::clamp(nearest((v[32 * j + l] + mj) / dj), 0, top) : 0);
       }
+      if (format == Format::Q5_K)  // qh[l]: bit j is the fifth bit of element l of sub-block j
+        for (int l = 0; l < 32; ++l) {
+          uint8_t bits = 0;
+          for (int j = 0; j < 8; ++j) bits = uint8_t(bits | ((q[32 * j + l] >> 4) << j));
+          out.push_back(std::byte(bits));
+        }
       for (int p = 0; p < 4; ++p)  // qs[32 p + l]: sub-block 2p (low nibble), 2p + 1 (high)
-        for (int l = 0; l < 32; ++l) out.push_back(std::byte(q[64 * p + l] | (q[64 * p + 32 + l] << 4)));
+        for (int l = 0; l < 32; ++l)
+          out.push_back(std::byte((q[64 * p + l] & 15) | ((q[64 * p + 32 + l] & 15) << 4)));
     } else {  // Q6_K
       float step[16], max_step = 0;
       for (int g = 0; g < 16; ++g) {
@@ -181,6 +189,7 @@ inline void quantize(Format format, std::span<const float> x, std::vector<std::b
       }
       return;
     case Format::Q4_K:
+    case Format::Q5_K:
     case Format::Q6_K:
       quantize_k(format, x, out);
       return;
@@ -237,6 +246,24 @@ inline std::vector<float> dequantize(Format format, std::span<const std::byte> d
           for (int l = 0; l < 32; ++l) {
             const uint8_t byte = blk[16 + 32 * (j / 2) + l];
             const float prod = d1 * float(j % 2 ? byte >> 4 : byte & 15);
+            x[256 * b + 32 * j + l] = prod - m1;
+          }
+        }
+      }
+      break;
+    case Format::Q5_K:
+      // ggml's dequantize_row_q5_K: Q4_K's with q = nibble + 16 * ((qh[l] >> j) & 1).
+      for (uint64_t b = 0; b < count / 256; ++b) {
+        const uint8_t* blk = p + 176 * b;
+        const float d = f16_at(176 * b), dmin = f16_at(176 * b + 2);
+        for (int j = 0; j < 8; ++j) {
+          uint8_t sc, m;
+          q4_k_scale_min(j, blk + 4, sc, m);
+          const float d1 = d * float(sc), m1 = dmin * float(m);
+          for (int l = 0; l < 32; ++l) {
+            const uint8_t byte = blk[48 + 32 * (j / 2) + l];
+            const int q = (j % 2 ? byte >> 4 : byte & 15) + (((blk[16 + l] >> j) & 1) ? 16 : 0);
+            const float prod = d1 * float(q);
             x[256 * b + 32 * j + l] = prod - m1;
           }
         }

@@ -11,11 +11,12 @@
 
 #if defined(K_QUANT)
 // K-quants: the sub-block's 16 quant bytes (both halves), and what the unit's
-// half needs: Q4_K, (d * sc, dmin * m); Q6_K, the high bits and d * scale.
+// half needs: Q4_K, (d * sc, dmin * m); Q5_K, those and the fifth bits; Q6_K,
+// the high bits and d * scale.
 struct WUnit {
   uvec4 quants;
-  uvec2 high;  // Q6_K
-  vec2 scale;  // Q4_K: (d * sc, dmin * m); Q6_K: (d * scale of the unit's half, unused)
+  uvec2 high;  // Q5_K: .x; Q6_K
+  vec2 scale;  // Q4_K, Q5_K: (d * sc, dmin * m); Q6_K: (d * scale of the unit's half, unused)
 };
 #elif WEIGHT_BLOCK > 1
 // The 16 quant bytes that hold the unit (Q4_0: both halves of its block) and
@@ -54,6 +55,9 @@ WUnit load_k_unit(uint row, uint k0, uint half_k, bool ok, bool second) {
   u.quants = ok ? K_PICK(block_quants, b) : uvec4(0);
 #if defined(FMT_Q4_K)
   u.high = uvec2(0);
+  u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
+#elif defined(FMT_Q5_K)
+  u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
   u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
 #else
   u.high = ok ? K_PICK(block_high, b) : uvec2(0);
@@ -101,7 +105,7 @@ WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
 #if defined(K_QUANT)
 // A K-quant unit's 16 values in fp32, each as ggml's dequantisation gives it
 // (tests/kernel checks them bit for bit on devices without tensor units). Word
-// k of the half's 4- or 6-bit quants holds elements 4k .. 4k+3 of the half,
+// k of the half's 4-, 5- or 6-bit quants holds elements 4k .. 4k+3 of the half,
 // one a byte.
 void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
   [[unroll]] for (uint k = 0; k < 4; ++k) {
@@ -111,6 +115,9 @@ void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
     const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24) - 32.0;
     v[k] = u.scale.x * q;
 #else
+#if defined(FMT_Q5_K)
+    c |= ((u.high.x >> (k + 4u * half_k)) & 0x01010101u) << 4;
+#endif
     const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24);
     precise const vec4 prod = u.scale.x * q;  // rounded, then the min: as ggml, no fused multiply-add
     precise const vec4 x = prod - u.scale.y;

@@ -43,6 +43,7 @@
 namespace unicorn {
 namespace test_spirv {  // test-only shaders (tests/kernel/CMakeLists.txt)
 #include "k_unit_values_q4_k.h"
+#include "k_unit_values_q5_k.h"
 #include "k_unit_values_q6_k.h"
 }  // namespace test_spirv
 namespace {
@@ -52,6 +53,7 @@ using detail::StepHeader;
 // A test-only module by name, beside the engine's (spirv::find).
 std::span<const uint32_t> find_module(const std::string& name) {
   if (name == "k_unit_values_q4_k") return test_spirv::k_unit_values_q4_k;
+  if (name == "k_unit_values_q5_k") return test_spirv::k_unit_values_q5_k;
   if (name == "k_unit_values_q6_k") return test_spirv::k_unit_values_q6_k;
   return spirv::find(name);
 }
@@ -226,7 +228,7 @@ std::string lower(std::string_view s) {
 }
 
 const Format kAllFormats[] = {Format::F32, Format::F16, Format::BF16, Format::Q8_0,
-                              Format::Q4_0, Format::Q4_K, Format::Q6_K};
+                              Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K};
 
 // Row lengths per format: floats odd (77, 100), 32-blocks not a power of two of
 // blocks (96, 160); K-quants whole 256-element superblocks (256, 768).
@@ -576,7 +578,7 @@ struct KUnitSpec {
   BOOST_HANA_DEFINE_STRUCT(KUnitSpec, (uint32_t, K));
 };
 TEST(KUnitValues, MatchGgmlDequantizationBitForBit) {
-  for (Format f : {Format::Q4_K, Format::Q6_K})
+  for (Format f : {Format::Q4_K, Format::Q5_K, Format::Q6_K})
     for (uint32_t K : {256u, 768u}) {
       const uint32_t rows = 5;
       const auto w1 = random_weights(f, rows, K), w2 = random_weights(f, rows, K);
@@ -839,7 +841,7 @@ std::vector<ConvertCase> convert_cases() {
       for (float add : {0.f, 1.f})
         for (uint32_t first : {0u, 5u}) v.push_back({f, s, add, first});
   // GGUF blocks moving into the planar device layout.
-  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q6_K})
+  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
     for (uint32_t first : {0u, 5u}) v.push_back({f, detail::SourceType::GgmlBlocks, 0.f, first});
   return v;
 }
@@ -1790,7 +1792,7 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
 }
 std::vector<PairCase> pair_cases() {
   std::vector<PairCase> v;
-  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q6_K})
+  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
     for (uint32_t lanes : {0u, 128u}) v.push_back({f, row_k(f, 0, 160, 768), 301, lanes});
   return v;
 }
@@ -1861,7 +1863,7 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
 }
 std::vector<SplitKPairCase> splitk_pair_cases() {
   std::vector<SplitKPairCase> v;
-  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q6_K})
+  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
     for (uint32_t K : {row_k(f, 0, 160, 768), 1024u})
       for (uint32_t n : {5u, 20u}) v.push_back({f, K, 301, n});
   return v;

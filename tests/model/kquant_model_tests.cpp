@@ -1,4 +1,4 @@
-// Label golden: the K-quants (Q4_K, Q6_K) end to end on the Vulkan device. A
+// Label golden: the K-quants (Q4_K, Q5_K, Q6_K) end to end on the Vulkan device. A
 // random Gemma 3 of kGemma3TinyK's shapes (rows whole 256-element superblocks)
 // is written twice from one F32 file (unicorn-convert --random): every matrix
 // in the K-quant (tools::quantize_k's valid blocks), and every matrix as those
@@ -146,6 +146,7 @@ class KQuantModel : public ::testing::Test {
 }  // namespace
 
 TEST_F(KQuantModel, Q4_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q4_K>(); }
+TEST_F(KQuantModel, Q5_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q5_K>(); }
 TEST_F(KQuantModel, Q6_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q6_K>(); }
 
 // A file whose matrices are not the engine's K-quant is refused, naming the

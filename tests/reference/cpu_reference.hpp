@@ -58,10 +58,20 @@ inline uint16_t load16(const std::byte* p) {  // little-endian, as GGUF
 // read or written. Device: sub-block s = e / 32, element i = e % 32, its low 4
 // bits in byte i % 16 of the sub-block's 16 (low nibble for i < 16); Q6_K's 2
 // high bits in the sub-block's 8 bytes as two words, element i = 4k + c + 16 h
-// (k < 4, c < 4, h < 2) at word k / 2, bit 8c + 2 (2 (k % 2) + h).
+// (k < 4, c < 4, h < 2) at word k / 2, bit 8c + 2 (2 (k % 2) + h); Q5_K's high
+// bit in the sub-block's 4 bytes as one word, at bit 8c + k + 4h.
 struct KQuantBits {
-  // Q4_K: ggml byte offset in the block, and shift.
-  static std::pair<size_t, int> ggml_q4(int e) { return {16 + 32 * (e / 64) + e % 32, (e / 32) % 2 ? 4 : 0}; }
+  // Q4_K (Q5_K): ggml byte offset of the low 4 bits in the block, and shift.
+  static std::pair<size_t, int> ggml_q4(int e, size_t qs = 16) {
+    return {qs + 32 * (e / 64) + e % 32, (e / 32) % 2 ? 4 : 0};
+  }
+  // Q5_K: ggml byte and shift of the fifth bit.
+  static std::pair<size_t, int> ggml_q5_high(int e) { return {16 + e % 32, e / 32}; }
+  static std::pair<size_t, int> device_q5_high(size_t sb, size_t SB, int e) {
+    const size_t s = 8 * sb + e / 32;
+    const int i = e % 32, k = (i % 16) / 4, c = i % 4, h = i / 16;
+    return {128 * SB + 4 * s + c, k + 4 * h};
+  }
   // Q6_K: ggml low-bits byte and shift; high-bits byte and shift.
   static std::array<int, 4> ggml_q6(int e) {
     const int h = e / 128, g = (e / 32) % 4, l = e % 32;
@@ -83,6 +93,7 @@ struct KQuantBits {
 // in 32-element sub-blocks:
 //   Q4_K: quants 16 B per sub-block, then scales 12 B per superblock, then
 //         (d, dmin) 4 B per superblock;
+//   Q5_K: Q4_K's, with the fifth bits (4 B per sub-block) after the quants;
 //   Q6_K: low 4 bits 16 B per sub-block, high 2 bits 8 B per sub-block, then
 //         int8 scales 16 B per superblock, then d 2 B per superblock.
 inline std::vector<std::byte> to_device_layout(Format format, std::span<const std::byte> ggml) {
@@ -97,18 +108,24 @@ inline std::vector<std::byte> to_device_layout(Format format, std::span<const st
       const auto* blk = reinterpret_cast<const uint8_t*>(ggml.data()) + b * f.block_bytes;
       for (int e = 0; e < 256; ++e) {
         const auto dv = KQuantBits::device(b, blocks, e);
-        if (format == Format::Q4_K) {
-          const auto [at, shift] = KQuantBits::ggml_q4(e);
+        if (format == Format::Q4_K || format == Format::Q5_K) {
+          const auto [at, shift] = KQuantBits::ggml_q4(e, format == Format::Q4_K ? 16 : 48);
           o[dv[0]] |= uint8_t(((blk[at] >> shift) & 15) << dv[1]);
+          if (format == Format::Q5_K) {
+            const auto [hat, hshift] = KQuantBits::ggml_q5_high(e);
+            const auto [dat, dshift] = KQuantBits::device_q5_high(b, blocks, e);
+            o[dat] |= uint8_t(((blk[hat] >> hshift) & 1) << dshift);
+          }
         } else {
           const auto g = KQuantBits::ggml_q6(e);
           o[dv[0]] |= uint8_t(((blk[g[0]] >> g[1]) & 15) << dv[1]);
           o[dv[2]] |= uint8_t(((blk[g[2]] >> g[3]) & 3) << dv[3]);
         }
       }
-      if (format == Format::Q4_K) {
-        std::memcpy(o + 128 * blocks + 12 * b, blk + 4, 12);
-        std::memcpy(o + 140 * blocks + 4 * b, blk, 4);
+      if (format == Format::Q4_K || format == Format::Q5_K) {
+        const size_t quants = format == Format::Q4_K ? 128 : 160;  // bytes per superblock before the scales
+        std::memcpy(o + quants * blocks + 12 * b, blk + 4, 12);
+        std::memcpy(o + (quants + 12) * blocks + 4 * b, blk, 4);
       } else {
         std::memcpy(o + 192 * blocks + 16 * b, blk + 192, 16);
         std::memcpy(o + 208 * blocks + 2 * b, blk + 208, 2);
@@ -138,18 +155,24 @@ inline std::vector<std::byte> from_device_layout(Format format, std::span<const 
       auto* blk = reinterpret_cast<uint8_t*>(out.data()) + b * f.block_bytes;
       for (int e = 0; e < 256; ++e) {
         const auto dv = KQuantBits::device(b, blocks, e);
-        if (format == Format::Q4_K) {
-          const auto [at, shift] = KQuantBits::ggml_q4(e);
+        if (format == Format::Q4_K || format == Format::Q5_K) {
+          const auto [at, shift] = KQuantBits::ggml_q4(e, format == Format::Q4_K ? 16 : 48);
           blk[at] |= uint8_t(((d[dv[0]] >> dv[1]) & 15) << shift);
+          if (format == Format::Q5_K) {
+            const auto [hat, hshift] = KQuantBits::ggml_q5_high(e);
+            const auto [dat, dshift] = KQuantBits::device_q5_high(b, blocks, e);
+            blk[hat] |= uint8_t(((d[dat] >> dshift) & 1) << hshift);
+          }
         } else {
           const auto g = KQuantBits::ggml_q6(e);
           blk[g[0]] |= uint8_t(((d[dv[0]] >> dv[1]) & 15) << g[1]);
           blk[g[2]] |= uint8_t(((d[dv[2]] >> dv[3]) & 3) << g[3]);
         }
       }
-      if (format == Format::Q4_K) {
-        std::memcpy(blk + 4, d + 128 * blocks + 12 * b, 12);
-        std::memcpy(blk, d + 140 * blocks + 4 * b, 4);
+      if (format == Format::Q4_K || format == Format::Q5_K) {
+        const size_t quants = format == Format::Q4_K ? 128 : 160;
+        std::memcpy(blk + 4, d + quants * blocks + 12 * b, 12);
+        std::memcpy(blk, d + (quants + 12) * blocks + 4 * b, 4);
       } else {
         std::memcpy(blk + 192, d + 192 * blocks + 16 * b, 16);
         std::memcpy(blk + 208, d + 208 * blocks + 2 * b, 2);
@@ -205,6 +228,7 @@ inline std::vector<float> dequantize(Format format, std::span<const std::byte> b
       }
       break;
     case Format::Q4_K:
+    case Format::Q5_K:
     case Format::Q6_K:  // ggml's definitions, written once (tools/ggml_quantize.hpp)
       x = tools::dequantize(format, bytes, n);
       break;

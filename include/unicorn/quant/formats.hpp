@@ -8,7 +8,7 @@
 // decoding needs to stream weights near the memory bandwidth (ggml's 18- and
 // 34-byte blocks are only 2-byte aligned). The loader moves GGUF blocks into
 // this layout on the GPU (shaders/convert.comp); shaders read it through
-// shaders/include/weights.glsl. The K-quants (Q4_K, Q6_K) have 256-element
+// shaders/include/weights.glsl. The K-quants (Q4_K, Q5_K, Q6_K) have 256-element
 // superblocks; on the device they too are planar, per tensor part, in 32-element
 // sub-blocks whose quants are one aligned 16-byte load (notes/kquants.md).
 // The numeric values of Format are ggml_type ids as written in GGUF files.
@@ -25,6 +25,7 @@ enum class Format : uint32_t {
   Q4_0 = 2,
   Q8_0 = 8,
   Q4_K = 12,
+  Q5_K = 13,
   Q6_K = 14,
   BF16 = 30,
 };
@@ -46,6 +47,9 @@ struct FormatInfo {
 //        m = scales[j+4] >> 4 | (scales[j] >> 6) << 4), and
 //        x = (d * sc) * q - dmin * m, q = the low (even j) or high (odd j)
 //        nibble of qs[32 (j/2) + l] for its element l.
+// Q5_K: { f16 d; f16 dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]; }: Q4_K's
+//        scales and nibbles (qs) with a fifth bit, (qh[l] >> j) & 1 for element
+//        l of sub-block j: x = (d * sc) * q - dmin * m, q = nibble + 16 * bit.
 // Q6_K: { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d; }, 256 elements:
 //        element e = 128 h + 32 g + l (h < 2, g < 4, l < 32) has q = 4 low bits
 //        from ql[64 h + l + 32 (g & 1)] (low nibble for g < 2, high after) and 2
@@ -57,6 +61,7 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::Q8_0, "Q8_0", 32, 34},
     {Format::Q4_0, "Q4_0", 32, 18},
     {Format::Q4_K, "Q4_K", 256, 144},
+    {Format::Q5_K, "Q5_K", 256, 176},
     {Format::Q6_K, "Q6_K", 256, 210},
 };
 
@@ -84,11 +89,15 @@ constexpr bool is_block_quantized(Format format) { return format_info(format).bl
 
 // ggml's K-quants: 256-element superblocks, held on the device as 32-element
 // sub-blocks with per-superblock scales (weights.glsl).
-constexpr bool is_k_quant(Format format) { return format == Format::Q4_K || format == Format::Q6_K; }
+constexpr bool is_k_quant(Format format) {
+  return format == Format::Q4_K || format == Format::Q5_K || format == Format::Q6_K;
+}
 
 // The f16 values at the end of a block-format part on the device, per block
-// (superblock): d (Q8_0, Q4_0, Q6_K), or d and dmin (Q4_K). They follow all
-// other bytes of the part (check_tensors reads them there).
-constexpr uint32_t trailing_halves(Format format) { return format == Format::Q4_K ? 2 : 1; }
+// (superblock): d (Q8_0, Q4_0, Q6_K), or d and dmin (Q4_K, Q5_K). They follow
+// all other bytes of the part (check_tensors reads them there).
+constexpr uint32_t trailing_halves(Format format) {
+  return format == Format::Q4_K || format == Format::Q5_K ? 2 : 1;
+}
 
 }  // namespace unicorn

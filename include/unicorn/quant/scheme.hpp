@@ -37,9 +37,10 @@ inline constexpr Scheme kF16 = all(Format::F16);
 inline constexpr Scheme kBF16 = all(Format::BF16);
 inline constexpr Scheme kQ8_0 = all(Format::Q8_0);
 inline constexpr Scheme kQ4_0 = all(Format::Q4_0);
-// All matrices in one K-quant (the two formats of llama.cpp's Q4_K_M mix); for
+// All matrices in one K-quant (Q4_K, Q6_K: llama.cpp's Q4_K_M mix; Q5_K: Q5_K_M's); for
 // kernel and model tests. Only from GGUF files: the loader does not quantize to them.
 inline constexpr Scheme kQ4_K = all(Format::Q4_K);
+inline constexpr Scheme kQ5_K = all(Format::Q5_K);
 inline constexpr Scheme kQ6_K = all(Format::Q6_K);
 // Google's official QAT GGUF releases: Q4_0 weights, F16 embedding.
 inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Format::F16};
