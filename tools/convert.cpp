@@ -208,7 +208,7 @@ int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
     const FormatInfo* from = find_format(t.ggml_type);
     if (!from || !t.known_type)
       throw Error(in.string() + ": tensor '" + t.name + "' is " + std::string(io::ggml_type_name(t.ggml_type)) +
-                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0)");
+                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
     const auto x = tools::dequantize(from->format, t.data, t.n_elements);
     const Format f = io::gguf_norm_stores_one_plus_w(t.name) ? Format::F32
                      : t.name == "token_embd.weight"         ? embedding
@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
                              "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo");
-  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0 tensors) to write in other formats");
+  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);
   app.add_option("--type", type, "format of every matrix: F32, F16, BF16, Q8_0, Q4_0")->capture_default_str();

@@ -2,8 +2,8 @@
 //
 // The includer defines WEIGHT_BINDING and exactly one of FMT_F32, FMT_F16,
 // FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K (the build
-// compiles one SPIR-V module per format). Elements are indexed from the start of the bound part, row-major,
-// so element i of row r is r * K + i; block b of a block format is elements
+// compiles one SPIR-V module per format). Elements are indexed from the start
+// of the bound part, row-major, so element i of row r is r * K + i; block b of a block format is elements
 // 32b .. 32b+31 (row r's blocks are r * K/32 ..).
 //
 // Block formats hold ggml's values bit for bit, but on the device each part is
@@ -105,9 +105,9 @@ float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 3
 #define WEIGHT_BLOCK 32
 #define QUANT_BYTES 16
 #define K_QUANT 1
-// The readers of one binding's K-quant part, given its word views WUB (uint)
-// and WQB (uvec4) and the readers' names (weight 1: block_quants ..., weight 2:
-// block_quants2 ...).
+// The readers of one binding's K-quant part, given its views WUB (uint), WQB
+// (uvec4) and WHB (uint16) and the readers' names (weight 1: block_quants ...,
+// weight 2: block_quants2 ...).
 #define K_BYTE(WUB, word_index, byte) ((WUB[word_index] >> (8u * (byte))) & 0xffu)
 #if defined(FMT_Q4_K) || defined(FMT_Q5_K)
 // Words of quants (and fifth bits) per sub-block, before the scales.
@@ -119,13 +119,13 @@ float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 3
 #define K_READERS(WUB, WQB, QUANTS, SCALE_MIN)                                               \
   uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
   /* Sub-block b's (d * sc, dmin * m), each one float product as ggml's. */                  \
-  vec2 SCALE_MIN(uint b) {                                                        \
+  vec2 SCALE_MIN(uint b) {                                                                   \
     const uint P = WEIGHT_PART_BLOCKS, sb = b >> 3u, j = b & 7u;                             \
     const uint sw = K_QUANT_WORDS * P + 3u * sb; /* the superblock's 12 scale bytes */       \
     const vec2 dm = unpackHalf2x16(WUB[K_QUANT_WORDS * P + 3u * (P >> 3u) + sb]);            \
     uint sc, m;                                                                              \
     if (j < 4u) {                                                                            \
-      sc = K_BYTE(WUB, sw + j / 4u, j % 4u) & 63u;                                           \
+      sc = K_BYTE(WUB, sw, j) & 63u;                                                         \
       m = K_BYTE(WUB, sw + 1u, j) & 63u;                                                     \
     } else {                                                                                 \
       const uint c = K_BYTE(WUB, sw + 2u, j - 4u);                                           \
@@ -138,15 +138,15 @@ float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 3
 #define K_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALES)                                       \
   uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
   /* The high 2 bits of sub-block b's quants (weights.glsl's comment above). */              \
-  uvec2 HIGH(uint b) {                                                            \
+  uvec2 HIGH(uint b) {                                                                       \
     const uint w = 4u * (WEIGHT_PART_BLOCKS) + 2u * b;                                       \
-    return uvec2(WUB[w], WUB[w + 1u]);                                               \
+    return uvec2(WUB[w], WUB[w + 1u]);                                                       \
   }                                                                                          \
-  /* d * scale for sub-block b's elements 0..15 (x) and 16..31 (y); d through the  */       \
-  /* 16-bit view WHB: a part of an odd number of superblocks ends 2 bytes past a word. */     \
-  vec2 SCALES(uint b) {                                                           \
+  /* d * scale for sub-block b's elements 0..15 (x) and 16..31 (y); d through the  */        \
+  /* 16-bit view WHB: a part of an odd number of superblocks ends 2 bytes past a word. */    \
+  vec2 SCALES(uint b) {                                                                      \
     const uint P = WEIGHT_PART_BLOCKS, sb = b >> 3u, j = b & 7u;                             \
-    const uint pair = (WUB[6u * P + 4u * sb + (j >> 1u)] >> (16u * (j & 1u))) & 0xffffu; \
+    const uint pair = (WUB[6u * P + 4u * sb + (j >> 1u)] >> (16u * (j & 1u))) & 0xffffu;     \
     const float d = unpackHalf2x16(uint(WHB[13u * P + sb])).x;                               \
     return vec2(d * float(bitfieldExtract(int(pair), 0, 8)), d * float(bitfieldExtract(int(pair), 8, 8))); \
   }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ namespace {
 
 template <Format F>
 struct TinyK {
-  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, schemes::all(F, Format::F32), 256, 32);
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, schemes::all(F, Format::F32), 256, 16);
 };
 
 gpu::Context& context() {
@@ -59,8 +60,10 @@ fs::path base_model() {
 }
 
 // The base model with every matrix in `f` (K-quant blocks), and the same
-// blocks dequantised to F32: {quantized file, dequantized file}.
-std::pair<fs::path, fs::path> model_pair(Format f) {
+// blocks dequantised to F32: {quantized file, dequantized file}. `edit`, if
+// given, changes a tensor's K-quant bytes (ggml's blocks) before they are written.
+using TensorEdit = std::function<void(const std::string& name, std::vector<std::byte>& blocks)>;
+std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, const std::string& tag = "") {
   const auto g = io::GgufFile::open(base_model());
   io::GgufWriter q, d;
   for (const auto& kv : g.metadata()) {
@@ -74,6 +77,7 @@ std::pair<fs::path, fs::path> model_pair(Format f) {
     const bool matrix = t.dims.size() == 2;  // norms stay F32
     if (matrix) {
       tools::quantize(f, x, qb[i]);
+      if (edit) edit(t.name, qb[i]);
       tools::quantize(Format::F32, tools::dequantize(f, qb[i], t.n_elements), db[i]);
     } else {
       qb[i].assign(t.data.begin(), t.data.end());
@@ -83,7 +87,8 @@ std::pair<fs::path, fs::path> model_pair(Format f) {
     d.add_tensor(t.name, uint32_t(Format::F32), t.dims, db[i]);
   }
   const std::string name(format_name(f));
-  const fs::path qp = temp_dir() / ("tiny-k-" + name + ".gguf"), dp = temp_dir() / ("tiny-k-" + name + "-dequant.gguf");
+  const fs::path qp = temp_dir() / ("tiny-k-" + name + tag + ".gguf"),
+                 dp = temp_dir() / ("tiny-k-" + name + tag + "-dequant.gguf");
   q.write(qp);
   d.write(dp);
   return {qp, dp};
@@ -107,6 +112,7 @@ template <class D>
 Run run(const fs::path& model, std::span<const int32_t> prompt) {
   Engine<D> engine(context(), tools::engine_options_from_env());
   engine.load(model);
+  EXPECT_NO_THROW(engine.check_tensors()) << model;  // no NaN or Inf among the f16 scales
   Run r;
   r.prefill = engine.forward_logits(prompt);
   engine.reset();
@@ -124,7 +130,7 @@ constexpr double kTolerance = 1e-3, kCoopPrefillTolerance = 4e-3;
 template <Format F>
 void expect_matches_dequantized() {
   const auto [quantized, dequantized] = model_pair(F);
-  std::vector<int32_t> prompt(34);  // two 32-token chunks; the 16-position window wraps
+  std::vector<int32_t> prompt(24);  // two 16-token chunks; the 16-position window wraps
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
   const Run got = run<TinyK<F>>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
   const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
@@ -160,4 +166,38 @@ TEST_F(KQuantModel, FloatFileRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Q4_K"), std::string::npos) << e.what();
   }
+}
+
+// --check-tensors on K-quant parts: their f16 values (d; Q4_K's and Q5_K's d
+// and dmin) are the last bytes of each part on the device. Clean files pass
+// (run<>, above); a NaN or Inf planted in one superblock's d or dmin is found
+// and named with the element where that superblock starts.
+template <Format F>
+void expect_check_tensors_finds(size_t offset_in_block, uint16_t bits, const std::string& what) {
+  const std::string tensor = "blk.1.ffn_down.weight";  // [256 rows, 512 columns]: 2 superblocks a row
+  const size_t superblock = 5;                          // row 2, columns 256 ..
+  const size_t block_bytes = format_info(F).block_bytes;
+  const auto [bad, unused] = model_pair(
+      F,
+      [&](const std::string& name, std::vector<std::byte>& blocks) {
+        if (name != tensor) return;
+        blocks[superblock * block_bytes + offset_in_block] = std::byte(bits & 0xff);
+        blocks[superblock * block_bytes + offset_in_block + 1] = std::byte(bits >> 8);
+      },
+      "-bad");
+  Engine<TinyK<F>> engine(context(), tools::engine_options_from_env());
+  engine.load(bad);
+  try {
+    engine.check_tensors();
+    ADD_FAILURE() << format_name(F) << ": the planted " << what << " was not found";
+  } catch (const Error& e) {
+    const std::string want = "tensor '" + tensor + "' (" + std::string(format_name(F)) + ") holds " + what +
+                             " at element 1280 (row 2, column 256)";
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what() << "\nwant: " << want;
+  }
+}
+TEST_F(KQuantModel, CheckTensorsFindsABadScale) {
+  expect_check_tensors_finds<Format::Q4_K>(2, 0x7e01, "NaN");  // dmin
+  expect_check_tensors_finds<Format::Q5_K>(0, 0xfc00, "Inf");  // d
+  expect_check_tensors_finds<Format::Q6_K>(208, 0x7c00, "Inf");  // d
 }
