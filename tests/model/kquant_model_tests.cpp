@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <unistd.h>
 
@@ -63,7 +64,10 @@ fs::path base_model() {
 // blocks dequantised to F32: {quantized file, dequantized file}. `edit`, if
 // given, changes a tensor's K-quant bytes (ggml's blocks) before they are written.
 using TensorEdit = std::function<void(const std::string& name, std::vector<std::byte>& blocks)>;
-std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, const std::string& tag = "") {
+// `mix`, if given: each matrix's format by name (a mixed scheme's), else `f` for all.
+using Formats = std::map<std::string, Format>;
+std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, const std::string& tag = "",
+                                         const Formats* mix = nullptr) {
   const auto g = io::GgufFile::open(base_model());
   io::GgufWriter q, d;
   for (const auto& kv : g.metadata()) {
@@ -75,15 +79,16 @@ std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, 
     const auto& t = g.tensors()[i];
     const auto x = tools::dequantize(Format::F32, t.data, t.n_elements);
     const bool matrix = t.dims.size() == 2;  // norms stay F32
+    const Format tf = matrix && mix ? mix->at(t.name) : f;
     if (matrix) {
-      tools::quantize(f, x, qb[i]);
+      tools::quantize(tf, x, qb[i]);
       if (edit) edit(t.name, qb[i]);
-      tools::quantize(Format::F32, tools::dequantize(f, qb[i], t.n_elements), db[i]);
+      tools::quantize(Format::F32, tools::dequantize(tf, qb[i], t.n_elements), db[i]);
     } else {
       qb[i].assign(t.data.begin(), t.data.end());
       db[i] = qb[i];
     }
-    q.add_tensor(t.name, uint32_t(matrix ? f : Format::F32), t.dims, qb[i]);
+    q.add_tensor(t.name, uint32_t(matrix ? tf : Format::F32), t.dims, qb[i]);
     d.add_tensor(t.name, uint32_t(Format::F32), t.dims, db[i]);
   }
   const std::string name(format_name(f));
@@ -154,6 +159,67 @@ class KQuantModel : public ::testing::Test {
 TEST_F(KQuantModel, Q4_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q4_K>(); }
 TEST_F(KQuantModel, Q5_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q5_K>(); }
 TEST_F(KQuantModel, Q6_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q6_K>(); }
+
+// llama-quantize's Q4_K_M mix (schemes::kQ4_K_M): Q4_K, with Q6_K for attn_v
+// and ffn_down in the layers more_bits_layer() picks (here layer 1 of 2) and a
+// Q6_K embedding, so one pass reads both formats, and its LM head Q6_K.
+struct TinyKMix {
+  static constexpr Scheme kScheme = [] {
+    Scheme s = schemes::kQ4_K_M;
+    s.kv_cache = Format::F32;
+    return s;
+  }();
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, kScheme, 256, 16);
+};
+TEST_F(KQuantModel, Q4_K_MMixMatchesItsDequantization) {
+  Formats mix;
+  for (const TensorSlot& t : kLayoutOf<TinyKMix>.view().tensors)
+    if (t.arena == Arena::Weights && t.rows > 1) mix[t.gguf_name()] = t.format;
+  ASSERT_EQ(mix.at("blk.0.attn_v.weight"), Format::Q4_K);
+  ASSERT_EQ(mix.at("blk.1.attn_v.weight"), Format::Q6_K);
+  ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q6_K);
+  ASSERT_EQ(mix.at("token_embd.weight"), Format::Q6_K);
+  const auto [quantized, dequantized] = model_pair(Format::Q4_K, {}, "-mix", &mix);
+  std::vector<int32_t> prompt(24);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
+  const ::Run got = run<TinyKMix>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
+  const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
+  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
+  std::printf("[ kquant ] Q4_K_M vs its F32 dequantisation: prefill %.2e (tolerance %.0e)  decode %.2e (tolerance %.0e)\n",
+              e_prefill, prefill_tolerance, e_decode, kTolerance);
+  EXPECT_LE(e_prefill, prefill_tolerance);
+  EXPECT_LE(e_decode, kTolerance);
+  EXPECT_GT(e_decode, 0.0);
+  EXPECT_EQ(got.greedy, want.greedy);
+}
+
+// unicorn-convert --type Q4_K_M writes every tensor in the format the Q4_K_M
+// engine's layout gives it, llama-quantize's rule: such a file loads, and a
+// Q4_K file does not (its layer-1 attn_v is Q4_K where the mix says Q6_K).
+TEST_F(KQuantModel, ConvertWritesTheQ4_K_MMix) {
+  const fs::path out = temp_dir() / "tiny-k-Q4_K_M-convert.gguf";
+  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --random gemma3-tiny-k --type Q4_K_M --out " +
+                          out.string() + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto g = io::GgufFile::open(out);
+  for (const TensorSlot& t : kLayoutOf<TinyKMix>.view().tensors) {
+    if (t.arena != Arena::Weights) continue;
+    const io::GgufTensor* f = g.find_tensor(t.gguf_name());
+    ASSERT_TRUE(f) << t.gguf_name();
+    EXPECT_EQ(f->ggml_type, t.rows > 1 ? uint32_t(t.format) : uint32_t(Format::F32)) << t.gguf_name();
+  }
+  EXPECT_EQ(g.try_u32("general.file_type"), 15u) << "llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M";
+  Engine<TinyKMix> engine(context(), tools::engine_options_from_env());
+  engine.load(out);
+  EXPECT_NO_THROW(engine.check_tensors()) << "random K-quant blocks with NaN or Inf scales";
+  Engine<TinyK<Format::Q4_K>> plain(context(), tools::engine_options_from_env());
+  try {
+    plain.load(out);
+    ADD_FAILURE() << "a Q4_K_M file loaded into an all-Q4_K engine";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Q6_K"), std::string::npos) << e.what();
+  }
+}
 
 // A file whose matrices are not the engine's K-quant is refused, naming the
 // format (a float source is never quantized to a K-quant at load: upload.hpp
