@@ -8,13 +8,14 @@
 // ADD is added to every source value first (Gemma norm weights: w -> 1 + w).
 // Block formats are written in the device's planar layout (weights.glsl).
 // SOURCE_TYPE 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
-// and only moves them into that layout.
+// and only moves them into that layout; it is the only source of the
+// K-quants (Q4_K, Q5_K, Q6_K).
 // Dispatch: 2-D grid of 64-wide groups; one invocation per output element
 // (float formats) or per 32-element block (block formats).
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint SOURCE_TYPE = 0;  // 0: F32, 1: F16, 2: BF16, 3: ggml blocks
+layout(constant_id = 0) const uint SOURCE_TYPE = 0;      // 0: F32, 1: F16, 2: BF16, 3: ggml blocks
 layout(constant_id = 1) const float ADD = 0.0;
 
 layout(binding = 0) readonly buffer SrcBuf { uint src[]; };  // raw source bytes as words
@@ -129,6 +130,86 @@ void convert(uint b) {
   }
   for (uint j = 0; j < 16; j += 2) dst[quants + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));
 }
+#elif defined(FMT_Q4_K) || defined(FMT_Q5_K) || defined(FMT_Q6_K)
+// K-quants: ggml superblocks only (SOURCE_TYPE 3), moved into the planar device layout
+// of weights.glsl, one invocation per superblock; the host refuses to quantize
+// floats to a K-quant (ggml's search for scales is not done here). Units are
+// superblocks: sub-blocks 8 (first + b) .., part_blocks superblocks in the part.
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
+void put_word(uint half_index, uint w) {
+  dst[half_index] = uint16_t(w & 0xffffu);
+  dst[half_index + 1u] = uint16_t(w >> 16);
+}
+#if defined(FMT_Q4_K) || defined(FMT_Q5_K)
+#if defined(FMT_Q4_K)
+const uint kBlockBytes = 144u, kQs = 16u, kQuantBytes = 128u;  // ggml's superblock; qs; device bytes before the scales
+#else
+const uint kBlockBytes = 176u, kQs = 48u, kQuantBytes = 160u;  // qh at byte 16 of ggml's superblock
+#endif
+void convert(uint b) {
+  if (SOURCE_TYPE != 3) return;
+  const uint blk = b * kBlockBytes, sb = pc.first + b, SB = pc.part_blocks, P = SB * 8u;  // P: the part's sub-blocks
+  // (d, dmin), then the 12 scale bytes, as ggml holds them.
+  const uint dm = ((kQuantBytes + 12u) * SB + 4u * sb) / 2u;
+  dst[dm] = uint16_t(source_byte(blk) | (source_byte(blk + 1u) << 8));
+  dst[dm + 1u] = uint16_t(source_byte(blk + 2u) | (source_byte(blk + 3u) << 8));
+  for (uint i = 0; i < 12u; i += 2u)
+    dst[(kQuantBytes * SB + 12u * sb + i) / 2u] = uint16_t(source_byte(blk + 4u + i) | (source_byte(blk + 5u + i) << 8));
+  // Sub-block j: nibble j % 2 of qs[32 (j / 2) + l] (Q5_K: fifth bit j of
+  // qh[l]); on the device byte i holds elements i and i + 16.
+  for (uint j = 0; j < 8u; ++j) {
+    const uint qs = blk + kQs + 32u * (j / 2u), shift = 4u * (j % 2u), s = 8u * sb + j;
+    uint high = 0u;
+    for (uint w = 0; w < 4u; ++w) {
+      uint word = 0;
+      for (uint c = 0; c < 4u; ++c) {
+        const uint i = 4u * w + c;
+        const uint lo = (source_byte(qs + i) >> shift) & 15u, hi = (source_byte(qs + 16u + i) >> shift) & 15u;
+        word |= (lo | (hi << 4)) << (8u * c);
+#if defined(FMT_Q5_K)
+        high |= ((source_byte(blk + 16u + i) >> j) & 1u) << (8u * c + w);
+        high |= ((source_byte(blk + 32u + i) >> j) & 1u) << (8u * c + w + 4u);
+#endif
+      }
+      put_word((16u * s + 4u * w) / 2u, word);
+    }
+#if defined(FMT_Q5_K)
+    put_word((16u * P + 4u * s) / 2u, high);
+#endif
+  }
+}
+#else
+// Element e of ggml's superblock at byte blk: its 6-bit quant.
+uint q6_at(uint blk, uint e) {
+  const uint h = e / 128u, g = (e / 32u) % 4u, l = e % 32u;
+  const uint low = (source_byte(blk + 64u * h + l + 32u * (g & 1u)) >> (g < 2u ? 0u : 4u)) & 15u;
+  const uint high = (source_byte(blk + 128u + 32u * h + l) >> (2u * g)) & 3u;
+  return low | (high << 4);
+}
+void convert(uint b) {
+  if (SOURCE_TYPE != 3) return;
+  const uint blk = b * 210u, sb = pc.first + b, P = pc.part_blocks * 8u;
+  for (uint i = 0; i < 16u; i += 2u)  // int8 scales, as ggml holds them
+    dst[(24u * P + 16u * sb + i) / 2u] = uint16_t(source_byte(blk + 192u + i) | (source_byte(blk + 193u + i) << 8));
+  dst[104u * pc.part_blocks + sb] = uint16_t(source_byte(blk + 208u) | (source_byte(blk + 209u) << 8));
+  for (uint j = 0; j < 8u; ++j) {
+    const uint s = 8u * sb + j;
+    uint high[2] = {0u, 0u};
+    for (uint k = 0; k < 4u; ++k) {
+      uint word = 0;
+      for (uint c = 0; c < 4u; ++c) {
+        const uint q0 = q6_at(blk, 32u * j + 4u * k + c), q1 = q6_at(blk, 32u * j + 16u + 4u * k + c);
+        word |= ((q0 & 15u) | ((q1 & 15u) << 4)) << (8u * c);
+        high[k / 2u] |= ((q0 >> 4) | ((q1 >> 4) << 2)) << (8u * c + 4u * (k & 1u));
+      }
+      put_word((16u * s + 4u * k) / 2u, word);
+    }
+    put_word((16u * P + 8u * s) / 2u, high[0]);
+    put_word((16u * P + 8u * s + 4u) / 2u, high[1]);
+  }
+}
+#endif
 #elif !defined(FMT_F32) && !defined(FMT_F16) && !defined(FMT_BF16)
 #error "convert.comp: define the target format"
 #endif

@@ -10,7 +10,7 @@
 //
 // Lanes are grouped into row groups of LANES_PER_GROUP lanes: a fraction of a subgroup
 // (LANES_PER_GROUP divides the subgroup size) or several whole subgroups (LANES_PER_GROUP a
-// multiple of it, at most the 128-lane workgroup: split-IN_FEATURES for long rows, more
+// multiple of it, at most the 128-lane workgroup: split-K for long rows, more
 // loads in flight per row). Each row group owns ROWS_PER_GROUP output rows; its lane l
 // takes blocks l, l + LANES_PER_GROUP, ... of all ROWS_PER_GROUP rows, UNROLL blocks per pass: one
 // 16-byte load of quants per block and row (the device layout is planar, see
@@ -31,15 +31,15 @@
 // Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS)), where
 // G = ceil(rows / (ROWS_PER_GROUP * 128 / LANES_PER_GROUP)).
 layout(local_size_x = 128) in;
-layout(constant_id = 0) const uint IN_FEATURES = 32;      // row length (input features)
-layout(constant_id = 1) const uint OUT_FEATURES = 1;      // output features of the whole tensor
-layout(constant_id = 2) const uint ROW_SET = 0;           // 0: token rows; 1: logit rows (LM head)
-layout(constant_id = 3) const uint ROWS_PER_GROUP = 1;    // output rows per row group
-layout(constant_id = 4) const uint LANES_PER_GROUP = 32;  // lanes per row group
-layout(constant_id = 5) const uint UNROLL = 1;            // blocks per lane per pass (1 or 2)
-layout(constant_id = 6) const uint PAIR = 0;              // 1: y = gelu(W x) * (W2 x)
-layout(constant_id = 7) const uint TOKENS = 1;            // token rows per workgroup
-layout(constant_id = 8) const uint TILE = 1;              // token rows per pass over the weights (<= TOKENS)
+layout(constant_id = 0) const uint IN_FEATURES = 32;  // row length (input features)
+layout(constant_id = 1) const uint OUT_FEATURES = 1;   // output features of the whole tensor
+layout(constant_id = 2) const uint ROW_SET = 0;  // 0: token rows; 1: logit rows (LM head)
+layout(constant_id = 3) const uint ROWS_PER_GROUP = 1;     // output rows per row group
+layout(constant_id = 4) const uint LANES_PER_GROUP = 32;   // lanes per row group
+layout(constant_id = 5) const uint UNROLL = 1;   // blocks per lane per pass (1 or 2)
+layout(constant_id = 6) const uint PAIR = 0;     // 1: y = gelu(W x) * (W2 x)
+layout(constant_id = 7) const uint TOKENS = 1;   // token rows per workgroup
+layout(constant_id = 8) const uint TILE = 1;     // token rows per pass over the weights (<= TOKENS)
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 #define WEIGHT_BINDING 0
@@ -59,7 +59,9 @@ layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
 // 2^23 + v * 2^s exactly, for a field of value v at bit s (s + width <= 23).
 // Subtracting 2^23 (plus the format's zero point, times 2^s) leaves
 // (q - zero) * 2^s, and the 2^-s goes into the input, once per block for all
-// rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0) or 0, 8 (Q8_0).
+// rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0, Q4_K) or 0, 8 (Q8_0,
+// Q5_K, Q6_K). Q4_K's and Q5_K's min: d * sc * dot(q, x) - dmin * m * sum(x) per sub-block;
+// Q6_K: each half of a sub-block (16 elements) has its own scale.
 const uint kMagic = 0x4B000000u;  // 2^23 as float bits
 float field(uint word, uint mask, float offset) {
   return uintBitsToFloat((word & mask) | kMagic) - offset;
@@ -84,6 +86,47 @@ float word_dot(uint w, vec4 lo, vec4 hi) {
          field(w, 0x0F00u, kQ4Offset8) * lo.y + field(w, 0xF000u, kQ4Offset12) * hi.y +
          field(u, 0x000Fu, kQ4Offset0) * lo.z + field(u, 0x00F0u, kQ4Offset4) * hi.z +
          field(u, 0x0F00u, kQ4Offset8) * lo.w + field(u, 0xF000u, kQ4Offset12) * hi.w;
+}
+#elif defined(FMT_Q4_K)
+// Q4_K's quants are Q4_0's nibbles with no zero point (the min goes in per
+// sub-block): 2^23 alone at every s. The same word order as Q4_0.
+const float kQ4Offset = 8388608.0;
+float word_dot(uint w, vec4 lo, vec4 hi) {
+  const uint u = w >> 16;
+  return field(w, 0x000Fu, kQ4Offset) * lo.x + field(w, 0x00F0u, kQ4Offset) * hi.x +
+         field(w, 0x0F00u, kQ4Offset) * lo.y + field(w, 0xF000u, kQ4Offset) * hi.y +
+         field(u, 0x000Fu, kQ4Offset) * lo.z + field(u, 0x00F0u, kQ4Offset) * hi.z +
+         field(u, 0x0F00u, kQ4Offset) * lo.w + field(u, 0xF000u, kQ4Offset) * hi.w;
+}
+#elif defined(FMT_Q5_K)
+// Quant word k (low 4 bits) and the fifth bits `h` (already shifted: element
+// 4k+c's at bit 8c, 4k+16+c's at bit 8c+4) as two words of 5-bit bytes:
+// c0 = elements 4k .. 4k+3, c1 = elements 4k+16 .. 4k+19. No zero point (the
+// min goes in per sub-block, as Q4_K's): 2^23 alone at s = 0, 8.
+void q5_words(uint w, uint h, out uint c0, out uint c1) {
+  c0 = (w & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4);
+  c1 = ((w >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x01010101u) << 4);
+}
+float word_dot5(uint c, vec4 x) {
+  const uint u = c >> 16;
+  return field(c, 0x00FFu, 8388608.0) * x.x + field(c, 0xFF00u, 8388608.0) * x.y +
+         field(u, 0x00FFu, 8388608.0) * x.z + field(u, 0xFF00u, 8388608.0) * x.w;
+}
+#elif defined(FMT_Q6_K)
+// 2^23 + 32 * 2^s: Q6_K's 6-bit q - 32, at s = 0, 8.
+const float kQ6Offset0 = 8388640.0, kQ6Offset8 = 8396800.0;
+// Quant word k (low 4 bits) and the matching high bits `h` (already shifted:
+// the k-th 2-bit planes at bits 0 and 2 of each byte) as two words of bytes:
+// c0 = elements 4k .. 4k+3, c1 = elements 4k+16 .. 4k+19 (6 bits each).
+void q6_words(uint w, uint h, out uint c0, out uint c1) {
+  c0 = (w & 0x0F0F0F0Fu) | ((h & 0x03030303u) << 4);
+  c1 = ((w >> 4) & 0x0F0F0F0Fu) | (((h >> 2) & 0x03030303u) << 4);
+}
+// One word of bytes against inputs x scaled by (1, 2^-8, 1, 2^-8).
+float word_dot6(uint c, vec4 x) {
+  const uint u = c >> 16;
+  return field(c, 0x00FFu, kQ6Offset0) * x.x + field(c, 0xFF00u, kQ6Offset8) * x.y +
+         field(u, 0x00FFu, kQ6Offset0) * x.z + field(u, 0xFF00u, kQ6Offset8) * x.w;
 }
 #elif defined(FMT_Q8_0)
 // 2^23 + 128 * 2^s: int8 q is read as q + 128 (sign bit flipped), at s = 0, 8.
@@ -132,14 +175,22 @@ void main() {
 #if WEIGHT_BLOCK == 32
     const uint blocks = IN_FEATURES / 32;  // IN_FEATURES is a multiple of 32, so x rows are 16-byte aligned
     for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES_PER_GROUP) {
-#if defined(FMT_Q4_0)
+#if defined(FMT_Q4_0) || defined(FMT_Q4_K)
       uvec4 q[UNROLL][NR];
+#if defined(FMT_Q4_K)
+      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block
+#else
       float d[UNROLL][NR];
+#endif
       for (uint u = 0; u < UNROLL; ++u)  // all weight loads first: bytes in flight
         for (uint i = 0; i < NR; ++i) {
           const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
           q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
+#if defined(FMT_Q4_K)
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale_min(blk) : block_scale_min2(blk);
+#else
           d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
+#endif
         }
       // One quant word at a time, dequantised once for all rows' tokens, then
       // each token's inputs: few registers, so ROWS_PER_GROUP and TILE can grow.
@@ -149,16 +200,101 @@ void main() {
         float part[TILE][NR];
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
+#if defined(FMT_Q4_K)
+        float xsum[TILE];  // the sub-block's inputs summed, for its min
+        for (uint j = 0; j < TILE; ++j) xsum[j] = 0.0;
+#endif
         for (uint k = 0; k < 4; ++k)
           for (uint j = 0; j < TILE; ++j) {
             if (j >= tn) break;
             const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
+#if defined(FMT_Q4_K)
+            const vec4 xl = x4[xb + k], xh = x4[xb + 4 + k];
+            xsum[j] += (xl.x + xl.y + xl.z + xl.w) + (xh.x + xh.y + xh.z + xh.w);
+            const vec4 lo = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 hi = xh * vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 16.0, 1.0 / 4096.0);
+#else
             const vec4 lo = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             const vec4 hi = x4[xb + 4 + k] * vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 16.0, 1.0 / 4096.0);
+#endif
             for (uint i = 0; i < NR; ++i) part[j][i] += word_dot(q[u][i][k], lo, hi);
           }
         for (uint j = 0; j < TILE; ++j)
-          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i] * part[j][i];
+          for (uint i = 0; i < NR; ++i)
+#if defined(FMT_Q4_K)
+            acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
+#else
+            acc[j][i] += d[u][i] * part[j][i];
+#endif
+      }
+#elif defined(FMT_Q5_K)
+      uvec4 q[UNROLL][NR];
+      uint h[UNROLL][NR];
+      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block
+      for (uint u = 0; u < UNROLL; ++u)
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
+          h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale_min(blk) : block_scale_min2(blk);
+        }
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= blocks) break;
+        float part[TILE][NR], xsum[TILE];
+        for (uint j = 0; j < TILE; ++j) {
+          xsum[j] = 0.0;
+          for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
+        }
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
+            const vec4 xl = x4[xb + k], xh = x4[xb + 4 + k];
+            xsum[j] += (xl.x + xl.y + xl.z + xl.w) + (xh.x + xh.y + xh.z + xh.w);
+            const vec4 x0 = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 x1 = xh * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            for (uint i = 0; i < NR; ++i) {
+              uint c0, c1;
+              q5_words(q[u][i][k], h[u][i] >> k, c0, c1);
+              part[j][i] += word_dot5(c0, x0) + word_dot5(c1, x1);
+            }
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
+      }
+#elif defined(FMT_Q6_K)
+      uvec4 q[UNROLL][NR];
+      uvec2 h[UNROLL][NR];
+      vec2 d[UNROLL][NR];  // d * scale of elements 0..15 and 16..31
+      for (uint u = 0; u < UNROLL; ++u)
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
+          h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
+          d[u][i] = i < ROWS_PER_GROUP ? block_scales(blk) : block_scales2(blk);
+        }
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= blocks) break;
+        float part0[TILE][NR], part1[TILE][NR];  // elements 0..15, 16..31
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) part0[j][i] = part1[j][i] = 0.0;
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
+            const vec4 x0 = x4[xb + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 x1 = x4[xb + 4 + k] * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            for (uint i = 0; i < NR; ++i) {
+              uint c0, c1;
+              q6_words(q[u][i][k], h[u][i][k >> 1] >> (4 * (k & 1)), c0, c1);
+              part0[j][i] += word_dot6(c0, x0);
+              part1[j][i] += word_dot6(c1, x1);
+            }
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i].x * part0[j][i] + d[u][i].y * part1[j][i];
       }
 #else  // Q8_0
       uvec4 q0[UNROLL][NR], q1[UNROLL][NR];

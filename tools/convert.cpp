@@ -4,8 +4,14 @@
 //   unicorn-convert --random gemma3-27b --type Q4_0 --out m.gguf   random weights, exact shapes
 //   unicorn-convert --gguf in.gguf --type F32 --out out.gguf   another GGUF file, in other formats
 //
-// --type sets every matrix's format; --embedding overrides the token embedding's
-// (Google's QAT releases: --type Q4_0 --embedding F16). Norm weights are F32 and
+// --type sets every matrix's format, or names one of llama-quantize's mixes
+// (Q4_K_M, Q5_K_M: quant/scheme.hpp); --embedding overrides the token
+// embedding's (Google's QAT releases: --type Q4_0 --embedding F16). Each tensor
+// takes the format the engine's layout gives it (unicorn::format_of), so a file
+// written here matches the engine compiled for its scheme. K-quant blocks come
+// from a simple quantizer of our own (tools/ggml_quantize.hpp), not
+// llama-quantize's search: valid ggml blocks, a little less accurate; --random
+// files only need valid blocks. Norm weights are F32 and
 // stored as 1 + w, as llama.cpp's converter does. Random files are for speed
 // measurements: speed does not depend on weight values.
 //
@@ -44,12 +50,59 @@ using namespace unicorn;
 Format parse_format(const std::string& s) {
   for (const auto& f : kFormats)
     if (f.name == s) return f.format;
-  throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0)");
+  throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
 }
 
-// llama.cpp's LLAMA_FTYPE: 0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 32 BF16.
-uint32_t llama_ftype(Format type) {
-  return type == Format::F32 ? 0 : type == Format::F16 ? 1 : type == Format::Q4_0 ? 2 : type == Format::Q8_0 ? 7 : 32;
+// What --type names: a scheme, and llama.cpp's LLAMA_FTYPE for general.file_type
+// (0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 15 Q4_K_M, 17 Q5_K_M, 18 Q6_K, 32 BF16; a
+// single K-quant other than Q6_K has no ftype of its own: that of the mix it
+// belongs to).
+struct FileScheme {
+  Scheme scheme;
+  uint32_t ftype;
+};
+FileScheme parse_scheme(const std::string& type, const std::string& embedding) {
+  FileScheme f{};
+  if (type == "Q4_K_M") f = {schemes::kQ4_K_M, 15};
+  else if (type == "Q5_K_M") f = {schemes::kQ5_K_M, 17};
+  else {
+    const Format t = parse_format(type);
+    const uint32_t ftype = t == Format::F32    ? 0
+                           : t == Format::F16  ? 1
+                           : t == Format::Q4_0 ? 2
+                           : t == Format::Q8_0 ? 7
+                           : t == Format::Q4_K ? 15
+                           : t == Format::Q5_K ? 17
+                           : t == Format::Q6_K ? 18
+                                               : 32;
+    f = {schemes::all(t), ftype};
+  }
+  if (!embedding.empty()) f.scheme.embedding = f.scheme.lm_head = parse_format(embedding);
+  return f;
+}
+
+// The matrix a GGUF tensor name is, and its layer (-1: the embedding); none for norms.
+std::optional<std::pair<WeightKind, int>> matrix_of(const std::string& name) {
+  if (name == "token_embd.weight") return std::pair{WeightKind::Embedding, -1};
+  int layer = -1;
+  char stem[64] = {};
+  if (std::sscanf(name.c_str(), "blk.%d.%63[^.].weight", &layer, stem) != 2 || layer < 0) return std::nullopt;
+  static const std::pair<std::string_view, WeightKind> kinds[] = {
+      {"attn_q", WeightKind::AttnQ},     {"attn_k", WeightKind::AttnK},     {"attn_v", WeightKind::AttnV},
+      {"attn_output", WeightKind::AttnOut}, {"ffn_gate", WeightKind::FfnGate}, {"ffn_up", WeightKind::FfnUp},
+      {"ffn_down", WeightKind::FfnDown}};
+  for (const auto& [s, k] : kinds)
+    if (s == stem) return std::pair{k, layer};
+  return std::nullopt;
+}
+
+// The format a tensor takes in a file of scheme `s` (the layout's rule):
+// norms F32, every matrix by format_of; `cols`: its row's elements.
+Format tensor_format(const Scheme& s, const std::string& name, uint64_t cols, uint32_t layers) {
+  if (io::gguf_norm_stores_one_plus_w(name)) return Format::F32;
+  const auto m = matrix_of(name);
+  if (!m) throw Error("tensor '" + name + "' is not a Gemma 3 text weight unicorn-convert knows");
+  return format_of(s, m->first, m->second, layers, cols);
 }
 
 // The gemma3.* hyperparameters llama.cpp's gemma3 loader reads (keys: the
@@ -99,29 +152,27 @@ uint64_t element_count(std::span<const uint64_t> dims) {
   return n;
 }
 
-Format format_of(Role r, Format type, Format embedding) {
-  if (is_norm(r)) return Format::F32;
-  return r == Role::Embedding ? embedding : type;
-}
-
-// The (role, layer, rows, cols) of every weight tensor, in llama.cpp's order.
+// The (role, rows, cols, format) of every weight tensor in a file of scheme
+// `s`, in llama.cpp's order: the engine's layout of that scheme.
 struct Spec {
   std::string name;
   Role role;
   uint64_t rows, cols;
+  Format format;
 };
-std::vector<Spec> tensor_specs(const ModelDims& m) {
-  const DeploymentConfig c = make_deployment(m, schemes::kF32, 1, 1);
+std::vector<Spec> tensor_specs(const ModelDims& m, Scheme s) {
+  s.lm_head = s.embedding;  // a file holds the embedding only (the LM head is tied)
+  const DeploymentConfig c = make_deployment(m, s, 1, 1);
   std::vector<Spec> specs;
   detail::for_each_tensor(c, [&](const detail::TensorShape& t, int layer, Arena a) {
     if (a != Arena::Weights) return;
-    TensorSlot s{t.role, layer, t.rows, t.cols, t.format, 0, 0, 0, a};
-    specs.push_back({s.gguf_name(), t.role, t.rows, t.cols});
+    TensorSlot slot{t.role, layer, t.rows, t.cols, t.format, 0, 0, 0, a};
+    specs.push_back({slot.gguf_name(), t.role, t.rows, t.cols, t.format});
   });
   return specs;
 }
 
-int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
+int convert_hf(const std::filesystem::path& dir, const FileScheme& scheme,
                const std::filesystem::path& tokenizer, const std::filesystem::path& out) {
   const auto hf = io::parse_hf_config(dir / "config.json");
   io::check_gemma3_supported(hf, (dir / "config.json").string());
@@ -170,7 +221,7 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
     const bool norm = io::gguf_norm_stores_one_plus_w(name);
     if (norm)
       for (auto& v : x) v += 1.0f;
-    const Format f = norm ? Format::F32 : name == "token_embd.weight" ? embedding : type;
+    const Format f = tensor_format(scheme.scheme, name, dims[0], m.layers);
     blobs.emplace_back();
     tools::quantize(f, x, blobs.back());
     w.add_tensor(name, uint32_t(f), dims, blobs.back());
@@ -179,7 +230,7 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
   // The directory's name, as llama.cpp's converter names a model without a card.
   const auto absolute = std::filesystem::absolute(dir).lexically_normal();
   const std::string name = (absolute.has_filename() ? absolute : absolute.parent_path()).filename().string();
-  tools::set_general(w, name, params, llama_ftype(type));
+  tools::set_general(w, name, params, scheme.ftype);
   set_hparams(w, m);
   tools::set_vocab(w, vocab);
   w.write(out);
@@ -190,7 +241,7 @@ int convert_hf(const std::filesystem::path& dir, Format type, Format embedding,
 // Every tensor of a GGUF file decoded and written again in other formats, its
 // metadata kept: the demo model's file in each format the engine runs (the
 // perplexity checks), or a file re-quantized as llama-quantize would.
-int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
+int convert_gguf(const std::filesystem::path& in, const FileScheme& scheme,
                  const std::filesystem::path& tokenizer, const std::filesystem::path& out) {
   const auto g = io::GgufFile::open(in);
   io::GgufWriter w;
@@ -202,7 +253,8 @@ int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
     throw Error(in.string() + ": --tokenizer needs a 2-D token_embd.weight to size the vocabulary by");
   for (const auto& kv : g.metadata())
     if (!new_vocab || !kv.key.starts_with("tokenizer.")) w.set(kv.key, kv.value);
-  w.set("general.file_type", llama_ftype(type));
+  w.set("general.file_type", scheme.ftype);
+  const uint32_t layers = g.try_u32("gemma3.block_count").value_or(0);
   if (new_vocab) tools::set_vocab(w, vocab_for(tokenizer, uint32_t(embd->dims[1])));
   std::vector<std::vector<std::byte>> blobs(g.tensors().size());
   for (size_t i = 0; i < blobs.size(); ++i) {
@@ -210,17 +262,23 @@ int convert_gguf(const std::filesystem::path& in, Format type, Format embedding,
     const FormatInfo* from = find_format(t.ggml_type);
     if (!from || !t.known_type)
       throw Error(in.string() + ": tensor '" + t.name + "' is " + std::string(io::ggml_type_name(t.ggml_type)) +
-                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0)");
+                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
     const auto x = tools::dequantize(from->format, t.data, t.n_elements);
-    const Format f = io::gguf_norm_stores_one_plus_w(t.name) ? Format::F32
-                     : t.name == "token_embd.weight"         ? embedding
-                                                             : type;
+    const Format f = tensor_format(scheme.scheme, t.name, t.dims.empty() ? 0 : t.dims[0], layers);
     tools::quantize(f, x, blobs[i]);
     w.add_tensor(t.name, uint32_t(f), t.dims, blobs[i]);
   }
   w.write(out);
   std::cout << "wrote " << out.string() << " (" << blobs.size() << " tensors of " << in.string() << ")\n";
   return 0;
+}
+
+// Where a block holds f16 values, by ggml's block layouts (quant/formats.hpp):
+// d first (Q4_0, Q8_0), d and dmin first (Q4_K, Q5_K), d last (Q6_K).
+std::vector<uint32_t> f16_offsets(Format f) {
+  if (f == Format::Q4_K || f == Format::Q5_K) return {0, 2};
+  if (f == Format::Q6_K) return {format_info(f).block_bytes - 2};
+  return {0};
 }
 
 // Random bytes in the tensor's format, with sane scales (no NaN/Inf), fast
@@ -256,24 +314,28 @@ void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t s
       }
     };
     if (is_block_quantized(f)) {
-      const float d = float(int(rng() % 1000) + 1) / 200000.0f;
-      const uint16_t h = tools::to_f16_bits(d);
-      std::memcpy(q, &h, 2);
+      // The block's f16 scales (random bytes there could be NaN or Inf): d,
+      // and a K-quant's dmin; small enough that no value overflows a sum.
+      const float range = is_k_quant(f) ? 20000000.0f : 200000.0f;  // K: a 6- or 8-bit sub-scale multiplies d
+      for (uint32_t at : f16_offsets(f)) {
+        const uint16_t h = tools::to_f16_bits(float(int(rng() % 1000) + 1) / range);
+        std::memcpy(q + at, &h, 2);
+      }
     } else {
       small(q);
     }
   }
 }
 
-int write_random(const std::string& model, Format type, Format embedding,
+int write_random(const std::string& model, const FileScheme& scheme,
                  const std::filesystem::path& tokenizer, const std::filesystem::path& out, uint64_t seed) {
   const ModelDims* m = nullptr;
   for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
-                             &kGemma3Tiny, &kGemma3Demo})
+                             &kGemma3Tiny, &kGemma3TinyK, &kGemma3Demo})
     if (c->name == model) m = c;
   if (!m) throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
-                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo)");
-  const auto specs = tensor_specs(*m);
+                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo)");
+  const auto specs = tensor_specs(*m, scheme.scheme);
   std::vector<std::vector<std::byte>> blobs(specs.size());
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
@@ -281,7 +343,7 @@ int write_random(const std::string& model, Format type, Format embedding,
     pool.emplace_back([&] {
       for (size_t i; (i = next++) < specs.size();) {
         const auto& s = specs[i];
-        random_tensor(format_of(s.role, type, embedding), s.rows, s.cols, is_norm(s.role),
+        random_tensor(s.format, s.rows, s.cols, is_norm(s.role),
                       seed * 1000003 + i, blobs[i]);
       }
     });
@@ -293,10 +355,10 @@ int write_random(const std::string& model, Format type, Format embedding,
     const auto& s = specs[i];
     std::vector<uint64_t> dims = s.rows == 1 ? std::vector<uint64_t>{s.cols}
                                              : std::vector<uint64_t>{s.cols, s.rows};
-    w.add_tensor(s.name, uint32_t(format_of(s.role, type, embedding)), dims, blobs[i]);
+    w.add_tensor(s.name, uint32_t(s.format), dims, blobs[i]);
     params += element_count(dims);
   }
-  tools::set_general(w, std::string(m->name) + " random weights", params, llama_ftype(type));
+  tools::set_general(w, std::string(m->name) + " random weights", params, scheme.ftype);
   set_hparams(w, *m);
   tools::set_vocab(w, vocab);
   w.write(out);
@@ -313,11 +375,12 @@ int main(int argc, char** argv) {
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
-                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-demo");
-  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0 tensors) to write in other formats");
+                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo");
+  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);
-  app.add_option("--type", type, "format of every matrix: F32, F16, BF16, Q8_0, Q4_0")->capture_default_str();
+  app.add_option("--type", type, "format of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), or a "
+                                 "llama-quantize mix: Q4_K_M, Q5_K_M")->capture_default_str();
   app.add_option("--embedding", embedding, "format of token_embd (default: --type)");
   app.add_option("--tokenizer", tokenizer,
                  "tokenizer.json, or a directory holding it, whose vocabulary the file carries "
@@ -326,11 +389,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for --random")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    const Format t = parse_format(type);
-    const Format e = embedding.empty() ? t : parse_format(embedding);
-    if (!hf_dir.empty()) convert_hf(hf_dir, t, e, tokenizer, out);
-    else if (!random_model.empty()) write_random(random_model, t, e, tokenizer, out, seed);
-    else if (!gguf_in.empty()) convert_gguf(gguf_in, t, e, tokenizer, out);
+    const FileScheme scheme = parse_scheme(type, embedding);
+    if (!hf_dir.empty()) convert_hf(hf_dir, scheme, tokenizer, out);
+    else if (!random_model.empty()) write_random(random_model, scheme, tokenizer, out, seed);
+    else if (!gguf_in.empty()) convert_gguf(gguf_in, scheme, tokenizer, out);
     else {
       std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
       return 2;

@@ -2,5 +2,7 @@
 #include "catalog.hpp"
 
 std::vector<unicorn::examples::bench::Entry> unicorn::examples::bench::catalog_4b() {
-  return entries_of<kGemma3_4B>();
+  auto all = entries_of<kGemma3_4B>();
+  for (const Entry& e : k_entries_of<kGemma3_4B>()) all.push_back(e);
+  return all;
 }

@@ -36,6 +36,7 @@
 #include "catalog.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/file_output.hpp"
+#include "unicorn/layout/print.hpp"
 #include "unicorn/model/hparams.hpp"
 #include "unicorn/gpu/timing.hpp"
 #include "ollama_env.hpp"
@@ -207,6 +208,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
       {"file", o.model},
       {"scheme", {{"embedding", format_name(d.config.scheme.embedding)},
                   {"weights", format_name(d.config.scheme.attention)},
+                  {"formats", scheme_text(d.config)},
                   {"kv_cache", format_name(d.config.scheme.kv_cache)},
                   {"lm_head", d.config.scheme.separate_lm_head() ? format_name(d.config.scheme.lm_head)
                                                                     : "tied to the embedding"}}},
@@ -299,7 +301,8 @@ int dispatch(const io::GgufFile& g, const Options& o) {
     if (e.placement == o.placement && streams_fit && matches(c, g, o)) return run(e.deployment, e.placement, o);
   }
   throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
-              "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding) with --placement " +
+              "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding; 4B, 12B and 27B in Q4_K_M, Q5_K_M "
+              "and Q6_K) with --placement " +
               std::string(placement_name(o.placement)) +
               " (gtt-ffn: Q4_0 files only; --batch: Q4_0 and Q8_0 files, vram)" +
               (o.lm_head ? " and --lm-head (QAT files with an F16 embedding only, in Vram)" : ""));

@@ -38,14 +38,23 @@ struct head_dim_unsupported {
   static constexpr bool ok = true;
 };
 
-template <uint32_t row_elems, uint32_t block_elems>
+// role: the tensor's Role; format: its ggml type (the arguments name them).
+template <uint32_t role, uint32_t format, uint64_t row_elems, uint32_t block_elems>
 struct row_not_whole_blocks {
   static_assert(row_elems % block_elems == 0,
-                "unicorn: a block-quantized tensor's rows must hold whole 32-element blocks; "
-                "pick F16/BF16/F32 for this role or a model whose hidden, heads*head_dim and "
-                "ffn sizes are multiples of 32");
+                "unicorn: a block-quantized tensor's rows must hold whole blocks of its format "
+                "(32 elements; 256 for Q4_K, Q5_K and Q6_K); pick another format for this role "
+                "or a model whose hidden, heads*head_dim and ffn sizes are multiples of the block");
   static constexpr bool ok = true;
 };
+// The first weight tensor of a layout whose rows are not whole blocks of its
+// format, or the tensor count.
+template <class Layout>
+constexpr size_t first_tensor_not_whole_blocks(const Layout& L) {
+  for (size_t i = 0; i < L.tensors.size(); ++i)
+    if (L.tensors[i].cols % format_info(L.tensors[i].format).block_elems) return i;
+  return L.tensors.size();
+}
 
 template <uint32_t kv_format>
 struct kv_cache_format_unsupported {
@@ -231,15 +240,16 @@ constexpr bool check_deployment() {
   constexpr ModelDims m = D::kConfig.model;
   static_assert(query_heads_not_a_multiple_of_kv_heads<m.heads, m.kv_heads>::ok);
   static_assert(head_dim_unsupported<m.head_dim, 256>::ok);
-  static_assert(row_not_whole_blocks<m.hidden, format_info(c.scheme.attention).block_elems>::ok);
-  static_assert(row_not_whole_blocks<m.q_dim(), format_info(c.scheme.attention).block_elems>::ok);
-  static_assert(row_not_whole_blocks<m.hidden, format_info(c.scheme.ffn).block_elems>::ok);
-  static_assert(row_not_whole_blocks<m.ffn, format_info(c.scheme.ffn).block_elems>::ok);
-  static_assert(row_not_whole_blocks<m.hidden, format_info(c.scheme.embedding).block_elems>::ok);
   static_assert(kv_cache_format_unsupported<uint32_t(c.scheme.kv_cache)>::ok);
-  if constexpr (c.scheme.separate_lm_head()) {
+  if constexpr (c.scheme.separate_lm_head())
     static_assert(lm_head_copy_unsupported<uint32_t(c.scheme.embedding), uint32_t(c.scheme.lm_head)>::ok);
-    static_assert(row_not_whole_blocks<m.hidden, format_info(c.scheme.lm_head).block_elems>::ok);
+  // Every tensor in the format the scheme gives it there (mixes and K-quant
+  // fallbacks included): its rows whole blocks.
+  constexpr size_t odd = first_tensor_not_whole_blocks(kLayoutOf<D>);
+  if constexpr (odd < kLayoutOf<D>.tensors.size()) {
+    constexpr TensorSlot t = kLayoutOf<D>.tensors[odd];
+    static_assert(row_not_whole_blocks<uint32_t(t.role), uint32_t(t.format), t.cols,
+                                       format_info(t.format).block_elems>::ok);
   }
   static_assert(context_longer_than_model<c.max_context, m.max_context>::ok);
   static_assert(prefill_chunk_out_of_range<c.prefill_chunk, c.max_context>::ok);

@@ -9,7 +9,16 @@
 
 #include "fp16_pack.glsl"
 
-#if WEIGHT_BLOCK > 1
+#if defined(K_QUANT)
+// K-quants: the sub-block's 16 quant bytes (both halves), and what the unit's
+// half needs: Q4_K, (d * sc, dmin * m); Q5_K, those and the fifth bits; Q6_K,
+// the high bits and d * scale.
+struct WUnit {
+  uvec4 quants;
+  uvec2 high;  // Q5_K: .x; Q6_K
+  vec2 scale;  // Q4_K, Q5_K: (d * sc, dmin * m); Q6_K: (d * scale of the unit's half, unused)
+};
+#elif WEIGHT_BLOCK > 1
 // The 16 quant bytes that hold the unit (Q4_0: both halves of its block) and
 // the block's scale.
 struct WUnit {
@@ -33,8 +42,37 @@ struct WUnit {
 };
 #endif
 
+#if defined(K_QUANT)
+// Unit (row, k0 + 16 * half_k) of weight 1 or (second) weight 2 (PAIR); zeros when !ok.
+#if defined(WEIGHT2_BINDING)
+#define K_PICK(f, b) (second ? f##2(b) : f(b))
+#else
+#define K_PICK(f, b) f(b)
+#endif
+WUnit load_k_unit(uint row, uint k0, uint half_k, bool ok, bool second) {
+  WUnit u;
+  const uint b = row * (IN_FEATURES / 32) + k0 / 32;
+  u.quants = ok ? K_PICK(block_quants, b) : uvec4(0);
+#if defined(FMT_Q4_K)
+  u.high = uvec2(0);
+  u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
+#elif defined(FMT_Q5_K)
+  u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
+  u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
+#else
+  u.high = ok ? K_PICK(block_high, b) : uvec2(0);
+  const vec2 s = ok ? K_PICK(block_scales, b) : vec2(0.0);
+  u.scale = vec2(half_k == 0 ? s.x : s.y, 0.0);
+#endif
+  return u;
+}
+#endif
+
 // Unit (row, k0 + 16 * half_k) of the bound weight part, IN_FEATURES per row; zeros when !ok.
 WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
+#if defined(K_QUANT)
+  return load_k_unit(row, k0, half_k, ok, false);
+#else
   WUnit u;
 #if WEIGHT_BLOCK > 1
   const uint b = row * (IN_FEATURES / 32) + k0 / 32;
@@ -61,11 +99,44 @@ WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
   u.hi = pack8(v[2], v[3]);
 #endif
   return u;
+#endif
 }
+
+#if defined(K_QUANT)
+// A K-quant unit's 16 values in fp32, each as ggml's dequantisation gives it
+// (tests/kernel checks them bit for bit on devices without tensor units). Word
+// k of the half's 4-, 5- or 6-bit quants holds elements 4k .. 4k+3 of the half,
+// one a byte.
+void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
+  [[unroll]] for (uint k = 0; k < 4; ++k) {
+    uint c = (u.quants[k] >> (4u * half_k)) & 0x0F0F0F0Fu;
+#if defined(FMT_Q6_K)
+    c |= ((u.high[k >> 1] >> (4u * (k & 1u) + 2u * half_k)) & 0x03030303u) << 4;
+    const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24) - 32.0;
+    v[k] = u.scale.x * q;
+#else
+#if defined(FMT_Q5_K)
+    c |= ((u.high.x >> (k + 4u * half_k)) & 0x01010101u) << 4;
+#endif
+    const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24);
+    precise const vec4 prod = u.scale.x * q;  // rounded, then the min: as ggml, no fused multiply-add
+    precise const vec4 x = prod - u.scale.y;
+    v[k] = x;
+#endif
+  }
+}
+#endif
 
 // The unit as 16 fp16 values: k 0..7 in lo, 8..15 in hi.
 void w_unit_fp16(WUnit u, uint half_k, out uvec4 lo, out uvec4 hi) {
-#if WEIGHT_BLOCK > 1
+#if defined(K_QUANT)
+  // Rounded once to fp16 from fp32 (pack8): the scale d * sc is no fp16
+  // value, so dequant2's fp16 product would round twice.
+  vec4 v[4];
+  k_unit_values(u, half_k, v);
+  lo = pack8(v[0], v[1]);
+  hi = pack8(v[2], v[3]);
+#elif WEIGHT_BLOCK > 1
   const float16_t d = float16_t(u.scale);
   uvec4 q = u.quants;
 #if QUANT_BYTES == 16

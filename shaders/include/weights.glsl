@@ -1,20 +1,36 @@
 // weights.glsl — read one weight tensor part in any of the engine's formats.
 //
 // The includer defines WEIGHT_BINDING and exactly one of FMT_F32, FMT_F16,
-// FMT_BF16, FMT_Q8_0, FMT_Q4_0 (the build compiles one SPIR-V module per
-// format). Elements are indexed from the start of the bound part, row-major,
-// so element i of row r is r * IN_FEATURES + i; block b of a block format is
-// elements 32b .. 32b+31 (row r's blocks are r * IN_FEATURES/32 ..).
+// FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K (the build
+// compiles one SPIR-V module per format). Elements are indexed from the start
+// of the bound part, row-major, so element i of row r is r * IN_FEATURES + i; block b of a block format is elements
+// 32b .. 32b+31 (row r's blocks are r * IN_FEATURES/32 ..).
 //
 // Block formats hold ggml's values bit for bit, but on the device each part is
 // planar: all quants first, then all scales (see quant/formats.hpp), so a
 // block's quants are one aligned 16- or 32-byte load. The includer defines
 // WEIGHT_PART_BLOCKS, an expression for the blocks in the bound part (e.g.
-// pc.rows * (IN_FEATURES / 32)), before including this file; it locates the
-// scales.
+// pc.rows * (IN_FEATURES / 32)), before including this file; it locates the scales.
 //   Q8_0: quants 32 int8 per block, then f16 scales     x = d * q
 //   Q4_0: quants 16 bytes per block, then f16 scales    x = d * (q - 8), where
 //         q[j] is the low nibble of byte j for j < 16, the high nibble of byte j-16 after.
+// The K-quants keep ggml's 256-element superblocks' bytes, planar in 32-element
+// sub-blocks (WEIGHT_BLOCK stays 32: "block" b below is sub-block b, and the
+// part holds WEIGHT_PART_BLOCKS / 8 superblocks); notes/kquants.md says why.
+//   Q4_K: quants 16 bytes per sub-block, nibbles arranged as Q4_0's; then each
+//         superblock's 12 packed scale bytes; then each superblock's (d, dmin)
+//         as two f16. x = (d * sc) * q - dmin * m (sc, m: quant/formats.hpp).
+//   Q5_K: Q4_K's, with each quant's fifth bit in 4 bytes per sub-block after
+//         the quants (before the scales): for quant word k, bit k of byte c
+//         of the word is element 4k+c's, bit k+4 element 4k+16+c's.
+//   Q6_K: the low 4 bits of the quants, 16 bytes per sub-block as Q4_0's; then
+//         their high 2 bits, 8 bytes per sub-block: for the elements of quant
+//         word k (4k .. 4k+3 in its low nibbles, 4k+16 .. in its high ones),
+//         byte c of high word k / 2 holds, from bit 0, element 4k+c, 4k+16+c
+//         (k even), then those of k odd; then each superblock's 16 int8 scales;
+//         then each superblock's f16 d. x = (d * scale) * (q - 32), scale the
+//         sub-block's first (elements 0..15) or second (16..31).
+// All keep every byte of the file's superblock (144, 176 and 210 bytes).
 
 #extension GL_EXT_shader_16bit_storage : require
 
@@ -85,8 +101,101 @@ float block_quant(uint b, uint j) {
   return float(j < 16u ? (byte_value & 15u) : (byte_value >> 4)) - 8.0;
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
+#elif defined(FMT_Q4_K) || defined(FMT_Q5_K) || defined(FMT_Q6_K)
+#define WEIGHT_BLOCK 32
+#define QUANT_BYTES 16
+#define K_QUANT 1
+// The readers of one binding's K-quant part, given its views WUB (uint), WQB
+// (uvec4) and WHB (uint16) and the readers' names (weight 1: block_quants ...,
+// weight 2: block_quants2 ...).
+#define K_BYTE(WUB, word_index, byte) ((WUB[word_index] >> (8u * (byte))) & 0xffu)
+#if defined(FMT_Q4_K) || defined(FMT_Q5_K)
+// Words of quants (and fifth bits) per sub-block, before the scales.
+#if defined(FMT_Q4_K)
+#define K_QUANT_WORDS 4u
 #else
-#error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0"
+#define K_QUANT_WORDS 5u
+#endif
+#define K_READERS(WUB, WQB, QUANTS, SCALE_MIN)                                               \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  /* Sub-block b's (d * sc, dmin * m), each one float product as ggml's. */                  \
+  vec2 SCALE_MIN(uint b) {                                                                   \
+    const uint P = WEIGHT_PART_BLOCKS, sb = b >> 3u, j = b & 7u;                             \
+    const uint sw = K_QUANT_WORDS * P + 3u * sb; /* the superblock's 12 scale bytes */       \
+    const vec2 dm = unpackHalf2x16(WUB[K_QUANT_WORDS * P + 3u * (P >> 3u) + sb]);            \
+    uint sc, m;                                                                              \
+    if (j < 4u) {                                                                            \
+      sc = K_BYTE(WUB, sw, j) & 63u;                                                         \
+      m = K_BYTE(WUB, sw + 1u, j) & 63u;                                                     \
+    } else {                                                                                 \
+      const uint c = K_BYTE(WUB, sw + 2u, j - 4u);                                           \
+      sc = (c & 15u) | ((K_BYTE(WUB, sw, j - 4u) >> 6u) << 4u);                              \
+      m = (c >> 4u) | ((K_BYTE(WUB, sw + 1u, j - 4u) >> 6u) << 4u);                          \
+    }                                                                                        \
+    return vec2(dm.x * float(sc), dm.y * float(m));                                          \
+  }
+#else
+#define K_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALES)                                       \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  /* The high 2 bits of sub-block b's quants (weights.glsl's comment above). */              \
+  uvec2 HIGH(uint b) {                                                                       \
+    const uint w = 4u * (WEIGHT_PART_BLOCKS) + 2u * b;                                       \
+    return uvec2(WUB[w], WUB[w + 1u]);                                                       \
+  }                                                                                          \
+  /* d * scale for sub-block b's elements 0..15 (x) and 16..31 (y); d through the  */        \
+  /* 16-bit view WHB: a part of an odd number of superblocks ends 2 bytes past a word. */    \
+  vec2 SCALES(uint b) {                                                                      \
+    const uint P = WEIGHT_PART_BLOCKS, sb = b >> 3u, j = b & 7u;                             \
+    const uint pair = (WUB[6u * P + 4u * sb + (j >> 1u)] >> (16u * (j & 1u))) & 0xffffu;     \
+    const float d = unpackHalf2x16(uint(WHB[13u * P + sb])).x;                               \
+    return vec2(d * float(bitfieldExtract(int(pair), 0, 8)), d * float(bitfieldExtract(int(pair), 8, 8))); \
+  }
+#endif
+layout(binding = WEIGHT_BINDING) readonly buffer WeightWords { uint WKW[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightQuants { uvec4 WKQ[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightHalves { uint16_t WKH[]; };
+#if defined(FMT_Q4_K) || defined(FMT_Q5_K)
+K_READERS(WKW, WKQ, block_quants, block_scale_min)
+#if defined(FMT_Q5_K)
+// The fifth bits of sub-block b's quants (the comment above).
+uint block_high(uint b) { return WKW[4u * (WEIGHT_PART_BLOCKS) + b]; }
+#endif
+#else
+K_READERS(WKW, WKQ, WKH, block_quants, block_high, block_scales)
+#endif
+#if defined(FMT_Q4_K) || defined(FMT_Q5_K)
+// Quant i of sub-block b: byte i % 16 of its 16, low nibble for i < 16; Q5_K's
+// fifth bit from its word.
+uint block_quant(uint b, uint i) {
+  const uint low = (WKQ[b][(i & 15u) >> 2u] >> (8u * (i & 3u) + 4u * (i >> 4u))) & 15u;
+#if defined(FMT_Q5_K)
+  return low | (((block_high(b) >> (8u * (i & 3u) + ((i & 15u) >> 2u) + 4u * (i >> 4u))) & 1u) << 4u);
+#else
+  return low;
+#endif
+}
+float weight_at(uint i) {
+  const uint b = i >> 5;
+  const vec2 sm = block_scale_min(b);
+  precise const float prod = sm.x * float(block_quant(b, i & 31u));  // not fused: ggml rounds the product
+  precise const float v = prod - sm.y;
+  return v;
+}
+#else
+uint block_quant(uint b, uint i) {
+  const uint low = (WKQ[b][(i & 15u) >> 2u] >> (8u * (i & 3u) + 4u * (i >> 4u))) & 15u;
+  const uint k = (i & 15u) >> 2u;
+  const uint high = (block_high(b)[k >> 1u] >> (8u * (i & 3u) + 4u * (k & 1u) + 2u * (i >> 4u))) & 3u;
+  return low | (high << 4u);
+}
+float weight_at(uint i) {
+  const uint b = i >> 5;
+  const vec2 s = block_scales(b);
+  return ((i & 16u) == 0u ? s.x : s.y) * float(int(block_quant(b, i & 31u)) - 32);
+}
+#endif
+#else
+#error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K"
 #endif
 
 #ifndef WEIGHT_BLOCK
@@ -108,4 +217,16 @@ layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Buf { uint16_t W2[]; };
 layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 Wq2[]; };
 float block_scale2(uint b) { return unpackHalf2x16(uint(W2[(WEIGHT_PART_BLOCKS) * 8u + b])).x; }
 uvec4 block_quants2(uint b) { return Wq2[b]; }
+#elif defined(WEIGHT2_BINDING) && defined(K_QUANT)
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Words { uint WKW2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 WKQ2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Halves { uint16_t WKH2[]; };
+#if defined(FMT_Q4_K) || defined(FMT_Q5_K)
+K_READERS(WKW2, WKQ2, block_quants2, block_scale_min2)
+#if defined(FMT_Q5_K)
+uint block_high2(uint b) { return WKW2[4u * (WEIGHT_PART_BLOCKS) + b]; }
+#endif
+#else
+K_READERS(WKW2, WKQ2, WKH2, block_quants2, block_high2, block_scales2)
+#endif
 #endif

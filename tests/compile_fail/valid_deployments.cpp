@@ -3,6 +3,8 @@
 // cases beside this one is theirs, not the harness's (flags, include paths).
 // The official sizes are here too: each check must hold for the whole Gemma 3
 // family (STYLE.md rule 4), the 62-layer 27B included.
+#include <algorithm>
+#include <iterator>
 #include <unicorn/diag.hpp>
 
 namespace u = unicorn;
@@ -30,3 +32,35 @@ static_assert(u::diag::check_deployment<Gemma1B>());
 static_assert(u::diag::check_deployment<Gemma4B>());
 static_assert(u::diag::check_deployment<Gemma12B>());
 static_assert(u::diag::check_deployment<Gemma27B>());
+
+// llama-quantize's Q4_K_M for Gemma 3 (quant/scheme.hpp): attn_v and ffn_down
+// Q6_K in the layers its use_more_bits picks, written out here by hand from
+// its rule (i < n/8, i >= 7n/8, (i - n/8) % 3 == 2) for the 4B's 34 layers and
+// the 27B's 62; every other matrix Q4_K; the tied embedding Q6_K.
+template <const u::ModelDims& M>
+struct KMix { static constexpr u::DeploymentConfig kConfig = u::make_deployment(M, u::schemes::kQ4_K_M, 8192); };
+template <class D, size_t N>
+constexpr bool q6_k_layers_are(const uint32_t (&expected)[N]) {
+  const auto L = u::kLayoutOf<D>.view();
+  for (uint32_t l = 0; l < D::kConfig.model.layers; ++l) {
+    const bool more = std::find(std::begin(expected), std::end(expected), l) != std::end(expected);
+    const u::Format want = more ? u::Format::Q6_K : u::Format::Q4_K;
+    if (L.weight(u::Role::AttnV, int(l)).format != want || L.weight(u::Role::FfnDown, int(l)).format != want) return false;
+    for (u::Role r : {u::Role::AttnQ, u::Role::AttnK, u::Role::AttnOut, u::Role::FfnGate, u::Role::FfnUp})
+      if (L.weight(r, int(l)).format != u::Format::Q4_K) return false;
+  }
+  return L.weight(u::Role::Embedding).format == u::Format::Q6_K && L.weight(u::Role::LmHead).role == u::Role::Embedding;
+}
+constexpr uint32_t kQ6KLayers4B[] = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29, 30, 31, 32, 33};
+constexpr uint32_t kQ6KLayers27B[] = {0,  1,  2,  3,  4,  5,  6,  9,  12, 15, 18, 21, 24, 27, 30,
+                                      33, 36, 39, 42, 45, 48, 51, 54, 55, 56, 57, 58, 59, 60, 61};
+static_assert(u::diag::check_deployment<KMix<u::kGemma3_4B>>());
+static_assert(u::diag::check_deployment<KMix<u::kGemma3_27B>>());
+static_assert(q6_k_layers_are<KMix<u::kGemma3_4B>>(kQ6KLayers4B));
+static_assert(q6_k_layers_are<KMix<u::kGemma3_27B>>(kQ6KLayers27B));
+// Q6_K over rows that are not whole superblocks falls back to Q8_0, as
+// llama-quantize does: the 1B's 1152-wide rows.
+struct Gemma1BQ6K { static constexpr u::DeploymentConfig kConfig = u::make_deployment(u::kGemma3_1B, u::schemes::kQ6_K, 8192); };
+static_assert(u::diag::check_deployment<Gemma1BQ6K>());
+static_assert(u::kLayoutOf<Gemma1BQ6K>.view().weight(u::Role::AttnQ, 0).format == u::Format::Q8_0);
+static_assert(u::kLayoutOf<Gemma1BQ6K>.view().weight(u::Role::FfnDown, 0).format == u::Format::Q6_K);  // 6912 = 27 x 256

@@ -43,9 +43,22 @@
 #include "unicorn/gpu/timing.hpp"
 
 namespace unicorn {
+namespace test_spirv {  // test-only shaders (tests/kernel/CMakeLists.txt)
+#include "k_unit_values_q4_k.h"
+#include "k_unit_values_q5_k.h"
+#include "k_unit_values_q6_k.h"
+}  // namespace test_spirv
 namespace {
 
 using detail::StepHeader;
+
+// A test-only module by name, beside the engine's (spirv::find).
+std::span<const uint32_t> find_module(const std::string& name) {
+  if (name == "k_unit_values_q4_k") return test_spirv::k_unit_values_q4_k;
+  if (name == "k_unit_values_q5_k") return test_spirv::k_unit_values_q5_k;
+  if (name == "k_unit_values_q6_k") return test_spirv::k_unit_values_q6_k;
+  return spirv::find(name);
+}
 
 // A prefill chunk of one stream, as the tests describe it: n_tokens rows at
 // positions start_pos + t, rows logit_begin .. + logit_count with logits.
@@ -124,7 +137,7 @@ void run(const std::string& module, uint32_t bindings, const Spec& spec,
          std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
          std::array<uint32_t, 3> g) {
   Device& d = device();
-  const auto words = spirv::find(module);
+  const auto words = find_module(module);
   ASSERT_FALSE(words.empty()) << "no SPIR-V module named " << module;
   const uint32_t errors_before = d.ctx.validation_errors();
   const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
@@ -216,7 +229,14 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-const Format kAllFormats[] = {Format::F32, Format::F16, Format::BF16, Format::Q8_0, Format::Q4_0};
+const Format kAllFormats[] = {Format::F32, Format::F16, Format::BF16, Format::Q8_0,
+                              Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K};
+
+// Row lengths per format: floats odd (77, 100), 32-blocks not a power of two of
+// blocks (96, 160); K-quants whole 256-element superblocks (256, 768).
+uint32_t row_k(Format f, uint32_t for_float, uint32_t for_block, uint32_t for_k_quant) {
+  return is_k_quant(f) ? for_k_quant : is_block_quantized(f) ? for_block : for_float;
+}
 
 // Random weights of [rows, K] in `format`, as ggml would store them.
 std::vector<std::byte> random_weights(Format format, size_t rows, size_t K) {
@@ -329,15 +349,14 @@ std::vector<LinearCase> linear_cases() {
   std::vector<LinearCase> v;
   for (const char* kernel : {"matvec", "matmul"})
     for (Format f : kAllFormats) {
-      const bool block = is_block_quantized(f);
-      for (uint32_t K : block ? std::array<uint32_t, 2>{96, 160} : std::array<uint32_t, 2>{77, 100})
+      for (uint32_t K : {row_k(f, 77, 96, 256), row_k(f, 100, 160, 768)})
         for (uint32_t M : {1u, 37u, 130u}) {
           const auto ns = std::string(kernel) == "matvec" ? std::vector<uint32_t>{1, 3}
                                                           : std::vector<uint32_t>{1, 5, 19, 70};
           for (uint32_t n : ns) v.push_back({kernel, f, K, M, n});
         }
       // The LM head: rows counted by logit_count (fewer than the chunk's tokens).
-      const uint32_t K = block ? 96 : 77;
+      const uint32_t K = row_k(f, 77, 96, 256);
       if (std::string(kernel) == "matvec") {
         v.push_back({kernel, f, K, 37, 3, 1, 1});
         v.push_back({kernel, f, K, 37, 3, 1, 2});
@@ -351,7 +370,7 @@ std::vector<LinearCase> linear_cases() {
   // Batched decode: several token rows per workgroup, a last pass of fewer than
   // TILE, two workgroups' runs of tokens, and the LM head's logit rows.
   for (Format f : kAllFormats) {
-    const uint32_t K = is_block_quantized(f) ? 160 : 100;
+    const uint32_t K = row_k(f, 100, 160, 768);
     v.push_back({"matvec", f, K, 37, 5, 0, 0, 5, 2});
     v.push_back({"matvec", f, K, 130, 7, 0, 0, 4, 4});
     v.push_back({"matvec", f, K, 37, 6, 1, 5, 6, 4});
@@ -538,16 +557,48 @@ std::vector<LinearCase> linear_coop_cases() {
     const bool block = is_block_quantized(f);
     // Odd K (scalar loads, a partial last step), K % 8 == 0 but not % 32, and
     // a long K (vector loads, many double-buffered steps).
-    for (uint32_t K : block ? std::vector<uint32_t>{96, 160, 1024} : std::vector<uint32_t>{77, 104, 1024})
+    for (uint32_t K : is_k_quant(f) ? std::vector<uint32_t>{256, 768, 1024}
+                      : block       ? std::vector<uint32_t>{96, 160, 1024}
+                                    : std::vector<uint32_t>{77, 104, 1024})
       for (uint32_t M : {37u, 300u})
         for (uint32_t n : {1u, 70u, 200u}) v.push_back({"matmul_coop", f, K, M, n});
-    v.push_back({"matmul_coop", f, block ? 96u : 77u, 130, 33, 1, 17});  // logit rows
+    v.push_back({"matmul_coop", f, row_k(f, 77, 96, 256), 130, 33, 1, 17});  // logit rows
   }
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
+
+// The cooperative-matrix kernels' K-quant operands (load_k_unit, then
+// k_unit_values: what they round to fp16 and stage) through a test shader that
+// runs without tensor units, for weight 1 and the fused pair's weight 2: bit
+// for bit ggml's dequantisation. Odd row counts: a Q6_K part then ends 2 bytes
+// past a word. (LinearCoop and SplitKPair check the whole kernels where the
+// device has tensor units.)
+struct KUnitSpec {
+  BOOST_HANA_DEFINE_STRUCT(KUnitSpec, (uint32_t, K));
+};
+TEST(KUnitValues, MatchGgmlDequantizationBitForBit) {
+  for (Format f : {Format::Q4_K, Format::Q5_K, Format::Q6_K})
+    for (uint32_t K : {256u, 768u}) {
+      const uint32_t rows = 5;
+      const auto w1 = random_weights(f, rows, K), w2 = random_weights(f, rows, K);
+      const auto W1 = reference::dequantize(f, w1, size_t(rows) * K), W2 = reference::dequantize(f, w2, size_t(rows) * K);
+      HostBuffer b1(w1.size()), b2(w2.size()), out(size_t(2) * rows * K * 4);
+      b1.fill<std::byte>(reference::to_device_layout(f, w1));
+      b2.fill<std::byte>(reference::to_device_layout(f, w2));
+      const std::string module = lower("k_unit_values_" + std::string(format_name(f)));
+      run(module, 3, KUnitSpec{K}, {&b1, &out, &b2}, {rows}, {groups(2 * rows * K / 16, 64), 1, 1});
+      for (size_t i = 0; i < size_t(2) * rows * K; ++i) {
+        const float want = i < W1.size() ? W1[i] : W2[i - W1.size()];
+        ASSERT_EQ(std::bit_cast<uint32_t>(out.as<float>()[i]), std::bit_cast<uint32_t>(want))
+            << module << " K=" << K << ": weight " << (i < W1.size() ? 1 : 2) << " element " << i % W1.size()
+            << " (row " << i % W1.size() / K << ", column " << i % K << "): got " << out.as<float>()[i]
+            << ", want " << want;
+      }
+    }
+}
 
 // The tile rule's splits of K: only where the consumer adds partial sums
 // (max_splits), only as many as leave each range its steps, and only where
@@ -788,10 +839,11 @@ std::vector<ConvertCase> convert_cases() {
   std::vector<ConvertCase> v;
   for (Format f : kAllFormats)
     for (auto s : {detail::SourceType::F32, detail::SourceType::F16, detail::SourceType::BF16})
+      if (!is_k_quant(f))  // K-quants come only from GGUF blocks (the loader refuses floats)
       for (float add : {0.f, 1.f})
         for (uint32_t first : {0u, 5u}) v.push_back({f, s, add, first});
   // GGUF blocks moving into the planar device layout.
-  for (Format f : {Format::Q8_0, Format::Q4_0})
+  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
     for (uint32_t first : {0u, 5u}) v.push_back({f, detail::SourceType::GgmlBlocks, 0.f, first});
   return v;
 }
@@ -845,7 +897,7 @@ TEST_P(Embed, MatchesReference) {
 std::vector<EmbedCase> embed_cases() {
   std::vector<EmbedCase> v;
   for (Format f : kAllFormats) {
-    v.push_back({f, 96});
+    v.push_back({f, row_k(f, 96, 96, 256)});
     if (!is_block_quantized(f)) v.push_back({f, 100});
   }
   return v;
@@ -1742,8 +1794,8 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
 }
 std::vector<PairCase> pair_cases() {
   std::vector<PairCase> v;
-  for (Format f : {Format::Q8_0, Format::Q4_0})
-    for (uint32_t lanes : {0u, 128u}) v.push_back({f, 160, 301, lanes});
+  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
+    for (uint32_t lanes : {0u, 128u}) v.push_back({f, row_k(f, 0, 160, 768), 301, lanes});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, MatVecPair, ::testing::ValuesIn(pair_cases()),
@@ -1813,8 +1865,8 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
 }
 std::vector<SplitKPairCase> splitk_pair_cases() {
   std::vector<SplitKPairCase> v;
-  for (Format f : {Format::Q8_0, Format::Q4_0})
-    for (uint32_t K : {160u, 1024u})
+  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
+    for (uint32_t K : {row_k(f, 0, 160, 768), 1024u})
       for (uint32_t n : {5u, 20u}) v.push_back({f, K, 301, n});
   return v;
 }

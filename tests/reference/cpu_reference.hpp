@@ -9,6 +9,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ggml_quantize.hpp"  // tools/: ggml's K-quant dequantization
 #include "unicorn/quant/formats.hpp"
 
 namespace unicorn::reference {
@@ -50,14 +53,87 @@ inline uint16_t load16(const std::byte* p) {  // little-endian, as GGUF
   return uint16_t(uint16_t(p[0]) | (uint16_t(p[1]) << 8));
 }
 
+// K-quants: the quant of element e (< 256) of a superblock, in ggml's block
+// (quant/formats.hpp) and in the device's sub-blocks (shaders/include/weights.glsl),
+// read or written. Device: sub-block s = e / 32, element i = e % 32, its low 4
+// bits in byte i % 16 of the sub-block's 16 (low nibble for i < 16); Q6_K's 2
+// high bits in the sub-block's 8 bytes as two words, element i = 4k + c + 16 h
+// (k < 4, c < 4, h < 2) at word k / 2, bit 8c + 2 (2 (k % 2) + h); Q5_K's high
+// bit in the sub-block's 4 bytes as one word, at bit 8c + k + 4h.
+struct KQuantBits {
+  // Q4_K (Q5_K): ggml byte offset of the low 4 bits in the block, and shift.
+  static std::pair<size_t, int> ggml_q4(int e, size_t qs = 16) {
+    return {qs + 32 * (e / 64) + e % 32, (e / 32) % 2 ? 4 : 0};
+  }
+  // Q5_K: ggml byte and shift of the fifth bit.
+  static std::pair<size_t, int> ggml_q5_high(int e) { return {16 + e % 32, e / 32}; }
+  static std::pair<size_t, int> device_q5_high(size_t sb, size_t SB, int e) {
+    const size_t s = 8 * sb + e / 32;
+    const int i = e % 32, k = (i % 16) / 4, c = i % 4, h = i / 16;
+    return {128 * SB + 4 * s + c, k + 4 * h};
+  }
+  // Q6_K: ggml low-bits byte and shift; high-bits byte and shift.
+  static std::array<int, 4> ggml_q6(int e) {
+    const int h = e / 128, g = (e / 32) % 4, l = e % 32;
+    return {64 * h + l + 32 * (g & 1), g < 2 ? 0 : 4, 128 + 32 * h + l, 2 * g};
+  }
+  // Device, relative to the part: low-bits byte and shift (both formats), and
+  // Q6_K's high-bits byte and shift, for superblock sb of a part of SB.
+  static std::array<size_t, 4> device(size_t sb, size_t SB, int e) {
+    const size_t s = 8 * sb + e / 32;
+    const int i = e % 32, k = (i % 16) / 4, c = i % 4, h = i / 16;
+    const int bit = 8 * c + 2 * (2 * (k % 2) + h);
+    return {16 * s + i % 16, size_t(h ? 4 : 0), 128 * SB + 8 * s + 4 * (k / 2) + bit / 8, size_t(bit % 8)};
+  }
+};
+
 // The device layout of one tensor part (shaders/include/weights.glsl) from
-// ggml's bytes: float formats unchanged; block formats planar, every block's
-// quants (16 or 32 bytes) first, then every block's f16 scale.
+// ggml's bytes: float formats unchanged; Q8_0, Q4_0 planar, every block's
+// quants (16 or 32 bytes) first, then every block's f16 scale; K-quants planar
+// in 32-element sub-blocks:
+//   Q4_K: quants 16 B per sub-block, then scales 12 B per superblock, then
+//         (d, dmin) 4 B per superblock;
+//   Q5_K: Q4_K's, with the fifth bits (4 B per sub-block) after the quants;
+//   Q6_K: low 4 bits 16 B per sub-block, high 2 bits 8 B per sub-block, then
+//         int8 scales 16 B per superblock, then d 2 B per superblock.
 inline std::vector<std::byte> to_device_layout(Format format, std::span<const std::byte> ggml) {
   const FormatInfo f = format_info(format);
   if (!is_block_quantized(format)) return {ggml.begin(), ggml.end()};
-  const size_t blocks = ggml.size() / f.block_bytes, quant = f.block_bytes - 2;
+  const size_t blocks = ggml.size() / f.block_bytes;
   std::vector<std::byte> out(ggml.size());
+  if (is_k_quant(format)) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    auto* o = reinterpret_cast<uint8_t*>(out.data());
+    for (size_t b = 0; b < blocks; ++b) {
+      const auto* blk = reinterpret_cast<const uint8_t*>(ggml.data()) + b * f.block_bytes;
+      for (int e = 0; e < 256; ++e) {
+        const auto dv = KQuantBits::device(b, blocks, e);
+        if (format == Format::Q4_K || format == Format::Q5_K) {
+          const auto [at, shift] = KQuantBits::ggml_q4(e, format == Format::Q4_K ? 16 : 48);
+          o[dv[0]] |= uint8_t(((blk[at] >> shift) & 15) << dv[1]);
+          if (format == Format::Q5_K) {
+            const auto [hat, hshift] = KQuantBits::ggml_q5_high(e);
+            const auto [dat, dshift] = KQuantBits::device_q5_high(b, blocks, e);
+            o[dat] |= uint8_t(((blk[hat] >> hshift) & 1) << dshift);
+          }
+        } else {
+          const auto g = KQuantBits::ggml_q6(e);
+          o[dv[0]] |= uint8_t(((blk[g[0]] >> g[1]) & 15) << dv[1]);
+          o[dv[2]] |= uint8_t(((blk[g[2]] >> g[3]) & 3) << dv[3]);
+        }
+      }
+      if (format == Format::Q4_K || format == Format::Q5_K) {
+        const size_t quants = format == Format::Q4_K ? 128 : 160;  // bytes per superblock before the scales
+        std::memcpy(o + quants * blocks + 12 * b, blk + 4, 12);
+        std::memcpy(o + (quants + 12) * blocks + 4 * b, blk, 4);
+      } else {
+        std::memcpy(o + 192 * blocks + 16 * b, blk + 192, 16);
+        std::memcpy(o + 208 * blocks + 2 * b, blk + 208, 2);
+      }
+    }
+    return out;
+  }
+  const size_t quant = f.block_bytes - 2;
   for (size_t b = 0; b < blocks; ++b) {
     const std::byte* block = ggml.data() + b * f.block_bytes;
     std::memcpy(out.data() + blocks * quant + 2 * b, block, 2);
@@ -70,8 +146,41 @@ inline std::vector<std::byte> to_device_layout(Format format, std::span<const st
 inline std::vector<std::byte> from_device_layout(Format format, std::span<const std::byte> dev) {
   const FormatInfo f = format_info(format);
   if (!is_block_quantized(format)) return {dev.begin(), dev.end()};
-  const size_t blocks = dev.size() / f.block_bytes, quant = f.block_bytes - 2;
+  const size_t blocks = dev.size() / f.block_bytes;
   std::vector<std::byte> out(dev.size());
+  if (is_k_quant(format)) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    const auto* d = reinterpret_cast<const uint8_t*>(dev.data());
+    for (size_t b = 0; b < blocks; ++b) {
+      auto* blk = reinterpret_cast<uint8_t*>(out.data()) + b * f.block_bytes;
+      for (int e = 0; e < 256; ++e) {
+        const auto dv = KQuantBits::device(b, blocks, e);
+        if (format == Format::Q4_K || format == Format::Q5_K) {
+          const auto [at, shift] = KQuantBits::ggml_q4(e, format == Format::Q4_K ? 16 : 48);
+          blk[at] |= uint8_t(((d[dv[0]] >> dv[1]) & 15) << shift);
+          if (format == Format::Q5_K) {
+            const auto [hat, hshift] = KQuantBits::ggml_q5_high(e);
+            const auto [dat, dshift] = KQuantBits::device_q5_high(b, blocks, e);
+            blk[hat] |= uint8_t(((d[dat] >> dshift) & 1) << hshift);
+          }
+        } else {
+          const auto g = KQuantBits::ggml_q6(e);
+          blk[g[0]] |= uint8_t(((d[dv[0]] >> dv[1]) & 15) << g[1]);
+          blk[g[2]] |= uint8_t(((d[dv[2]] >> dv[3]) & 3) << g[3]);
+        }
+      }
+      if (format == Format::Q4_K || format == Format::Q5_K) {
+        const size_t quants = format == Format::Q4_K ? 128 : 160;
+        std::memcpy(blk + 4, d + quants * blocks + 12 * b, 12);
+        std::memcpy(blk, d + (quants + 12) * blocks + 4 * b, 4);
+      } else {
+        std::memcpy(blk + 192, d + 192 * blocks + 16 * b, 16);
+        std::memcpy(blk + 208, d + 208 * blocks + 2 * b, 2);
+      }
+    }
+    return out;
+  }
+  const size_t quant = f.block_bytes - 2;
   for (size_t b = 0; b < blocks; ++b) {
     std::byte* block = out.data() + b * f.block_bytes;
     std::memcpy(block, dev.data() + blocks * quant + 2 * b, 2);
@@ -117,6 +226,11 @@ inline std::vector<float> dequantize(Format format, std::span<const std::byte> b
           x[b * 32 + j] = d * float(q - 8);
         }
       }
+      break;
+    case Format::Q4_K:
+    case Format::Q5_K:
+    case Format::Q6_K:  // ggml's definitions, written once (tools/ggml_quantize.hpp)
+      x = tools::dequantize(format, bytes, n);
       break;
   }
   return x;

@@ -72,10 +72,12 @@ inline TensorCheck check_tensors(detail::EngineCore& core) {
     const TensorPart& p = *s.part;
     const FormatInfo& f = format_info(t.format);
     const uint64_t blocks = p.rows * t.cols / f.block_elems;
-    // Values: elements, or block scales after the quants' uint16s (weights.glsl).
-    const uint32_t count = uint32_t(blocks);
+    // Values: elements, or the f16 scales at the end of a block part, after
+    // every other byte (weights.glsl): d per block, or Q4_K's (d, dmin).
+    const uint64_t per_block = s.kind == kernels::FiniteCheck::BlockScales ? trailing_halves(t.format) : 1;
+    const uint32_t count = uint32_t(blocks * per_block);
     const uint32_t first_half = s.kind == kernels::FiniteCheck::BlockScales
-                                    ? uint32_t(blocks * (f.block_bytes - 2) / 2)
+                                    ? uint32_t(blocks * (f.block_bytes - 2 * per_block) / 2)
                                     : 0u;
     const auto& k = kernels.get("check_finite", words, kernels::kCheckFiniteBindings,
                                 kernels::CheckFinite{uint32_t(s.kind)});
@@ -94,7 +96,9 @@ inline TensorCheck check_tensors(detail::EngineCore& core) {
     const FormatInfo& f = format_info(s.tensor->format);
     const bool nan = found[i] & 1u;
     // The part's value index -> the tensor's element index.
-    const uint64_t element = s.part->row_begin * s.tensor->cols + uint64_t(found[i] >> 1) * f.block_elems;
+    const uint64_t per_block = f.block_elems > 1 ? trailing_halves(s.tensor->format) : 1;
+    const uint64_t element =
+        s.part->row_begin * s.tensor->cols + uint64_t(found[i] >> 1) / per_block * f.block_elems;
     const uint64_t row = element / s.tensor->cols, col = element % s.tensor->cols;
     throw Error("check-tensors: tensor '" + s.tensor->gguf_name() + "' (" + std::string(f.name) + ") holds " +
                 (nan ? "NaN" : "Inf") + " at element " + std::to_string(element) + " (row " + std::to_string(row) +

@@ -216,17 +216,20 @@ constexpr uint32_t kv_slots(const DeploymentConfig& c, AttentionKind kind) {
                                                                 : static_cast<uint32_t>(ring);
 }
 
-constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r) {
+// A layer's tensor of role r, in the format the scheme gives it there (format_of).
+constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r, uint32_t layer) {
   const auto& m = c.model;
-  const auto& s = c.scheme;
+  const auto matrix = [&](WeightKind k, uint64_t rows, uint64_t cols) {
+    return TensorShape{r, rows, cols, format_of(c.scheme, k, int(layer), m.layers, cols)};
+  };
   switch (r) {
-    case Role::AttnQ: return {r, m.q_dim(), m.hidden, s.attention};
-    case Role::AttnK:
-    case Role::AttnV: return {r, m.kv_dim(), m.hidden, s.attention};
-    case Role::AttnOut: return {r, m.hidden, m.q_dim(), s.attention};
-    case Role::FfnGate:
-    case Role::FfnUp: return {r, m.ffn, m.hidden, s.ffn};
-    case Role::FfnDown: return {r, m.hidden, m.ffn, s.ffn};
+    case Role::AttnQ: return matrix(WeightKind::AttnQ, m.q_dim(), m.hidden);
+    case Role::AttnK: return matrix(WeightKind::AttnK, m.kv_dim(), m.hidden);
+    case Role::AttnV: return matrix(WeightKind::AttnV, m.kv_dim(), m.hidden);
+    case Role::AttnOut: return matrix(WeightKind::AttnOut, m.hidden, m.q_dim());
+    case Role::FfnGate: return matrix(WeightKind::FfnGate, m.ffn, m.hidden);
+    case Role::FfnUp: return matrix(WeightKind::FfnUp, m.ffn, m.hidden);
+    case Role::FfnDown: return matrix(WeightKind::FfnDown, m.hidden, m.ffn);
     case Role::AttnQNorm:
     case Role::AttnKNorm: return {r, 1, m.head_dim, Format::F32};
     default: return {r, 1, m.hidden, Format::F32};  // the other norms
@@ -238,12 +241,14 @@ constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r) {
 template <class F>
 constexpr void for_each_tensor(const DeploymentConfig& c, F&& f) {
   const auto& m = c.model;
-  f(TensorShape{Role::Embedding, m.vocab, m.hidden, c.scheme.embedding}, -1, Arena::Weights);
+  f(TensorShape{Role::Embedding, m.vocab, m.hidden, format_of(c.scheme, WeightKind::Embedding, -1, m.layers, m.hidden)},
+    -1, Arena::Weights);
   for (uint32_t l = 0; l < m.layers; ++l)
-    for (Role r : kLayerWeightRoles) f(layer_shape(c, r), int(l), Arena::Weights);
+    for (Role r : kLayerWeightRoles) f(layer_shape(c, r, l), int(l), Arena::Weights);
   f(TensorShape{Role::OutputNorm, 1, m.hidden, Format::F32}, -1, Arena::Weights);
   if (c.scheme.separate_lm_head())
-    f(TensorShape{Role::LmHead, m.vocab, m.hidden, c.scheme.lm_head}, -1, Arena::Weights);
+    f(TensorShape{Role::LmHead, m.vocab, m.hidden, format_of(c.scheme, WeightKind::LmHead, -1, m.layers, m.hidden)},
+      -1, Arena::Weights);
   // Every stream has its own cache: row s * kv_heads + h is stream s's kv head h,
   // so parts (runs of rows) split between streams as between heads.
   for (uint32_t l = 0; l < m.layers; ++l) {

@@ -19,6 +19,23 @@ inline std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+// The weight formats of a deployment in words: "embedding Q6_K, attention
+// Q4_K, ffn Q4_K; attn_v and ffn_down Q6_K in 13 of 34 layers".
+inline std::string scheme_text(const DeploymentConfig& c) {
+  const Scheme& s = c.scheme;
+  std::string t = "embedding " + std::string(format_name(s.embedding)) + ", attention " +
+                  std::string(format_name(s.attention)) + ", ffn " + std::string(format_name(s.ffn));
+  if (s.separate_lm_head()) t += ", LM head " + std::string(format_name(s.lm_head));
+  if (s.mixed()) {
+    uint32_t more = 0;
+    for (uint32_t l = 0; l < c.model.layers; ++l) more += more_bits_layer(l, c.model.layers);
+    t += "; attn_v " + std::string(format_name(s.attn_v_more_bits)) + " and ffn_down " +
+         std::string(format_name(s.ffn_down_more_bits)) + " in " + std::to_string(more) + " of " +
+         std::to_string(c.model.layers) + " layers";
+  }
+  return t;
+}
+
 inline void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView& L) {
   const auto& m = c.model;
   uint64_t weights = 0, kv = 0, acts = 0;
@@ -29,8 +46,7 @@ inline void print_layout(std::ostream& os, const DeploymentConfig& c, const Layo
      << m.global_layers() << " global, 1 in " << m.global_every << "), heads " << m.heads << "/"
      << m.kv_heads << " x " << m.head_dim << ", ffn " << m.ffn << ", vocab " << m.vocab
      << ", window " << m.sliding_window << "\n";
-  os << "scheme: embedding " << format_name(c.scheme.embedding) << ", attention "
-     << format_name(c.scheme.attention) << ", ffn " << format_name(c.scheme.ffn) << ", KV cache "
+  os << "scheme: " << scheme_text(c) << ", KV cache "
      << format_name(c.scheme.kv_cache) << "; context " << c.max_context << ", prefill chunk "
      << c.prefill_chunk << "\n";
   os << "weights " << human_bytes(weights) << " in " << L.weight_slab_bytes.size()

@@ -90,6 +90,15 @@ inline constexpr ModelDims kGemma3Tiny{
     .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
     .query_pre_attn_scalar = 24.f, .rms_eps = 1e-6f, .max_context = 256};
 
+// kGemma3TinyK: every matrix's rows whole 256-element superblocks (hidden,
+// heads * head_dim and ffn multiples of 256), for the K-quant model tests
+// (tests/model/kquant_model_tests.cpp); a sliding and a global layer.
+inline constexpr ModelDims kGemma3TinyK{
+    .name = "gemma3-tiny-k", .hidden = 256, .layers = 2, .heads = 4, .kv_heads = 2,
+    .head_dim = 64, .ffn = 512, .vocab = 512, .sliding_window = 16, .global_every = 2,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
+    .query_pre_attn_scalar = 64.f, .rms_eps = 1e-6f, .max_context = 256};
+
 // The built-in demo model (models/gemma3-demo.gguf): a small Gemma 3 with the real
 // 262144-token vocabulary, trained by tools/train_demo/train.py, whose DIMS must match
 // these. Five sliding-window layers and one global layer, as Gemma 3 interleaves them;

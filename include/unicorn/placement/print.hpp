@@ -14,9 +14,8 @@
 namespace unicorn {
 
 inline void print_placement(std::ostream& os, const DeploymentConfig& c, const Budget& b) {
-  os << "placement of " << c.model.name << " (embedding " << format_name(c.scheme.embedding)
-     << ", attention " << format_name(c.scheme.attention) << ", ffn " << format_name(c.scheme.ffn)
-     << ", KV cache " << format_name(c.scheme.kv_cache) << "; context " << c.max_context << ", "
+  os << "placement of " << c.model.name << " (" << scheme_text(c) << ", KV cache "
+     << format_name(c.scheme.kv_cache) << "; context " << c.max_context << ", "
      << c.streams << (c.streams == 1 ? " stream" : " streams") << ") on " << c.hardware.name
      << "\n";
   const auto cell = [](uint64_t v) { return v ? human_bytes(v) : std::string("-"); };

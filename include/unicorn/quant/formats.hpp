@@ -8,7 +8,9 @@
 // decoding needs to stream weights near the memory bandwidth (ggml's 18- and
 // 34-byte blocks are only 2-byte aligned). The loader moves GGUF blocks into
 // this layout on the GPU (shaders/convert.comp); shaders read it through
-// shaders/include/weights.glsl.
+// shaders/include/weights.glsl. The K-quants (Q4_K, Q5_K, Q6_K) have 256-element
+// superblocks; on the device they too are planar, per tensor part, in 32-element
+// sub-blocks whose quants are one aligned 16-byte load (notes/kquants.md).
 // The numeric values of Format are ggml_type ids as written in GGUF files.
 #pragma once
 
@@ -22,6 +24,9 @@ enum class Format : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q8_0 = 8,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
   BF16 = 30,
 };
 
@@ -35,12 +40,29 @@ struct FormatInfo {
 // Q8_0: { f16 d; int8 q[32]; }            x = d * q
 // Q4_0: { f16 d; uint8 nibbles[16]; }     x = d * (q - 8), q[i] = low nibble of
 //        byte i for i < 16, high nibble of byte i-16 for i >= 16
+// Q4_K: { f16 d; f16 dmin; uint8 scales[12]; uint8 qs[128]; }, 256 elements in
+//        8 sub-blocks of 32. Sub-block j has a 6-bit scale sc and min m packed in
+//        scales (j < 4: sc = scales[j] & 63, m = scales[j+4] & 63; else
+//        sc = scales[j+4] & 15 | (scales[j-4] >> 6) << 4,
+//        m = scales[j+4] >> 4 | (scales[j] >> 6) << 4), and
+//        x = (d * sc) * q - dmin * m, q = the low (even j) or high (odd j)
+//        nibble of qs[32 (j/2) + l] for its element l.
+// Q5_K: { f16 d; f16 dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]; }: Q4_K's
+//        scales and nibbles (qs) with a fifth bit, (qh[l] >> j) & 1 for element
+//        l of sub-block j: x = (d * sc) * q - dmin * m, q = nibble + 16 * bit.
+// Q6_K: { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d; }, 256 elements:
+//        element e = 128 h + 32 g + l (h < 2, g < 4, l < 32) has q = 4 low bits
+//        from ql[64 h + l + 32 (g & 1)] (low nibble for g < 2, high after) and 2
+//        high bits (qh[32 h + l] >> 2g) & 3; x = (d * scales[e / 16]) * (q - 32).
 inline constexpr FormatInfo kFormats[] = {
     {Format::F32, "F32", 1, 4},
     {Format::F16, "F16", 1, 2},
     {Format::BF16, "BF16", 1, 2},
     {Format::Q8_0, "Q8_0", 32, 34},
     {Format::Q4_0, "Q4_0", 32, 18},
+    {Format::Q4_K, "Q4_K", 256, 144},
+    {Format::Q5_K, "Q5_K", 256, 176},
+    {Format::Q6_K, "Q6_K", 256, 210},
 };
 
 constexpr const FormatInfo* find_format(uint32_t ggml_type) {
@@ -64,5 +86,18 @@ constexpr uint64_t row_bytes(Format format, uint64_t elems) {
 }
 
 constexpr bool is_block_quantized(Format format) { return format_info(format).block_elems > 1; }
+
+// ggml's K-quants: 256-element superblocks, held on the device as 32-element
+// sub-blocks with per-superblock scales (weights.glsl).
+constexpr bool is_k_quant(Format format) {
+  return format == Format::Q4_K || format == Format::Q5_K || format == Format::Q6_K;
+}
+
+// The f16 values at the end of a block-format part on the device, per block
+// (superblock): d (Q8_0, Q4_0, Q6_K), or d and dmin (Q4_K, Q5_K). They follow
+// all other bytes of the part (check_tensors reads them there).
+constexpr uint32_t trailing_halves(Format format) {
+  return format == Format::Q4_K || format == Format::Q5_K ? 2 : 1;
+}
 
 }  // namespace unicorn

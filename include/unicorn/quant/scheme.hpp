@@ -1,4 +1,4 @@
-// unicorn/quant/scheme.hpp — which block format each tensor role uses.
+// unicorn/quant/scheme.hpp — which block format each weight tensor uses.
 //
 // A scheme is a structural value. Norm weights are always F32 (they are tiny and
 // llama.cpp writes them so). The LM head is tied to the embedding (Gemma 3): by
@@ -6,11 +6,35 @@
 // instead keep a quantized copy for the output projection only
 // (`with_lm_head`), made from the embedding at load time — the LM head is read
 // whole for every token, the embedding only row by row.
+//
+// Mixed schemes are llama-quantize's _M files: attn_v and ffn_down take more
+// bits in some layers (`more_bits_layer`), and a K-quant falls back to a
+// 32-element format for a matrix whose rows are not whole 256-element
+// superblocks. format_of() is the one rule, read by the layout, the loader's
+// checks and unicorn-convert alike.
 #pragma once
 
 #include "unicorn/quant/formats.hpp"
 
 namespace unicorn {
+
+// llama-quantize's choice of the layers whose attn_v and ffn_down get more bits
+// in its _M mixes (llama.cpp src/llama-quant.cpp, use_more_bits in
+// llama_tensor_get_type_impl): the first and last eighth of the layers, and
+// every third layer between them.
+constexpr bool more_bits_layer(uint32_t layer, uint32_t layers) {
+  const int i = int(layer), n = int(layers);
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+// The format llama-quantize writes instead of a K-quant for a matrix whose rows
+// (`cols` elements) are not whole superblocks (tensor_type_fallback there):
+// Q6_K becomes Q8_0. (Q4_K and Q5_K fall back to Q5_0 and Q5_1, which the
+// engine does not run: such a scheme fails its compile-time row check.)
+constexpr Format k_quant_fallback(Format f, uint64_t cols) {
+  if (!is_k_quant(f) || cols % 256 == 0) return f;
+  return f == Format::Q6_K ? Format::Q8_0 : f;
+}
 
 struct Scheme {
   Format embedding;   // token_embd: gathered per token, and read whole as the LM head
@@ -18,8 +42,14 @@ struct Scheme {
   Format ffn;         // ffn_gate, ffn_up, ffn_down
   Format kv_cache;    // F16 by default; F32 for reference checks
   Format lm_head = embedding;  // the output projection; another format: a separate copy
+  // attn_v and ffn_down in the layers more_bits_layer() picks (the _M mixes);
+  // by default the same as the others.
+  Format attn_v_more_bits = attention;
+  Format ffn_down_more_bits = ffn;
 
   constexpr bool separate_lm_head() const { return lm_head != embedding; }
+  // Whether some layers' attn_v or ffn_down differ from the rest.
+  constexpr bool mixed() const { return attn_v_more_bits != attention || ffn_down_more_bits != ffn; }
   // This scheme with the LM head read from a `format` copy of the embedding.
   constexpr Scheme with_lm_head(Format format) const {
     Scheme s = *this;
@@ -29,6 +59,28 @@ struct Scheme {
   constexpr bool operator==(const Scheme&) const = default;
 };
 
+// The kinds of weight matrix a scheme assigns formats to (norms are F32).
+enum class WeightKind { Embedding, LmHead, AttnQ, AttnK, AttnV, AttnOut, FfnGate, FfnUp, FfnDown };
+
+// The format `s` stores a matrix of kind `k` in, in `layer` of `layers`
+// (layer: -1 for the embedding and LM head), its rows `cols` elements long.
+constexpr Format format_of(const Scheme& s, WeightKind k, int layer, uint32_t layers, uint64_t cols) {
+  const bool more = layer >= 0 && more_bits_layer(uint32_t(layer), layers);
+  Format f = s.ffn;
+  switch (k) {
+    case WeightKind::Embedding: f = s.embedding; break;
+    case WeightKind::LmHead: f = s.lm_head; break;
+    case WeightKind::AttnQ:
+    case WeightKind::AttnK:
+    case WeightKind::AttnOut: f = s.attention; break;
+    case WeightKind::AttnV: f = more ? s.attn_v_more_bits : s.attention; break;
+    case WeightKind::FfnGate:
+    case WeightKind::FfnUp: f = s.ffn; break;
+    case WeightKind::FfnDown: f = more ? s.ffn_down_more_bits : s.ffn; break;
+  }
+  return k_quant_fallback(f, cols);
+}
+
 namespace schemes {
 // Every weight in one format, F16 KV cache: llama.cpp's `--outtype` files.
 constexpr Scheme all(Format f, Format kv = Format::F16) { return {f, f, f, kv}; }
@@ -37,6 +89,22 @@ inline constexpr Scheme kF16 = all(Format::F16);
 inline constexpr Scheme kBF16 = all(Format::BF16);
 inline constexpr Scheme kQ8_0 = all(Format::Q8_0);
 inline constexpr Scheme kQ4_0 = all(Format::Q4_0);
+// All matrices in one K-quant (Q4_K, Q6_K: llama.cpp's Q4_K_M mix; Q5_K: Q5_K_M's); for
+// kernel and model tests. Only from GGUF files: the loader does not quantize to them.
+inline constexpr Scheme kQ4_K = all(Format::Q4_K);
+inline constexpr Scheme kQ5_K = all(Format::Q5_K);
+inline constexpr Scheme kQ6_K = all(Format::Q6_K);
+// llama-quantize's K mixes for Gemma 3 (llama.cpp src/llama-quant.cpp,
+// llama_tensor_get_type_impl; Gemma 3 ties its output to token_embd, which
+// therefore takes the output's rule: Q6_K). Q4_K_M: Q4_K, with Q6_K for attn_v
+// and ffn_down in the more_bits_layer()s. Q5_K_M: the same over Q5_K. Q6_K:
+// every matrix Q6_K.
+inline constexpr Scheme kQ4_K_M{.embedding = Format::Q6_K, .attention = Format::Q4_K, .ffn = Format::Q4_K,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                .attn_v_more_bits = Format::Q6_K, .ffn_down_more_bits = Format::Q6_K};
+inline constexpr Scheme kQ5_K_M{.embedding = Format::Q6_K, .attention = Format::Q5_K, .ffn = Format::Q5_K,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                .attn_v_more_bits = Format::Q6_K, .ffn_down_more_bits = Format::Q6_K};
 // Google's official QAT GGUF releases: Q4_0 weights, F16 embedding.
 inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Format::F16};
 // The same file, with the LM head from a Q8_0 copy of the F16 embedding.

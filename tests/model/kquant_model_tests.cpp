@@ -1,0 +1,269 @@
+// Label golden: the K-quants (Q4_K, Q5_K, Q6_K) end to end on the Vulkan device. A
+// random Gemma 3 of kGemma3TinyK's shapes (rows whole 256-element superblocks)
+// is written twice from one F32 file (unicorn-convert --random): every matrix
+// in the K-quant (tools::quantize_k's valid blocks), and every matrix as those
+// blocks' exact dequantisation in F32 (ggml's definition, tools/ggml_quantize.hpp).
+// The K-quant engine must give the F32 engine's logits within 1e-3 of their
+// scale (the F32 engine is itself held to transformers in model_tests) in the
+// prefill and decode passes, and the same greedy tokens: the whole model's
+// reading of the format, not only each kernel's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <unistd.h>
+
+#include "../tools/ggml_quantize.hpp"
+#include "../tools/tuning_env.hpp"
+#include "unicorn/engine.hpp"
+#include "unicorn/io/gguf.hpp"
+
+namespace fs = std::filesystem;
+using namespace unicorn;
+
+namespace {
+
+template <Format F>
+struct TinyK {
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, schemes::all(F, Format::F32), 256, 16);
+};
+
+gpu::Context& context() {
+  static gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());
+  return ctx;
+}
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("unicorn-kquant-tests-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// The random F32 model, once per process.
+fs::path base_model() {
+  const fs::path out = temp_dir() / "tiny-k-f32.gguf";
+  if (!fs::exists(out)) {
+    const char* convert = std::getenv("UNICORN_CONVERT");
+    if (!convert) throw std::runtime_error("UNICORN_CONVERT is not set (run through ctest)");
+    const std::string cmd = std::string(convert) + " --random gemma3-tiny-k --type F32 --seed 7 --out " +
+                            out.string() + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  }
+  return out;
+}
+
+// The base model with every matrix in `f` (K-quant blocks), and the same
+// blocks dequantised to F32: {quantized file, dequantized file}. `edit`, if
+// given, changes a tensor's K-quant bytes (ggml's blocks) before they are written.
+using TensorEdit = std::function<void(const std::string& name, std::vector<std::byte>& blocks)>;
+// `mix`, if given: each matrix's format by name (a mixed scheme's), else `f` for all.
+using Formats = std::map<std::string, Format>;
+std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, const std::string& tag = "",
+                                         const Formats* mix = nullptr) {
+  const auto g = io::GgufFile::open(base_model());
+  io::GgufWriter q, d;
+  for (const auto& kv : g.metadata()) {
+    q.set(kv.key, kv.value);
+    d.set(kv.key, kv.value);
+  }
+  std::vector<std::vector<std::byte>> qb(g.tensors().size()), db(g.tensors().size());
+  for (size_t i = 0; i < g.tensors().size(); ++i) {
+    const auto& t = g.tensors()[i];
+    const auto x = tools::dequantize(Format::F32, t.data, t.n_elements);
+    const bool matrix = t.dims.size() == 2;  // norms stay F32
+    const Format tf = matrix && mix ? mix->at(t.name) : f;
+    if (matrix) {
+      tools::quantize(tf, x, qb[i]);
+      if (edit) edit(t.name, qb[i]);
+      tools::quantize(Format::F32, tools::dequantize(tf, qb[i], t.n_elements), db[i]);
+    } else {
+      qb[i].assign(t.data.begin(), t.data.end());
+      db[i] = qb[i];
+    }
+    q.add_tensor(t.name, uint32_t(matrix ? tf : Format::F32), t.dims, qb[i]);
+    d.add_tensor(t.name, uint32_t(Format::F32), t.dims, db[i]);
+  }
+  const std::string name(format_name(f));
+  const fs::path qp = temp_dir() / ("tiny-k-" + name + tag + ".gguf"),
+                 dp = temp_dir() / ("tiny-k-" + name + tag + "-dequant.gguf");
+  q.write(qp);
+  d.write(dp);
+  return {qp, dp};
+}
+
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, double(std::fabs(b[i])));
+  }
+  return diff / scale;
+}
+
+struct Run {
+  std::vector<float> prefill, decode;  // [tokens, vocab], the two passes' logits
+  std::vector<int32_t> greedy;         // prefill's token, then decode steps'
+};
+template <class D>
+Run run(const fs::path& model, std::span<const int32_t> prompt) {
+  Engine<D> engine(context(), tools::engine_options_from_env());
+  engine.load(model);
+  EXPECT_NO_THROW(engine.check_tensors()) << model;  // no NaN or Inf among the f16 scales
+  Run r;
+  r.prefill = engine.forward_logits(prompt);
+  engine.reset();
+  r.decode = engine.core().forward_logits(prompt, detail::EngineCore::Pass::Decode);
+  engine.reset();
+  r.greedy.push_back(engine.prefill(prompt));
+  while (r.greedy.size() < 32) r.greedy.push_back(engine.decode(r.greedy.back()));
+  return r;
+}
+
+// Tensor-unit prefill rounds weights and activations to fp16 (model_tests.cpp's
+// kCoopPrefillTolerance); the matrix-vector decode and lavapipe's prefill are fp32.
+constexpr double kTolerance = 1e-3, kCoopPrefillTolerance = 4e-3;
+
+template <Format F>
+void expect_matches_dequantized() {
+  const auto [quantized, dequantized] = model_pair(F);
+  std::vector<int32_t> prompt(24);  // two 16-token chunks; the 16-position window wraps
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
+  const Run got = run<TinyK<F>>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
+  const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
+  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
+  std::printf("[ kquant ] %-5s vs its F32 dequantisation: prefill %.2e (tolerance %.0e, %s)  decode %.2e (tolerance %.0e)\n",
+              std::string(format_name(F)).c_str(), e_prefill, prefill_tolerance,
+              gpu::prefill_linear_path(context().info()).c_str(), e_decode, kTolerance);
+  EXPECT_LE(e_prefill, prefill_tolerance) << format_name(F) << " prefill pass";
+  EXPECT_LE(e_decode, kTolerance) << format_name(F) << " decode pass";
+  EXPECT_GT(e_decode, 0.0) << "bit for bit the F32 engine's logits: did the K-quant engine run?";
+  EXPECT_EQ(got.greedy, want.greedy) << format_name(F) << " greedy continuation";
+}
+
+class KQuantModel : public ::testing::Test {
+ protected:
+  void TearDown() override { EXPECT_EQ(context().validation_errors(), 0u) << "Vulkan validation errors"; }
+};
+
+}  // namespace
+
+TEST_F(KQuantModel, Q4_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q4_K>(); }
+TEST_F(KQuantModel, Q5_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q5_K>(); }
+TEST_F(KQuantModel, Q6_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q6_K>(); }
+
+// llama-quantize's Q4_K_M mix (schemes::kQ4_K_M): Q4_K, with Q6_K for attn_v
+// and ffn_down in the layers more_bits_layer() picks (here layer 1 of 2) and a
+// Q6_K embedding, so one pass reads both formats, and its LM head Q6_K.
+struct TinyKMix {
+  static constexpr Scheme kScheme = [] {
+    Scheme s = schemes::kQ4_K_M;
+    s.kv_cache = Format::F32;
+    return s;
+  }();
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, kScheme, 256, 16);
+};
+TEST_F(KQuantModel, Q4_K_MMixMatchesItsDequantization) {
+  Formats mix;
+  for (const TensorSlot& t : kLayoutOf<TinyKMix>.view().tensors)
+    if (t.arena == Arena::Weights && t.rows > 1) mix[t.gguf_name()] = t.format;
+  ASSERT_EQ(mix.at("blk.0.attn_v.weight"), Format::Q4_K);
+  ASSERT_EQ(mix.at("blk.1.attn_v.weight"), Format::Q6_K);
+  ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q6_K);
+  ASSERT_EQ(mix.at("token_embd.weight"), Format::Q6_K);
+  const auto [quantized, dequantized] = model_pair(Format::Q4_K, {}, "-mix", &mix);
+  std::vector<int32_t> prompt(24);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
+  const ::Run got = run<TinyKMix>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
+  const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
+  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
+  std::printf("[ kquant ] Q4_K_M vs its F32 dequantisation: prefill %.2e (tolerance %.0e)  decode %.2e (tolerance %.0e)\n",
+              e_prefill, prefill_tolerance, e_decode, kTolerance);
+  EXPECT_LE(e_prefill, prefill_tolerance);
+  EXPECT_LE(e_decode, kTolerance);
+  EXPECT_GT(e_decode, 0.0);
+  EXPECT_EQ(got.greedy, want.greedy);
+}
+
+// unicorn-convert --type Q4_K_M writes every tensor in the format the Q4_K_M
+// engine's layout gives it, llama-quantize's rule: such a file loads, and a
+// Q4_K file does not (its layer-1 attn_v is Q4_K where the mix says Q6_K).
+TEST_F(KQuantModel, ConvertWritesTheQ4_K_MMix) {
+  const fs::path out = temp_dir() / "tiny-k-Q4_K_M-convert.gguf";
+  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --random gemma3-tiny-k --type Q4_K_M --out " +
+                          out.string() + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto g = io::GgufFile::open(out);
+  for (const TensorSlot& t : kLayoutOf<TinyKMix>.view().tensors) {
+    if (t.arena != Arena::Weights) continue;
+    const io::GgufTensor* f = g.find_tensor(t.gguf_name());
+    ASSERT_TRUE(f) << t.gguf_name();
+    EXPECT_EQ(f->ggml_type, t.rows > 1 ? uint32_t(t.format) : uint32_t(Format::F32)) << t.gguf_name();
+  }
+  EXPECT_EQ(g.try_u32("general.file_type"), 15u) << "llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M";
+  Engine<TinyKMix> engine(context(), tools::engine_options_from_env());
+  engine.load(out);
+  EXPECT_NO_THROW(engine.check_tensors()) << "random K-quant blocks with NaN or Inf scales";
+  Engine<TinyK<Format::Q4_K>> plain(context(), tools::engine_options_from_env());
+  try {
+    plain.load(out);
+    ADD_FAILURE() << "a Q4_K_M file loaded into an all-Q4_K engine";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Q6_K"), std::string::npos) << e.what();
+  }
+}
+
+// A file whose matrices are not the engine's K-quant is refused, naming the
+// format (a float source is never quantized to a K-quant at load: upload.hpp
+// refuses that too, for safetensors).
+TEST_F(KQuantModel, FloatFileRefused) {
+  Engine<TinyK<Format::Q4_K>> engine(context(), tools::engine_options_from_env());
+  try {
+    engine.load(base_model());  // every matrix F32: the scheme says Q4_K
+    ADD_FAILURE() << "an F32 file loaded into a Q4_K engine";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Q4_K"), std::string::npos) << e.what();
+  }
+}
+
+// --check-tensors on K-quant parts: their f16 values (d; Q4_K's and Q5_K's d
+// and dmin) are the last bytes of each part on the device. Clean files pass
+// (run<>, above); a NaN or Inf planted in one superblock's d or dmin is found
+// and named with the element where that superblock starts.
+template <Format F>
+void expect_check_tensors_finds(size_t offset_in_block, uint16_t bits, const std::string& what) {
+  const std::string tensor = "blk.1.ffn_down.weight";  // [256 rows, 512 columns]: 2 superblocks a row
+  const size_t superblock = 5;                          // row 2, columns 256 ..
+  const size_t block_bytes = format_info(F).block_bytes;
+  const auto [bad, unused] = model_pair(
+      F,
+      [&](const std::string& name, std::vector<std::byte>& blocks) {
+        if (name != tensor) return;
+        blocks[superblock * block_bytes + offset_in_block] = std::byte(bits & 0xff);
+        blocks[superblock * block_bytes + offset_in_block + 1] = std::byte(bits >> 8);
+      },
+      "-bad");
+  Engine<TinyK<F>> engine(context(), tools::engine_options_from_env());
+  engine.load(bad);
+  try {
+    engine.check_tensors();
+    ADD_FAILURE() << format_name(F) << ": the planted " << what << " was not found";
+  } catch (const Error& e) {
+    const std::string want = "tensor '" + tensor + "' (" + std::string(format_name(F)) + ") holds " + what +
+                             " at element 1280 (row 2, column 256)";
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what() << "\nwant: " << want;
+  }
+}
+TEST_F(KQuantModel, CheckTensorsFindsABadScale) {
+  expect_check_tensors_finds<Format::Q4_K>(2, 0x7e01, "NaN");  // dmin
+  expect_check_tensors_finds<Format::Q5_K>(0, 0xfc00, "Inf");  // d
+  expect_check_tensors_finds<Format::Q6_K>(208, 0x7c00, "Inf");  // d
+}
