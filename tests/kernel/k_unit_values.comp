@@ -7,25 +7,25 @@
 // without tensor units, so lavapipe checks what matmul_coop and
 // matmul_coop_splitk stage before their fp16 rounding. Built twice (FMT_Q4_K,
 // FMT_Q6_K) by tests/kernel/CMakeLists.txt for kernel_tests.cpp's KUnitValues.
-// Output [2][rows][K]: every value of weight 1 (binding 0), then of weight 2
+// Output [2][rows][IN_FEATURES]: every value of weight 1 (binding 0), then of weight 2
 // (binding 2, the fused pair's up), one 16-value unit per invocation.
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint K = 256;
+layout(constant_id = 0) const uint IN_FEATURES = 256;
 layout(push_constant) uniform Push { uint rows; } pc;
 #define WEIGHT_BINDING 0
 #define WEIGHT2_BINDING 2
-#define WEIGHT_PART_BLOCKS (pc.rows * (K / 32u))
+#define WEIGHT_PART_BLOCKS (pc.rows * (IN_FEATURES / 32u))
 #include "include/weights.glsl"
 #include "include/coop_operands.glsl"
 layout(binding = 1) writeonly buffer Out { float values[]; };
 
 void main() {
-  const uint units = pc.rows * (K / 16u), unit = gl_GlobalInvocationID.x;
+  const uint units = pc.rows * (IN_FEATURES / 16u), unit = gl_GlobalInvocationID.x;
   if (unit >= 2u * units) return;
   const bool second = unit >= units;
-  const uint u = unit % units, row = u / (K / 16u), half_k = u % 2u, k0 = (u % (K / 16u)) / 2u * 32u;
+  const uint u = unit % units, row = u / (IN_FEATURES / 16u), half_k = u % 2u, k0 = (u % (IN_FEATURES / 16u)) / 2u * 32u;
   vec4 v[4];
   k_unit_values(load_k_unit(row, k0, half_k, true, second), half_k, v);
-  const uint at = (second ? units * 16u : 0u) + row * K + k0 + 16u * half_k;
+  const uint at = (second ? units * 16u : 0u) + row * IN_FEATURES + k0 + 16u * half_k;
   [[unroll]] for (uint e = 0; e < 16u; ++e) values[at + e] = v[e / 4u][e % 4u];
 }
