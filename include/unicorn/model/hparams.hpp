@@ -72,17 +72,24 @@ inline constexpr std::string_view kHfHiddenActivation = "gelu_pytorch_tanh";
 inline constexpr uint32_t kHfMultimodalVocab = 262208;
 inline constexpr uint32_t kGemma3TextVocab = 262144;
 
-// The row of a ModelDims field, at compile time (a misspelt field does not
-// compile), or nullptr at run time for a name not in the table.
-constexpr const Hparam* find_hparam(std::string_view field) {
-  for (const Hparam& h : kHparams)
-    if (h.field == field) return &h;
-  return nullptr;
+// The index of a ModelDims field's row, or the table's size for a name not in
+// it. (Compile-time lookups compare indices, not pointers: GCC 12 under
+// -fsanitize=undefined cannot fold a comparison of &kHparams[i] with nullptr.)
+constexpr size_t hparam_index(std::string_view field) {
+  for (size_t i = 0; i < std::size(kHparams); ++i)
+    if (kHparams[i].field == field) return i;
+  return std::size(kHparams);
 }
+// The row of a ModelDims field, or nullptr (at run time) for a name not in the table.
+constexpr const Hparam* find_hparam(std::string_view field) {
+  const size_t i = hparam_index(field);
+  return i < std::size(kHparams) ? &kHparams[i] : nullptr;
+}
+// The same at compile time: a misspelt field does not compile.
 consteval const Hparam& hparam(std::string_view field) {
-  const Hparam* h = find_hparam(field);
-  if (h == nullptr) throw "unicorn: no such hyperparameter in kHparams";
-  return *h;
+  const size_t i = hparam_index(field);
+  if (i == std::size(kHparams)) throw "unicorn: no such hyperparameter in kHparams";
+  return kHparams[i];
 }
 consteval std::string_view gguf_key(std::string_view field) {
   if (hparam(field).gguf.empty()) throw "unicorn: this hyperparameter has no GGUF key";
@@ -97,7 +104,7 @@ consteval bool hparams_cover_model_dims() {
   bool all = true;
   hana::for_each(hana::accessors<ModelDims>(), [&](auto pair) {
     const std::string_view field = hana::to<char const*>(hana::first(pair));
-    all = all && (field == "name" || find_hparam(field) != nullptr);
+    all = all && (field == "name" || hparam_index(field) < std::size(kHparams));
   });
   return all && std::size(kHparams) + 1 == decltype(hana::length(hana::accessors<ModelDims>()))::value;
 }
