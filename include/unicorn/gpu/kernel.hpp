@@ -246,6 +246,17 @@ class Stream {
   // `after`: what that stream has finished (its last wait()) comes first.
   void submit(vk::CommandBuffer cb, const Stream* after = nullptr) {
     if (in_flight_) throw Error("internal: a gpu::Stream submitted again before waiting");
+    if (!ctx_.has_second_queue()) {
+      // One queue: submission order and each pass's leading barrier order the
+      // streams' work, and no semaphore is used (Mesa 22.3's lavapipe can
+      // deadlock in its timeline semaphores: a unicorn-bench --batch run hung
+      // in the queue thread).
+      const auto info = vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb);
+      checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work,
+                     [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
+      in_flight_ = true;
+      return;
+    }
     const uint64_t signal = submitted_ + 1, wait_value = after ? after->finished_ : 0;
     const vk::Semaphore wait_sem = after ? *after->timeline_ : vk::Semaphore{};
     const vk::PipelineStageFlags wait_stage = vk::PipelineStageFlagBits::eAllCommands;
