@@ -206,10 +206,11 @@ inline void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true)
 }
 
 // A command pool on one of the context's queues, and helpers to run recorded
-// work on it: wait for each submission, or submit now and wait later. Each
-// submission signals the next value of the stream's timeline semaphore; a
-// submission may first wait for what another stream has finished (`after`),
-// which orders its reads after that work's writes across queues.
+// work on it: wait for each submission, or submit now and wait later. On a
+// device with two queues each submission signals the next value of the
+// stream's timeline semaphore, and may first wait for what another stream has
+// finished (`after`), which orders its reads after that work's writes across
+// queues; with one queue, submission order does.
 class Stream {
  public:
   explicit Stream(const Context& ctx, uint32_t queue_index = 0)
@@ -220,7 +221,8 @@ class Stream {
                   .setFlags(vk::CommandPoolCreateFlagBits::eResetCommandBuffer)
                   .setQueueFamilyIndex(ctx.queue_family(queue_index))),
         fence_(ctx.device(), vk::FenceCreateInfo{}),
-        timeline_(timeline_semaphore(ctx)) {}
+        // With one queue no semaphore is used (submit()), so none is made.
+        timeline_(ctx.has_second_queue() ? timeline_semaphore(ctx) : vk::raii::Semaphore(nullptr)) {}
 
   vk::raii::CommandBuffer allocate() {
     auto cbs = vk::raii::CommandBuffers(
