@@ -17,14 +17,19 @@
 #
 # unicorn_add_engine(<target> CONFIG <config.json> QUANT <scheme>
 #                    [CONTEXT <tokens>] [KV F16|F32] [PREFILL_CHUNK <tokens>])
+# unicorn_add_engine(<target> GGUF <file.gguf>
+#                    [CONTEXT <tokens>] [KV F16|F32] [PREFILL_CHUNK <tokens>])
 #   Turns a Hugging Face config.json of any Gemma 3-architecture checkpoint
-#   (official sizes, fine-tunes, unofficial sizes) into a deployment header at
-#   configure time and builds a generator binary for it. QUANT is one of F32,
-#   F16, BF16, Q8_0, Q4_0 (all weights) or Q4_0_QAT (Q4_0 weights, F16 embedding).
-#   The config.json is read by the loader's own parser (io/hf_config.hpp),
-#   through unicorn-hf-dims (tools/hf_dims.cpp), which the first call builds
-#   at configure time: both config layouts, the official releases' and newer
-#   transformers', and multimodal configs' text_config, as the loader reads them.
+#   (official sizes, fine-tunes, unofficial sizes), or a GGUF file, into a
+#   deployment header at configure time and builds a generator binary for it.
+#   QUANT is a named scheme (quant/scheme.hpp): Q4_0_QAT (Q4_0 weights, F16
+#   embedding), Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0, BF16, F16, F32, ... A GGUF
+#   file's scheme is its own: its tensor types, as a named scheme or a mix the
+#   engine expresses (model/from_gguf.hpp). The file is read by the loader's
+#   own code (io/hf_config.hpp, io/gguf.hpp), through unicorn-model-dims
+#   (tools/model_dims.cpp), which the first call builds at configure time: both
+#   config layouts, the official releases' and newer transformers', and
+#   multimodal configs' text_config, as the loader reads them.
 #
 # These programs parse their flags with CLI11: the first call finds it
 # (find_package(CLI11 CONFIG), made GLOBAL so every directory of the host sees
@@ -46,30 +51,30 @@ foreach(file generate/main generate/program perplexity/main server/main server/p
   set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
 # tools/tuning_env.hpp, through which these programs read UNICORN_* variables
-# into the values the library takes, and tools/hf_dims.cpp (unicorn-hf-dims):
+# into the values the library takes, and tools/model_dims.cpp (unicorn-model-dims):
 # in the source tree, or beside this file.
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../tools/tuning_env.hpp)
   set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/../tools CACHE INTERNAL "")
 else()
   set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/tools CACHE INTERNAL "")
 endif()
-# The include directories unicorn-hf-dims compiles with: unicorn's, Boost's and
+# The include directories unicorn-model-dims compiles with: unicorn's, Boost's and
 # nlohmann_json's, taken now, where those targets are visible (a host's
 # directory calling unicorn_add_engine may not see the imported ones).
-set(_unicorn_hf_dims_includes "")
+set(_unicorn_model_dims_includes "")
 foreach(dep unicorn::unicorn Boost::headers nlohmann_json::nlohmann_json)
   if(TARGET ${dep})
     get_target_property(dirs ${dep} INTERFACE_INCLUDE_DIRECTORIES)
     if(dirs)
       string(REGEX REPLACE "\\$<BUILD_INTERFACE:([^>]*)>" "\\1" dirs "${dirs}")
       string(REGEX REPLACE "\\$<INSTALL_INTERFACE:[^>]*>" "" dirs "${dirs}")
-      list(APPEND _unicorn_hf_dims_includes ${dirs})
+      list(APPEND _unicorn_model_dims_includes ${dirs})
     endif()
   endif()
 endforeach()
-list(REMOVE_DUPLICATES _unicorn_hf_dims_includes)
-set(UNICORN_HF_DIMS_INCLUDE_DIRS "${_unicorn_hf_dims_includes}" CACHE INTERNAL "")
-unset(_unicorn_hf_dims_includes)
+list(REMOVE_DUPLICATES _unicorn_model_dims_includes)
+set(UNICORN_MODEL_DIMS_INCLUDE_DIRS "${_unicorn_model_dims_includes}" CACHE INTERNAL "")
+unset(_unicorn_model_dims_includes)
 
 # Finds CLI11 for `who` (words for the message), once per build.
 function(_unicorn_find_cli11 who)
@@ -138,7 +143,7 @@ function(unicorn_add_server target)
     if(NOT S_STREAMS)
       message(FATAL_ERROR "unicorn_add_server(${target}): STREAMS (the slots served at once) is required with CONFIG")
     endif()
-    _unicorn_deployment_header(${target} header type CONFIG ${S_CONFIG} QUANT ${S_QUANT} CONTEXT "${S_CONTEXT}"
+    _unicorn_deployment_header(${target} header type CONFIG ${S_CONFIG} QUANT "${S_QUANT}" CONTEXT "${S_CONTEXT}"
                                KV "${S_KV}" PREFILL_CHUNK "${S_PREFILL_CHUNK}" STREAMS ${S_STREAMS})
     set(S_HEADER ${header})
     set(S_TYPE ${type})
@@ -156,18 +161,18 @@ function(unicorn_add_server target)
   target_link_libraries(${target} PRIVATE unicorn_server_program)
 endfunction()
 
-# Builds unicorn-hf-dims (tools/hf_dims.cpp) for this build tree, once per
+# Builds unicorn-model-dims (tools/model_dims.cpp) for this build tree, once per
 # version of its sources, and sets <out> to the program. `who` is the caller,
 # for messages.
-function(_unicorn_hf_dims_tool out who)
-  set(source ${UNICORN_TOOLS_INCLUDE_DIR}/hf_dims.cpp)
+function(_unicorn_model_dims_tool out who)
+  set(source ${UNICORN_TOOLS_INCLUDE_DIR}/model_dims.cpp)
   # Its version: the tool and unicorn's headers it includes. Editing one of
   # them reconfigures, which rebuilds the tool and rewrites the engines.
   set(inputs ${source})
-  foreach(dir IN LISTS UNICORN_HF_DIMS_INCLUDE_DIRS)
-    if(EXISTS ${dir}/unicorn/model/from_hf.hpp)
-      file(GLOB headers ${dir}/unicorn/error.hpp ${dir}/unicorn/model/*.hpp ${dir}/unicorn/io/hf_config.hpp
-                        ${dir}/unicorn/io/json_file.hpp ${dir}/unicorn/io/mapped_file.hpp)
+  foreach(dir IN LISTS UNICORN_MODEL_DIMS_INCLUDE_DIRS)
+    if(EXISTS ${dir}/unicorn/model/from_gguf.hpp)
+      file(GLOB headers ${dir}/unicorn/*.hpp ${dir}/unicorn/model/*.hpp ${dir}/unicorn/io/*.hpp
+                        ${dir}/unicorn/quant/*.hpp ${dir}/unicorn/layout/*.hpp ${dir}/unicorn/placement/*.hpp)
       list(APPEND inputs ${headers})
     endif()
   endforeach()
@@ -179,17 +184,17 @@ function(_unicorn_hf_dims_tool out who)
   string(SHA256 version "${hashes}")
   string(SUBSTRING ${version} 0 16 version)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${inputs})
-  set(dir ${CMAKE_BINARY_DIR}/unicorn_engines/hf_dims)
-  set(tool ${dir}/unicorn-hf-dims-${version}${CMAKE_EXECUTABLE_SUFFIX})
+  set(dir ${CMAKE_BINARY_DIR}/unicorn_engines/model_dims)
+  set(tool ${dir}/unicorn-model-dims-${version}${CMAKE_EXECUTABLE_SUFFIX})
   if(NOT EXISTS ${tool})
-    message(STATUS "unicorn: building unicorn-hf-dims, which reads config.json for ${who}")
+    message(STATUS "unicorn: building unicorn-model-dims, which reads model files for ${who}")
     try_compile(built ${dir}/build SOURCES ${source}
-                CMAKE_FLAGS "-DINCLUDE_DIRECTORIES:STRING=${UNICORN_HF_DIMS_INCLUDE_DIRS}"
+                CMAKE_FLAGS "-DINCLUDE_DIRECTORIES:STRING=${UNICORN_MODEL_DIMS_INCLUDE_DIRS}"
                 CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
                 OUTPUT_VARIABLE log COPY_FILE ${tool})
     if(NOT built)
-      message(FATAL_ERROR "${who}: could not build unicorn-hf-dims (${source}), which reads "
-                          "config.json for it:\n${log}")
+      message(FATAL_ERROR "${who}: could not build unicorn-model-dims (${source}), which reads "
+                          "model files for it:\n${log}")
     endif()
   endif()
   set(${out} ${tool} PARENT_SCOPE)
@@ -197,38 +202,68 @@ endfunction()
 
 function(unicorn_add_engine target)
   _unicorn_find_cli11("unicorn_add_engine(${target})")
-  cmake_parse_arguments(E "" "CONFIG;QUANT;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
-  _unicorn_deployment_header(${target} header type CONFIG "${E_CONFIG}" QUANT "${E_QUANT}" CONTEXT "${E_CONTEXT}"
-                             KV "${E_KV}" PREFILL_CHUNK "${E_PREFILL_CHUNK}" STREAMS 1)
+  cmake_parse_arguments(E "" "CONFIG;GGUF;QUANT;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
+  _unicorn_deployment_header(${target} header type CONFIG "${E_CONFIG}" GGUF "${E_GGUF}" QUANT "${E_QUANT}"
+                             CONTEXT "${E_CONTEXT}" KV "${E_KV}" PREFILL_CHUNK "${E_PREFILL_CHUNK}" STREAMS 1)
   unicorn_add_generator(${target} HEADER ${header} TYPE ${type})
 endfunction()
 
-# Writes the deployment header for a config.json (see unicorn_add_engine) and
-# sets <header_var> to its path and <type_var> to its deployment type.
+# Writes the deployment header for a config.json or a GGUF file (see
+# unicorn_add_engine) and sets <header_var> to its path and <type_var> to its
+# deployment type.
 function(_unicorn_deployment_header target header_var type_var)
-  cmake_parse_arguments(E "" "CONFIG;QUANT;CONTEXT;KV;PREFILL_CHUNK;STREAMS" "" ${ARGN})
-  if(NOT E_CONFIG OR NOT E_QUANT)
-    message(FATAL_ERROR "unicorn_add_engine(${target}): CONFIG and QUANT are required")
+  cmake_parse_arguments(E "" "CONFIG;GGUF;QUANT;CONTEXT;KV;PREFILL_CHUNK;STREAMS" "" ${ARGN})
+  if(E_GGUF)
+    if(E_CONFIG OR E_QUANT)
+      message(FATAL_ERROR "unicorn_add_engine(${target}): GGUF takes neither CONFIG nor QUANT: a GGUF file's "
+                          "hyperparameters and scheme are its own")
+    endif()
+    set(source "${E_GGUF}")
+  elseif(NOT E_CONFIG OR NOT E_QUANT)
+    message(FATAL_ERROR "unicorn_add_engine(${target}): give CONFIG and QUANT, or GGUF")
+  else()
+    set(source "${E_CONFIG}")
   endif()
-  get_filename_component(config "${E_CONFIG}" ABSOLUTE)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${config}")
-  # The engine's dimensions, as the loader will read the same file: one
-  # `field=value` line per ModelDims field (tools/hf_dims.cpp).
-  _unicorn_hf_dims_tool(tool "unicorn_add_engine(${target})")
-  execute_process(COMMAND ${tool} ${config} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  get_filename_component(source "${source}" ABSOLUTE)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source}")
+  if(NOT E_KV)
+    set(E_KV F16)
+  endif()
+  # The engine's dimensions and scheme, as the loader will read the same file:
+  # one `field=value` line per ModelDims field, then scheme= (tools/model_dims.cpp).
+  _unicorn_model_dims_tool(tool "unicorn_add_engine(${target})")
+  if(E_GGUF)
+    set(args ${source} ${E_KV})
+  else()
+    set(args ${source} ${E_QUANT} ${E_KV})
+  endif()
+  execute_process(COMMAND ${tool} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     string(STRIP "${err}" err)
     message(FATAL_ERROR "unicorn_add_engine(${target}): ${err}")
   endif()
   set(fields "")
-  string(REGEX MATCHALL "[a-z_]+=[^\n]+" lines "${out}")
+  string(REGEX MATCHALL "[a-z_]+=[^\n]*" lines "${out}")
   foreach(line IN LISTS lines)
     string(REGEX MATCH "^([a-z_]+)=(.*)$" _ "${line}")
-    string(APPEND fields ",\n    .${CMAKE_MATCH_1} = ${CMAKE_MATCH_2}")
-    set(dims_${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+    if(CMAKE_MATCH_1 STREQUAL "scheme")
+      set(scheme "${CMAKE_MATCH_2}")
+    elseif(CMAKE_MATCH_1 STREQUAL "scheme_name")
+      set(scheme_name "${CMAKE_MATCH_2}")
+    else()
+      string(APPEND fields ",\n    .${CMAKE_MATCH_1} = ${CMAKE_MATCH_2}")
+      set(dims_${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+    endif()
   endforeach()
-  if(NOT DEFINED dims_max_context)
-    message(FATAL_ERROR "unicorn_add_engine(${target}): unicorn-hf-dims printed no max_context:\n${out}")
+  if(NOT DEFINED dims_max_context OR NOT DEFINED scheme)
+    message(FATAL_ERROR "unicorn_add_engine(${target}): unicorn-model-dims printed no max_context or scheme:\n${out}")
+  endif()
+  if(E_GGUF)
+    if(NOT scheme_name)
+      set(scheme_name "a mix of its own")
+    endif()
+    message(STATUS "unicorn_add_engine(${target}): ${E_GGUF}: ${dims_layers} layers, hidden ${dims_hidden}, "
+                   "scheme ${scheme_name}")
   endif()
 
   if(NOT E_CONTEXT)
@@ -237,24 +272,14 @@ function(_unicorn_deployment_header target header_var type_var)
       set(E_CONTEXT 32768)
     endif()
   endif()
-  if(NOT E_KV)
-    set(E_KV F16)
-  endif()
   if(NOT E_PREFILL_CHUNK)
     set(E_PREFILL_CHUNK 512)
-  endif()
-  if(E_QUANT STREQUAL "Q4_0_QAT")
-    set(scheme "unicorn::Scheme{unicorn::Format::F16, unicorn::Format::Q4_0, unicorn::Format::Q4_0, unicorn::Format::${E_KV}}")
-  elseif(E_QUANT MATCHES "^(F32|F16|BF16|Q8_0|Q4_0)$")
-    set(scheme "unicorn::schemes::all(unicorn::Format::${E_QUANT}, unicorn::Format::${E_KV})")
-  else()
-    message(FATAL_ERROR "unicorn_add_engine(${target}): QUANT must be F32, F16, BF16, Q8_0, Q4_0 or Q4_0_QAT, not '${E_QUANT}'")
   endif()
 
   string(MAKE_C_IDENTIFIER "${target}" type)
   set(header ${CMAKE_BINARY_DIR}/unicorn_engines/${target}.hpp)
   file(CONFIGURE OUTPUT ${header} CONTENT "// Generated by unicorn_add_engine(${target}) from
-// ${config}. Do not edit: change the config.json or the CMake call.
+// ${source}. Do not edit: change the file or the CMake call.
 #pragma once
 #include <unicorn/deployment.hpp>
 

@@ -1,28 +1,39 @@
-// unicorn-hf-dims — print the engine dimensions of a Hugging Face config.json,
-// for unicorn_add_engine (cmake/UnicornEngine.cmake), which builds this file at
-// configure time and runs it instead of reading the JSON itself.
+// unicorn-model-dims — the engine a model file needs, for unicorn_add_engine
+// (cmake/UnicornEngine.cmake), which builds this file at configure time and
+// runs it instead of reading the file itself.
 //
-//   unicorn-hf-dims path/to/config.json
+//   unicorn-model-dims path/to/config.json QUANT [KV]   # QUANT: a named scheme (Q4_0_QAT, Q4_K_M, ...)
+//   unicorn-model-dims path/to/file.gguf [KV]           # the scheme is the file's own
 //
 // prints one `field=value` line per ModelDims field but the name, in the
-// field order of model/dims.hpp: unsigned integers in decimal, floats as a C++
-// expression of the same float, e.g. `rms_eps=float(1e-06)`. The values are
-// the loader's own (io/hf_config.hpp, then dims_from_hf()), so an engine built
-// from a config.json accepts the directory it came from. An unreadable or
-// unsupported config exits 1 with the reason on stderr.
+// field order of model/dims.hpp (unsigned integers in decimal, floats as a C++
+// expression of the same float, e.g. `rms_eps=float(1e-06)`), then
+// `scheme=` a C++ expression of the Scheme and `scheme_name=` its name (empty
+// for a mix without one). KV is the KV cache's format, F16 (default) or F32.
+// The values are the loader's own (io/hf_config.hpp and dims_from_hf(), or
+// model/from_gguf.hpp), so an engine built from a file accepts that file. An
+// unreadable or unsupported file exits 1 with the reason on stderr.
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
+#include "unicorn/io/gguf.hpp"
 #include "unicorn/io/hf_config.hpp"
+#include "unicorn/model/from_gguf.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/quant/scheme.hpp"
 
 namespace {
+
+using unicorn::Error;
+using unicorn::Format;
 
 // The shortest decimal that gives `v` back, checked through the double the
 // compiler will parse it as, else 9 significant digits (always enough).
@@ -37,18 +48,58 @@ std::string float_expression(float v) {
   return "float(" + s + ")";
 }
 
+std::string format_expression(Format f) { return "unicorn::Format::" + std::string(unicorn::format_name(f)); }
+
+std::string scheme_expression(const unicorn::Scheme& s) {
+  return "unicorn::Scheme{.embedding = " + format_expression(s.embedding) +
+         ", .attention = " + format_expression(s.attention) + ", .ffn = " + format_expression(s.ffn) +
+         ", .kv_cache = " + format_expression(s.kv_cache) + ", .lm_head = " + format_expression(s.lm_head) +
+         ", .attn_v_more_bits = " + format_expression(s.attn_v_more_bits) +
+         ", .ffn_down_more_bits = " + format_expression(s.ffn_down_more_bits) + "}";
+}
+
+Format kv_format(const std::string& name) {
+  if (name == "F16") return Format::F16;
+  if (name == "F32") return Format::F32;
+  throw Error("KV must be F16 or F32, not '" + name + "'");
+}
+
+std::string scheme_names() {
+  std::string all;
+  for (const auto& n : unicorn::kNamedSchemes) all += (all.empty() ? "" : ", ") + std::string(n.name);
+  return all;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: unicorn-hf-dims CONFIG_JSON\n";
+  if (argc < 2 || argc > 4) {
+    std::cerr << "usage: unicorn-model-dims CONFIG_JSON QUANT [KV] | unicorn-model-dims FILE.gguf [KV]\n";
     return 2;
   }
   try {
     const std::string source = argv[1];
-    const unicorn::io::HfTextConfig hf = unicorn::io::parse_hf_config(source);
-    unicorn::io::check_gemma3_supported(hf, source);
-    const unicorn::ModelDims dims = unicorn::dims_from_hf(hf, unicorn::ModelDims{}, source);
+    char magic[4] = {};
+    std::ifstream(source, std::ios::binary).read(magic, 4);
+    const bool gguf = std::string_view(magic, 4) == "GGUF";
+    unicorn::ModelDims dims;
+    unicorn::Scheme scheme;
+    if (gguf) {
+      if (argc > 3) throw Error(source + ": a GGUF file's weights are loaded as they are: its scheme is its own, "
+                                "and QUANT is for config.json");
+      const Format kv = kv_format(argc == 3 ? argv[2] : "F16");
+      const unicorn::io::GgufFile g = unicorn::io::GgufFile::open(source);
+      dims = unicorn::dims_from_gguf(g);
+      scheme = unicorn::scheme_from_gguf(g, dims, kv);
+    } else {
+      if (argc < 3) throw Error(source + ": give QUANT, the scheme to store the weights in (" + scheme_names() + ")");
+      const unicorn::io::HfTextConfig hf = unicorn::io::parse_hf_config(source);
+      unicorn::io::check_gemma3_supported(hf, source);
+      dims = unicorn::dims_from_hf(hf, unicorn::ModelDims{}, source);
+      const auto named = unicorn::named_scheme(argv[2], kv_format(argc == 4 ? argv[3] : "F16"));
+      if (!named) throw Error("QUANT must be one of " + scheme_names() + ", not '" + std::string(argv[2]) + "'");
+      scheme = *named;
+    }
     namespace hana = boost::hana;
     hana::for_each(hana::accessors<unicorn::ModelDims>(), [&](auto pair) {
       const auto value = hana::second(pair)(dims);
@@ -57,8 +108,10 @@ int main(int argc, char** argv) {
         std::cout << hana::to<char const*>(hana::first(pair)) << '=' << float_expression(value) << '\n';
       else if constexpr (std::is_unsigned_v<T>)
         std::cout << hana::to<char const*>(hana::first(pair)) << '=' << value << '\n';
-      // the name is not in config.json: unicorn_add_engine names the model
+      // the name is not in the file: unicorn_add_engine names the model
     });
+    std::cout << "scheme=" << scheme_expression(scheme) << '\n';
+    std::cout << "scheme_name=" << unicorn::scheme_name(scheme) << '\n';
     std::cout.flush();
     return std::cout ? 0 : 1;
   } catch (const std::exception& e) {

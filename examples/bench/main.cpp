@@ -65,14 +65,16 @@ Stats stats(std::vector<double> v) {
   return {v[v.size() / 2], v.front(), v.back()};
 }
 
-bool matches(const DeploymentConfig& c, const io::GgufFile& g, const Options& o) {
-  if (o.lm_head ? !c.scheme.separate_lm_head() || c.scheme.lm_head != *o.lm_head : c.scheme.separate_lm_head())
-    return false;
-  const auto* embd = g.find_tensor("token_embd.weight");
-  const auto* q = g.find_tensor("blk.0.attn_q.weight");
-  return embd && q && g.try_u32(gguf_key("hidden")) == c.model.hidden &&
-         g.try_u32(gguf_key("layers")) == c.model.layers &&
-         embd->ggml_type == uint32_t(c.scheme.embedding) && q->ggml_type == uint32_t(c.scheme.attention);
+// Whether entry `e` runs the file for these options: its placement, streams
+// and LM head are the options', and the file fits it (engine/weight_file.hpp:
+// every hyperparameter, and every tensor's type and shape).
+bool matches(const Entry& e, const detail::WeightFile& file, const Options& o) {
+  const DeploymentConfig& c = e.deployment.config;
+  const bool streams_fit = o.batch ? c.streams > 1 : c.streams == 1;
+  const bool head_fits = o.lm_head ? c.scheme.separate_lm_head() && c.scheme.lm_head == *o.lm_head
+                                   : !c.scheme.separate_lm_head();
+  return e.placement == o.placement && streams_fit && head_fits &&
+         detail::check_file(file, c.model, e.deployment.layout).fits();
 }
 
 std::string fmt_stats(const Stats& s) {
@@ -294,12 +296,9 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   return 0;
 }
 
-int dispatch(const io::GgufFile& g, const Options& o) {
-  for (const Entry& e : catalog()) {
-    const DeploymentConfig& c = e.deployment.config;
-    const bool streams_fit = o.batch ? c.streams > 1 : c.streams == 1;
-    if (e.placement == o.placement && streams_fit && matches(c, g, o)) return run(e.deployment, e.placement, o);
-  }
+int dispatch(const detail::WeightFile& file, const Options& o) {
+  for (const Entry& e : catalog())
+    if (matches(e, file, o)) return run(e.deployment, e.placement, o);
   throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
               "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding; 4B, 12B and 27B in Q4_K_M, Q5_K_M "
               "and Q6_K) with --placement " +
@@ -337,7 +336,7 @@ int main(int argc, char** argv) {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
       throw Error("-p, -n and -r must be at least 1");
     o.model = unicorn::tools::resolve_model_path(o.model);  // ollama:NAME -> the blob in Ollama's store
-    const int status = dispatch(io::GgufFile::open(o.model), o);
+    const int status = dispatch(detail::GgufWeights(o.model), o);
     io::check_stdout();  // a table or JSON that could not be written is a failure
     return status;
   } catch (const std::exception& e) {

@@ -7,6 +7,6 @@
 #include "program.hpp"
 
 int main(int argc, char** argv) {
-  return unicorn::examples::generate_main(argc, argv, unicorn::compiled_deployment<UNICORN_DEPLOYMENT>(),
-                                          this_program());
+  const unicorn::CompiledDeployment engine = unicorn::compiled_deployment<UNICORN_DEPLOYMENT>();
+  return unicorn::examples::generate_main(argc, argv, {&engine, 1}, this_program());
 }

@@ -1,8 +1,13 @@
-// The generator program: one binary per deployment (configs/,
-// unicorn_add_engine), all sharing this code, which a build compiles once
-// (unicorn_add_generator's object library); a binary's own translation unit
-// (main.cpp) names its deployment and calls generate_main.
+// The generator program: binaries of one deployment (configs/,
+// unicorn_add_engine) or of several (unicorn-generate: every official size in
+// the formats people download, engines.hpp), all sharing this code, which a
+// build compiles once (unicorn_add_generator's object library); a binary's own
+// translation unit (main.cpp, any_file.cpp) names its deployments and calls
+// generate_main. With several, --model's file picks the one that runs it
+// (engine/pick.hpp).
 //
+//   unicorn-generate --model gemma-3-27b-it-Q4_K_M.gguf -p "Why is the sky blue?"
+//   unicorn-generate --engines
 //   unicorn-gemma3-1b --model gemma-3-1b-it-q4_0.gguf --chat -p "Why is the sky blue?"
 //   unicorn-gemma3-1b --model DIR --tokens 2,94,2245 --logits-out logits.f32
 //   unicorn-gemma3-1b --layout
@@ -32,6 +37,7 @@
 #include "tuning_env.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/engine/check_tensors.hpp"
+#include "unicorn/engine/pick.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"
 #include "unicorn/placement/print.hpp"
@@ -168,17 +174,24 @@ void progress_bar(uint64_t done, uint64_t total) {
 
 }  // namespace
 
-int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeployment& deployment,
+int unicorn::examples::generate_main(int argc, char** argv, std::span<const CompiledDeployment> engines,
                                      const ProgramInfo& program) {
-  const DeploymentConfig& config = deployment.config;
   const char* const name = program.name;
-  CLI::App app{std::string(name) + ": Gemma 3 on Vulkan (" + std::string(config.model.name) +
-               ", context up to " + std::to_string(config.max_context) + " tokens)"};
+  // -c is checked against the most any engine holds here, and again against
+  // the one that runs the file once it is picked.
+  uint32_t most_context = 0;
+  for (const CompiledDeployment& e : engines) most_context = std::max(most_context, e.config.max_context);
+  CLI::App app{engines.size() == 1
+                   ? std::string(name) + ": Gemma 3 on Vulkan (" + std::string(engines[0].config.model.name) +
+                         ", context up to " + std::to_string(most_context) + " tokens)"
+                   : std::string(name) + ": Gemma 3 on Vulkan; runs a model file in the one of its " +
+                         std::to_string(engines.size()) + " compiled engines that matches it (--engines lists them)"};
   std::string model, prompt, prompt_file, tokens, logits_out, tokenizer;
   std::vector<std::string> stop;
   int n_predict = 256;
-  uint32_t ctx = config.max_context;
-  bool chat = false, show_layout = false, show_placement = false, interactive = program.start_interactive;
+  std::optional<uint32_t> ctx;
+  bool chat = false, show_layout = false, show_placement = false, show_engines = false,
+       interactive = program.start_interactive;
   std::string system_prompt;
   unicorn::generate::SamplingFlags sampling;
   std::optional<uint64_t> max_device_memory;
@@ -196,14 +209,14 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
   app.add_option("--stop", stop, "stop when this text appears (repeatable)");
   // The KV cache is allocated for this context (EngineOptions::context); the
   // compiled one is the most a binary holds.
-  app.add_option("-c,--ctx,--ctx-size", ctx, "context length in tokens: the KV cache holds this many (at most the compiled " +
-                                                 std::to_string(config.max_context) + ")")
-      ->capture_default_str()
+  app.add_option("-c,--ctx,--ctx-size", ctx, "context length in tokens: the KV cache holds this many (default and "
+                                             "most: the engine's compiled context, " + std::to_string(most_context) +
+                                             (engines.size() == 1 ? ")" : " at most)"))
       ->check(CLI::Validator(
-          [&config](const std::string& v) -> std::string {
+          [most_context](const std::string& v) -> std::string {
             const unsigned long n = std::strtoul(v.c_str(), nullptr, 10);
-            if (n >= 1 && n <= config.max_context) return "";
-            return v + " tokens: this binary is compiled for a context of 1 to " + std::to_string(config.max_context) +
+            if (n >= 1 && n <= most_context) return "";
+            return v + " tokens: this binary is compiled for a context of 1 to " + std::to_string(most_context) +
                    " tokens; -c may lower it, never raise it";
           },
           "", "context"));
@@ -218,6 +231,8 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
   app.add_option("--logits-out", logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
   app.add_flag("--layout", show_layout, "print the compile-time layout and exit");
   app.add_flag("--placement", show_placement, "print the compile-time bytes per memory pool and exit");
+  if (engines.size() > 1)
+    app.add_flag("--engines", show_engines, "list the compiled engines a model file is matched against, and exit");
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
   unicorn::generate::add_memory_flag(app, max_device_memory);
   try {
@@ -242,6 +257,20 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
   std::signal(SIGPIPE, SIG_IGN);
 
   try {
+    if (show_engines) {
+      for (const CompiledDeployment& e : engines) std::cout << unicorn::engine_text(e) << "\n";
+      unicorn::io::check_stdout();
+      return 0;
+    }
+    // The engine that runs --model (the first one without: the built-in demo
+    // model's, where there is one); --layout and --placement show it.
+    size_t chosen = 0;
+    if (!model.empty()) {
+      model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
+      if (engines.size() > 1) chosen = unicorn::pick_engine(engines, model, name);
+    }
+    const CompiledDeployment& deployment = engines[chosen];
+    const DeploymentConfig& config = deployment.config;
     if (show_layout) {
       unicorn::print_layout(std::cout, config, deployment.layout);
       unicorn::io::check_stdout();
@@ -252,6 +281,13 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
       unicorn::io::check_stdout();
       return 0;
     }
+    if (ctx && *ctx > config.max_context) {
+      std::fprintf(stderr, "%s: -c %u: engine %s is compiled for a context of 1 to %u tokens; "
+                           "-c may lower it, never raise it (see --help)\n",
+                   name, *ctx, std::string(config.model.name).c_str(), config.max_context);
+      return 2;
+    }
+    const uint32_t context = ctx.value_or(config.max_context);
     if (!logits_out.empty() && tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");
     if (model.empty()) {
       if (!program.default_model)
@@ -261,8 +297,9 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
       if (tokenizer.empty()) tokenizer = program.default_tokenizer;
       std::fprintf(stderr, "%s: no --model given: running the built-in demo model, %s; give --model for a "
                            "real Gemma 3 file.\n", name, program.default_model_about);
+    } else if (engines.size() > 1) {
+      std::fprintf(stderr, "%s: engine %s\n", name, unicorn::engine_text(deployment).c_str());
     }
-    model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
     if (!prompt_file.empty()) {
       if (!prompt.empty()) throw unicorn::Error("give --prompt or --file, not both");
       if (prompt_file == "-") {
@@ -283,7 +320,7 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
     unicorn::tools::inject_faults_from_env();
     unicorn::gpu::Context device(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
     if (max_device_memory) device.limit_memory(*max_device_memory);
-    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = ctx}));
+    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = context}));
     const auto report = engine.load(model, {.tokenizer = tokenizer, .progress = progress_bar});
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),
@@ -318,9 +355,9 @@ int unicorn::examples::generate_main(int argc, char** argv, const CompiledDeploy
     if (interactive) return chat_loop(engine, system_prompt, request);
     if (!chat) {  // the prompt is echoed, so it is checked first
       const size_t n = engine.tokenizer().encode(prompt, /*add_bos=*/true).size();
-      if (n >= ctx)
+      if (n >= context)
         throw unicorn::Error("the prompt is " + std::to_string(n) + " tokens; the context holds " +
-                             std::to_string(ctx) + " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
+                             std::to_string(context) + " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
       print(prompt);
     }
     catch_sigint(/*interrupt_reads=*/false);

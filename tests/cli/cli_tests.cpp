@@ -25,6 +25,9 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/model/from_gguf.hpp"
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/for_each.hpp>
 
 namespace fs = std::filesystem;
 
@@ -79,6 +82,67 @@ fs::path tmp() {
     return p;
   }();
   return d;
+}
+
+// A GGUF file of a model's exact hyperparameters and tensor types and shapes
+// (every weight in the format `scheme` gives it, as llama.cpp names them),
+// whose tensor data is a hole: a sparse file of the real size that costs no
+// disk. Enough to pick an engine and print its layout, which read only the
+// header; an official size's file is gigabytes of zeros otherwise.
+// `retype` gives some tensors another type than the scheme's.
+void write_sparse_gguf(const fs::path& path, const unicorn::ModelDims& m, const unicorn::Scheme& scheme,
+                       const std::vector<std::pair<std::string, unicorn::Format>>& retype = {}) {
+  namespace io = unicorn::io;
+  std::string header;
+  io::detail::GgufSink sink(header);
+  std::vector<std::pair<std::string, io::GgufValue>> kvs{{"general.architecture", io::GgufValue(std::string("gemma3"))}};
+  boost::hana::for_each(boost::hana::accessors<unicorn::ModelDims>(), [&](auto pair) {
+    const unicorn::Hparam* h = unicorn::find_hparam(boost::hana::to<char const*>(boost::hana::first(pair)));
+    if (!h || h->gguf.empty()) return;
+    const auto v = boost::hana::second(pair)(m);
+    if constexpr (std::is_floating_point_v<decltype(v)>) kvs.emplace_back(std::string(h->gguf), io::GgufValue(float(v)));
+    else if constexpr (std::is_unsigned_v<decltype(v)>) kvs.emplace_back(std::string(h->gguf), io::GgufValue(uint32_t(v)));
+  });
+  struct Tensor {
+    std::string name;
+    std::vector<uint64_t> dims;
+    unicorn::Format format;
+  };
+  std::vector<Tensor> tensors;
+  const unicorn::DeploymentConfig c = unicorn::make_deployment(m, scheme);
+  unicorn::detail::for_each_tensor(c, [&](const unicorn::detail::TensorShape& t, int layer, unicorn::Arena arena) {
+    if (arena != unicorn::Arena::Weights || t.role == unicorn::Role::LmHead) return;
+    unicorn::TensorSlot slot{};
+    slot.role = t.role;
+    slot.layer = layer;
+    tensors.push_back({slot.gguf_name(), t.rows == 1 ? std::vector<uint64_t>{t.cols} : std::vector<uint64_t>{t.cols, t.rows},
+                       t.format});
+    for (const auto& [name, format] : retype)
+      if (name == tensors.back().name) tensors.back().format = format;
+  });
+  sink.put<uint32_t>(0x46554747);  // "GGUF"
+  sink.put<uint32_t>(3);
+  sink.put<uint64_t>(tensors.size());
+  sink.put<uint64_t>(kvs.size());
+  for (const auto& [key, value] : kvs) {
+    sink.put_string(key);
+    sink.put_value(value);
+  }
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    sink.put_string(t.name);
+    sink.put<uint32_t>(uint32_t(t.dims.size()));
+    for (uint64_t d : t.dims) sink.put<uint64_t>(d);
+    sink.put<uint32_t>(uint32_t(t.format));
+    sink.put<uint64_t>(offset);
+    offset = io::detail::align_up(offset + *io::detail::tensor_bytes(unicorn::format_info(t.format), t.dims), 32);
+  }
+  header.resize(io::detail::align_up(header.size(), 32), '\0');
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(header.data(), std::streamsize(header.size()));
+  }
+  fs::resize_file(path, header.size() + offset);
 }
 
 }  // namespace
@@ -258,8 +322,9 @@ TEST(Cli, HuggingFaceDirectory) {
 }
 
 TEST(Cli, FileForAnotherSizeNamesTheBinary) {
-  // A GGUF whose hyperparameters are Gemma 3 1B's: the demo engine must refuse
-  // it and name the binary built for it.
+  // A GGUF whose hyperparameters are Gemma 3 1B's: an engine of one size must
+  // refuse it and name the binary built for it; unicorn-generate names its
+  // 1B engine as the nearest.
   unicorn::io::GgufWriter w;
   w.set("general.architecture", "gemma3");
   w.set("gemma3.embedding_length", uint32_t{1152});
@@ -275,10 +340,112 @@ TEST(Cli, FileForAnotherSizeNamesTheBinary) {
   w.add_tensor("token_embd.weight", 0, {1152, 1}, std::as_bytes(std::span(row)));
   const fs::path f = tmp() / "looks-like-1b.gguf";
   w.write(f);
-  const Result r = run(gen() + " --model " + f.string() + " -p hi");
+  const Result r = run(env("UNICORN_DEMO_FROM_GGUF") + " --model " + f.string() + " -p hi");
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.out, "gemma3.embedding_length is 1152");
   EXPECT_CONTAINS(r.out, "use unicorn-gemma3-1b");
+  const Result any = run(gen() + " --model " + f.string() + " -p hi");
+  EXPECT_EQ(any.code, 1);
+  EXPECT_CONTAINS(any.out, "The nearest, gemma3-1b, Q4_0_QAT");
+}
+
+// unicorn-generate runs every official size in the formats people download:
+// the file picks the engine (--layout shows which, with no device work).
+// The files are sparse: the real size, holes for data.
+TEST(Cli, GenerateRunsEveryOfficialFile) {
+  struct Case {
+    const unicorn::ModelDims& model;
+    const char* scheme;
+    const char* layout;  // the scheme as --layout prints it, written out
+  };
+  using namespace unicorn;
+  std::vector<Case> cases;
+  for (const ModelDims* m : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B}) {
+    cases.push_back({*m, "Q4_0_QAT", "scheme: embedding F16, attention Q4_0, ffn Q4_0, KV cache F16"});
+    cases.push_back({*m, "Q8_0", "scheme: embedding Q8_0, attention Q8_0, ffn Q8_0, KV cache F16"});
+    cases.push_back({*m, "BF16", "scheme: embedding BF16, attention BF16, ffn BF16, KV cache F16"});
+  }
+  cases.push_back({kGemma3_4B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 17 of 34 layers"});
+  cases.push_back({kGemma3_12B, "Q5_K_M", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K; attn_v Q6_K and ffn_down Q6_K in 24 of 48 layers"});
+  cases.push_back({kGemma3_27B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 30 of 62 layers"});
+  cases.push_back({kGemma3_27B, "Q6_K", "scheme: embedding Q6_K, attention Q6_K, ffn Q6_K, KV cache F16"});
+  for (const Case& c : cases) {
+    const fs::path f = tmp() / (std::string(c.model.name) + "-" + c.scheme + ".gguf");
+    write_sparse_gguf(f, c.model, *named_scheme(c.scheme, Format::F16));
+    const Result r = run(gen() + " --model " + f.string() + " --layout");
+    EXPECT_EQ(r.code, 0) << f << "\n" << r.out;
+    EXPECT_CONTAINS(r.out, "model " + std::string(c.model.name) + ": hidden");
+    EXPECT_CONTAINS(r.out, c.layout);
+    EXPECT_CONTAINS(r.out, "context 32768");
+    fs::remove(f);
+  }
+}
+
+// A file no compiled engine runs: refused, naming the nearest engine, how it
+// differs, and the unicorn_add_engine line that builds one for the file.
+TEST(Cli, GenerateRefusesAFileNoEngineRuns) {
+  const fs::path f = fs::absolute(tmp() / "gemma3-4b-all-q4_k.gguf");
+  write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
+  const Result r = run(gen() + " --model " + f.string() + " -p hi");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "none of the 25 engines compiled into unicorn-generate runs this file");
+  EXPECT_CONTAINS(r.out, "The nearest, gemma3-4b, Q4_K_M");
+  EXPECT_CONTAINS(r.out, "first: gemma3-4b-all-q4_k.gguf: tensor 'token_embd.weight' is Q4_K but this engine's scheme "
+                         "stores it as Q6_K");
+  EXPECT_CONTAINS(r.out, "unicorn_add_engine(my-engine GGUF " + f.string() + ")");
+  fs::remove(f);
+}
+
+// The scheme a file's tensor types follow: a named one, or a mix built from
+// the types (the demo model's Q4_0 embedding and F16 matrices); a mix no
+// scheme expresses is refused, naming the tensor.
+TEST(Cli, SchemeFromAGgufFile) {
+  using namespace unicorn;
+  const auto scheme_of = [](const ModelDims& m, const Scheme& s) {
+    const fs::path f = tmp() / "scheme.gguf";
+    write_sparse_gguf(f, m, s);
+    const io::GgufFile g = io::GgufFile::open(f);
+    return scheme_from_gguf(g, dims_from_gguf(g));
+  };
+  EXPECT_EQ(scheme_of(kGemma3_27B, schemes::kQ4_K_M), schemes::kQ4_K_M);
+  EXPECT_EQ(scheme_of(kGemma3_4B, schemes::kQ4_0_QAT), schemes::kQ4_0_QAT);
+  EXPECT_EQ(scheme_name(scheme_of(kGemma3_12B, schemes::kQ6_K)), "Q6_K");
+  const Scheme demo{.embedding = Format::Q4_0, .attention = Format::F16, .ffn = Format::F16, .kv_cache = Format::F16};
+  EXPECT_EQ(scheme_of(kGemma3Demo, demo), demo);
+  // Q4_K_M with ffn_down Q4_K everywhere: a mix of its own, not a named one.
+  Scheme own = schemes::kQ4_K_M;
+  own.ffn_down_more_bits = Format::Q4_K;
+  EXPECT_EQ(scheme_of(kGemma3_4B, own), own);
+  EXPECT_EQ(scheme_name(own), "");
+  // Q6_K for one ffn_down outside llama-quantize's layers (layer 5 of 34) is no mix the engine has.
+  const fs::path f = tmp() / "odd.gguf";
+  write_sparse_gguf(f, kGemma3_4B, schemes::kQ4_K_M, {{"blk.5.ffn_down.weight", Format::Q6_K}});
+  try {
+    const io::GgufFile g = io::GgufFile::open(f);
+    (void)scheme_from_gguf(g, dims_from_gguf(g));
+    ADD_FAILURE() << "a mix no scheme expresses was accepted";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "tensor 'blk.5.ffn_down.weight' is Q6_K where the nearest scheme");
+  }
+  EXPECT_EQ(dims_from_gguf(io::GgufFile::open(f)).query_pre_attn_scalar, 256.f);
+  write_sparse_gguf(f, kGemma3_27B, schemes::kQ8_0);
+  EXPECT_EQ(dims_from_gguf(io::GgufFile::open(f)).query_pre_attn_scalar, 168.f) << "llama.cpp's 27B rule";
+}
+
+// unicorn_add_engine(<t> GGUF file): an engine compiled from the demo model's
+// own metadata and tensor types, which is unicorn-generate's demo engine.
+TEST(Cli, EngineFromAGgufFile) {
+  const Result layout = run(env("UNICORN_DEMO_FROM_GGUF") + " --layout");
+  const Result demo = run(gen() + " --layout");
+  ASSERT_EQ(layout.code, 0) << layout.out;
+  const auto after_first_line = [](const std::string& s) { return s.substr(s.find('\n')); };
+  EXPECT_EQ(after_first_line(layout.out), after_first_line(demo.out));
+  EXPECT_CONTAINS(layout.out, "model unicorn-demo-from-gguf: hidden 192, 6 layers");
+  const std::string flags = " --model " + env("UNICORN_DEMO_GGUF") + " --tokenizer " + env("UNICORN_TOKENIZER_JSON") +
+                            " -p 'And it came to pass' -n 6 --temp 0";
+  const std::string a = stdout_of(env("UNICORN_DEMO_FROM_GGUF") + flags);
+  EXPECT_EQ(a, stdout_of(gen() + flags));
+  EXPECT_GT(a.size(), std::string("And it came to pass").size() + 8) << a;
 }
 
 TEST(Cli, MissingFile) {

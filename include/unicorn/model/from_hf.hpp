@@ -2,7 +2,7 @@
 //
 // Shared by the loader (which compares the result with the compiled engine),
 // unicorn-convert (which writes the GGUF hyperparameters from it) and
-// unicorn-hf-dims (which gives unicorn_add_engine the engine to compile).
+// unicorn-model-dims (which gives unicorn_add_engine the engine to compile).
 #pragma once
 
 #include <algorithm>

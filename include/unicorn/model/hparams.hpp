@@ -6,7 +6,7 @@
 // (engine/loader.hpp, dims_from_gguf), config.json parsing (io/hf_config.hpp),
 // the load-time mismatch messages (engine/loader.hpp, check_dims),
 // unicorn-convert (tools/convert.cpp, tools/gguf_metadata.hpp) and, through
-// unicorn-hf-dims (tools/hf_dims.cpp), unicorn_add_engine at configure time.
+// unicorn-model-dims (tools/model_dims.cpp), unicorn_add_engine at configure time.
 // Tests spell the keys out on purpose: they are independent witnesses of the
 // file formats.
 #pragma once

@@ -14,6 +14,9 @@
 // checks and unicorn-convert alike.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 #include "unicorn/quant/formats.hpp"
 
 namespace unicorn {
@@ -110,6 +113,40 @@ inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Forma
 // The same file, with the LM head from a Q8_0 copy of the F16 embedding.
 inline constexpr Scheme kQ4_0_QAT_Q8Head = kQ4_0_QAT.with_lm_head(Format::Q8_0);
 }  // namespace schemes
+
+// The schemes that have a name: what unicorn_add_engine's QUANT takes, and what
+// messages call a file's or an engine's formats. The names are llama.cpp's
+// file types (llama-quantize's, and `--outtype`'s), but Q4_0_QAT: Google's QAT
+// releases (Q4_0 matrices, F16 embedding).
+struct NamedScheme {
+  std::string_view name;
+  Scheme scheme;
+};
+inline constexpr NamedScheme kNamedSchemes[] = {
+    {"Q4_0_QAT", schemes::kQ4_0_QAT}, {"Q4_K_M", schemes::kQ4_K_M}, {"Q5_K_M", schemes::kQ5_K_M},
+    {"Q6_K", schemes::kQ6_K},         {"Q8_0", schemes::kQ8_0},     {"Q4_0", schemes::kQ4_0},
+    {"Q4_K", schemes::kQ4_K},         {"Q5_K", schemes::kQ5_K},     {"BF16", schemes::kBF16},
+    {"F16", schemes::kF16},           {"F32", schemes::kF32},
+};
+// A scheme's name, whatever its KV cache; "" for one without.
+constexpr std::string_view scheme_name(Scheme s) {
+  for (const NamedScheme& n : kNamedSchemes) {
+    Scheme t = n.scheme;
+    t.kv_cache = s.kv_cache;
+    if (t == s) return n.name;
+  }
+  return "";
+}
+// The scheme of a name, with a `kv` KV cache (F16 or F32); nullopt for a name not in the table.
+constexpr std::optional<Scheme> named_scheme(std::string_view name, Format kv) {
+  for (const NamedScheme& n : kNamedSchemes)
+    if (n.name == name) {
+      Scheme s = n.scheme;
+      s.kv_cache = kv;
+      return s;
+    }
+  return std::nullopt;
+}
 
 constexpr bool is_kv_format(Format f) { return f == Format::F16 || f == Format::F32; }
 

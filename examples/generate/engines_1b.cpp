@@ -1,0 +1,6 @@
+// unicorn-generate's engines for kGemma3_1B (engines.hpp says why a file of their own).
+#include "engines.hpp"
+
+std::vector<unicorn::CompiledDeployment> unicorn::examples::generate::engines_1b() {
+  return compiled<EverySize<kGemma3_1B>>();
+}

@@ -1,0 +1,6 @@
+// unicorn-generate's engines for kGemma3_270M (engines.hpp says why a file of their own).
+#include "engines.hpp"
+
+std::vector<unicorn::CompiledDeployment> unicorn::examples::generate::engines_270m() {
+  return compiled<EverySize<kGemma3_270M>>();
+}
