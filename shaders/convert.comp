@@ -9,7 +9,7 @@
 // Block formats are written in the device's planar layout (weights.glsl).
 // SOURCE_TYPE 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
 // and only moves them into that layout; it is the only source of the
-// K-quants (Q4_K, Q5_K, Q6_K).
+// K-quants (Q4_K, Q5_K, Q6_K) and of Q4_1, Q5_0, Q5_1.
 // Dispatch: 2-D grid of 64-wide groups; one invocation per output element
 // (float formats) or per 32-element block (block formats).
 #extension GL_EXT_shader_16bit_storage : require
@@ -210,6 +210,37 @@ void convert(uint b) {
   }
 }
 #endif
+#elif defined(FMT_Q4_1) || defined(FMT_Q5_0) || defined(FMT_Q5_1)
+// ggml blocks only (SOURCE_TYPE 3), one invocation per block, into the planar
+// layout of weights.glsl: quants 16 B per block (ggml's qs as they are), the
+// fifth bits 4 B per block (Q5_0, Q5_1: ggml's qh bit e, element e's, moves to
+// bit 8c + k + 4h for e = 4k + c + 16h), then the f16 halves: d (Q5_0) or (d, m).
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
+#if defined(FMT_Q4_1)
+const uint kBlockBytes = 20u, kHalves = 2u, kQh = 0u, kQs = 4u, kQuantBytes = 16u;  // kQuantBytes: device bytes before the halves
+#elif defined(FMT_Q5_0)
+const uint kBlockBytes = 22u, kHalves = 1u, kQh = 2u, kQs = 6u, kQuantBytes = 20u;
+#else
+const uint kBlockBytes = 24u, kHalves = 2u, kQh = 4u, kQs = 8u, kQuantBytes = 20u;
+#endif
+uint source_pair(uint at) { return source_byte(at) | (source_byte(at + 1u) << 8); }
+void convert(uint b) {
+  if (SOURCE_TYPE != 3) return;
+  const uint blk = b * kBlockBytes, s = pc.first + b, P = pc.part_blocks;
+  for (uint i = 0; i < kHalves; ++i) dst[(kQuantBytes * P) / 2u + kHalves * s + i] = uint16_t(source_pair(blk + 2u * i));
+  for (uint i = 0; i < 16u; i += 2u) dst[(16u * s + i) / 2u] = uint16_t(source_pair(blk + kQs + i));
+#if !defined(FMT_Q4_1)
+  const uint qh = source_pair(blk + kQh) | (source_pair(blk + kQh + 2u) << 16);
+  uint high = 0u;
+  for (uint e = 0; e < 32u; ++e) {
+    const uint k = (e & 15u) >> 2u, c = e & 3u, h = e >> 4u;
+    high |= ((qh >> e) & 1u) << (8u * c + k + 4u * h);
+  }
+  dst[(16u * P + 4u * s) / 2u] = uint16_t(high & 0xffffu);
+  dst[(16u * P + 4u * s) / 2u + 1u] = uint16_t(high >> 16);
+#endif
+}
 #elif !defined(FMT_F32) && !defined(FMT_F16) && !defined(FMT_BF16)
 #error "convert.comp: define the target format"
 #endif
