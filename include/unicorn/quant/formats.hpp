@@ -115,7 +115,8 @@ constexpr uint32_t trailing_halves(Format format) {
 }
 
 // Block formats the engine quantizes F32/F16/BF16 weights to on the GPU
-// (shaders/convert.comp); the others it reads only from a GGUF file's blocks.
-constexpr bool quantized_on_device(Format format) { return format == Format::Q8_0 || format == Format::Q4_0; }
+// (shaders/convert.comp, ggml's reference quantizers); the K-quants it reads
+// only from a GGUF file's blocks (ggml's quantizer for them is a search).
+constexpr bool quantized_on_device(Format format) { return is_block_quantized(format) && !is_k_quant(format); }
 
 }  // namespace unicorn

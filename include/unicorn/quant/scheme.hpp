@@ -93,7 +93,8 @@ inline constexpr Scheme kQ8_0 = all(Format::Q8_0);
 inline constexpr Scheme kQ4_0 = all(Format::Q4_0);
 // ggml's older 32-element formats with a min (Q4_1, Q5_1) or a fifth bit
 // (Q5_0, Q5_1): llama-quantize's Q4_1, Q5_0 and Q5_1 files (--pure), and the
-// K mixes' fallbacks. Only from GGUF files: the loader does not quantize to them.
+// K mixes' fallbacks. From GGUF files, or quantized from safetensors at load as
+// ggml's reference quantizers do (shaders/convert.comp).
 inline constexpr Scheme kQ4_1 = all(Format::Q4_1);
 inline constexpr Scheme kQ5_0 = all(Format::Q5_0);
 inline constexpr Scheme kQ5_1 = all(Format::Q5_1);
