@@ -222,8 +222,10 @@ void convert(uint b) {
 // quantizers do (the file comment).
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
 uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
+// ggml's block: its bytes, f16 halves, offsets of qh (0: none) and qs; the
+// device's bytes per block before the halves.
 #if defined(FMT_Q4_1)
-const uint kBlockBytes = 20u, kHalves = 2u, kQh = 0u, kQs = 4u, kQuantBytes = 16u;  // kQuantBytes: device bytes before the halves
+const uint kBlockBytes = 20u, kHalves = 2u, kQh = 0u, kQs = 4u, kQuantBytes = 16u;
 #elif defined(FMT_Q5_0)
 const uint kBlockBytes = 22u, kHalves = 1u, kQh = 2u, kQs = 6u, kQuantBytes = 20u;
 #else
@@ -297,19 +299,17 @@ void convert(uint b) {
     quantize(b);
     return;
   }
-  const uint blk = b * kBlockBytes, s = pc.first + b, P = pc.part_blocks;
-  for (uint i = 0; i < kHalves; ++i) dst[(kQuantBytes * P) / 2u + kHalves * s + i] = uint16_t(source_pair(blk + 2u * i));
-  for (uint i = 0; i < 16u; i += 2u) dst[(16u * s + i) / 2u] = uint16_t(source_pair(blk + kQs + i));
-#if !defined(FMT_Q4_1)
-  const uint qh = source_pair(blk + kQh) | (source_pair(blk + kQh + 2u) << 16);
-  uint high = 0u;
-  for (uint e = 0; e < 32u; ++e) {
-    const uint k = (e & 15u) >> 2u, c = e & 3u, h = e >> 4u;
-    high |= ((qh >> e) & 1u) << (8u * c + k + 4u * h);
+  // The ggml block's quants (nibbles, and bit j of qh as element j's fifth bit)
+  // and halves, written as a quantized block is.
+  const uint blk = b * kBlockBytes;
+  const uint qh = kQh == 0u ? 0u : source_pair(blk + kQh) | (source_pair(blk + kQh + 2u) << 16);
+  uint q[32];
+  for (uint j = 0; j < 16u; ++j) {
+    const uint byte = source_byte(blk + kQs + j);
+    q[j] = (byte & 15u) | (((qh >> j) & 1u) << 4);
+    q[j + 16u] = (byte >> 4) | (((qh >> (j + 16u)) & 1u) << 4);
   }
-  dst[(16u * P + 4u * s) / 2u] = uint16_t(high & 0xffffu);
-  dst[(16u * P + 4u * s) / 2u + 1u] = uint16_t(high >> 16);
-#endif
+  put_block(pc.first + b, pc.part_blocks, q, source_pair(blk) | (kHalves == 2u ? source_pair(blk + 2u) << 16 : 0u));
 }
 #elif !defined(FMT_F32) && !defined(FMT_F16) && !defined(FMT_BF16)
 #error "convert.comp: define the target format"
