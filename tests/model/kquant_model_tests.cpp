@@ -4,9 +4,10 @@
 // twice from one F32 file (unicorn-convert --random): every matrix in the
 // format (tools::quantize_k's valid blocks; ggml's reference quantizer for the
 // 32-element formats), and every matrix as those blocks' exact dequantisation
-// in F32 (ggml's definition, tools/ggml_quantize.hpp). The K mixes run also on
-// kGemma3TinyKFallback (hidden 160: llama-quantize's Q5_0 / Q5_1 / Q8_0
-// fallbacks, as in the 1B's and 270M's files).
+// in F32 (ggml's definition, tools/ggml_quantize.hpp). Q4_K_M runs also on
+// kGemma3TinyKFallback (hidden 160: llama-quantize's Q5_0 / Q8_0 fallbacks,
+// as in the 1B's and 270M's files); safetensors quantized to Q5_0 / Q5_1 at
+// load must equal unicorn-convert's file bit for bit.
 // The quantized engine must give the F32 engine's logits within 1e-3 of their
 // scale (the F32 engine is itself held to transformers in model_tests) in the
 // prefill and decode passes, and the same greedy tokens: the whole model's
