@@ -106,8 +106,8 @@ static_assert(mix_layers_are<Gemma1BQ4KM>(kMoreBitsLayers1B, {u::Format::Q5_0, u
 static_assert(mix_layers_are<Gemma1BQ5KM>(kMoreBitsLayers1B, {u::Format::Q5_1, u::Format::Q5_K}));
 static_assert(mix_layers_are<Gemma270MQ4KM>(kMoreBitsLayers270M, {u::Format::Q5_0, u::Format::Q4_K}));
 static_assert(mix_layers_are<Gemma270MQ5KM>(kMoreBitsLayers270M, {u::Format::Q5_1, u::Format::Q5_K}));
-// All-K schemes on the 1B: Q4_K and Q5_K fall back too.
-struct Gemma1BQ4K { static constexpr u::DeploymentConfig kConfig = u::make_deployment(u::kGemma3_1B, u::schemes::kQ4_K, 8192); };
+// The all-Q4_K scheme on the 1B falls back too (schemes::kQ4_K).
+using Gemma1BQ4K = KMixOf<u::kGemma3_1B, u::schemes::kQ4_K>;
 static_assert(u::diag::check_deployment<Gemma1BQ4K>());
 static_assert(u::kLayoutOf<Gemma1BQ4K>.view().weight(u::Role::FfnUp, 3).format == u::Format::Q5_0);
 static_assert(u::kLayoutOf<Gemma1BQ4K>.view().weight(u::Role::AttnOut, 3).format == u::Format::Q4_K);

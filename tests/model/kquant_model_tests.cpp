@@ -298,13 +298,15 @@ template <Format F>
 void expect_load_quantization_matches_the_file() {
   const char* fixtures = std::getenv("UNICORN_FIXTURES");
   ASSERT_TRUE(fixtures) << "UNICORN_FIXTURES is not set (run through ctest)";
-  const fs::path hf = fs::path(fixtures) / "tiny", gguf = temp_dir() / ("tiny-hf-" + std::string(format_name(F)) + ".gguf");
-  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --hf " + hf.string() + " --type " +
-                          std::string(format_name(F)) + " --out " + gguf.string() + " > /dev/null";
+  const std::string type(format_name(F));
+  const fs::path hf = fs::path(fixtures) / "tiny", gguf = temp_dir() / ("tiny-hf-" + type + ".gguf");
+  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --hf " + hf.string() + " --type " + type +
+                          " --out " + gguf.string() + " > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::vector<int32_t> prompt(20);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3Tiny.vocab);
-  Engine<TinyHf<F>> from_hf(context(), tools::engine_options_from_env()), from_gguf(context(), tools::engine_options_from_env());
+  Engine<TinyHf<F>> from_hf(context(), tools::engine_options_from_env());
+  Engine<TinyHf<F>> from_gguf(context(), tools::engine_options_from_env());
   from_hf.load(hf);
   from_gguf.load(gguf);
   const auto a = from_hf.forward_logits(prompt), b = from_gguf.forward_logits(prompt);
