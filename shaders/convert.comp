@@ -5,6 +5,9 @@
 // tensor quantized by llama.cpp:
 //   Q8_0: d = max|x| / 127, q = round(x / d) (half away from zero)
 //   Q4_0: m = the x of largest |x|, d = m / -8, q = min(15, trunc(x / d + 8.5))
+//   Q5_0: Q4_0's over 5 bits: d = m / -16, q = min(31, trunc(x / d + 16.5))
+//   Q4_1, Q5_1: d = (max - min) / 15 (31), m = min, q = trunc((x - min) / d + 0.5)
+//         (at most 15 for Q4_1)
 // ADD is added to every source value first (Gemma norm weights: w -> 1 + w).
 // Block formats are written in the device's planar layout (weights.glsl).
 // SOURCE_TYPE 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
@@ -46,7 +49,7 @@ void convert(uint i) {
   const uint bits = floatBitsToUint(source(i));
   dst[pc.first + i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);  // round to nearest even
 }
-#elif defined(FMT_Q8_0) || defined(FMT_Q4_0)
+#elif defined(FMT_Q8_0) || defined(FMT_Q4_0) || defined(FMT_Q4_1) || defined(FMT_Q5_0) || defined(FMT_Q5_1)
 // a / b rounded to nearest, as C's float division in ggml's quantizers. GLSL
 // division may be off by ulps (Vulkan allows 2.5; NVIDIA's is, and moved a
 // Q4_0 nibble against ggml's in a kernel test), and a division by a constant
@@ -210,6 +213,104 @@ void convert(uint b) {
   }
 }
 #endif
+#elif defined(FMT_Q4_1) || defined(FMT_Q5_0) || defined(FMT_Q5_1)
+// One invocation per block, into the planar layout of weights.glsl: quants
+// 16 B per block (ggml's qs as they are), the fifth bits 4 B per block (Q5_0,
+// Q5_1: ggml's qh bit e, element e's, moves to bit 8c + k + 4h for
+// e = 4k + c + 16h), then the f16 halves: d (Q5_0) or (d, m). From ggml
+// blocks (SOURCE_TYPE 3), or quantized from floats as ggml's reference
+// quantizers do (the file comment).
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
+// ggml's block: its bytes, f16 halves, offsets of qh (0: none) and qs; the
+// device's bytes per block before the halves.
+#if defined(FMT_Q4_1)
+const uint kBlockBytes = 20u, kHalves = 2u, kQh = 0u, kQs = 4u, kQuantBytes = 16u;
+#elif defined(FMT_Q5_0)
+const uint kBlockBytes = 22u, kHalves = 1u, kQh = 2u, kQs = 6u, kQuantBytes = 20u;
+#else
+const uint kBlockBytes = 24u, kHalves = 2u, kQh = 4u, kQs = 8u, kQuantBytes = 20u;
+#endif
+uint source_pair(uint at) { return source_byte(at) | (source_byte(at + 1u) << 8); }
+// The device's fifth-bit word of quants q[32] (their bit 4).
+uint fifth_bits(uint q[32]) {
+  uint high = 0u;
+  for (uint e = 0; e < 32u; ++e) high |= ((q[e] >> 4) & 1u) << (8u * (e & 3u) + ((e & 15u) >> 2u) + 4u * (e >> 4u));
+  return high;
+}
+void put_block(uint s, uint P, uint q[32], uint halves) {
+  for (uint j = 0; j < 16u; j += 2u)
+    dst[(16u * s + j) / 2u] = uint16_t((q[j] & 15u) | ((q[j + 16u] & 15u) << 4) |
+                                       (((q[j + 1u] & 15u) | ((q[j + 17u] & 15u) << 4)) << 8));
+#if !defined(FMT_Q4_1)
+  const uint high = fifth_bits(q);
+  dst[(16u * P + 4u * s) / 2u] = uint16_t(high & 0xffffu);
+  dst[(16u * P + 4u * s) / 2u + 1u] = uint16_t(high >> 16);
+#endif
+  dst[(kQuantBytes * P) / 2u + kHalves * s] = uint16_t(halves & 0xffffu);
+  if (kHalves == 2u) dst[(kQuantBytes * P) / 2u + kHalves * s + 1u] = uint16_t(halves >> 16);
+}
+void quantize(uint b) {
+  const uint s = pc.first + b, P = pc.part_blocks;
+  float x[32];
+  uint q[32];
+#if defined(FMT_Q5_0)
+  float amax = 0.0, m = 0.0;
+  for (uint j = 0; j < 32; ++j) {
+    x[j] = source(b * 32 + j);
+    if (amax < abs(x[j])) { amax = abs(x[j]); m = x[j]; }
+  }
+  const float d = m / -16.0;  // exact: a power of two
+  const float id = d != 0.0 ? divide_rounded(1.0, d) : 0.0;
+  for (uint j = 0; j < 32; ++j) {
+    precise const float scaled = x[j] * id;  // no fused add: as ggml
+    precise const float shifted = scaled + 16.5;
+    q[j] = uint(min(31, int(shifted)));
+  }
+  put_block(s, P, q, packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+#else
+  float lo = 3.402823466e38, hi = -3.402823466e38;  // FLT_MAX, as ggml starts
+  for (uint j = 0; j < 32; ++j) {
+    x[j] = source(b * 32 + j);
+    lo = min(lo, x[j]);
+    hi = max(hi, x[j]);
+  }
+#if defined(FMT_Q4_1)
+  const float d = divide_rounded(hi - lo, 15.0);
+#else
+  const float d = divide_rounded(hi - lo, 31.0);
+#endif
+  const float id = d != 0.0 ? divide_rounded(1.0, d) : 0.0;
+  for (uint j = 0; j < 32; ++j) {
+    precise const float from_min = x[j] - lo;
+    precise const float scaled = from_min * id;
+    precise const float shifted = scaled + 0.5;
+#if defined(FMT_Q4_1)
+    q[j] = uint(min(15, int(shifted)));
+#else
+    q[j] = uint(int(shifted));
+#endif
+  }
+  put_block(s, P, q, packHalf2x16(vec2(d, lo)));
+#endif
+}
+void convert(uint b) {
+  if (SOURCE_TYPE != 3) {
+    quantize(b);
+    return;
+  }
+  // The ggml block's quants (nibbles, and bit j of qh as element j's fifth bit)
+  // and halves, written as a quantized block is.
+  const uint blk = b * kBlockBytes;
+  const uint qh = kQh == 0u ? 0u : source_pair(blk + kQh) | (source_pair(blk + kQh + 2u) << 16);
+  uint q[32];
+  for (uint j = 0; j < 16u; ++j) {
+    const uint byte = source_byte(blk + kQs + j);
+    q[j] = (byte & 15u) | (((qh >> j) & 1u) << 4);
+    q[j + 16u] = (byte >> 4) | (((qh >> (j + 16u)) & 1u) << 4);
+  }
+  put_block(pc.first + b, pc.part_blocks, q, source_pair(blk) | (kHalves == 2u ? source_pair(blk + 2u) << 16 : 0u));
+}
 #elif !defined(FMT_F32) && !defined(FMT_F16) && !defined(FMT_BF16)
 #error "convert.comp: define the target format"
 #endif

@@ -87,7 +87,7 @@ uint w_tile(uint sg) { return sg * STAGE + TILE_TOKENS * LDV; }
 
 // Unit (row, k0 + 16 * half_k) of the second tensor (PAIR: up), as
 // load_w_unit reads the first.
-#if defined(K_QUANT)
+#if defined(UNIT_FP32)
 WUnit load_w_unit2(uint row, uint k0, uint half_k, bool ok) { return load_k_unit(row, k0, half_k, ok, true); }
 #elif WEIGHT_BLOCK > 1
 WUnit load_w_unit2(uint row, uint k0, uint half_k, bool ok) {

@@ -59,8 +59,9 @@ layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
 // 2^23 + v * 2^s exactly, for a field of value v at bit s (s + width <= 23).
 // Subtracting 2^23 (plus the format's zero point, times 2^s) leaves
 // (q - zero) * 2^s, and the 2^-s goes into the input, once per block for all
-// rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0, Q4_K) or 0, 8 (Q8_0,
-// Q5_K, Q6_K). Q4_K's and Q5_K's min: d * sc * dot(q, x) - dmin * m * sum(x) per sub-block;
+// rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0, Q4_K, Q4_1) or 0, 8
+// (Q8_0, Q5_K, Q5_0, Q5_1, Q6_K). Q4_K's and Q5_K's min: d * sc * dot(q, x) -
+// dmin * m * sum(x) per sub-block (Q4_1's and Q5_1's: d * dot(q, x) + m * sum(x));
 // Q6_K: each half of a sub-block (16 elements) has its own scale.
 const uint kMagic = 0x4B000000u;  // 2^23 as float bits
 float field(uint word, uint mask, float offset) {
@@ -87,9 +88,9 @@ float word_dot(uint w, vec4 lo, vec4 hi) {
          field(u, 0x000Fu, kQ4Offset0) * lo.z + field(u, 0x00F0u, kQ4Offset4) * hi.z +
          field(u, 0x0F00u, kQ4Offset8) * lo.w + field(u, 0xF000u, kQ4Offset12) * hi.w;
 }
-#elif defined(FMT_Q4_K)
-// Q4_K's quants are Q4_0's nibbles with no zero point (the min goes in per
-// sub-block): 2^23 alone at every s. The same word order as Q4_0.
+#elif defined(FMT_Q4_K) || defined(FMT_Q4_1)
+// Q4_K's and Q4_1's quants are Q4_0's nibbles with no zero point (the min goes
+// in per (sub-)block): 2^23 alone at every s. The same word order as Q4_0.
 const float kQ4Offset = 8388608.0;
 float word_dot(uint w, vec4 lo, vec4 hi) {
   const uint u = w >> 16;
@@ -98,19 +99,25 @@ float word_dot(uint w, vec4 lo, vec4 hi) {
          field(u, 0x000Fu, kQ4Offset) * lo.z + field(u, 0x00F0u, kQ4Offset) * hi.z +
          field(u, 0x0F00u, kQ4Offset) * lo.w + field(u, 0xF000u, kQ4Offset) * hi.w;
 }
-#elif defined(FMT_Q5_K)
+#elif defined(FIFTH_BIT)
 // Quant word k (low 4 bits) and the fifth bits `h` (already shifted: element
 // 4k+c's at bit 8c, 4k+16+c's at bit 8c+4) as two words of 5-bit bytes:
-// c0 = elements 4k .. 4k+3, c1 = elements 4k+16 .. 4k+19. No zero point (the
-// min goes in per sub-block, as Q4_K's): 2^23 alone at s = 0, 8.
+// c0 = elements 4k .. 4k+3, c1 = elements 4k+16 .. 4k+19. Q5_K and Q5_1 have
+// no zero point (the min goes in per (sub-)block): 2^23 alone at s = 0, 8;
+// Q5_0's is 16: 2^23 + 16 * 2^s.
+#if defined(FMT_Q5_0)
+const float kQ5Offset0 = 8388624.0, kQ5Offset8 = 8392704.0;
+#else
+const float kQ5Offset0 = 8388608.0, kQ5Offset8 = 8388608.0;
+#endif
 void q5_words(uint w, uint h, out uint c0, out uint c1) {
   c0 = (w & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4);
   c1 = ((w >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x01010101u) << 4);
 }
 float word_dot5(uint c, vec4 x) {
   const uint u = c >> 16;
-  return field(c, 0x00FFu, 8388608.0) * x.x + field(c, 0xFF00u, 8388608.0) * x.y +
-         field(u, 0x00FFu, 8388608.0) * x.z + field(u, 0xFF00u, 8388608.0) * x.w;
+  return field(c, 0x00FFu, kQ5Offset0) * x.x + field(c, 0xFF00u, kQ5Offset8) * x.y +
+         field(u, 0x00FFu, kQ5Offset0) * x.z + field(u, 0xFF00u, kQ5Offset8) * x.w;
 }
 #elif defined(FMT_Q6_K)
 // 2^23 + 32 * 2^s: Q6_K's 6-bit q - 32, at s = 0, 8.
@@ -175,10 +182,10 @@ void main() {
 #if WEIGHT_BLOCK == 32
     const uint blocks = IN_FEATURES / 32;  // IN_FEATURES is a multiple of 32, so x rows are 16-byte aligned
     for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES_PER_GROUP) {
-#if defined(FMT_Q4_0) || defined(FMT_Q4_K)
+#if defined(FMT_Q4_0) || defined(FMT_Q4_K) || defined(FMT_Q4_1)
       uvec4 q[UNROLL][NR];
-#if defined(FMT_Q4_K)
-      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block
+#if defined(SCALE_MIN_BLOCKS)
+      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block; Q4_1: (d, -m)
 #else
       float d[UNROLL][NR];
 #endif
@@ -186,7 +193,7 @@ void main() {
         for (uint i = 0; i < NR; ++i) {
           const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
           q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
-#if defined(FMT_Q4_K)
+#if defined(SCALE_MIN_BLOCKS)
           d[u][i] = i < ROWS_PER_GROUP ? block_scale_min(blk) : block_scale_min2(blk);
 #else
           d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
@@ -200,7 +207,7 @@ void main() {
         float part[TILE][NR];
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
-#if defined(FMT_Q4_K)
+#if defined(SCALE_MIN_BLOCKS)
         float xsum[TILE];  // the sub-block's inputs summed, for its min
         for (uint j = 0; j < TILE; ++j) xsum[j] = 0.0;
 #endif
@@ -208,7 +215,7 @@ void main() {
           for (uint j = 0; j < TILE; ++j) {
             if (j >= tn) break;
             const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
-#if defined(FMT_Q4_K)
+#if defined(SCALE_MIN_BLOCKS)
             const vec4 xl = x4[xb + k], xh = x4[xb + 4 + k];
             xsum[j] += (xl.x + xl.y + xl.z + xl.w) + (xh.x + xh.y + xh.z + xh.w);
             const vec4 lo = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
@@ -221,22 +228,30 @@ void main() {
           }
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i)
-#if defined(FMT_Q4_K)
+#if defined(SCALE_MIN_BLOCKS)
             acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
 #else
             acc[j][i] += d[u][i] * part[j][i];
 #endif
       }
-#elif defined(FMT_Q5_K)
+#elif defined(FIFTH_BIT)
       uvec4 q[UNROLL][NR];
       uint h[UNROLL][NR];
-      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block
+#if defined(FMT_Q5_0)
+      float d[UNROLL][NR];  // the block's d (its zero point is in the fields)
+#else
+      vec2 d[UNROLL][NR];  // (d * sc, dmin * m) of the sub-block; Q5_1: (d, -m)
+#endif
       for (uint u = 0; u < UNROLL; ++u)
         for (uint i = 0; i < NR; ++i) {
           const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
           q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
           h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
+#if defined(FMT_Q5_0)
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
+#else
           d[u][i] = i < ROWS_PER_GROUP ? block_scale_min(blk) : block_scale_min2(blk);
+#endif
         }
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
@@ -251,7 +266,9 @@ void main() {
             if (j >= tn) break;
             const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
             const vec4 xl = x4[xb + k], xh = x4[xb + 4 + k];
+#if !defined(FMT_Q5_0)
             xsum[j] += (xl.x + xl.y + xl.z + xl.w) + (xh.x + xh.y + xh.z + xh.w);
+#endif
             const vec4 x0 = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             const vec4 x1 = xh * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             for (uint i = 0; i < NR; ++i) {
@@ -261,7 +278,12 @@ void main() {
             }
           }
         for (uint j = 0; j < TILE; ++j)
-          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
+          for (uint i = 0; i < NR; ++i)
+#if defined(FMT_Q5_0)
+            acc[j][i] += d[u][i] * part[j][i];
+#else
+            acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
+#endif
       }
 #elif defined(FMT_Q6_K)
       uvec4 q[UNROLL][NR];

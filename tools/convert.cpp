@@ -5,7 +5,9 @@
 //   unicorn-convert --gguf in.gguf --type F32 --out out.gguf   another GGUF file, in other formats
 //
 // --type sets every matrix's format, or names one of llama-quantize's mixes
-// (Q4_K_M, Q5_K_M: quant/scheme.hpp); --embedding overrides the token
+// (Q4_K_M, Q5_K_M: quant/scheme.hpp, with llama-quantize's Q5_0 / Q5_1 / Q8_0
+// fallbacks for rows that are not whole superblocks, as the 1B's and 270M's);
+// --embedding overrides the token
 // embedding's (Google's QAT releases: --type Q4_0 --embedding F16). Each tensor
 // takes the format the engine's layout gives it (unicorn::format_of), so a file
 // written here matches the engine compiled for its scheme. K-quant blocks come
@@ -50,11 +52,12 @@ using namespace unicorn;
 Format parse_format(const std::string& s) {
   for (const auto& f : kFormats)
     if (f.name == s) return f.format;
-  throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+  throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
 }
 
 // What --type names: a scheme, and llama.cpp's LLAMA_FTYPE for general.file_type
-// (0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 15 Q4_K_M, 17 Q5_K_M, 18 Q6_K, 32 BF16; a
+// (0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 15 Q4_K_M, 17 Q5_K_M,
+// 18 Q6_K, 32 BF16: llama.cpp include/llama.h, enum llama_ftype; a
 // single K-quant other than Q6_K has no ftype of its own: that of the mix it
 // belongs to).
 struct FileScheme {
@@ -70,7 +73,10 @@ FileScheme parse_scheme(const std::string& type, const std::string& embedding) {
     const uint32_t ftype = t == Format::F32    ? 0
                            : t == Format::F16  ? 1
                            : t == Format::Q4_0 ? 2
+                           : t == Format::Q4_1 ? 3
                            : t == Format::Q8_0 ? 7
+                           : t == Format::Q5_0 ? 8
+                           : t == Format::Q5_1 ? 9
                            : t == Format::Q4_K ? 15
                            : t == Format::Q5_K ? 17
                            : t == Format::Q6_K ? 18
@@ -262,7 +268,7 @@ int convert_gguf(const std::filesystem::path& in, const FileScheme& scheme,
     const FormatInfo* from = find_format(t.ggml_type);
     if (!from || !t.known_type)
       throw Error(in.string() + ": tensor '" + t.name + "' is " + std::string(io::ggml_type_name(t.ggml_type)) +
-                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
     const auto x = tools::dequantize(from->format, t.data, t.n_elements);
     const Format f = tensor_format(scheme.scheme, t.name, t.dims.empty() ? 0 : t.dims[0], layers);
     tools::quantize(f, x, blobs[i]);
@@ -274,9 +280,10 @@ int convert_gguf(const std::filesystem::path& in, const FileScheme& scheme,
 }
 
 // Where a block holds f16 values, by ggml's block layouts (quant/formats.hpp):
-// d first (Q4_0, Q8_0), d and dmin first (Q4_K, Q5_K), d last (Q6_K).
+// d first (Q4_0, Q8_0, Q5_0), d and dmin (m) first (Q4_K, Q5_K, Q4_1, Q5_1),
+// d last (Q6_K).
 std::vector<uint32_t> f16_offsets(Format f) {
-  if (f == Format::Q4_K || f == Format::Q5_K) return {0, 2};
+  if (f == Format::Q4_K || f == Format::Q5_K || f == Format::Q4_1 || f == Format::Q5_1) return {0, 2};
   if (f == Format::Q6_K) return {format_info(f).block_bytes - 2};
   return {0};
 }
@@ -331,10 +338,10 @@ int write_random(const std::string& model, const FileScheme& scheme,
                  const std::filesystem::path& tokenizer, const std::filesystem::path& out, uint64_t seed) {
   const ModelDims* m = nullptr;
   for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
-                             &kGemma3Tiny, &kGemma3TinyK, &kGemma3Demo})
+                             &kGemma3Tiny, &kGemma3TinyK, &kGemma3TinyKFallback, &kGemma3Demo})
     if (c->name == model) m = c;
   if (!m) throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
-                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo)");
+                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-tiny-k-fallback, gemma3-demo)");
   const auto specs = tensor_specs(*m, scheme.scheme);
   std::vector<std::vector<std::byte>> blobs(specs.size());
   std::atomic<size_t> next{0};
@@ -375,12 +382,14 @@ int main(int argc, char** argv) {
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
-                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-demo");
-  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
+                             "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, "
+                             "gemma3-tiny-k-fallback, gemma3-demo");
+  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);
-  app.add_option("--type", type, "format of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), or a "
-                                 "llama-quantize mix: Q4_K_M, Q5_K_M")->capture_default_str();
+  app.add_option("--type", type, "format of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), or a "
+                                 "llama-quantize mix: Q4_K_M, Q5_K_M (rows that are not whole 256-element "
+                                 "superblocks take llama-quantize's fallbacks: Q5_0, Q5_1, Q8_0)")->capture_default_str();
   app.add_option("--embedding", embedding, "format of token_embd (default: --type)");
   app.add_option("--tokenizer", tokenizer,
                  "tokenizer.json, or a directory holding it, whose vocabulary the file carries "

@@ -1,8 +1,8 @@
 // tools/ggml_quantize.hpp — ggml's reference quantizers and their inverses, for
 // the tools that write GGUF files (unicorn-convert). Bit-exact with llama.cpp's
 // quantize_row_*_ref and dequantize_row_*, so files written here equal
-// llama.cpp's. The K-quants (Q4_K, Q5_K, Q6_K) are the exception on the quantizing
-// side: quantize_k() below makes valid blocks by a simple rule of our own, not
+// llama.cpp's (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1). The K-quants (Q4_K, Q5_K, Q6_K)
+// are the exception on the quantizing side: quantize_k() below makes valid blocks by a simple rule of our own, not
 // ggml's iterative search, so its bytes differ from llama-quantize's (tests use
 // it for random weights; unicorn-convert does not write K-quants). Their
 // dequantization is ggml's definition, bit for bit. This is file
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -58,6 +59,14 @@ inline void q4_k_scale_min(int j, const uint8_t* scales, uint8_t& sc, uint8_t& m
     sc = uint8_t((scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4));
     m = uint8_t((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
   }
+}
+
+// Q5_0's and Q5_1's qh: bit j of the little-endian word is the fifth bit of
+// element j of the block.
+inline void put_fifth_bits(std::vector<std::byte>& out, const uint8_t (&q)[32]) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j) qh |= uint32_t(q[j] >> 4 & 1) << j;
+  for (int i = 0; i < 4; ++i) out.push_back(std::byte(qh >> (8 * i) & 0xff));
 }
 
 // Valid K-quant blocks for `x` (a multiple of 256 values), by a simple rule:
@@ -188,6 +197,48 @@ inline void quantize(Format format, std::span<const float> x, std::vector<std::b
         }
       }
       return;
+    case Format::Q4_1:
+    case Format::Q5_1:
+      // ggml's quantize_row_q4_1_ref / q5_1_ref: d = (max - min) / 15 (31),
+      // m = min, q = (x - min) / d rounded half up (Q4_1: at most 15).
+      for (size_t b = 0; b < x.size(); b += 32) {
+        const bool five = format == Format::Q5_1;
+        float lo = FLT_MAX, hi = -FLT_MAX;
+        for (int j = 0; j < 32; ++j) lo = std::min(lo, x[b + j]), hi = std::max(hi, x[b + j]);
+        const float d = (hi - lo) / (five ? 31.0f : 15.0f);
+        const float id = d ? 1.0f / d : 0.0f;
+        put16(to_f16_bits(d));
+        put16(to_f16_bits(lo));
+        uint8_t q[32];
+        for (int j = 0; j < 32; ++j) {
+          const float v = (x[b + j] - lo) * id;  // rounded, then the half added: no fused multiply-add
+          q[j] = five ? uint8_t(v + 0.5f) : std::min<uint8_t>(15, uint8_t(int8_t(v + 0.5f)));
+        }
+        if (five) put_fifth_bits(out, q);
+        for (int j = 0; j < 16; ++j) out.push_back(std::byte((q[j] & 15) | ((q[j + 16] & 15) << 4)));
+      }
+      return;
+    case Format::Q5_0:
+      // ggml's quantize_row_q5_0_ref: Q4_0's rule over 5 bits, d = max / -16.
+      for (size_t b = 0; b < x.size(); b += 32) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < 32; ++j)
+          if (amax < std::fabs(x[b + j])) {
+            amax = std::fabs(x[b + j]);
+            max = x[b + j];
+          }
+        const float d = max / -16.0f;
+        const float id = d ? 1.0f / d : 0.0f;
+        put16(to_f16_bits(d));
+        uint8_t q[32];
+        for (int j = 0; j < 32; ++j) {
+          const float v = x[b + j] * id;
+          q[j] = std::min<uint8_t>(31, uint8_t(int8_t(v + 16.5f)));
+        }
+        put_fifth_bits(out, q);
+        for (int j = 0; j < 16; ++j) out.push_back(std::byte((q[j] & 15) | ((q[j + 16] & 15) << 4)));
+      }
+      return;
     case Format::Q4_K:
     case Format::Q5_K:
     case Format::Q6_K:
@@ -231,6 +282,32 @@ inline std::vector<float> dequantize(Format format, std::span<const std::byte> d
           const uint8_t q = p[18 * b + 2 + j];
           x[32 * b + j] = d * float(int(q & 15) - 8);
           x[32 * b + 16 + j] = d * float(int(q >> 4) - 8);
+        }
+      }
+      break;
+    case Format::Q4_1:
+    case Format::Q5_0:
+    case Format::Q5_1:
+      // ggml's dequantize_row_q4_1 / q5_0 / q5_1: q = nibble (+ 16 * bit j of
+      // qh for element j); x = q * d + m in float (the product rounded, then m
+      // added), or (q - 16) * d for Q5_0.
+      for (uint64_t b = 0; b < count / 32; ++b) {
+        const FormatInfo& f = format_info(format);
+        const uint8_t* blk = p + f.block_bytes * b;
+        const float d = f16_at(f.block_bytes * b);
+        const float m = format == Format::Q5_0 ? 0.0f : f16_at(f.block_bytes * b + 2);
+        const size_t qs = format == Format::Q4_1 ? 4 : format == Format::Q5_0 ? 6 : 8;
+        uint32_t qh = 0;
+        if (format != Format::Q4_1) std::memcpy(&qh, blk + qs - 4, 4);
+        for (int j = 0; j < 32; ++j) {
+          const uint8_t byte = blk[qs + j % 16];
+          const int q = (j < 16 ? byte & 15 : byte >> 4) | int((qh >> j) & 1) << 4;
+          if (format == Format::Q5_0) {
+            x[32 * b + j] = float(q - 16) * d;
+          } else {
+            const float prod = float(q) * d;
+            x[32 * b + j] = prod + m;
+          }
         }
       }
       break;

@@ -66,8 +66,8 @@ std::vector<Entry> entries_of() {
   return entries(static_cast<Variants<M>*>(nullptr));
 }
 // llama-quantize's K files (quant/scheme.hpp), for the sizes whose rows are
-// whole 256-element superblocks (4B, 12B, 27B: the 270M's and 1B's fall back to
-// Q5_0, which the engine does not run).
+// whole 256-element superblocks (4B, 12B, 27B; the 270M's and 1B's, with their
+// Q5_0 / Q5_1 / Q8_0 fallbacks, run in the engine but are not compiled in here).
 template <const ModelDims& M>
 using KVariants = std::tuple<Bench<M, schemes::kQ4_K_M>, Bench<M, schemes::kQ5_K_M>, Bench<M, schemes::kQ6_K>>;
 template <const ModelDims& M>

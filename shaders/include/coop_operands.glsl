@@ -9,14 +9,15 @@
 
 #include "fp16_pack.glsl"
 
-#if defined(K_QUANT)
-// K-quants: the sub-block's 16 quant bytes (both halves), and what the unit's
-// half needs: Q4_K, (d * sc, dmin * m); Q5_K, those and the fifth bits; Q6_K,
-// the high bits and d * scale.
+#if defined(UNIT_FP32)
+// K-quants, Q4_1, Q5_0, Q5_1: the (sub-)block's 16 quant bytes (both halves),
+// and what the unit's half needs: Q4_K, (d * sc, dmin * m); Q5_K, those and
+// the fifth bits; Q6_K, the high bits and d * scale; Q4_1, (d, -m); Q5_1,
+// those and the fifth bits; Q5_0, the fifth bits and d.
 struct WUnit {
   uvec4 quants;
-  uvec2 high;  // Q5_K: .x; Q6_K
-  vec2 scale;  // Q4_K, Q5_K: (d * sc, dmin * m); Q6_K: (d * scale of the unit's half, unused)
+  uvec2 high;  // FIFTH_BIT: .x; Q6_K
+  vec2 scale;  // SCALE_MIN_BLOCKS: (scale, min); Q6_K: (d * scale of the unit's half, unused); Q5_0: (d, unused)
 };
 #elif WEIGHT_BLOCK > 1
 // The 16 quant bytes that hold the unit (Q4_0: both halves of its block) and
@@ -42,7 +43,7 @@ struct WUnit {
 };
 #endif
 
-#if defined(K_QUANT)
+#if defined(UNIT_FP32)
 // Unit (row, k0 + 16 * half_k) of weight 1 or (second) weight 2 (PAIR); zeros when !ok.
 #if defined(WEIGHT2_BINDING)
 #define K_PICK(f, b) (second ? f##2(b) : f(b))
@@ -53,10 +54,13 @@ WUnit load_k_unit(uint row, uint k0, uint half_k, bool ok, bool second) {
   WUnit u;
   const uint b = row * (IN_FEATURES / 32) + k0 / 32;
   u.quants = ok ? K_PICK(block_quants, b) : uvec4(0);
-#if defined(FMT_Q4_K)
+#if defined(SCALE_MIN_BLOCKS) && !defined(FIFTH_BIT)
   u.high = uvec2(0);
   u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
-#elif defined(FMT_Q5_K)
+#elif defined(FMT_Q5_0)
+  u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
+  u.scale = vec2(ok ? K_PICK(block_scale, b) : 0.0, 0.0);
+#elif defined(FIFTH_BIT)
   u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
   u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
 #else
@@ -70,7 +74,7 @@ WUnit load_k_unit(uint row, uint k0, uint half_k, bool ok, bool second) {
 
 // Unit (row, k0 + 16 * half_k) of the bound weight part, IN_FEATURES per row; zeros when !ok.
 WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
-#if defined(K_QUANT)
+#if defined(UNIT_FP32)
   return load_k_unit(row, k0, half_k, ok, false);
 #else
   WUnit u;
@@ -102,8 +106,8 @@ WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
 #endif
 }
 
-#if defined(K_QUANT)
-// A K-quant unit's 16 values in fp32, each as ggml's dequantisation gives it
+#if defined(UNIT_FP32)
+// A unit's 16 values in fp32, each as ggml's dequantisation gives it
 // (tests/kernel checks them bit for bit on devices without tensor units). Word
 // k of the half's 4-, 5- or 6-bit quants holds elements 4k .. 4k+3 of the half,
 // one a byte.
@@ -115,13 +119,17 @@ void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
     const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24) - 32.0;
     v[k] = u.scale.x * q;
 #else
-#if defined(FMT_Q5_K)
+#if defined(FIFTH_BIT)
     c |= ((u.high.x >> (k + 4u * half_k)) & 0x01010101u) << 4;
 #endif
     const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24);
+#if defined(FMT_Q5_0)
+    v[k] = u.scale.x * (q - 16.0);  // ggml's (q - 16) * d: exact integers, one rounding
+#else
     precise const vec4 prod = u.scale.x * q;  // rounded, then the min: as ggml, no fused multiply-add
     precise const vec4 x = prod - u.scale.y;
     v[k] = x;
+#endif
 #endif
   }
 }
@@ -129,7 +137,7 @@ void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
 
 // The unit as 16 fp16 values: k 0..7 in lo, 8..15 in hi.
 void w_unit_fp16(WUnit u, uint half_k, out uvec4 lo, out uvec4 hi) {
-#if defined(K_QUANT)
+#if defined(UNIT_FP32)
   // Rounded once to fp16 from fp32 (pack8): the scale d * sc is no fp16
   // value, so dequant2's fp16 product would round twice.
   vec4 v[4];

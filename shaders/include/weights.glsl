@@ -1,7 +1,8 @@
 // weights.glsl — read one weight tensor part in any of the engine's formats.
 //
 // The includer defines WEIGHT_BINDING and exactly one of FMT_F32, FMT_F16,
-// FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K (the build
+// FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_1, FMT_Q5_0, FMT_Q5_1, FMT_Q4_K,
+// FMT_Q5_K, FMT_Q6_K (the build
 // compiles one SPIR-V module per format). Elements are indexed from the start
 // of the bound part, row-major, so element i of row r is r * IN_FEATURES + i; block b of a block format is elements
 // 32b .. 32b+31 (row r's blocks are r * IN_FEATURES/32 ..).
@@ -31,6 +32,17 @@
 //         then each superblock's f16 d. x = (d * scale) * (q - 32), scale the
 //         sub-block's first (elements 0..15) or second (16..31).
 // All keep every byte of the file's superblock (144, 176 and 210 bytes).
+// Q4_1, Q5_0 and Q5_1 (32-element blocks of 20, 22, 24 bytes) are read as
+// Q4_K's and Q5_K's sub-blocks are (notes/legacy_quants.md):
+//   Q4_1: quants 16 bytes per block as Q4_0's; then each block's (d, m) as two
+//         f16. x = d * q + m.
+//   Q5_0: quants 16 bytes per block; then the fifth bits, 4 bytes per block
+//         arranged as Q5_K's; then each block's f16 d. x = d * (q - 16).
+//   Q5_1: Q5_0's quants and fifth bits; then each block's (d, m). x = d * q + m.
+// Families the kernels share code by: SCALE_MIN_BLOCKS (a block's or sub-block's
+// values are sm.x * q - sm.y: Q4_K, Q5_K, Q4_1, Q5_1; the legacy formats'
+// min enters as -m), FIFTH_BIT (Q5_K, Q5_0, Q5_1), UNIT_FP32 (the tensor-unit
+// kernels make their operands in fp32 and round once: all of these and Q6_K).
 
 #extension GL_EXT_shader_16bit_storage : require
 
@@ -101,10 +113,56 @@ float block_quant(uint b, uint j) {
   return float(j < 16u ? (byte_value & 15u) : (byte_value >> 4)) - 8.0;
 }
 float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 31u); }
+#elif defined(FMT_Q4_1) || defined(FMT_Q5_0) || defined(FMT_Q5_1)
+#define WEIGHT_BLOCK 32
+#define QUANT_BYTES 16
+#define UNIT_FP32 1
+#if defined(FMT_Q4_1)
+#define SCALE_MIN_BLOCKS 1
+#else
+#define FIFTH_BIT 1
+#if defined(FMT_Q5_1)
+#define SCALE_MIN_BLOCKS 1
+#endif
+#endif
+// The readers of one binding's part, given its views WUB (uint), WQB (uvec4)
+// and WHB (uint16). Q5_0's d goes through the 16-bit view: a part of an odd
+// number of blocks ends 2 bytes past a word.
+#if defined(FMT_Q4_1)
+#define LEGACY_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALE)                                    \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  /* (d, -m): the value is d * q - (-m), which is ggml's d * q + m exactly. */               \
+  vec2 SCALE(uint b) { const vec2 dm = unpackHalf2x16(WUB[4u * (WEIGHT_PART_BLOCKS) + b]); return vec2(dm.x, -dm.y); }
+#elif defined(FMT_Q5_1)
+#define LEGACY_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALE)                                    \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  uint HIGH(uint b) { return WUB[4u * (WEIGHT_PART_BLOCKS) + b]; }                           \
+  vec2 SCALE(uint b) { const vec2 dm = unpackHalf2x16(WUB[5u * (WEIGHT_PART_BLOCKS) + b]); return vec2(dm.x, -dm.y); }
+#else
+#define LEGACY_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALE)                                    \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  uint HIGH(uint b) { return WUB[4u * (WEIGHT_PART_BLOCKS) + b]; }                           \
+  float SCALE(uint b) { return unpackHalf2x16(uint(WHB[10u * (WEIGHT_PART_BLOCKS) + b])).x; }
+#endif
+layout(binding = WEIGHT_BINDING) readonly buffer WeightWords { uint WKW[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightQuants { uvec4 WKQ[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightHalves { uint16_t WKH[]; };
+#if defined(FMT_Q5_0)
+LEGACY_READERS(WKW, WKQ, WKH, block_quants, block_high, block_scale)
+#else
+LEGACY_READERS(WKW, WKQ, WKH, block_quants, block_high, block_scale_min)
+#endif
 #elif defined(FMT_Q4_K) || defined(FMT_Q5_K) || defined(FMT_Q6_K)
 #define WEIGHT_BLOCK 32
 #define QUANT_BYTES 16
 #define K_QUANT 1
+#define UNIT_FP32 1
+#if !defined(FMT_Q6_K)
+#define SCALE_MIN_BLOCKS 1
+#if defined(FMT_Q5_K)
+#define FIFTH_BIT 1
+#endif
+#endif
 // The readers of one binding's K-quant part, given its views WUB (uint), WQB
 // (uvec4) and WHB (uint16) and the readers' names (weight 1: block_quants ...,
 // weight 2: block_quants2 ...).
@@ -163,25 +221,7 @@ uint block_high(uint b) { return WKW[4u * (WEIGHT_PART_BLOCKS) + b]; }
 #else
 K_READERS(WKW, WKQ, WKH, block_quants, block_high, block_scales)
 #endif
-#if defined(FMT_Q4_K) || defined(FMT_Q5_K)
-// Quant i of sub-block b: byte i % 16 of its 16, low nibble for i < 16; Q5_K's
-// fifth bit from its word.
-uint block_quant(uint b, uint i) {
-  const uint low = (WKQ[b][(i & 15u) >> 2u] >> (8u * (i & 3u) + 4u * (i >> 4u))) & 15u;
-#if defined(FMT_Q5_K)
-  return low | (((block_high(b) >> (8u * (i & 3u) + ((i & 15u) >> 2u) + 4u * (i >> 4u))) & 1u) << 4u);
-#else
-  return low;
-#endif
-}
-float weight_at(uint i) {
-  const uint b = i >> 5;
-  const vec2 sm = block_scale_min(b);
-  precise const float prod = sm.x * float(block_quant(b, i & 31u));  // not fused: ggml rounds the product
-  precise const float v = prod - sm.y;
-  return v;
-}
-#else
+#if defined(FMT_Q6_K)
 uint block_quant(uint b, uint i) {
   const uint low = (WKQ[b][(i & 15u) >> 2u] >> (8u * (i & 3u) + 4u * (i >> 4u))) & 15u;
   const uint k = (i & 15u) >> 2u;
@@ -195,7 +235,32 @@ float weight_at(uint i) {
 }
 #endif
 #else
-#error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K"
+#error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_1, FMT_Q5_0, FMT_Q5_1, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K"
+#endif
+
+#if defined(SCALE_MIN_BLOCKS) || defined(FMT_Q5_0)
+// Quant i of (sub-)block b: byte i % 16 of its 16, low nibble for i < 16; the
+// fifth bit from its word (FIFTH_BIT).
+uint block_quant(uint b, uint i) {
+  const uint low = (WKQ[b][(i & 15u) >> 2u] >> (8u * (i & 3u) + 4u * (i >> 4u))) & 15u;
+#if defined(FIFTH_BIT)
+  return low | (((block_high(b) >> (8u * (i & 3u) + ((i & 15u) >> 2u) + 4u * (i >> 4u))) & 1u) << 4u);
+#else
+  return low;
+#endif
+}
+#if defined(FMT_Q5_0)
+// ggml's (q - 16) * d: an exact integer times d.
+float weight_at(uint i) { return float(int(block_quant(i >> 5, i & 31u)) - 16) * block_scale(i >> 5); }
+#else
+float weight_at(uint i) {
+  const uint b = i >> 5;
+  const vec2 sm = block_scale_min(b);
+  precise const float prod = sm.x * float(block_quant(b, i & 31u));  // not fused: ggml rounds the product
+  precise const float v = prod - sm.y;
+  return v;
+}
+#endif
 #endif
 
 #ifndef WEIGHT_BLOCK
@@ -217,6 +282,15 @@ layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Buf { uint16_t W2[]; };
 layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 Wq2[]; };
 float block_scale2(uint b) { return unpackHalf2x16(uint(W2[(WEIGHT_PART_BLOCKS) * 8u + b])).x; }
 uvec4 block_quants2(uint b) { return Wq2[b]; }
+#elif defined(WEIGHT2_BINDING) && (defined(FMT_Q4_1) || defined(FMT_Q5_0) || defined(FMT_Q5_1))
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Words { uint WKW2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 WKQ2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Halves { uint16_t WKH2[]; };
+#if defined(FMT_Q5_0)
+LEGACY_READERS(WKW2, WKQ2, WKH2, block_quants2, block_high2, block_scale2)
+#else
+LEGACY_READERS(WKW2, WKQ2, WKH2, block_quants2, block_high2, block_scale_min2)
+#endif
 #elif defined(WEIGHT2_BINDING) && defined(K_QUANT)
 layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Words { uint WKW2[]; };
 layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 WKQ2[]; };

@@ -64,3 +64,50 @@ struct Gemma1BQ6K { static constexpr u::DeploymentConfig kConfig = u::make_deplo
 static_assert(u::diag::check_deployment<Gemma1BQ6K>());
 static_assert(u::kLayoutOf<Gemma1BQ6K>.view().weight(u::Role::AttnQ, 0).format == u::Format::Q8_0);
 static_assert(u::kLayoutOf<Gemma1BQ6K>.view().weight(u::Role::FfnDown, 0).format == u::Format::Q6_K);  // 6912 = 27 x 256
+
+// The K mixes on the 1B (hidden 1152 = 4.5 superblocks, 26 layers) and the
+// 270M (640 = 2.5, 18 layers), written out by hand from llama.cpp's
+// src/llama-quant.cpp (llama_tensor_get_type_impl, tensor_type_fallback):
+// attn_q, attn_k, attn_v, ffn_gate and ffn_up read the hidden state, so Q4_K
+// falls back to Q5_0 (Q5_K_M: Q5_K to Q5_1) and attn_v's Q6_K in the
+// use_more_bits layers to Q8_0; attn_output (heads * head_dim = 1024 columns)
+// and ffn_down (6912 = 27 x 256, 2048 = 8 x 256) keep the K-quants, ffn_down
+// Q6_K in those layers; the tied embedding takes the output's rule, Q8_0 for
+// rows that are not whole superblocks.
+template <const u::ModelDims& M, const u::Scheme& S>
+struct KMixOf { static constexpr u::DeploymentConfig kConfig = u::make_deployment(M, S, 8192); };
+struct MixFormats {
+  u::Format hidden_readers, k_quant;  // attn_q/k/gate/up (and attn_v elsewhere); attn_output, ffn_down
+};
+template <class D, size_t N>
+constexpr bool mix_layers_are(const uint32_t (&more_bits)[N], MixFormats f) {
+  const auto L = u::kLayoutOf<D>.view();
+  for (uint32_t l = 0; l < D::kConfig.model.layers; ++l) {
+    const bool more = std::find(std::begin(more_bits), std::end(more_bits), l) != std::end(more_bits);
+    for (u::Role r : {u::Role::AttnQ, u::Role::AttnK, u::Role::FfnGate, u::Role::FfnUp})
+      if (L.weight(r, int(l)).format != f.hidden_readers) return false;
+    if (L.weight(u::Role::AttnV, int(l)).format != (more ? u::Format::Q8_0 : f.hidden_readers)) return false;
+    if (L.weight(u::Role::AttnOut, int(l)).format != f.k_quant) return false;
+    if (L.weight(u::Role::FfnDown, int(l)).format != (more ? u::Format::Q6_K : f.k_quant)) return false;
+  }
+  return L.weight(u::Role::Embedding).format == u::Format::Q8_0 && L.weight(u::Role::LmHead).role == u::Role::Embedding;
+}
+constexpr uint32_t kMoreBitsLayers1B[] = {0, 1, 2, 5, 8, 11, 14, 17, 20, 22, 23, 24, 25};  // n = 26
+constexpr uint32_t kMoreBitsLayers270M[] = {0, 1, 4, 7, 10, 13, 15, 16, 17};              // n = 18
+using Gemma1BQ4KM = KMixOf<u::kGemma3_1B, u::schemes::kQ4_K_M>;
+using Gemma1BQ5KM = KMixOf<u::kGemma3_1B, u::schemes::kQ5_K_M>;
+using Gemma270MQ4KM = KMixOf<u::kGemma3_270M, u::schemes::kQ4_K_M>;
+using Gemma270MQ5KM = KMixOf<u::kGemma3_270M, u::schemes::kQ5_K_M>;
+static_assert(u::diag::check_deployment<Gemma1BQ4KM>());
+static_assert(u::diag::check_deployment<Gemma1BQ5KM>());
+static_assert(u::diag::check_deployment<Gemma270MQ4KM>());
+static_assert(u::diag::check_deployment<Gemma270MQ5KM>());
+static_assert(mix_layers_are<Gemma1BQ4KM>(kMoreBitsLayers1B, {u::Format::Q5_0, u::Format::Q4_K}));
+static_assert(mix_layers_are<Gemma1BQ5KM>(kMoreBitsLayers1B, {u::Format::Q5_1, u::Format::Q5_K}));
+static_assert(mix_layers_are<Gemma270MQ4KM>(kMoreBitsLayers270M, {u::Format::Q5_0, u::Format::Q4_K}));
+static_assert(mix_layers_are<Gemma270MQ5KM>(kMoreBitsLayers270M, {u::Format::Q5_1, u::Format::Q5_K}));
+// The all-Q4_K scheme on the 1B falls back too (schemes::kQ4_K).
+using Gemma1BQ4K = KMixOf<u::kGemma3_1B, u::schemes::kQ4_K>;
+static_assert(u::diag::check_deployment<Gemma1BQ4K>());
+static_assert(u::kLayoutOf<Gemma1BQ4K>.view().weight(u::Role::FfnUp, 3).format == u::Format::Q5_0);
+static_assert(u::kLayoutOf<Gemma1BQ4K>.view().weight(u::Role::AttnOut, 3).format == u::Format::Q4_K);

@@ -103,7 +103,7 @@ std::vector<Inst> instructions(std::span<const uint32_t> m) {
   return ::testing::AssertionSuccess();
 }
 
-const char* kFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+const char* kFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
 
 // The build step (unicorn-spirv-coop-khr) and the header agree on engine
 // module `khr`, its output is well formed, and it has three matrix types, one

@@ -2,11 +2,12 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : require
-// k_unit_values — the cooperative-matrix kernels' K-quant weight operands
+// k_unit_values — the cooperative-matrix kernels' weight operands made in fp32
 // (shaders/include/coop_operands.glsl: load_k_unit, k_unit_values) run
 // without tensor units, so lavapipe checks what matmul_coop and
-// matmul_coop_splitk stage before their fp16 rounding. Built twice (FMT_Q4_K,
-// FMT_Q6_K) by tests/kernel/CMakeLists.txt for kernel_tests.cpp's KUnitValues.
+// matmul_coop_splitk stage before their fp16 rounding. Built once per format
+// whose operands are made in fp32 (the K-quants, Q4_1, Q5_0, Q5_1) by
+// tests/kernel/CMakeLists.txt for kernel_tests.cpp's KUnitValues.
 // Output [2][rows][IN_FEATURES]: every value of weight 1 (binding 0), then of weight 2
 // (binding 2, the fused pair's up), one 16-value unit per invocation.
 layout(local_size_x = 64) in;

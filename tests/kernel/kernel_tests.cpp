@@ -44,6 +44,9 @@
 
 namespace unicorn {
 namespace test_spirv {  // test-only shaders (tests/kernel/CMakeLists.txt)
+#include "k_unit_values_q4_1.h"
+#include "k_unit_values_q5_0.h"
+#include "k_unit_values_q5_1.h"
 #include "k_unit_values_q4_k.h"
 #include "k_unit_values_q5_k.h"
 #include "k_unit_values_q6_k.h"
@@ -54,6 +57,9 @@ using detail::StepHeader;
 
 // A test-only module by name, beside the engine's (spirv::find).
 std::span<const uint32_t> find_module(const std::string& name) {
+  if (name == "k_unit_values_q4_1") return test_spirv::k_unit_values_q4_1;
+  if (name == "k_unit_values_q5_0") return test_spirv::k_unit_values_q5_0;
+  if (name == "k_unit_values_q5_1") return test_spirv::k_unit_values_q5_1;
   if (name == "k_unit_values_q4_k") return test_spirv::k_unit_values_q4_k;
   if (name == "k_unit_values_q5_k") return test_spirv::k_unit_values_q5_k;
   if (name == "k_unit_values_q6_k") return test_spirv::k_unit_values_q6_k;
@@ -229,8 +235,14 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-const Format kAllFormats[] = {Format::F32, Format::F16, Format::BF16, Format::Q8_0,
-                              Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K};
+const Format kAllFormats[] = {Format::F32,  Format::F16,  Format::BF16, Format::Q8_0, Format::Q4_0, Format::Q4_1,
+                              Format::Q5_0, Format::Q5_1, Format::Q4_K, Format::Q5_K, Format::Q6_K};
+const Format kBlockFormats[] = {Format::Q8_0, Format::Q4_0, Format::Q4_1, Format::Q5_0,
+                                Format::Q5_1, Format::Q4_K, Format::Q5_K, Format::Q6_K};
+// The formats whose tensor-unit operands are made in fp32 (coop_operands.glsl's
+// UNIT_FP32), checked through a test shader: the K-quants, Q4_1, Q5_0, Q5_1.
+const Format kUnitFp32Formats[] = {Format::Q4_1, Format::Q5_0, Format::Q5_1,
+                                   Format::Q4_K, Format::Q5_K, Format::Q6_K};
 
 // Row lengths per format: floats odd (77, 100), 32-blocks not a power of two of
 // blocks (96, 160); K-quants whole 256-element superblocks (256, 768).
@@ -570,18 +582,18 @@ std::vector<LinearCase> linear_coop_cases() {
 INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cases()),
                          [](const auto& info) { return test_name(info.param.name()); });
 
-// The cooperative-matrix kernels' K-quant operands (load_k_unit, then
-// k_unit_values: what they round to fp16 and stage) through a test shader that
-// runs without tensor units, for weight 1 and the fused pair's weight 2: bit
-// for bit ggml's dequantisation. Odd row counts: a Q6_K part then ends 2 bytes
-// past a word. (LinearCoop and SplitKPair check the whole kernels where the
+// The cooperative-matrix kernels' operands made in fp32 (K-quants, Q4_1,
+// Q5_0, Q5_1: load_k_unit, then k_unit_values, what they round to fp16 and
+// stage) through a test shader that runs without tensor units, for weight 1
+// and the fused pair's weight 2: bit for bit ggml's dequantisation. Odd row
+// counts: a Q6_K or Q5_0 part then ends 2 bytes past a word. (LinearCoop and SplitKPair check the whole kernels where the
 // device has tensor units.)
 struct KUnitSpec {
   BOOST_HANA_DEFINE_STRUCT(KUnitSpec, (uint32_t, K));
 };
 TEST(KUnitValues, MatchGgmlDequantizationBitForBit) {
-  for (Format f : {Format::Q4_K, Format::Q5_K, Format::Q6_K})
-    for (uint32_t K : {256u, 768u}) {
+  for (Format f : kUnitFp32Formats)
+    for (uint32_t K : {row_k(f, 0, 96, 256), row_k(f, 0, 160, 768)}) {
       const uint32_t rows = 5;
       const auto w1 = random_weights(f, rows, K), w2 = random_weights(f, rows, K);
       const auto W1 = reference::dequantize(f, w1, size_t(rows) * K), W2 = reference::dequantize(f, w2, size_t(rows) * K);
@@ -839,11 +851,11 @@ std::vector<ConvertCase> convert_cases() {
   std::vector<ConvertCase> v;
   for (Format f : kAllFormats)
     for (auto s : {detail::SourceType::F32, detail::SourceType::F16, detail::SourceType::BF16})
-      if (!is_k_quant(f))  // K-quants come only from GGUF blocks (the loader refuses floats)
+      if (!is_block_quantized(f) || quantized_on_device(f))  // the others come only from GGUF blocks (the loader refuses floats)
       for (float add : {0.f, 1.f})
         for (uint32_t first : {0u, 5u}) v.push_back({f, s, add, first});
   // GGUF blocks moving into the planar device layout.
-  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
+  for (Format f : kBlockFormats)
     for (uint32_t first : {0u, 5u}) v.push_back({f, detail::SourceType::GgmlBlocks, 0.f, first});
   return v;
 }
@@ -1794,7 +1806,7 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
 }
 std::vector<PairCase> pair_cases() {
   std::vector<PairCase> v;
-  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
+  for (Format f : kBlockFormats)
     for (uint32_t lanes : {0u, 128u}) v.push_back({f, row_k(f, 0, 160, 768), 301, lanes});
   return v;
 }
@@ -1865,7 +1877,7 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
 }
 std::vector<SplitKPairCase> splitk_pair_cases() {
   std::vector<SplitKPairCase> v;
-  for (Format f : {Format::Q8_0, Format::Q4_0, Format::Q4_K, Format::Q5_K, Format::Q6_K})
+  for (Format f : kBlockFormats)
     for (uint32_t K : {row_k(f, 0, 160, 768), 1024u})
       for (uint32_t n : {5u, 20u}) v.push_back({f, K, 301, n});
   return v;

@@ -1,15 +1,21 @@
-// Label golden: the K-quants (Q4_K, Q5_K, Q6_K) end to end on the Vulkan device. A
-// random Gemma 3 of kGemma3TinyK's shapes (rows whole 256-element superblocks)
-// is written twice from one F32 file (unicorn-convert --random): every matrix
-// in the K-quant (tools::quantize_k's valid blocks), and every matrix as those
-// blocks' exact dequantisation in F32 (ggml's definition, tools/ggml_quantize.hpp).
-// The K-quant engine must give the F32 engine's logits within 1e-3 of their
+// Label golden: the K-quants (Q4_K, Q5_K, Q6_K) and ggml's older 32-element
+// formats (Q4_1, Q5_0, Q5_1) end to end on the Vulkan device. A random Gemma 3
+// of kGemma3TinyK's shapes (rows whole 256-element superblocks) is written
+// twice from one F32 file (unicorn-convert --random): every matrix in the
+// format (tools::quantize_k's valid blocks; ggml's reference quantizer for the
+// 32-element formats), and every matrix as those blocks' exact dequantisation
+// in F32 (ggml's definition, tools/ggml_quantize.hpp). Q4_K_M runs also on
+// kGemma3TinyKFallback (hidden 160: llama-quantize's Q5_0 / Q8_0 fallbacks,
+// as in the 1B's and 270M's files); safetensors quantized to Q5_0 / Q5_1 at
+// load must equal unicorn-convert's file bit for bit.
+// The quantized engine must give the F32 engine's logits within 1e-3 of their
 // scale (the F32 engine is itself held to transformers in model_tests) in the
 // prefill and decode passes, and the same greedy tokens: the whole model's
 // reading of the format, not only each kernel's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -28,9 +34,9 @@ using namespace unicorn;
 
 namespace {
 
-template <Format F>
+template <Format F, const ModelDims& M = kGemma3TinyK>
 struct TinyK {
-  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, schemes::all(F, Format::F32), 256, 16);
+  static constexpr DeploymentConfig kConfig = make_deployment(M, schemes::all(F, Format::F32), 256, 16);
 };
 
 gpu::Context& context() {
@@ -47,13 +53,13 @@ fs::path temp_dir() {
   return dir;
 }
 
-// The random F32 model, once per process.
-fs::path base_model() {
-  const fs::path out = temp_dir() / "tiny-k-f32.gguf";
+// The random F32 model of `model`'s shapes, once per process.
+fs::path base_model(const std::string& model = "gemma3-tiny-k") {
+  const fs::path out = temp_dir() / (model + "-f32.gguf");
   if (!fs::exists(out)) {
     const char* convert = std::getenv("UNICORN_CONVERT");
     if (!convert) throw std::runtime_error("UNICORN_CONVERT is not set (run through ctest)");
-    const std::string cmd = std::string(convert) + " --random gemma3-tiny-k --type F32 --seed 7 --out " +
+    const std::string cmd = std::string(convert) + " --random " + model + " --type F32 --seed 7 --out " +
                             out.string() + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   }
@@ -67,8 +73,8 @@ using TensorEdit = std::function<void(const std::string& name, std::vector<std::
 // `mix`, if given: each matrix's format by name (a mixed scheme's), else `f` for all.
 using Formats = std::map<std::string, Format>;
 std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, const std::string& tag = "",
-                                         const Formats* mix = nullptr) {
-  const auto g = io::GgufFile::open(base_model());
+                                         const Formats* mix = nullptr, const std::string& model = "gemma3-tiny-k") {
+  const auto g = io::GgufFile::open(base_model(model));
   io::GgufWriter q, d;
   for (const auto& kv : g.metadata()) {
     q.set(kv.key, kv.value);
@@ -92,8 +98,8 @@ std::pair<fs::path, fs::path> model_pair(Format f, const TensorEdit& edit = {}, 
     d.add_tensor(t.name, uint32_t(Format::F32), t.dims, db[i]);
   }
   const std::string name(format_name(f));
-  const fs::path qp = temp_dir() / ("tiny-k-" + name + tag + ".gguf"),
-                 dp = temp_dir() / ("tiny-k-" + name + tag + "-dequant.gguf");
+  const fs::path qp = temp_dir() / (model + "-" + name + tag + ".gguf"),
+                 dp = temp_dir() / (model + "-" + name + tag + "-dequant.gguf");
   q.write(qp);
   d.write(dp);
   return {qp, dp};
@@ -140,7 +146,7 @@ void expect_matches_dequantized() {
   const Run got = run<TinyK<F>>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
   const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
   const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
-  std::printf("[ kquant ] %-5s vs its F32 dequantisation: prefill %.2e (tolerance %.0e, %s)  decode %.2e (tolerance %.0e)\n",
+  std::printf("[ quant ] %-5s vs its F32 dequantisation: prefill %.2e (tolerance %.0e, %s)  decode %.2e (tolerance %.0e)\n",
               std::string(format_name(F)).c_str(), e_prefill, prefill_tolerance,
               gpu::prefill_linear_path(context().info()).c_str(), e_decode, kTolerance);
   EXPECT_LE(e_prefill, prefill_tolerance) << format_name(F) << " prefill pass";
@@ -159,59 +165,109 @@ class KQuantModel : public ::testing::Test {
 TEST_F(KQuantModel, Q4_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q4_K>(); }
 TEST_F(KQuantModel, Q5_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q5_K>(); }
 TEST_F(KQuantModel, Q6_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q6_K>(); }
+TEST_F(KQuantModel, Q4_1MatchesItsDequantization) { expect_matches_dequantized<Format::Q4_1>(); }
+TEST_F(KQuantModel, Q5_0MatchesItsDequantization) { expect_matches_dequantized<Format::Q5_0>(); }
+TEST_F(KQuantModel, Q5_1MatchesItsDequantization) { expect_matches_dequantized<Format::Q5_1>(); }
 
 // llama-quantize's Q4_K_M mix (schemes::kQ4_K_M): Q4_K, with Q6_K for attn_v
 // and ffn_down in the layers more_bits_layer() picks (here layer 1 of 2) and a
 // Q6_K embedding, so one pass reads both formats, and its LM head Q6_K.
-struct TinyKMix {
+template <const Scheme& S, const ModelDims& M = kGemma3TinyK>
+struct TinyKMixOf {
   static constexpr Scheme kScheme = [] {
-    Scheme s = schemes::kQ4_K_M;
+    Scheme s = S;
     s.kv_cache = Format::F32;
     return s;
   }();
-  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3TinyK, kScheme, 256, 16);
+  static constexpr DeploymentConfig kConfig = make_deployment(M, kScheme, 256, 16);
 };
-TEST_F(KQuantModel, Q4_K_MMixMatchesItsDequantization) {
+using TinyKMix = TinyKMixOf<schemes::kQ4_K_M>;
+
+// Each matrix's format in deployment D, by GGUF name.
+template <class D>
+Formats formats_of() {
   Formats mix;
-  for (const TensorSlot& t : kLayoutOf<TinyKMix>.view().tensors)
+  for (const TensorSlot& t : kLayoutOf<D>.view().tensors)
     if (t.arena == Arena::Weights && t.rows > 1) mix[t.gguf_name()] = t.format;
+  return mix;
+}
+
+// The mix's engine against an F32 engine on the exact dequantisation of the
+// same blocks (`model`: the random base model's shapes).
+template <class D, const ModelDims& M>
+void expect_mix_matches(const Formats& mix, const std::string& what, const std::string& model) {
+  const auto [quantized, dequantized] = model_pair(Format::Q4_K, {}, "-mix-" + what, &mix, model);
+  std::vector<int32_t> prompt(24);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % M.vocab);
+  const ::Run got = run<D>(quantized, prompt), want = run<TinyK<Format::F32, M>>(dequantized, prompt);
+  const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
+  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
+  std::printf("[ quant ] %s vs its F32 dequantisation: prefill %.2e (tolerance %.0e)  decode %.2e (tolerance %.0e)\n",
+              what.c_str(), e_prefill, prefill_tolerance, e_decode, kTolerance);
+  EXPECT_LE(e_prefill, prefill_tolerance) << what;
+  EXPECT_LE(e_decode, kTolerance) << what;
+  EXPECT_GT(e_decode, 0.0) << what;
+  EXPECT_EQ(got.greedy, want.greedy) << what;
+}
+
+TEST_F(KQuantModel, Q4_K_MMixMatchesItsDequantization) {
+  const Formats mix = formats_of<TinyKMix>();
   ASSERT_EQ(mix.at("blk.0.attn_v.weight"), Format::Q4_K);
   ASSERT_EQ(mix.at("blk.1.attn_v.weight"), Format::Q6_K);
   ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q6_K);
   ASSERT_EQ(mix.at("token_embd.weight"), Format::Q6_K);
-  const auto [quantized, dequantized] = model_pair(Format::Q4_K, {}, "-mix", &mix);
-  std::vector<int32_t> prompt(24);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
-  const ::Run got = run<TinyKMix>(quantized, prompt), want = run<TinyK<Format::F32>>(dequantized, prompt);
-  const double e_prefill = relative_error(got.prefill, want.prefill), e_decode = relative_error(got.decode, want.decode);
-  const double prefill_tolerance = context().info().coopmat ? kCoopPrefillTolerance : kTolerance;
-  std::printf("[ kquant ] Q4_K_M vs its F32 dequantisation: prefill %.2e (tolerance %.0e)  decode %.2e (tolerance %.0e)\n",
-              e_prefill, prefill_tolerance, e_decode, kTolerance);
-  EXPECT_LE(e_prefill, prefill_tolerance);
-  EXPECT_LE(e_decode, kTolerance);
-  EXPECT_GT(e_decode, 0.0);
-  EXPECT_EQ(got.greedy, want.greedy);
+  expect_mix_matches<TinyKMix, kGemma3TinyK>(mix, "Q4_K_M", "gemma3-tiny-k");
+}
+
+// The same mixes where the hidden state's rows (160) are not whole
+// superblocks, as in the 1B's and 270M's files: llama-quantize's fallbacks
+// (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0) for the matrices that read it,
+// K-quants for attn_output (256 columns) and ffn_down (512). One pass reads
+// four formats. (Q5_K_M's file is checked by ConvertWritesTheFallbacks; Q5_1
+// and Q5_K run end to end on their own above.)
+using TinyFallbackQ4_K_M = TinyKMixOf<schemes::kQ4_K_M, kGemma3TinyKFallback>;
+using TinyFallbackQ5_K_M = TinyKMixOf<schemes::kQ5_K_M, kGemma3TinyKFallback>;
+TEST_F(KQuantModel, Q4_K_MFallbacksMatchTheirDequantization) {
+  const Formats mix = formats_of<TinyFallbackQ4_K_M>();
+  for (const char* t : {"attn_q", "attn_k", "ffn_gate", "ffn_up"})
+    for (int l : {0, 1}) ASSERT_EQ(mix.at("blk." + std::to_string(l) + "." + t + ".weight"), Format::Q5_0) << t;
+  ASSERT_EQ(mix.at("blk.0.attn_v.weight"), Format::Q5_0);
+  ASSERT_EQ(mix.at("blk.1.attn_v.weight"), Format::Q8_0);
+  ASSERT_EQ(mix.at("blk.0.attn_output.weight"), Format::Q4_K);
+  ASSERT_EQ(mix.at("blk.0.ffn_down.weight"), Format::Q4_K);
+  ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q6_K);
+  ASSERT_EQ(mix.at("token_embd.weight"), Format::Q8_0);
+  expect_mix_matches<TinyFallbackQ4_K_M, kGemma3TinyKFallback>(mix, "Q4_K_M-fallback", "gemma3-tiny-k-fallback");
 }
 
 // unicorn-convert --type Q4_K_M writes every tensor in the format the Q4_K_M
 // engine's layout gives it, llama-quantize's rule: such a file loads, and a
 // Q4_K file does not (its layer-1 attn_v is Q4_K where the mix says Q6_K).
-TEST_F(KQuantModel, ConvertWritesTheQ4_K_MMix) {
-  const fs::path out = temp_dir() / "tiny-k-Q4_K_M-convert.gguf";
-  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --random gemma3-tiny-k --type Q4_K_M --out " +
-                          out.string() + " > /dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+// unicorn-convert --random `model` --type `type`: every tensor in the format
+// deployment D's layout gives it, general.file_type `ftype`; the file loads
+// into D and its scales are finite.
+template <class D>
+fs::path expect_convert_writes(const std::string& model, const std::string& type, uint32_t ftype) {
+  const fs::path out = temp_dir() / (model + "-" + type + "-convert.gguf");
+  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --random " + model + " --type " + type +
+                          " --out " + out.string() + " > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto g = io::GgufFile::open(out);
-  for (const TensorSlot& t : kLayoutOf<TinyKMix>.view().tensors) {
+  for (const TensorSlot& t : kLayoutOf<D>.view().tensors) {
     if (t.arena != Arena::Weights) continue;
     const io::GgufTensor* f = g.find_tensor(t.gguf_name());
-    ASSERT_TRUE(f) << t.gguf_name();
-    EXPECT_EQ(f->ggml_type, t.rows > 1 ? uint32_t(t.format) : uint32_t(Format::F32)) << t.gguf_name();
+    EXPECT_TRUE(f) << t.gguf_name();
+    if (f) EXPECT_EQ(f->ggml_type, t.rows > 1 ? uint32_t(t.format) : uint32_t(Format::F32)) << t.gguf_name();
   }
-  EXPECT_EQ(g.try_u32("general.file_type"), 15u) << "llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M";
-  Engine<TinyKMix> engine(context(), tools::engine_options_from_env());
+  EXPECT_EQ(g.try_u32("general.file_type"), ftype) << "llama.cpp's LLAMA_FTYPE for " << type;
+  Engine<D> engine(context(), tools::engine_options_from_env());
   engine.load(out);
-  EXPECT_NO_THROW(engine.check_tensors()) << "random K-quant blocks with NaN or Inf scales";
+  EXPECT_NO_THROW(engine.check_tensors()) << "random blocks with NaN or Inf scales";
+  return out;
+}
+
+TEST_F(KQuantModel, ConvertWritesTheQ4_K_MMix) {
+  const fs::path out = expect_convert_writes<TinyKMix>("gemma3-tiny-k", "Q4_K_M", 15);
   Engine<TinyK<Format::Q4_K>> plain(context(), tools::engine_options_from_env());
   try {
     plain.load(out);
@@ -219,6 +275,49 @@ TEST_F(KQuantModel, ConvertWritesTheQ4_K_MMix) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Q6_K"), std::string::npos) << e.what();
   }
+}
+
+// The mixes over rows that are not whole superblocks write llama-quantize's
+// fallbacks (the 1B's and 270M's files); --type Q5_0 writes every matrix in
+// Q5_0 (ggml's reference quantizer) under its own ftype (LLAMA_FTYPE_MOSTLY_Q5_0 = 8).
+TEST_F(KQuantModel, ConvertWritesTheFallbacks) {
+  expect_convert_writes<TinyFallbackQ4_K_M>("gemma3-tiny-k-fallback", "Q4_K_M", 15);
+  expect_convert_writes<TinyFallbackQ5_K_M>("gemma3-tiny-k-fallback", "Q5_K_M", 17);
+  expect_convert_writes<TinyK<Format::Q5_0>>("gemma3-tiny-k", "Q5_0", 8);
+}
+
+// Safetensors quantized to Q5_0 / Q5_1 on the GPU at load (convert.comp) are
+// the blocks ggml's reference quantizer makes on the CPU (unicorn-convert --hf,
+// tools/ggml_quantize.hpp): the two engines' logits are equal bit for bit. On
+// the transformers fixture's tiny model (tests/model/fixtures/tiny).
+template <Format F>
+struct TinyHf {
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Tiny, schemes::all(F, Format::F32), 256, 32);
+};
+template <Format F>
+void expect_load_quantization_matches_the_file() {
+  const char* fixtures = std::getenv("UNICORN_FIXTURES");
+  ASSERT_TRUE(fixtures) << "UNICORN_FIXTURES is not set (run through ctest)";
+  const std::string type(format_name(F));
+  const fs::path hf = fs::path(fixtures) / "tiny", gguf = temp_dir() / ("tiny-hf-" + type + ".gguf");
+  const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --hf " + hf.string() + " --type " + type +
+                          " --out " + gguf.string() + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<int32_t> prompt(20);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3Tiny.vocab);
+  Engine<TinyHf<F>> from_hf(context(), tools::engine_options_from_env());
+  Engine<TinyHf<F>> from_gguf(context(), tools::engine_options_from_env());
+  from_hf.load(hf);
+  from_gguf.load(gguf);
+  const auto a = from_hf.forward_logits(prompt), b = from_gguf.forward_logits(prompt);
+  ASSERT_EQ(a.size(), b.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]);
+  EXPECT_EQ(differ, 0u) << format_name(F) << ": " << differ << " of " << a.size() << " logits differ";
+}
+TEST_F(KQuantModel, Q5_0AndQ5_1QuantizedAtLoadEqualTheFile) {
+  expect_load_quantization_matches_the_file<Format::Q5_0>();
+  expect_load_quantization_matches_the_file<Format::Q5_1>();
 }
 
 // A file whose matrices are not the engine's K-quant is refused, naming the
@@ -234,14 +333,15 @@ TEST_F(KQuantModel, FloatFileRefused) {
   }
 }
 
-// --check-tensors on K-quant parts: their f16 values (d; Q4_K's and Q5_K's d
-// and dmin) are the last bytes of each part on the device. Clean files pass
+// --check-tensors on K-quant and Q4_1 / Q5_0 / Q5_1 parts: their f16 values
+// (d; Q4_K's and Q5_K's d and dmin; Q4_1's and Q5_1's d and m) are the last
+// bytes of each part on the device. Clean files pass
 // (run<>, above); a NaN or Inf planted in one superblock's d or dmin is found
 // and named with the element where that superblock starts.
 template <Format F>
 void expect_check_tensors_finds(size_t offset_in_block, uint16_t bits, const std::string& what) {
-  const std::string tensor = "blk.1.ffn_down.weight";  // [256 rows, 512 columns]: 2 superblocks a row
-  const size_t superblock = 5;                          // row 2, columns 256 ..
+  const std::string tensor = "blk.1.ffn_down.weight";  // [256 rows, 512 columns]
+  const size_t superblock = 1280 / format_info(F).block_elems;  // the block at row 2, column 256
   const size_t block_bytes = format_info(F).block_bytes;
   const auto [bad, unused] = model_pair(
       F,
@@ -266,4 +366,7 @@ TEST_F(KQuantModel, CheckTensorsFindsABadScale) {
   expect_check_tensors_finds<Format::Q4_K>(2, 0x7e01, "NaN");  // dmin
   expect_check_tensors_finds<Format::Q5_K>(0, 0xfc00, "Inf");  // d
   expect_check_tensors_finds<Format::Q6_K>(208, 0x7c00, "Inf");  // d
+  expect_check_tensors_finds<Format::Q4_1>(2, 0x7e01, "NaN");  // m
+  expect_check_tensors_finds<Format::Q5_0>(0, 0xfc00, "Inf");  // d
+  expect_check_tensors_finds<Format::Q5_1>(2, 0x7c00, "Inf");  // m
 }

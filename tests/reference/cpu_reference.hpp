@@ -87,6 +87,15 @@ struct KQuantBits {
   }
 };
 
+// Q4_1, Q5_0, Q5_1 (32-element blocks): ggml's qs as they are, 16 B per block;
+// Q5's fifth bits 4 B per block, ggml's qh bit e (element e = 4k + c + 16h)
+// at bit 8c + k + 4h; then the f16 halves, d or (d, m), as the block starts.
+struct LegacyBits {
+  static size_t qs(Format f) { return f == Format::Q4_1 ? 4 : f == Format::Q5_0 ? 6 : 8; }
+  static bool fifth(Format f) { return f != Format::Q4_1; }
+  static int device_bit(int e) { return 8 * (e % 4) + (e % 16) / 4 + 4 * (e / 16); }
+};
+
 // The device layout of one tensor part (shaders/include/weights.glsl) from
 // ggml's bytes: float formats unchanged; Q8_0, Q4_0 planar, every block's
 // quants (16 or 32 bytes) first, then every block's f16 scale; K-quants planar
@@ -101,6 +110,23 @@ inline std::vector<std::byte> to_device_layout(Format format, std::span<const st
   if (!is_block_quantized(format)) return {ggml.begin(), ggml.end()};
   const size_t blocks = ggml.size() / f.block_bytes;
   std::vector<std::byte> out(ggml.size());
+  if (format == Format::Q4_1 || format == Format::Q5_0 || format == Format::Q5_1) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    auto* o = reinterpret_cast<uint8_t*>(out.data());
+    const size_t halves = 2 * trailing_halves(format), qs = LegacyBits::qs(format);
+    for (size_t b = 0; b < blocks; ++b) {
+      const auto* blk = reinterpret_cast<const uint8_t*>(ggml.data()) + b * f.block_bytes;
+      std::memcpy(o + 16 * b, blk + qs, 16);
+      if (LegacyBits::fifth(format)) {
+        uint32_t qh, high = 0;
+        std::memcpy(&qh, blk + qs - 4, 4);
+        for (int e = 0; e < 32; ++e) high |= ((qh >> e) & 1u) << LegacyBits::device_bit(e);
+        std::memcpy(o + 16 * blocks + 4 * b, &high, 4);
+      }
+      std::memcpy(o + (f.block_bytes - halves) * blocks + halves * b, blk, halves);
+    }
+    return out;
+  }
   if (is_k_quant(format)) {
     std::fill(out.begin(), out.end(), std::byte{0});
     auto* o = reinterpret_cast<uint8_t*>(out.data());
@@ -148,6 +174,22 @@ inline std::vector<std::byte> from_device_layout(Format format, std::span<const 
   if (!is_block_quantized(format)) return {dev.begin(), dev.end()};
   const size_t blocks = dev.size() / f.block_bytes;
   std::vector<std::byte> out(dev.size());
+  if (format == Format::Q4_1 || format == Format::Q5_0 || format == Format::Q5_1) {
+    const auto* d = reinterpret_cast<const uint8_t*>(dev.data());
+    const size_t halves = 2 * trailing_halves(format), qs = LegacyBits::qs(format);
+    for (size_t b = 0; b < blocks; ++b) {
+      auto* blk = reinterpret_cast<uint8_t*>(out.data()) + b * f.block_bytes;
+      std::memcpy(blk, d + (f.block_bytes - halves) * blocks + halves * b, halves);
+      std::memcpy(blk + qs, d + 16 * b, 16);
+      if (LegacyBits::fifth(format)) {
+        uint32_t high, qh = 0;
+        std::memcpy(&high, d + 16 * blocks + 4 * b, 4);
+        for (int e = 0; e < 32; ++e) qh |= ((high >> LegacyBits::device_bit(e)) & 1u) << e;
+        std::memcpy(blk + qs - 4, &qh, 4);
+      }
+    }
+    return out;
+  }
   if (is_k_quant(format)) {
     std::fill(out.begin(), out.end(), std::byte{0});
     const auto* d = reinterpret_cast<const uint8_t*>(dev.data());
@@ -227,6 +269,9 @@ inline std::vector<float> dequantize(Format format, std::span<const std::byte> b
         }
       }
       break;
+    case Format::Q4_1:
+    case Format::Q5_0:
+    case Format::Q5_1:
     case Format::Q4_K:
     case Format::Q5_K:
     case Format::Q6_K:  // ggml's definitions, written once (tools/ggml_quantize.hpp)

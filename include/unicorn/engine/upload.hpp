@@ -51,11 +51,11 @@ inline gpu::StagingRing& EngineCore::uploads() {
 
 inline void EngineCore::convert_part(const TensorSlot& t, const TensorPart& p, std::span<const std::byte> source, SourceType type, float add) {
   const FormatInfo f = format_info(t.format);
-  if (is_k_quant(t.format) && type != SourceType::GgmlBlocks)
+  if (is_block_quantized(t.format) && !quantized_on_device(t.format) && type != SourceType::GgmlBlocks)
     throw Error("load: " + t.gguf_name() + ": the engine reads " + std::string(f.name) +
                 " only from a GGUF file's own blocks; it does not quantize F32/F16/BF16 weights to " +
-                std::string(f.name) + " (quantize the file with llama-quantize, or pick a scheme with Q8_0 "
-                "or Q4_0 there)");
+                std::string(f.name) + " (quantize the file with llama-quantize, or pick a scheme with Q8_0, "
+                "Q4_0, Q4_1, Q5_0 or Q5_1 there)");
   const uint64_t elems = p.rows * t.cols;
   // Source bytes per destination unit (an element, or a block of block_elems).
   const uint64_t unit_bytes = type == SourceType::GgmlBlocks ? f.block_bytes

@@ -99,6 +99,16 @@ inline constexpr ModelDims kGemma3TinyK{
     .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
     .query_pre_attn_scalar = 64.f, .rms_eps = 1e-6f, .max_context = 256};
 
+// kGemma3TinyKFallback: kGemma3TinyK with a hidden size of 5 blocks of 32, not
+// whole superblocks (as the 1B's 1152 and the 270M's 640), so llama-quantize's
+// K mixes fall back to Q5_0 / Q5_1 / Q8_0 for the matrices that read the
+// hidden state (quant/scheme.hpp, k_quant_fallback); for the model tests.
+inline constexpr ModelDims kGemma3TinyKFallback{
+    .name = "gemma3-tiny-k-fallback", .hidden = 160, .layers = 2, .heads = 4, .kv_heads = 2,
+    .head_dim = 64, .ffn = 512, .vocab = 512, .sliding_window = 16, .global_every = 2,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 8.f,
+    .query_pre_attn_scalar = 64.f, .rms_eps = 1e-6f, .max_context = 256};
+
 // The built-in demo model (models/gemma3-demo.gguf): a small Gemma 3 with the real
 // 262144-token vocabulary, trained by tools/train_demo/train.py, whose DIMS must match
 // these. Five sliding-window layers and one global layer, as Gemma 3 interleaves them;

@@ -11,6 +11,8 @@
 // shaders/include/weights.glsl. The K-quants (Q4_K, Q5_K, Q6_K) have 256-element
 // superblocks; on the device they too are planar, per tensor part, in 32-element
 // sub-blocks whose quants are one aligned 16-byte load (notes/kquants.md).
+// Q4_1, Q5_0 and Q5_1 (32-element blocks with a min or a fifth bit) are held
+// as Q4_K's and Q5_K's sub-blocks are (notes/legacy_quants.md).
 // The numeric values of Format are ggml_type ids as written in GGUF files.
 #pragma once
 
@@ -23,6 +25,9 @@ enum class Format : uint32_t {
   F32 = 0,
   F16 = 1,
   Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
   Q8_0 = 8,
   Q4_K = 12,
   Q5_K = 13,
@@ -40,6 +45,11 @@ struct FormatInfo {
 // Q8_0: { f16 d; int8 q[32]; }            x = d * q
 // Q4_0: { f16 d; uint8 nibbles[16]; }     x = d * (q - 8), q[i] = low nibble of
 //        byte i for i < 16, high nibble of byte i-16 for i >= 16
+// Q4_1: { f16 d; f16 m; uint8 nibbles[16]; }  x = d * q + m, q as Q4_0's
+// Q5_0: { f16 d; uint8 qh[4]; uint8 nibbles[16]; }  x = d * (q - 16), q = nibble
+//        (as Q4_0's) + 16 * bit j of qh (as a little-endian uint32) for element j
+// Q5_1: { f16 d; f16 m; uint8 qh[4]; uint8 nibbles[16]; }  x = d * q + m, q as Q5_0's
+//        (in float: the product rounded, then m added, as ggml's dequantize_row_*)
 // Q4_K: { f16 d; f16 dmin; uint8 scales[12]; uint8 qs[128]; }, 256 elements in
 //        8 sub-blocks of 32. Sub-block j has a 6-bit scale sc and min m packed in
 //        scales (j < 4: sc = scales[j] & 63, m = scales[j+4] & 63; else
@@ -60,6 +70,9 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::BF16, "BF16", 1, 2},
     {Format::Q8_0, "Q8_0", 32, 34},
     {Format::Q4_0, "Q4_0", 32, 18},
+    {Format::Q4_1, "Q4_1", 32, 20},
+    {Format::Q5_0, "Q5_0", 32, 22},
+    {Format::Q5_1, "Q5_1", 32, 24},
     {Format::Q4_K, "Q4_K", 256, 144},
     {Format::Q5_K, "Q5_K", 256, 176},
     {Format::Q6_K, "Q6_K", 256, 210},
@@ -94,10 +107,16 @@ constexpr bool is_k_quant(Format format) {
 }
 
 // The f16 values at the end of a block-format part on the device, per block
-// (superblock): d (Q8_0, Q4_0, Q6_K), or d and dmin (Q4_K, Q5_K). They follow
-// all other bytes of the part (check_tensors reads them there).
+// (superblock): d (Q8_0, Q4_0, Q5_0, Q6_K), or d and dmin (Q4_K, Q5_K), or d
+// and m (Q4_1, Q5_1). They follow all other bytes of the part (check_tensors
+// reads them there).
 constexpr uint32_t trailing_halves(Format format) {
-  return format == Format::Q4_K || format == Format::Q5_K ? 2 : 1;
+  return format == Format::Q4_K || format == Format::Q5_K || format == Format::Q4_1 || format == Format::Q5_1 ? 2 : 1;
 }
+
+// Block formats the engine quantizes F32/F16/BF16 weights to on the GPU
+// (shaders/convert.comp, ggml's reference quantizers); the K-quants it reads
+// only from a GGUF file's blocks (ggml's quantizer for them is a search).
+constexpr bool quantized_on_device(Format format) { return is_block_quantized(format) && !is_k_quant(format); }
 
 }  // namespace unicorn

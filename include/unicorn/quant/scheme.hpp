@@ -31,12 +31,14 @@ constexpr bool more_bits_layer(uint32_t layer, uint32_t layers) {
 }
 
 // The format llama-quantize writes instead of a K-quant for a matrix whose rows
-// (`cols` elements) are not whole superblocks (tensor_type_fallback there):
-// Q6_K becomes Q8_0. (Q4_K and Q5_K fall back to Q5_0 and Q5_1, which the
-// engine does not run: such a scheme fails its compile-time row check.)
+// (`cols` elements) are not whole superblocks (llama.cpp src/llama-quant.cpp,
+// tensor_type_fallback): Q4_K becomes Q5_0, Q5_K Q5_1, Q6_K Q8_0, and F16
+// where the rows are not whole 32-element blocks either. (The 1B's and 270M's
+// K files: their 1152- and 640-wide rows.)
 constexpr Format k_quant_fallback(Format f, uint64_t cols) {
   if (!is_k_quant(f) || cols % 256 == 0) return f;
-  return f == Format::Q6_K ? Format::Q8_0 : f;
+  if (cols % 32 != 0) return Format::F16;
+  return f == Format::Q4_K ? Format::Q5_0 : f == Format::Q5_K ? Format::Q5_1 : Format::Q8_0;
 }
 
 struct Scheme {
@@ -92,6 +94,13 @@ inline constexpr Scheme kF16 = all(Format::F16);
 inline constexpr Scheme kBF16 = all(Format::BF16);
 inline constexpr Scheme kQ8_0 = all(Format::Q8_0);
 inline constexpr Scheme kQ4_0 = all(Format::Q4_0);
+// ggml's older 32-element formats with a min (Q4_1, Q5_1) or a fifth bit
+// (Q5_0, Q5_1): llama-quantize's Q4_1, Q5_0 and Q5_1 files (--pure), and the
+// K mixes' fallbacks. From GGUF files, or quantized from safetensors at load as
+// ggml's reference quantizers do (shaders/convert.comp).
+inline constexpr Scheme kQ4_1 = all(Format::Q4_1);
+inline constexpr Scheme kQ5_0 = all(Format::Q5_0);
+inline constexpr Scheme kQ5_1 = all(Format::Q5_1);
 // All matrices in one K-quant (Q4_K, Q6_K: llama.cpp's Q4_K_M mix; Q5_K: Q5_K_M's); for
 // kernel and model tests. Only from GGUF files: the loader does not quantize to them.
 inline constexpr Scheme kQ4_K = all(Format::Q4_K);
