@@ -2,5 +2,7 @@
 #include "catalog.hpp"
 
 std::vector<unicorn::examples::bench::Entry> unicorn::examples::bench::catalog_1b() {
-  return entries_of<kGemma3_1B>();
+  auto all = entries_of<kGemma3_1B>();
+  for (const Entry& e : k_entries_of<kGemma3_1B>()) all.push_back(e);
+  return all;
 }

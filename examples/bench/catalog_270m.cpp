@@ -2,5 +2,7 @@
 #include "catalog.hpp"
 
 std::vector<unicorn::examples::bench::Entry> unicorn::examples::bench::catalog_270m() {
-  return entries_of<kGemma3_270M>();
+  auto all = entries_of<kGemma3_270M>();
+  for (const Entry& e : k_entries_of<kGemma3_270M>()) all.push_back(e);
+  return all;
 }

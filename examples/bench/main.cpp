@@ -300,8 +300,8 @@ int dispatch(const detail::WeightFile& file, const Options& o) {
   for (const Entry& e : catalog())
     if (matches(e, file, o)) return run(e.deployment, e.placement, o);
   throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
-              "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding; 4B, 12B and 27B in Q4_K_M, Q5_K_M "
-              "and Q6_K) with --placement " +
+              "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding, or in Q4_K_M, Q5_K_M and Q6_K) "
+              "with --placement " +
               std::string(placement_name(o.placement)) +
               " (gtt-ffn: Q4_0 files only; --batch: Q4_0 and Q8_0 files, vram)" +
               (o.lm_head ? " and --lm-head (QAT files with an F16 embedding only, in Vram)" : ""));

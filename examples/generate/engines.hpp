@@ -22,14 +22,12 @@ struct Official {
   static constexpr DeploymentConfig kConfig = make_deployment(M, S, kOfficialContext);
 };
 
-// llama-quantize's K mixes need whole 256-element superblocks in the rows it
-// keeps K-quants for, and fall back to Q5_0 / Q5_1 / Q8_0 elsewhere; the 270M's
-// and 1B's rows (640 and 1152 wide) take Q5_0 and Q5_1, which the engine does
-// not run, so those sizes have no K-mix engines (quant/scheme.hpp).
+// Every size runs llama-quantize's K mixes: where a matrix's rows are not whole
+// 256-element superblocks (the 270M's and 1B's) they hold the fallbacks it
+// writes there, Q5_0, Q5_1 and Q8_0 (quant/scheme.hpp).
 template <const ModelDims& M>
-using EverySize = std::tuple<Official<M, schemes::kQ4_0_QAT>, Official<M, schemes::kQ8_0>, Official<M, schemes::kBF16>>;
-template <const ModelDims& M>
-using KMixes = std::tuple<Official<M, schemes::kQ4_K_M>, Official<M, schemes::kQ5_K_M>, Official<M, schemes::kQ6_K>>;
+using Formats = std::tuple<Official<M, schemes::kQ4_0_QAT>, Official<M, schemes::kQ4_K_M>, Official<M, schemes::kQ5_K_M>,
+                           Official<M, schemes::kQ6_K>, Official<M, schemes::kQ8_0>, Official<M, schemes::kBF16>>;
 
 template <class... D>
 std::vector<CompiledDeployment> compiled(std::tuple<D...>*) {

@@ -2,5 +2,5 @@
 #include "engines.hpp"
 
 std::vector<unicorn::CompiledDeployment> unicorn::examples::generate::engines_1b() {
-  return compiled<EverySize<kGemma3_1B>>();
+  return compiled<Formats<kGemma3_1B>>();
 }

@@ -2,5 +2,5 @@
 #include "engines.hpp"
 
 std::vector<unicorn::CompiledDeployment> unicorn::examples::generate::engines_270m() {
-  return compiled<EverySize<kGemma3_270M>>();
+  return compiled<Formats<kGemma3_270M>>();
 }

@@ -2,7 +2,5 @@
 #include "engines.hpp"
 
 std::vector<unicorn::CompiledDeployment> unicorn::examples::generate::engines_27b() {
-  auto all = compiled<EverySize<kGemma3_27B>>();
-  for (const CompiledDeployment& e : compiled<KMixes<kGemma3_27B>>()) all.push_back(e);
-  return all;
+  return compiled<Formats<kGemma3_27B>>();
 }

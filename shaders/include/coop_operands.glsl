@@ -56,13 +56,13 @@ WUnit load_k_unit(uint row, uint k0, uint half_k, bool ok, bool second) {
   u.quants = ok ? K_PICK(block_quants, b) : uvec4(0);
 #if defined(SCALE_MIN_BLOCKS) && !defined(FIFTH_BIT)
   u.high = uvec2(0);
-  u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
+  u.scale = ok ? K_PICK(uniform_block_scale_min, b) : vec2(0.0);
 #elif defined(FMT_Q5_0)
   u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
   u.scale = vec2(ok ? K_PICK(block_scale, b) : 0.0, 0.0);
 #elif defined(FIFTH_BIT)
   u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
-  u.scale = ok ? K_PICK(block_scale_min, b) : vec2(0.0);
+  u.scale = ok ? K_PICK(uniform_block_scale_min, b) : vec2(0.0);
 #else
   u.high = ok ? K_PICK(block_high, b) : uvec2(0);
   const vec2 s = ok ? K_PICK(block_scales, b) : vec2(0.0);

@@ -132,12 +132,15 @@ float weight_at(uint i) { return block_scale(i >> 5) * block_quant(i >> 5, i & 3
 #define LEGACY_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALE)                                    \
   uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
   /* (d, -m): the value is d * q - (-m), which is ggml's d * q + m exactly. */               \
-  vec2 SCALE(uint b) { const vec2 dm = unpackHalf2x16(WUB[4u * (WEIGHT_PART_BLOCKS) + b]); return vec2(dm.x, -dm.y); }
+  vec2 SCALE(uint b) { const vec2 dm = unpackHalf2x16(WUB[4u * (WEIGHT_PART_BLOCKS) + b]); return vec2(dm.x, -dm.y); } \
+  /* The tensor-unit kernels' name for it (the K-quants' differs there). */                  \
+  vec2 uniform_##SCALE(uint b) { return SCALE(b); }
 #elif defined(FMT_Q5_1)
 #define LEGACY_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALE)                                    \
   uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
   uint HIGH(uint b) { return WUB[4u * (WEIGHT_PART_BLOCKS) + b]; }                           \
-  vec2 SCALE(uint b) { const vec2 dm = unpackHalf2x16(WUB[5u * (WEIGHT_PART_BLOCKS) + b]); return vec2(dm.x, -dm.y); }
+  vec2 SCALE(uint b) { const vec2 dm = unpackHalf2x16(WUB[5u * (WEIGHT_PART_BLOCKS) + b]); return vec2(dm.x, -dm.y); } \
+  vec2 uniform_##SCALE(uint b) { return SCALE(b); }
 #else
 #define LEGACY_READERS(WUB, WQB, WHB, QUANTS, HIGH, SCALE)                                    \
   uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
@@ -176,10 +179,27 @@ LEGACY_READERS(WKW, WKQ, WKH, block_quants, block_high, block_scale_min)
 #endif
 #define K_READERS(WUB, WQB, QUANTS, SCALE_MIN)                                               \
   uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
-  /* Sub-block b's (d * sc, dmin * m), each one float product as ggml's. */                  \
+  /* Sub-block b's (d * sc, dmin * m), each one float product as ggml's. All four */       \
+  /* words are loaded whatever j is, and the fields selected: neighbouring lanes  */         \
+  /* take neighbouring sub-blocks, and a branch on j < 4 made each warp wait for  */         \
+  /* one side's loads before issuing the other's. */                                         \
   vec2 SCALE_MIN(uint b) {                                                                   \
     const uint P = WEIGHT_PART_BLOCKS, sb = b >> 3u, j = b & 7u;                             \
     const uint sw = K_QUANT_WORDS * P + 3u * sb; /* the superblock's 12 scale bytes */       \
+    const vec2 dm = unpackHalf2x16(WUB[K_QUANT_WORDS * P + 3u * (P >> 3u) + sb]);            \
+    const uint at = j & 3u;                                                                  \
+    const uint s6 = K_BYTE(WUB, sw, at), m6 = K_BYTE(WUB, sw + 1u, at);                      \
+    const uint c = K_BYTE(WUB, sw + 2u, at);                                                 \
+    const uint sc = j < 4u ? s6 & 63u : (c & 15u) | ((s6 >> 6u) << 4u);                       \
+    const uint m = j < 4u ? m6 & 63u : (c >> 4u) | ((m6 >> 6u) << 4u);                        \
+    return vec2(dm.x * float(sc), dm.y * float(m));                                          \
+  }                                                                                          \
+  /* The same where a warp's lanes read one sub-block (the tensor-unit kernels' */           \
+  /* staging): loading only j's side of the scale bytes is then faster (12B Q5_K  */         \
+  /* pp512 -6 % with the loads of SCALE_MIN, H100). */                                       \
+  vec2 uniform_##SCALE_MIN(uint b) {                                                         \
+    const uint P = WEIGHT_PART_BLOCKS, sb = b >> 3u, j = b & 7u;                             \
+    const uint sw = K_QUANT_WORDS * P + 3u * sb;                                             \
     const vec2 dm = unpackHalf2x16(WUB[K_QUANT_WORDS * P + 3u * (P >> 3u) + sb]);            \
     uint sc, m;                                                                              \
     if (j < 4u) {                                                                            \

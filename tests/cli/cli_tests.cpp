@@ -365,6 +365,8 @@ TEST(Cli, GenerateRunsEveryOfficialFile) {
     cases.push_back({*m, "Q8_0", "scheme: embedding Q8_0, attention Q8_0, ffn Q8_0, KV cache F16"});
     cases.push_back({*m, "BF16", "scheme: embedding BF16, attention BF16, ffn BF16, KV cache F16"});
   }
+  cases.push_back({kGemma3_270M, "Q6_K", "scheme: embedding Q6_K, attention Q6_K, ffn Q6_K, KV cache F16"});
+  cases.push_back({kGemma3_1B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 13 of 26 layers"});
   cases.push_back({kGemma3_4B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 17 of 34 layers"});
   cases.push_back({kGemma3_12B, "Q5_K_M", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K; attn_v Q6_K and ffn_down Q6_K in 24 of 48 layers"});
   cases.push_back({kGemma3_27B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 30 of 62 layers"});
@@ -388,7 +390,7 @@ TEST(Cli, GenerateRefusesAFileNoEngineRuns) {
   write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result r = run(gen() + " --model " + f.string() + " -p hi");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_CONTAINS(r.out, "none of the 25 engines compiled into unicorn-generate runs this file");
+  EXPECT_CONTAINS(r.out, "none of the 31 engines compiled into unicorn-generate runs this file");
   EXPECT_CONTAINS(r.out, "The nearest, gemma3-4b, Q4_K_M");
   EXPECT_CONTAINS(r.out, "first: gemma3-4b-all-q4_k.gguf: tensor 'token_embd.weight' is Q4_K but this engine's scheme "
                          "stores it as Q6_K");
@@ -408,6 +410,7 @@ TEST(Cli, SchemeFromAGgufFile) {
     return scheme_from_gguf(g, dims_from_gguf(g));
   };
   EXPECT_EQ(scheme_of(kGemma3_27B, schemes::kQ4_K_M), schemes::kQ4_K_M);
+  EXPECT_EQ(scheme_of(kGemma3_1B, schemes::kQ5_K_M), schemes::kQ5_K_M) << "with Q5_1 and Q8_0 fallbacks";
   EXPECT_EQ(scheme_of(kGemma3_4B, schemes::kQ4_0_QAT), schemes::kQ4_0_QAT);
   EXPECT_EQ(scheme_name(scheme_of(kGemma3_12B, schemes::kQ6_K)), "Q6_K");
   const Scheme demo{.embedding = Format::Q4_0, .attention = Format::F16, .ffn = Format::F16, .kv_cache = Format::F16};
