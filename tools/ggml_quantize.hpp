@@ -157,6 +157,17 @@ inline void quantize(Format format, std::span<const float> x, std::vector<std::b
     out.push_back(std::byte(v & 0xff));
     out.push_back(std::byte(v >> 8));
   };
+  // The value of largest magnitude in block b (the first of equals), with its
+  // sign: Q4_0's and Q5_0's scale is it over -8 or -16, as ggml's.
+  auto largest_magnitude = [&](size_t b) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j)
+      if (amax < std::fabs(x[b + j])) {
+        amax = std::fabs(x[b + j]);
+        max = x[b + j];
+      }
+    return max;
+  };
   switch (format) {
     case Format::F32: {
       const auto* b = reinterpret_cast<const std::byte*>(x.data());
@@ -181,13 +192,7 @@ inline void quantize(Format format, std::span<const float> x, std::vector<std::b
       return;
     case Format::Q4_0:
       for (size_t b = 0; b < x.size(); b += 32) {
-        float amax = 0, max = 0;
-        for (int j = 0; j < 32; ++j)
-          if (amax < std::fabs(x[b + j])) {
-            amax = std::fabs(x[b + j]);
-            max = x[b + j];
-          }
-        const float d = max / -8.0f;
+        const float d = largest_magnitude(b) / -8.0f;
         const float id = d ? 1.0f / d : 0.0f;
         put16(to_f16_bits(d));
         for (int j = 0; j < 16; ++j) {
@@ -221,13 +226,7 @@ inline void quantize(Format format, std::span<const float> x, std::vector<std::b
     case Format::Q5_0:
       // ggml's quantize_row_q5_0_ref: Q4_0's rule over 5 bits, d = max / -16.
       for (size_t b = 0; b < x.size(); b += 32) {
-        float amax = 0, max = 0;
-        for (int j = 0; j < 32; ++j)
-          if (amax < std::fabs(x[b + j])) {
-            amax = std::fabs(x[b + j]);
-            max = x[b + j];
-          }
-        const float d = max / -16.0f;
+        const float d = largest_magnitude(b) / -16.0f;
         const float id = d ? 1.0f / d : 0.0f;
         put16(to_f16_bits(d));
         uint8_t q[32];

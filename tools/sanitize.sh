@@ -29,7 +29,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBU
 # long to compile under the sanitizers; the release step (ctest in build/) runs them.
 cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
       unicorn-generate unicorn-chat unicorn-host-app unicorn-convert unicorn-tiny-q8_0 binary_golden_test \
-      unicorn-tiny-server
+      unicorn-tiny-server unicorn-demo-from-gguf
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -1,8 +1,8 @@
 // unicorn-bench's catalog: the deployments it can run (official sizes x
 // {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x placement x streams, and the K
-// files Q4_K_M, Q5_K_M, Q6_K of every size), each a CompiledDeployment. Their
-// constexpr layouts and checks are the costly part of compiling them (about
-// 0.25 s each, 72 in all), so each model's entries are
+// files Q4_K_M, Q5_K_M, Q6_K and BF16 of every size), each a CompiledDeployment.
+// Their constexpr layouts and checks are the costly part of compiling them
+// (about 0.25 s each, 77 in all), so each model's entries are
 // computed in a translation unit of their own (catalog_<model>.cpp, which
 // includes compiled_deployment.hpp, not the engine), compiled in parallel;
 // main.cpp holds the bench code, once for all of them.
@@ -65,10 +65,13 @@ template <const ModelDims& M>
 std::vector<Entry> entries_of() {
   return entries(static_cast<Variants<M>*>(nullptr));
 }
-// llama-quantize's K files (quant/scheme.hpp); the 270M's and 1B's hold its
-// Q5_0 / Q5_1 / Q8_0 fallbacks where rows are not whole 256-element superblocks.
+// llama-quantize's K files (quant/scheme.hpp; the 270M's and 1B's hold its
+// Q5_0 / Q5_1 / Q8_0 fallbacks where rows are not whole 256-element
+// superblocks) and BF16 files: with the Q4_0, QAT and Q8_0 above, every format
+// unicorn-generate runs.
 template <const ModelDims& M>
-using KVariants = std::tuple<Bench<M, schemes::kQ4_K_M>, Bench<M, schemes::kQ5_K_M>, Bench<M, schemes::kQ6_K>>;
+using KVariants = std::tuple<Bench<M, schemes::kQ4_K_M>, Bench<M, schemes::kQ5_K_M>, Bench<M, schemes::kQ6_K>,
+                             Bench<M, schemes::kBF16>>;
 template <const ModelDims& M>
 std::vector<Entry> k_entries_of() {
   return entries(static_cast<KVariants<M>*>(nullptr));

@@ -300,7 +300,7 @@ int dispatch(const detail::WeightFile& file, const Options& o) {
   for (const Entry& e : catalog())
     if (matches(e, file, o)) return run(e.deployment, e.placement, o);
   throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
-              "sizes in Q4_0, Q8_0 or QAT Q4_0 with an F16 embedding, or in Q4_K_M, Q5_K_M and Q6_K) "
+              "sizes in Q4_0, Q8_0, QAT Q4_0 with an F16 embedding, Q4_K_M, Q5_K_M, Q6_K or BF16) "
               "with --placement " +
               std::string(placement_name(o.placement)) +
               " (gtt-ffn: Q4_0 files only; --batch: Q4_0 and Q8_0 files, vram)" +

@@ -219,6 +219,16 @@ TEST_F(KQuantModel, Q4_K_MMixMatchesItsDequantization) {
   expect_mix_matches<TinyKMix, kGemma3TinyK>(mix, "Q4_K_M", "gemma3-tiny-k");
 }
 
+// Q5_K_M: the same rule over Q5_K.
+TEST_F(KQuantModel, Q5_K_MMixMatchesItsDequantization) {
+  using TinyQ5KMix = TinyKMixOf<schemes::kQ5_K_M>;
+  const Formats mix = formats_of<TinyQ5KMix>();
+  ASSERT_EQ(mix.at("blk.0.attn_v.weight"), Format::Q5_K);
+  ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q6_K);
+  ASSERT_EQ(mix.at("token_embd.weight"), Format::Q6_K);
+  expect_mix_matches<TinyQ5KMix, kGemma3TinyK>(mix, "Q5_K_M", "gemma3-tiny-k");
+}
+
 // The same mixes where the hidden state's rows (160) are not whole
 // superblocks, as in the 1B's and 270M's files: llama-quantize's fallbacks
 // (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0) for the matrices that read it,
