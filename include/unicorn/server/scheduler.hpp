@@ -409,11 +409,14 @@ class Scheduler {
     const Usage usage{uint32_t(s.job->prompt.size()), s.cached, s.generated};
     const std::string outcome = finish ? finish_name(*finish) : error->status == 499 ? "cancelled" : "error";
     metrics_.completion(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, outcome);
+    {  // the slot is free in /metrics before the client can see its answer end
+      std::lock_guard lock(m_);
+      busy_--;
+      metrics_.gauges(uint32_t(queue_.size()), busy_);
+    }
     s.job->end(finish, std::move(error), usage);
     s.job.reset();
     s.generating = false;
-    std::lock_guard lock(m_);
-    busy_--;
   }
 
   void finish_unstarted(Job& job, ApiError error) {
