@@ -55,6 +55,7 @@ struct Options {
   bool json = false, profile = false;
   BenchPlacement placement = BenchPlacement::Vram;
   std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
+  Products products = Products::by_scheme;
 };
 
 struct Stats {
@@ -189,7 +190,9 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   auto t0 = Clock::now();
   // Buffers, pipelines (through the on-disk cache), recorded passes; tuning
   // from UNICORN_* variables for sweeps (tools/matvec_sweep.sh).
-  AnyEngine engine(ctx, d, tools::engine_options_from_env());
+  EngineOptions options = tools::engine_options_from_env();
+  options.products = o.products;
+  AnyEngine engine(ctx, d, options);
   const double engine_s = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
   const LoadReport load = engine.load(o.model);
@@ -216,7 +219,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
                                                                     : "tied to the embedding"}}},
       {"device", device},
       {"placement", std::string(placement_name(placement))},
-      {"prefill_linear", gpu::prefill_linear_path(ctx.info())},
+      {"prefill_linear", engine.prefill_linear_path()},
       {"weight_bytes", weight_bytes},
       {"weight_bytes_gtt", gtt_weight_bytes},
       {"read_bandwidth_gbps", bandwidth / 1e9},
@@ -331,6 +334,11 @@ int main(int argc, char** argv) {
                  "q8_0 or q4_0: the LM head reads a copy of the F16 embedding in that format "
                  "(QAT files); default: the embedding itself")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"q8_0", Format::Q8_0}, {"q4_0", Format::Q4_0}}));
+  app.add_option("--products", o.products,
+                 "prefill's products on tensor units: auto (fp16 operands unless every matrix is F32), "
+                 "fp16, or fp32 (tiles without tensor units); default auto")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Products>{
+          {"auto", Products::by_scheme}, {"fp16", Products::fp16}, {"fp32", Products::fp32}}));
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)

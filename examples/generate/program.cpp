@@ -234,6 +234,12 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
   if (engines.size() > 1)
     app.add_flag("--engines", show_engines, "list the compiled engines a model file is matched against, and exit");
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
+  unicorn::Products products = unicorn::Products::by_scheme;
+  app.add_option("--products", products,
+                 "prefill's matrix products on tensor units: auto (fp16 operands unless every matrix is F32), "
+                 "fp16, or fp32")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, unicorn::Products>{
+          {"auto", unicorn::Products::by_scheme}, {"fp16", unicorn::Products::fp16}, {"fp32", unicorn::Products::fp32}}));
   unicorn::generate::add_memory_flag(app, max_device_memory);
   try {
     auto args = unicorn::examples::llama_cpp_args(
@@ -320,7 +326,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     unicorn::tools::inject_faults_from_env();
     unicorn::gpu::Context device(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
     if (max_device_memory) device.limit_memory(*max_device_memory);
-    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = context}));
+    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = context, .products = products}));
     const auto report = engine.load(model, {.tokenizer = tokenizer, .progress = progress_bar});
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),

@@ -117,8 +117,10 @@ class Model : public ::testing::Test {
 // from transformers' (every format here, fp32 KV or fp16; the fp32 path: 7e-7);
 // the kernel's first version (main 0058d96) was reported at 1.0e-3 to 3.5e-3.
 // The tolerance covers both with a margin; decode (fp32 matrix-vector) keeps
-// the fp32 tolerance.
+// the fp32 tolerance. An F32 deployment computes in fp32 on every device
+// (EngineOptions::products, Products::by_scheme) and keeps 1e-5 everywhere.
 constexpr double kCoopPrefillTolerance = 4e-3;
+constexpr double kF32Tolerance = 1e-5;
 
 template <class D>
 void expect_matches_golden(const fs::path& model, const std::string& fmt, double tolerance,
@@ -127,8 +129,7 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
   engine.load(model);
   const auto& g = golden();
   const auto ref = g.logits(fmt);
-  const double prefill_tolerance =
-      context().info().coopmat ? std::max(kCoopPrefillTolerance, tolerance) : tolerance;
+  const double prefill_tolerance = engine.tensor_units() ? std::max(kCoopPrefillTolerance, tolerance) : tolerance;
 
   const auto prefill = engine.forward_logits(g.prompt);
   const double e_prefill = relative_error(prefill, ref);
@@ -137,7 +138,7 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
   const double e_decode = relative_error(decode, ref);
   std::printf("[ golden ] %-12s %-5s prefill %.2e (tolerance %.0e, %s)  decode %.2e (tolerance %.0e)\n",
               model.filename().c_str(), fmt.c_str(), e_prefill, prefill_tolerance,
-              gpu::prefill_linear_path(context().info()).c_str(), e_decode, tolerance);
+              engine.prefill_linear_path().c_str(), e_decode, tolerance);
   EXPECT_LE(e_prefill, prefill_tolerance) << fmt << " prefill pass vs transformers";
   EXPECT_LE(e_decode, tolerance) << fmt << " decode pass vs transformers";
 
@@ -224,7 +225,7 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
 
   Engine<Tiny<F>> single(context(), options());
   single.load(model);
-  const bool tensor_units = context().info().coopmat;
+  const bool tensor_units = single.tensor_units();
   const double tolerance = tensor_units ? kCoopPrefillTolerance : 1e-5;
   size_t rows = 0, identical = 0;
   double worst = 0;
@@ -270,13 +271,36 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
 }
 
 // --- safetensors: F32 weights converted to each format on the GPU ---
-TEST_F(Model, SafetensorsF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_dir(), "f32", 1e-3); }
+TEST_F(Model, SafetensorsF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_dir(), "f32", kF32Tolerance); }
 TEST_F(Model, SafetensorsBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_dir(), "bf16", 1e-3); }
 TEST_F(Model, SafetensorsQ8_0) { expect_matches_golden<Tiny<Format::Q8_0>>(tiny_dir(), "q8_0", 1e-3); }
 TEST_F(Model, SafetensorsQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_dir(), "q4_0", 1e-3); }
 
 // --- GGUF: the same weights written by unicorn-convert (ggml's quantizers) ---
-TEST_F(Model, GgufF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_gguf("F32"), "f32", 1e-3); }
+TEST_F(Model, GgufF32) { expect_matches_golden<Tiny<Format::F32>>(tiny_gguf("F32"), "f32", kF32Tolerance); }
+
+// Products follow the scheme (EngineOptions::products): an F32 deployment
+// never takes fp16 operands unless asked, every other scheme takes them
+// wherever the device has tensor units; asked for fp16, an F32 deployment
+// runs on them (where there are some) within their tolerance; asked for fp32,
+// a quantized one keeps the fp32 tolerance in prefill.
+TEST_F(Model, ProductsFollowTheScheme) {
+  using Rule = detail::EngineCore;
+  static_assert(!Rule::fp16_products(Products::by_scheme, Tiny<Format::F32>::kConfig.scheme));
+  static_assert(Rule::fp16_products(Products::by_scheme, Tiny<Format::BF16>::kConfig.scheme));
+  static_assert(Rule::fp16_products(Products::by_scheme, Tiny<Format::Q4_0>::kConfig.scheme));
+  static_assert(Rule::fp16_products(Products::fp16, Tiny<Format::F32>::kConfig.scheme));
+  static_assert(!Rule::fp16_products(Products::fp32, Tiny<Format::Q8_0>::kConfig.scheme));
+  const bool units = context().info().coopmat;
+  EngineOptions fp16 = options(), fp32 = options();
+  fp16.products = Products::fp16;
+  fp32.products = Products::fp32;
+  EXPECT_FALSE(Engine<Tiny<Format::F32>>(context(), options()).tensor_units());
+  EXPECT_EQ(Engine<Tiny<Format::F32>>(context(), fp16).tensor_units(), units);
+  EXPECT_EQ(Engine<Tiny<Format::Q8_0>>(context(), options()).tensor_units(), units);
+  expect_matches_golden<Tiny<Format::F32>>(tiny_dir(), "f32", kF32Tolerance, fp16);
+  expect_matches_golden<Tiny<Format::Q8_0>>(tiny_gguf("Q8_0"), "q8_0", 1e-3, fp32);
+}
 TEST_F(Model, GgufBF16) { expect_matches_golden<Tiny<Format::BF16>>(tiny_gguf("BF16"), "bf16", 1e-3); }
 TEST_F(Model, GgufQ8_0) { expect_matches_golden<Tiny<Format::Q8_0>>(tiny_gguf("Q8_0"), "q8_0", 1e-3); }
 TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3); }

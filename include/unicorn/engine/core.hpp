@@ -108,7 +108,8 @@ class EngineCore {
         layout_(run_layout_.view()),
         kernels_(ctx, options.pipeline_cache),
         sets_(ctx),
-        tuning_(options.tuning) {
+        tuning_(options.tuning),
+        tensor_units_(ctx.info().coopmat && fp16_products(options.products, config.scheme)) {
     check_against_compiled(compiled);
     check_device_limits();
     check_pools_fit();
@@ -133,7 +134,7 @@ class EngineCore {
     if (cfg_.streams > 1) {
       // With tensor units, steps of many streams run their products there and
       // steps of a few keep the matrix-vector kernels (batch_pass()).
-      const bool tensor_units = ctx.info().coopmat && kernels::kSplitKFromStreams <= cfg_.streams;
+      const bool tensor_units = tensor_units_ && kernels::kSplitKFromStreams <= cfg_.streams;
       batch_ = record_forward(cfg_.streams, cfg_.streams, tensor_units ? PassKind::DecodeSplitK : PassKind::Decode);
       // Steps of up to kSplitKSmallTokens streams on the tile of that many
       // tokens, in a pass of that many rows (no workgroups for rows it never
@@ -147,6 +148,24 @@ class EngineCore {
   }
 
   const DeploymentConfig& config() const { return cfg_; }
+  // Whether prefill's products and attention (and batched steps' products)
+  // run on the device's tensor units with fp16 operands (EngineOptions::products).
+  bool tensor_units() const { return tensor_units_; }
+  // What they run on, in words (unicorn-bench, the golden tests).
+  std::string products_path() const {
+    if (tensor_units_) return gpu::prefill_linear_path(ctx_.info());
+    return ctx_.info().coopmat ? "matmul: fp32 tiles (an F32 deployment, or EngineOptions::products)"
+                               : gpu::prefill_linear_path(ctx_.info());
+  }
+  // Whether a deployment of `scheme` takes fp16 operands where the device has
+  // tensor units: Products::by_scheme's rule.
+  static constexpr bool fp16_products(Products products, const Scheme& scheme) {
+    if (products != Products::by_scheme) return products == Products::fp16;
+    const Format matrices[] = {scheme.attention, scheme.ffn, scheme.attn_v_more_bits, scheme.ffn_down_more_bits};
+    for (Format f : matrices)
+      if (f != Format::F32) return true;
+    return false;
+  }
   // The on-disk pipeline cache at start-up: read, ignored (and why), written.
   const gpu::PipelineCache::Stats& pipeline_cache() const { return kernels_.disk_stats(); }
   // KV cache positions per stream: the context chosen at creation
@@ -594,6 +613,7 @@ class EngineCore {
   std::optional<Graph> prefill_, decode_, batch_, batch_small_, prefill_many_logits_,
       prefill_all_logits_;
   Tuning tuning_;  // kernel shapes (EngineOptions::tuning)
+  bool tensor_units_;  // prefill and batched products, prefill attention on fp16 tensor units
   uint32_t context_limit_ = kv_context_;
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   BatchPasses batch_passes_ = BatchPasses::BySize;

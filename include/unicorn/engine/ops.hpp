@@ -59,7 +59,7 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
   // Prefill: tensor units when the device has them and they are enabled
   // (gpu::Context decides), else fp32 tiles.
   const auto& info = c_.ctx_.info();
-  const bool coop = !vec && info.coopmat;
+  const bool coop = !vec && c_.tensor_units_;
   const uint32_t rows_n = row_set ? logit_rows_ : n_;
   // Outputs whose layout holds several slices (Act::Proj, Act::Up) take
   // partial sums, which their consumers (add_norm, geglu) add: the output
@@ -191,7 +191,7 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
   const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
   const uint32_t query_rows = n_ * (m_.heads / m_.kv_heads);
   kernels::AttentionTile coop =
-      chunk && info.coopmat
+      chunk && c_.tensor_units_
           ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
                                           info.subgroup_size, info.max_shared_memory,
                                           c_.tuning_.attention_coop_rows, c_.tuning_.attention_coop_keys)
@@ -271,7 +271,7 @@ inline void EngineCore::Recorder::add(const gpu::Kernel& k, std::span<const vk::
 inline bool EngineCore::Recorder::half_operands() const {
   const bool fits = kernels::x_half_fits(m_.hidden) && kernels::x_half_fits(m_.q_dim()) &&
                     kernels::x_half_fits(m_.ffn);
-  return (!decode_ || splitk_) && c_.ctx_.info().coopmat && fits;
+  return (!decode_ || splitk_) && c_.tensor_units_ && fits;
 }
 
 }  // namespace unicorn::detail

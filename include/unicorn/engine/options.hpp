@@ -59,6 +59,19 @@ struct Tuning {
   }
 };
 
+// The arithmetic of prefill's products and attention (and of batched decode
+// steps' products) where the device has tensor units
+// (gpu::DeviceInfo::coopmat), which take fp16 operands and accumulate in fp32.
+// Decode's matrix-vector products are fp32 on every device.
+enum class Products : uint32_t {
+  // fp32 for a deployment whose matrices are all F32 (a reference deployment
+  // asks for its precision: within 1e-5 of transformers on every device);
+  // fp16 operands for every other scheme, whose weights round more than fp16.
+  by_scheme,
+  fp16,  // fp16 operands on tensor units wherever the device has them (fast F32)
+  fp32,  // fp32 tiles everywhere, tensor units unused
+};
+
 struct EngineOptions {
   // KV cache positions per stream; 0: the compiled DeploymentConfig::max_context.
   // Global layers keep one per position of the context; the sliding-window
@@ -70,6 +83,7 @@ struct EngineOptions {
   // tools/tuning_env.hpp's pipeline_cache_dir() ($UNICORN_PIPELINE_CACHE, else
   // $XDG_CACHE_HOME/unicorn, else ~/.cache/unicorn).
   std::filesystem::path pipeline_cache;
+  Products products = Products::by_scheme;
   Tuning tuning;
 };
 
