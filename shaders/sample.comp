@@ -5,9 +5,10 @@
 // by logits_max.comp, which runs first and leaves each slice's maximum in
 // `partials`), then temperature, top-k, top-p, min-p, and a draw from what is
 // left. Temperature 0 is greedy (ties go to the lowest id, as torch.argmax)
-// and reads only the partial maxima. Thresholds are found
-// by bisection over the order-preserving integer image of the float logits, so
-// top-k keeps exactly the k largest (and their ties); the draw uses a counter-
+// and reads only the partial maxima. Thresholds are on the order-preserving
+// integer image of the float logits: top-k's by radix selection, so it keeps
+// exactly the k largest (and their ties), top-p's by bisection (over the few
+// logits top-k keeps, where it cuts); the draw uses a counter-
 // based generator (seed, the stream's step, stream), so the same seed gives the same
 // tokens, whichever row of a batch a stream's logits land in.
 // Dispatch: (logit rows, 1, 1), after logits_max; rows past logit_count exit.
@@ -28,6 +29,12 @@ layout(binding = 1) writeonly buffer OutBuf { uint chosen[]; };  // [rows]
 
 shared float red_f[THREADS];
 shared uint red_u[THREADS];
+// The logits a top-k cut keeps (with ties; more go the whole-row way).
+const uint MAX_CANDIDATES = 1024;
+shared uint cand_key[MAX_CANDIDATES];
+shared float cand_w[MAX_CANDIDATES];
+shared uint cand_id[MAX_CANDIDATES];
+shared uint kept_count;
 
 // Monotonic map float -> uint (larger float, larger uint), and back.
 uint order_key(float f) {
@@ -61,11 +68,31 @@ uint count_all(uint v) {
   return r;
 }
 
+// This thread's start in the running sum of the threads' values before it;
+// the total is left in red_u[0] (as float bits).
+float exclusive_prefix(float v) {
+  red_f[gl_LocalInvocationID.x] = v;
+  barrier();
+  if (gl_LocalInvocationID.x == 0) {
+    float run = 0.0;
+    for (uint i = 0; i < THREADS; ++i) { const float x = red_f[i]; red_f[i] = run; run += x; }
+    red_u[0] = floatBitsToUint(run);
+  }
+  barrier();
+  return red_f[gl_LocalInvocationID.x];
+}
+
 // PCG hash: a 32-bit random value from (seed, counter, row).
 uint pcg(uint v) {
   const uint state = v * 747796405u + 2891336453u;
   const uint word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
   return (word >> 22u) ^ word;
+}
+
+// u in [0, 1): the draw's random value for this row's stream and step.
+float uniform_draw(uint row) {
+  const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].key)));
+  return float(draw >> 8) * (1.0 / 16777216.0);
 }
 
 void main() {
@@ -106,17 +133,103 @@ void main() {
 
   // Threshold on the logit: keep l >= cut.
   uint cut = 0u;
-  // top-k: the largest key with at least k logits at or above it.
+  // top-k: the k-th largest key (the largest key with at least k logits at or
+  // above it), by radix selection: a byte of the key per pass, from a
+  // histogram of the keys that share the bytes chosen so far (4 passes over
+  // the row, where a bisection took 32).
   if (top_k > 0 && top_k < VOCAB) {
-    uint lo_k = 0u, hi_k = order_key(m);
-    while (lo_k < hi_k) {  // bisection over keys: at most 32 rounds
-      const uint mid = lo_k + (hi_k - lo_k + 1u) / 2u;
-      uint c = 0;
-      for (uint i = lo; i < hi; ++i) c += order_key(logits[base + i]) >= mid ? 1u : 0u;
-      if (count_all(c) >= top_k) lo_k = mid; else hi_k = mid - 1u;
+    uint prefix = 0u, prefix_mask = 0u, want = top_k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      red_u[tid] = 0u;
+      barrier();
+      for (uint i = lo; i < hi; ++i) {
+        const uint k = order_key(logits[base + i]);
+        if ((k & prefix_mask) == prefix) atomicAdd(red_u[(k >> uint(shift)) & 255u], 1u);
+      }
+      barrier();
+      if (tid == 0) {  // from the top byte value down, until `want` keys are at or above it
+        uint above = 0u, b = 255u;
+        while (above + red_u[b] < want) above += red_u[b--];
+        red_u[0] = b;
+        red_u[1] = above;
+      }
+      barrier();
+      prefix |= red_u[0] << uint(shift);
+      prefix_mask |= 255u << uint(shift);
+      want -= red_u[1];
+      barrier();
     }
-    cut = max(cut, lo_k);
+    cut = prefix;
   }
+
+  // Candidates: with a top-k cut, the few logits at or above it go into shared
+  // memory in index order, with their weights exp((l - m) / T), and top-p's
+  // bisection and the draw walk those instead of the whole row (each of their
+  // rounds was a pass of exp over the vocabulary). Thread t holds the run
+  // [t * per, (t + 1) * per) of them, so runs in thread order are index order.
+  uint n_cand = 0u;
+  if (cut > 0u) {
+    uint mine_n = 0u;
+    for (uint i = lo; i < hi; ++i) mine_n += order_key(logits[base + i]) >= cut ? 1u : 0u;
+    red_u[tid] = mine_n;
+    barrier();
+    if (tid == 0) {  // exclusive prefix over the threads' counts
+      uint run = 0u;
+      for (uint i = 0; i < THREADS; ++i) { const uint v = red_u[i]; red_u[i] = run; run += v; }
+      kept_count = run;
+    }
+    barrier();
+    n_cand = kept_count;
+  }
+  if (cut > 0u && n_cand <= MAX_CANDIDATES) {
+    uint at = red_u[tid];
+    for (uint i = lo; i < hi; ++i) {
+      const float l = logits[base + i];
+      if (order_key(l) < cut) continue;
+      cand_key[at] = order_key(l);
+      cand_w[at] = exp((l - m) * inv_t);
+      cand_id[at] = i;
+      ++at;
+    }
+    barrier();
+    const uint per = (n_cand + THREADS - 1) / THREADS, c_lo = min(tid * per, n_cand), c_hi = min(c_lo + per, n_cand);
+    if (top_p < 1.0) {
+      float mass = 0.0;
+      for (uint j = c_lo; j < c_hi; ++j) mass += cand_w[j];
+      const float total = sum_all(mass);
+      uint lo_p = cut, hi_p = order_key(m);
+      while (lo_p < hi_p) {
+        const uint mid = lo_p + (hi_p - lo_p + 1u) / 2u;
+        float sum = 0.0;
+        for (uint j = c_lo; j < c_hi; ++j) sum += cand_key[j] >= mid ? cand_w[j] : 0.0;
+        if (sum_all(sum) >= top_p * total) lo_p = mid; else hi_p = mid - 1u;
+      }
+      cut = lo_p;
+    }
+    if (min_p > 0.0) cut = max(cut, order_key(m + log(min_p) * temperature));
+    float kept = 0.0;
+    for (uint j = c_lo; j < c_hi; ++j) kept += cand_key[j] >= cut ? cand_w[j] : 0.0;
+    const float start = exclusive_prefix(kept);
+    const float total_kept = uintBitsToFloat(red_u[0]);
+    const float u = uniform_draw(row) * total_kept;
+    if (u >= start && u < start + kept) {
+      float run = start;
+      uint pick = argmax;
+      for (uint j = c_lo; j < c_hi; ++j) {
+        if (cand_key[j] < cut) continue;
+        pick = cand_id[j];
+        run += cand_w[j];
+        if (run > u) break;
+      }
+      chosen[row] = pick;
+    } else if (tid == 0 && !(u < total_kept)) {
+      chosen[row] = argmax;  // rounding left u at the very end: the most likely token
+    }
+    return;
+  }
+
+  // Otherwise (no top-k, or more ties at its cut than shared memory holds),
+  // the same over the whole row.
   // top-p: the largest key whose kept mass reaches top_p of the mass above `cut`.
   if (top_p < 1.0) {
     float total = 0.0;
@@ -146,18 +259,9 @@ void main() {
     const float l = logits[base + i];
     if (order_key(l) >= cut) mine += exp((l - m) * inv_t);
   }
-  red_f[tid] = mine;
-  barrier();
-  if (tid == 0) {  // exclusive prefix over the 256 thread sums
-    float run = 0.0;
-    for (uint i = 0; i < THREADS; ++i) { const float v = red_f[i]; red_f[i] = run; run += v; }
-    red_u[0] = floatBitsToUint(run);
-  }
-  barrier();
+  const float start = exclusive_prefix(mine);
   const float total_kept = uintBitsToFloat(red_u[0]);
-  const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].key)));
-  const float u = float(draw >> 8) * (1.0 / 16777216.0) * total_kept;
-  const float start = red_f[tid];
+  const float u = uniform_draw(row) * total_kept;
   if (u >= start && u < start + mine) {
     float run = start;
     uint pick = argmax;

@@ -2117,6 +2117,44 @@ TEST(Sample, FrequenciesFollowTheDistribution) {
   EXPECT_EQ(count[10] + count[500] + count[999], int(n)) << "a token of probability ~e^-75 was drawn";
 }
 
+// The same through top-k's candidates (sample.comp gathers the logits a top-k
+// cut keeps and runs top-p's bisection and the draw over them): top-k 3 keeps
+// the three live tokens, top-p 0.99 all three of them.
+TEST(Sample, TopKCandidatesFollowTheDistribution) {
+  std::vector<float> row(32768, -60.f);
+  row[10] = 2.0f, row[16384] = 1.0f, row[32767] = 0.0f;
+  const float T = 0.8f;
+  double z = 0;
+  for (float v : {2.0f, 1.0f, 0.0f}) z += std::exp(v / T);
+  std::map<uint32_t, int> count;
+  const int batches = 4, rows = 256;
+  for (int b = 0; b < batches; ++b)
+    for (uint32_t id : draw(row, rows, {T, 3, 0.99f, 0.f, 1.f, 4321, uint32_t(b), 0})) count[id]++;
+  const double n = batches * rows;
+  for (auto [id, v] : {std::pair{10u, 2.0f}, {16384u, 1.0f}, {32767u, 0.0f}}) {
+    const double p = std::exp(v / T) / z, sd = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(count[id], n * p, 5 * sd) << "token " << id;
+  }
+  EXPECT_EQ(count[10] + count[16384] + count[32767], int(n)) << "a token outside the top 3 was drawn";
+}
+
+// Top-k keeps its cut's ties: 600 equal top logits with top-k 5 (candidates
+// in shared memory) and 3000 (more than it holds: the whole-row way) are all
+// drawn from, and never a token below them.
+TEST(Sample, TopKKeepsTiesOnEitherPath) {
+  for (uint32_t ties : {600u, 3000u}) {
+    std::vector<float> row(20000, -5.f);
+    for (uint32_t i = 0; i < ties; ++i) row[i * 6] = 1.0f;
+    const auto ids = draw(row, 256, {1.0f, 5, 1.f, 0.f, 1.f, 99, 0, 0});
+    std::set<uint32_t> seen;
+    for (uint32_t id : ids) {
+      EXPECT_TRUE(id % 6 == 0 && id / 6 < ties) << ties << " ties: drew token " << id << ", below the cut";
+      seen.insert(id);
+    }
+    EXPECT_GT(seen.size(), 150u) << ties << " ties: 256 draws from them look degenerate";
+  }
+}
+
 // Every draw lies in the set that top-k, top-p and min-p keep (computed here
 // on the CPU), the same seed and counter give the same draws, another seed
 // other draws.
