@@ -34,7 +34,7 @@ const uint MAX_CANDIDATES = 1024;
 shared uint cand_key[MAX_CANDIDATES];
 shared float cand_w[MAX_CANDIDATES];
 shared uint cand_id[MAX_CANDIDATES];
-shared uint kept_count;
+shared uint kept_count, kth_bound;
 
 // Monotonic map float -> uint (larger float, larger uint), and back.
 uint order_key(float f) {
@@ -89,6 +89,70 @@ uint pcg(uint v) {
   return (word >> 22u) ^ word;
 }
 
+// How many logits of the row (this thread: [lo, hi)) have keys at or above
+// `key`; each thread's start among them, in index order, is left in red_u.
+uint count_at_or_above(uint base, uint lo, uint hi, uint key) {
+  uint n = 0u;
+  for (uint i = lo; i < hi; ++i) n += order_key(logits[base + i]) >= key ? 1u : 0u;
+  red_u[gl_LocalInvocationID.x] = n;
+  barrier();
+  if (gl_LocalInvocationID.x == 0) {  // exclusive prefix over the threads' counts
+    uint run = 0u;
+    for (uint i = 0; i < THREADS; ++i) { const uint v = red_u[i]; red_u[i] = run; run += v; }
+    kept_count = run;
+  }
+  barrier();
+  return kept_count;
+}
+
+// After count_at_or_above(key) found at most MAX_CANDIDATES: those logits'
+// keys, weights exp((l - m) / T) and ids into shared memory, in index order.
+void gather(uint base, uint lo, uint hi, uint key, float m, float inv_t) {
+  uint at = red_u[gl_LocalInvocationID.x];
+  for (uint i = lo; i < hi; ++i) {
+    const float l = logits[base + i];
+    if (order_key(l) < key) continue;
+    cand_key[at] = order_key(l);
+    cand_w[at] = exp((l - m) * inv_t);
+    cand_id[at] = i;
+    ++at;
+  }
+  barrier();
+}
+
+// The k-th largest key (the largest key with at least k keys at or above it)
+// by radix selection: a byte per pass, from a histogram (red_u) of the keys
+// that share the bytes chosen so far. Of the row, or of the n candidates.
+uint kth_key(uint base, uint lo, uint hi, uint n, bool candidates, uint k) {
+  uint prefix = 0u, prefix_mask = 0u, want = k;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint per = (n + THREADS - 1) / THREADS, c_lo = min(tid * per, n), c_hi = min(c_lo + per, n);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    red_u[tid] = 0u;
+    barrier();
+    const uint from = candidates ? c_lo : lo, to = candidates ? c_hi : hi;
+    for (uint i = from; i < to; ++i) {
+      const uint key = candidates ? cand_key[i] : order_key(logits[base + i]);
+      if ((key & prefix_mask) == prefix) atomicAdd(red_u[(key >> uint(shift)) & 255u], 1u);
+    }
+    barrier();
+    if (tid == 0) {  // from the top byte value down, until `want` keys are at or above it
+      uint above = 0u, b = 255u;
+      while (above + red_u[b] < want) above += red_u[b--];
+      red_u[0] = b;
+      red_u[1] = above;
+    }
+    barrier();
+    prefix |= red_u[0] << uint(shift);
+    prefix_mask |= 255u << uint(shift);
+    want -= red_u[1];
+    barrier();
+  }
+  return prefix;
+}
+uint kth_row_key(uint base, uint lo, uint hi, uint k) { return kth_key(base, lo, hi, 0u, false, k); }
+uint kth_candidate_key(uint n, uint k) { return kth_key(0u, 0u, 0u, n, true, k); }
+
 // u in [0, 1): the draw's random value for this row's stream and step.
 float uniform_draw(uint row) {
   const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].key)));
@@ -133,69 +197,53 @@ void main() {
 
   // Threshold on the logit: keep l >= cut.
   uint cut = 0u;
-  // top-k: the k-th largest key (the largest key with at least k logits at or
-  // above it), by radix selection: a byte of the key per pass, from a
-  // histogram of the keys that share the bytes chosen so far (4 passes over
-  // the row, where a bisection took 32).
-  if (top_k > 0 && top_k < VOCAB) {
-    uint prefix = 0u, prefix_mask = 0u, want = top_k;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      red_u[tid] = 0u;
-      barrier();
-      for (uint i = lo; i < hi; ++i) {
-        const uint k = order_key(logits[base + i]);
-        if ((k & prefix_mask) == prefix) atomicAdd(red_u[(k >> uint(shift)) & 255u], 1u);
-      }
-      barrier();
-      if (tid == 0) {  // from the top byte value down, until `want` keys are at or above it
-        uint above = 0u, b = 255u;
-        while (above + red_u[b] < want) above += red_u[b--];
-        red_u[0] = b;
-        red_u[1] = above;
-      }
-      barrier();
-      prefix |= red_u[0] << uint(shift);
-      prefix_mask |= 255u << uint(shift);
-      want -= red_u[1];
-      barrier();
-    }
-    cut = prefix;
-  }
-
-  // Candidates: with a top-k cut, the few logits at or above it go into shared
-  // memory in index order, with their weights exp((l - m) / T), and top-p's
-  // bisection and the draw walk those instead of the whole row (each of their
-  // rounds was a pass of exp over the vocabulary). Thread t holds the run
-  // [t * per, (t + 1) * per) of them, so runs in thread order are index order.
+  // Candidates in shared memory (see gather()): top-p's bisection and the
+  // draw walk them instead of the whole row, each of whose rounds is a pass
+  // of exp over the vocabulary.
+  bool gathered = false;
   uint n_cand = 0u;
-  if (cut > 0u) {
-    uint mine_n = 0u;
-    for (uint i = lo; i < hi; ++i) mine_n += order_key(logits[base + i]) >= cut ? 1u : 0u;
-    red_u[tid] = mine_n;
-    barrier();
-    if (tid == 0) {  // exclusive prefix over the threads' counts
-      uint run = 0u;
-      for (uint i = 0; i < THREADS; ++i) { const uint v = red_u[i]; red_u[i] = run; run += v; }
-      kept_count = run;
+  if (top_k > 0 && top_k < VOCAB) {
+    // A lower bound on the top-k cut first: the k-th largest of the slices'
+    // maxima (those are k distinct logits, so the k-th largest logit is at or
+    // above it). Few logits reach it: the exact cut is chosen among those.
+    uint bound = 0u;
+    if (top_k <= PARTS && PARTS <= THREADS) {
+      red_u[tid] = tid < PARTS ? order_key(partials[row * PARTS + tid].x) : 0u;
+      barrier();
+      if (tid < PARTS) {  // this slice's rank among the slices (ties by slice)
+        const uint mine = red_u[tid];
+        uint above = 0u;
+        for (uint j = 0; j < PARTS; ++j) {
+          const uint other = red_u[j];
+          above += other > mine || (other == mine && j < tid) ? 1u : 0u;
+        }
+        if (above == top_k - 1u) kth_bound = mine;
+      }
+      barrier();
+      bound = kth_bound;
     }
-    barrier();
-    n_cand = kept_count;
+    if (bound > 0u) {
+      n_cand = count_at_or_above(base, lo, hi, bound);
+      if (n_cand <= MAX_CANDIDATES) {
+        gather(base, lo, hi, bound, m, inv_t);
+        gathered = true;
+        cut = kth_candidate_key(n_cand, top_k);
+      }
+    }
+    if (!gathered) cut = kth_row_key(base, lo, hi, top_k);
   }
-  if (cut > 0u && n_cand <= MAX_CANDIDATES) {
-    uint at = red_u[tid];
-    for (uint i = lo; i < hi; ++i) {
-      const float l = logits[base + i];
-      if (order_key(l) < cut) continue;
-      cand_key[at] = order_key(l);
-      cand_w[at] = exp((l - m) * inv_t);
-      cand_id[at] = i;
-      ++at;
+  if (!gathered && cut > 0u) {
+    n_cand = count_at_or_above(base, lo, hi, cut);
+    if (n_cand <= MAX_CANDIDATES) {
+      gather(base, lo, hi, cut, m, inv_t);
+      gathered = true;
     }
-    barrier();
+  }
+  if (gathered) {
     const uint per = (n_cand + THREADS - 1) / THREADS, c_lo = min(tid * per, n_cand), c_hi = min(c_lo + per, n_cand);
     if (top_p < 1.0) {
       float mass = 0.0;
-      for (uint j = c_lo; j < c_hi; ++j) mass += cand_w[j];
+      for (uint j = c_lo; j < c_hi; ++j) mass += cand_key[j] >= cut ? cand_w[j] : 0.0;
       const float total = sum_all(mass);
       uint lo_p = cut, hi_p = order_key(m);
       while (lo_p < hi_p) {

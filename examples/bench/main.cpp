@@ -56,6 +56,7 @@ struct Options {
   BenchPlacement placement = BenchPlacement::Vram;
   std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
   Products products = Products::by_scheme;
+  bool sample = false;  // decode with llama.cpp's default sampling instead of greedy
 };
 
 struct Stats {
@@ -235,6 +236,12 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
         {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},
                             {"saved_bytes", cache.saved_bytes}, {"ignored", cache.ignored}}}}},
   };
+  if (o.sample) {  // llama-cli's defaults: the sampler's own cost is in tg
+    SamplingParams p;
+    p.temperature = 0.8f, p.top_k = 40, p.top_p = 0.95f, p.min_p = 0.05f, p.seed = 1;
+    engine.set_sampling(p);
+  }
+  j["sampling"] = o.sample ? "temperature 0.8, top-k 40, top-p 0.95, min-p 0.05" : "greedy";
   if (o.batch) return run_batch(engine, o, rng, roofline, j);
 
   // Warm-up (driver shader compilation, caches), then timed repetitions.
@@ -339,6 +346,9 @@ int main(int argc, char** argv) {
                  "fp16, or fp32 (tiles without tensor units); default auto")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Products>{
           {"auto", Products::by_scheme}, {"fp16", Products::fp16}, {"fp32", Products::fp32}}));
+  app.add_flag("--sample", o.sample,
+               "decode with llama-cli's default sampling (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05) "
+               "instead of greedy");
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)

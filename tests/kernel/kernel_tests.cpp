@@ -2189,6 +2189,10 @@ TEST(Sample, FiltersAndSeeds) {
     seen.insert(id);
   }
   EXPECT_GT(seen.size(), 3u) << "256 draws from " << allowed.size() << " tokens look degenerate";
+  // Top-k 40 over 7 slices: no bound from the slices' maxima (k > slices),
+  // the cut from the whole row, then the same candidates.
+  for (uint32_t id : draw(row, 256, st, {}, 7))
+    EXPECT_TRUE(allowed.count(id)) << "7 slices: drew token " << id << ", outside the kept set";
 }
 
 // The repetition penalty divides positive logits and multiplies negative ones
