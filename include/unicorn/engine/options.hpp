@@ -66,7 +66,7 @@ struct Tuning {
 enum class Products : uint32_t {
   // fp32 for a deployment whose matrices are all F32 (a reference deployment
   // asks for its precision: within 1e-5 of transformers on every device);
-  // fp16 operands for every other scheme, whose weights round more than fp16.
+  // fp16 operands for every other scheme, whose weights are no finer than fp16.
   by_scheme,
   fp16,  // fp16 operands on tensor units wherever the device has them (fast F32)
   fp32,  // fp32 tiles everywhere, tensor units unused
