@@ -153,6 +153,19 @@ uint kth_key(uint base, uint lo, uint hi, uint n, bool candidates, uint k) {
 uint kth_row_key(uint base, uint lo, uint hi, uint k) { return kth_key(base, lo, hi, 0u, false, k); }
 uint kth_candidate_key(uint n, uint k) { return kth_key(0u, 0u, 0u, n, true, k); }
 
+// Logit i of the thread's walk: candidate i (gather()) or the row's logit i.
+uint key_of(bool candidates, uint base, uint i) { return candidates ? cand_key[i] : order_key(logits[base + i]); }
+float weight_of(bool candidates, uint base, uint i, float m, float inv_t) {
+  return candidates ? cand_w[i] : exp((logits[base + i] - m) * inv_t);
+}
+// The weights exp((l - m) / T) of [from, to) whose keys are at or above `key`.
+float mass_at_or_above(bool candidates, uint base, uint from, uint to, uint key, float m, float inv_t) {
+  float mass = 0.0;
+  for (uint i = from; i < to; ++i)
+    if (key_of(candidates, base, i) >= key) mass += weight_of(candidates, base, i, m, inv_t);
+  return mass;
+}
+
 // u in [0, 1): the draw's random value for this row's stream and step.
 float uniform_draw(uint row) {
   const uint draw = pcg(sampling[row].seed ^ pcg(sampling[row].counter ^ pcg(sampling[row].key)));
@@ -239,62 +252,19 @@ void main() {
       gathered = true;
     }
   }
-  if (gathered) {
-    const uint per = (n_cand + THREADS - 1) / THREADS, c_lo = min(tid * per, n_cand), c_hi = min(c_lo + per, n_cand);
-    if (top_p < 1.0) {
-      float mass = 0.0;
-      for (uint j = c_lo; j < c_hi; ++j) mass += cand_key[j] >= cut ? cand_w[j] : 0.0;
-      const float total = sum_all(mass);
-      uint lo_p = cut, hi_p = order_key(m);
-      while (lo_p < hi_p) {
-        const uint mid = lo_p + (hi_p - lo_p + 1u) / 2u;
-        float sum = 0.0;
-        for (uint j = c_lo; j < c_hi; ++j) sum += cand_key[j] >= mid ? cand_w[j] : 0.0;
-        if (sum_all(sum) >= top_p * total) lo_p = mid; else hi_p = mid - 1u;
-      }
-      cut = lo_p;
-    }
-    if (min_p > 0.0) cut = max(cut, order_key(m + log(min_p) * temperature));
-    float kept = 0.0;
-    for (uint j = c_lo; j < c_hi; ++j) kept += cand_key[j] >= cut ? cand_w[j] : 0.0;
-    const float start = exclusive_prefix(kept);
-    const float total_kept = uintBitsToFloat(red_u[0]);
-    const float u = uniform_draw(row) * total_kept;
-    if (u >= start && u < start + kept) {
-      float run = start;
-      uint pick = argmax;
-      for (uint j = c_lo; j < c_hi; ++j) {
-        if (cand_key[j] < cut) continue;
-        pick = cand_id[j];
-        run += cand_w[j];
-        if (run > u) break;
-      }
-      chosen[row] = pick;
-    } else if (tid == 0 && !(u < total_kept)) {
-      chosen[row] = argmax;  // rounding left u at the very end: the most likely token
-    }
-    return;
-  }
-
-  // Otherwise (no top-k, or more ties at its cut than shared memory holds),
-  // the same over the whole row.
+  // The logits this thread walks: its run of the candidates, or of the whole
+  // row (no top-k, or more ties at its cut than shared memory holds).
+  const uint per = (n_cand + THREADS - 1) / THREADS;
+  const uint from = gathered ? min(tid * per, n_cand) : lo;
+  const uint to = gathered ? min(from + per, n_cand) : hi;
   // top-p: the largest key whose kept mass reaches top_p of the mass above `cut`.
   if (top_p < 1.0) {
-    float total = 0.0;
-    for (uint i = lo; i < hi; ++i) {
-      const float l = logits[base + i];
-      if (order_key(l) >= cut) total += exp((l - m) * inv_t);
-    }
-    total = sum_all(total);
+    const float total = sum_all(mass_at_or_above(gathered, base, from, to, cut, m, inv_t));
     uint lo_p = cut, hi_p = order_key(m);
     while (lo_p < hi_p) {
       const uint mid = lo_p + (hi_p - lo_p + 1u) / 2u;
-      float s = 0.0;
-      for (uint i = lo; i < hi; ++i) {
-        const float l = logits[base + i];
-        if (order_key(l) >= mid) s += exp((l - m) * inv_t);
-      }
-      if (sum_all(s) >= top_p * total) lo_p = mid; else hi_p = mid - 1u;
+      if (sum_all(mass_at_or_above(gathered, base, from, to, mid, m, inv_t)) >= top_p * total) lo_p = mid;
+      else hi_p = mid - 1u;
     }
     cut = lo_p;
   }
@@ -302,22 +272,17 @@ void main() {
   if (min_p > 0.0) cut = max(cut, order_key(m + log(min_p) * temperature));
 
   // Draw: u in [0, kept mass); find the token where the running sum passes u.
-  float mine = 0.0;
-  for (uint i = lo; i < hi; ++i) {
-    const float l = logits[base + i];
-    if (order_key(l) >= cut) mine += exp((l - m) * inv_t);
-  }
+  const float mine = mass_at_or_above(gathered, base, from, to, cut, m, inv_t);
   const float start = exclusive_prefix(mine);
   const float total_kept = uintBitsToFloat(red_u[0]);
   const float u = uniform_draw(row) * total_kept;
   if (u >= start && u < start + mine) {
     float run = start;
     uint pick = argmax;
-    for (uint i = lo; i < hi; ++i) {
-      const float l = logits[base + i];
-      if (order_key(l) < cut) continue;
-      pick = i;
-      run += exp((l - m) * inv_t);
+    for (uint i = from; i < to; ++i) {
+      if (key_of(gathered, base, i) < cut) continue;
+      pick = gathered ? cand_id[i] : i;
+      run += weight_of(gathered, base, i, m, inv_t);
       if (run > u) break;
     }
     chosen[row] = pick;

@@ -2097,45 +2097,43 @@ std::vector<uint32_t> draw(const std::vector<float>& row, uint32_t rows, detail:
   return {ids.begin(), ids.end()};
 }
 
-// Frequencies follow softmax(l / T): three live tokens, 2048 draws, each
-// frequency within 5 standard deviations of its probability.
-TEST(Sample, FrequenciesFollowTheDistribution) {
-  std::vector<float> row(1000, -60.f);
-  row[10] = 2.0f, row[500] = 1.0f, row[999] = 0.0f;
-  const float T = 0.8f;
+// Draws `batches` x `rows` tokens from a row of V logits at -60 but logits 2,
+// 1 and 0 at ids[0..2] (temperature 0.8, the rest of `st` as given): each
+// live token's frequency within 5 standard deviations of softmax(l / T), and
+// no other token drawn.
+void expect_frequencies(uint32_t V, std::array<uint32_t, 3> ids, detail::SamplerState st, int batches,
+                        uint32_t rows, const char* what) {
+  std::vector<float> row(V, -60.f);
+  const float logit[] = {2.0f, 1.0f, 0.0f};
+  for (size_t i = 0; i < 3; ++i) row[ids[i]] = logit[i];
+  st.temperature = 0.8f;
   double z = 0;
-  for (float v : {2.0f, 1.0f, 0.0f}) z += std::exp(v / T);
+  for (float v : logit) z += std::exp(v / st.temperature);
   std::map<uint32_t, int> count;
-  const int batches = 8, rows = 256;
-  for (int b = 0; b < batches; ++b)
-    for (uint32_t id : draw(row, rows, {T, 0, 1.f, 0.f, 1.f, 1234, uint32_t(b), 0})) count[id]++;
-  const double n = batches * rows;
-  for (auto [id, v] : {std::pair{10u, 2.0f}, {500u, 1.0f}, {999u, 0.0f}}) {
-    const double p = std::exp(v / T) / z, sd = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(count[id], n * p, 5 * sd) << "token " << id;
+  for (int b = 0; b < batches; ++b) {
+    st.counter = uint32_t(b);
+    for (uint32_t id : draw(row, rows, st)) count[id]++;
   }
-  EXPECT_EQ(count[10] + count[500] + count[999], int(n)) << "a token of probability ~e^-75 was drawn";
+  const double n = double(batches) * rows;
+  for (size_t i = 0; i < 3; ++i) {
+    const double p = std::exp(logit[i] / st.temperature) / z, sd = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(count[ids[i]], n * p, 5 * sd) << what << ": token " << ids[i];
+  }
+  EXPECT_EQ(count[ids[0]] + count[ids[1]] + count[ids[2]], int(n)) << what;
+}
+
+// Frequencies follow softmax(l / T): three live tokens, 2048 draws.
+TEST(Sample, FrequenciesFollowTheDistribution) {
+  expect_frequencies(1000, {10, 500, 999}, {0.8f, 0, 1.f, 0.f, 1.f, 1234, 0, 0}, 8, 256,
+                     "a token of probability ~e^-75 was drawn");
 }
 
 // The same through top-k's candidates (sample.comp gathers the logits a top-k
 // cut keeps and runs top-p's bisection and the draw over them): top-k 3 keeps
 // the three live tokens, top-p 0.99 all three of them.
 TEST(Sample, TopKCandidatesFollowTheDistribution) {
-  std::vector<float> row(32768, -60.f);
-  row[10] = 2.0f, row[16384] = 1.0f, row[32767] = 0.0f;
-  const float T = 0.8f;
-  double z = 0;
-  for (float v : {2.0f, 1.0f, 0.0f}) z += std::exp(v / T);
-  std::map<uint32_t, int> count;
-  const int batches = 4, rows = 256;
-  for (int b = 0; b < batches; ++b)
-    for (uint32_t id : draw(row, rows, {T, 3, 0.99f, 0.f, 1.f, 4321, uint32_t(b), 0})) count[id]++;
-  const double n = batches * rows;
-  for (auto [id, v] : {std::pair{10u, 2.0f}, {16384u, 1.0f}, {32767u, 0.0f}}) {
-    const double p = std::exp(v / T) / z, sd = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(count[id], n * p, 5 * sd) << "token " << id;
-  }
-  EXPECT_EQ(count[10] + count[16384] + count[32767], int(n)) << "a token outside the top 3 was drawn";
+  expect_frequencies(32768, {10, 16384, 32767}, {0.8f, 3, 0.99f, 0.f, 1.f, 4321, 0, 0}, 4, 256,
+                     "top-k 3, top-p 0.99");
 }
 
 // Top-k keeps its cut's ties: 600 equal top logits with top-k 5 (candidates
