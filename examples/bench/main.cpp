@@ -279,9 +279,18 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
       const auto p = engine.profile(ids);
       for (const auto& k : p.kernels)
         prof[pass].push_back({{"kernel", k.kernel}, {"ms", k.ms}, {"dispatches", k.dispatches}});
-      if (pass == std::string_view("decode"))  // every dispatch of a decode step, in order
-        for (const auto& d : p.dispatches)
-          j["profile_decode_dispatches"].push_back({{"kernel", d.kernel}, {"us", d.us}, {"groups", d.groups}});
+      if (pass == std::string_view("decode")) {  // every dispatch of a decode step, in order
+        uint32_t barriers = 0;
+        for (const auto& step : p.dispatches) {
+          j["profile_decode_dispatches"].push_back({{"kernel", step.kernel}, {"us", step.us},
+                                                    {"groups", step.groups}, {"barrier", step.barrier_after}});
+          barriers += step.barrier_after;
+        }
+        const double layers = d.config.model.layers;
+        j["decode_step"] = {{"dispatches", p.dispatches.size()}, {"barriers", barriers},
+                            {"dispatches_per_layer", double(p.dispatches.size()) / layers},
+                            {"barriers_per_layer", barriers / layers}};
+      }
     }
     j["profile"] = prof;
   }
@@ -296,6 +305,12 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   std::printf("| pp%-4u | %s |          |            |\n", o.prompt, fmt_stats(pps).c_str());
   std::printf("| tg%-4u | %s | %8.1f | %9.1f%% |\n", o.generate, fmt_stats(tgs).c_str(), roofline,
               100.0 * tgs.median / roofline);
+  if (o.profile) {
+    const auto& s = j["decode_step"];
+    std::printf("decode step: %u dispatches, %u barriers (%.2f and %.2f a layer)\n",
+                s["dispatches"].template get<uint32_t>(), s["barriers"].template get<uint32_t>(),
+                s["dispatches_per_layer"].template get<double>(), s["barriers_per_layer"].template get<double>());
+  }
   if (o.profile)
     for (const auto& [pass, list] : j["profile"].items()) {
       std::printf("profile, %s pass:\n", pass.c_str());

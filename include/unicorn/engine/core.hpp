@@ -333,6 +333,7 @@ class EngineCore {
     std::string kernel;
     double us = 0;
     std::array<uint32_t, 3> groups;
+    bool barrier_after = true;  // whether the pass waits for it before the next dispatch
   };
   struct Profile {
     std::vector<KernelTime> kernels;  // slowest first

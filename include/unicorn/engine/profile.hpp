@@ -41,7 +41,7 @@ inline EngineCore::Profile EngineCore::profile(const Graph& g, WriteStep&& write
     const gpu::Dispatch& d = g.dispatches[i];
     const std::string& name = d.kernel->name();
     const double dt = double(ns[i + 1] - ns[i]);
-    out.dispatches.push_back({name, dt * 1e-3, {d.groups[0], d.groups[1], d.groups[2]}});
+    out.dispatches.push_back({name, dt * 1e-3, {d.groups[0], d.groups[1], d.groups[2]}, d.barrier_after});
     auto it = std::find_if(out.kernels.begin(), out.kernels.end(),
                            [&](const auto& k) { return k.kernel == name; });
     if (it == out.kernels.end()) it = out.kernels.insert(out.kernels.end(), KernelTime{name});
