@@ -34,6 +34,7 @@
 #include <random>
 
 #include "catalog.hpp"
+#include "options.hpp"  // examples/generate: --products, as the generator takes it
 #include "unicorn/engine.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"
@@ -356,11 +357,7 @@ int main(int argc, char** argv) {
                  "q8_0 or q4_0: the LM head reads a copy of the F16 embedding in that format "
                  "(QAT files); default: the embedding itself")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"q8_0", Format::Q8_0}, {"q4_0", Format::Q4_0}}));
-  app.add_option("--products", o.products,
-                 "prefill's products on tensor units: auto (fp16 operands unless every matrix is F32), "
-                 "fp16, or fp32 (tiles without tensor units); default auto")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Products>{
-          {"auto", Products::by_scheme}, {"fp16", Products::fp16}, {"fp32", Products::fp32}}));
+  unicorn::generate::add_products_flag(app, o.products);
   app.add_flag("--sample", o.sample,
                "decode with llama-cli's default sampling (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05) "
                "instead of greedy");

@@ -1,17 +1,20 @@
 // The generator's flags that take numbers and lists from the command line:
-// the sampling flags, --tokens and --max-device-memory. One definition for the
-// generator (main.cpp) and its fuzz target (tests/fuzz/fuzz_cli_options.cpp),
-// so what is fuzzed is what users run.
+// the sampling flags, --tokens, --max-device-memory and --products. One
+// definition for the generator (main.cpp), its fuzz target
+// (tests/fuzz/fuzz_cli_options.cpp) and, for --products, unicorn-bench, so
+// what is fuzzed and benchmarked is what users run.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "unicorn/engine/core.hpp"
+#include "unicorn/engine/options.hpp"
 #include "unicorn/error.hpp"
 #include "unicorn/sampling.hpp"
 
@@ -73,6 +76,16 @@ inline void add_memory_flag(CLI::App& app, std::optional<uint64_t>& bytes) {
   app.add_option("--max-device-memory", bytes,
                  "the most device memory to use per heap (e.g. 6G); a model that needs more is refused at start-up")
       ->transform(CLI::AsSizeValue(false));
+}
+
+// --products auto|fp16|fp32: the arithmetic of prefill's matrix products on
+// tensor units (EngineOptions::products; README "Precision").
+inline void add_products_flag(CLI::App& app, Products& products) {
+  app.add_option("--products", products,
+                 "prefill's matrix products on tensor units: auto (fp16 operands unless every matrix is F32), "
+                 "fp16, or fp32 (tiles without tensor units); default auto")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Products>{
+          {"auto", Products::by_scheme}, {"fp16", Products::fp16}, {"fp32", Products::fp32}}));
 }
 
 }  // namespace unicorn::generate

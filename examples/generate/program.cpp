@@ -235,11 +235,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     app.add_flag("--engines", show_engines, "list the compiled engines a model file is matched against, and exit");
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
   unicorn::Products products = unicorn::Products::by_scheme;
-  app.add_option("--products", products,
-                 "prefill's matrix products on tensor units: auto (fp16 operands unless every matrix is F32), "
-                 "fp16, or fp32")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, unicorn::Products>{
-          {"auto", unicorn::Products::by_scheme}, {"fp16", unicorn::Products::fp16}, {"fp32", unicorn::Products::fp32}}));
+  unicorn::generate::add_products_flag(app, products);
   unicorn::generate::add_memory_flag(app, max_device_memory);
   try {
     auto args = unicorn::examples::llama_cpp_args(
