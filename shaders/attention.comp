@@ -17,6 +17,13 @@
 // batches long. Each subgroup keeps its own online softmax; their (max, sum,
 // output) meet in shared memory at the end — no barrier inside the loop, and
 // any context length in fixed shared memory.
+// PREP (decode passes): the workgroup first does attn_prep's work for its own
+// heads — RMS-normalises and rotates its query head and its kv head's key
+// from the projections, writes that key and value into the cache slot of the
+// token's position (the first query head of each kv group writes; the
+// others hold the same values) — and takes the current key from shared
+// memory, the earlier ones from the cache: one dispatch and one barrier a
+// layer fewer.
 // Dispatch: (n_tokens, HEADS, 1) per cache part.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -44,16 +51,82 @@ layout(constant_id = 7) const uint HALF_OUT = 0;        // o as the fp16 operand
 layout(binding = 0) readonly buffer QBuf { float q[]; };     // [n, HEADS * HEAD_DIM]
 layout(binding = 1) readonly buffer KCache { KV_T kc[]; };   // [rows in part][SLOTS][HEAD_DIM]
 layout(binding = 2) readonly buffer VCache { KV_T vc[]; };
+layout(binding = 1) writeonly buffer KCacheOut { KV_T kc_out[]; };  // PREP: the token's key and value
+layout(binding = 2) writeonly buffer VCacheOut { KV_T vc_out[]; };
 layout(binding = 3) writeonly buffer OBuf { float o[]; };    // [n, HEADS * HEAD_DIM]
 layout(binding = 3) writeonly buffer OBufH { float16_t oh[]; };  // the same in fp16 (HALF_OUT)
+// PREP: q above is the query projection as it comes, k and v the key and
+// value projections, and the q_norm / k_norm weights (1 + w).
+layout(binding = 5) readonly buffer KIn { float k_in[]; };  // [n, KV_HEADS * HEAD_DIM]
+layout(binding = 6) readonly buffer VIn { float v_in[]; };  // [n, KV_HEADS * HEAD_DIM]
+layout(binding = 7) readonly buffer QNorm { float qw[]; };  // [HEAD_DIM]
+layout(binding = 8) readonly buffer KNorm { float kw[]; };  // [HEAD_DIM]
 layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
 
-layout(constant_id = 8) const uint THREADS = 128;  // a multiple of SUBGROUP_SIZE
+layout(constant_id = 8) const uint THREADS = 128;  // a multiple of SUBGROUP_SIZE, at least HEAD_DIM / 2
+layout(constant_id = 9) const uint PREP = 0;
+layout(constant_id = 10) const float THETA = 10000.0;    // PREP: RoPE's base,
+layout(constant_id = 11) const float ROPE_SCALE = 1.0;   // its position scale,
+layout(constant_id = 12) const float EPS = 1e-6;         // and q/k norm's epsilon
+#include "include/rope.glsl"
 const uint BATCH = 4;
 const uint NS = THREADS / SUBGROUP_SIZE;  // subgroups
 const uint LANE_DIMS = (HEAD_DIM + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;  // head dims per lane
 shared float sg_max[NS], sg_sum[NS];
 shared float sg_out[NS * HEAD_DIM];
+shared float head_q[HEAD_DIM], head_k[HEAD_DIM], head_v[HEAD_DIM];  // PREP: this token's
+// PREP: a key or value element as the cache holds it, rounded here (to
+// nearest, ties to even) so that the stored fp16 value is exactly the one in
+// head_k / head_v: the conversion of an fp16 value is exact in any rounding
+// mode, where packHalf2x16's and a conversion's own rounding may differ (on
+// the H100 they do, by an ulp).
+#if defined(KV_F16)
+float kv_round(float x) {
+  const float a = abs(x);
+  if (a < 6.103515625e-05) return roundEven(x * 16777216.0) / 16777216.0;  // fp16 subnormals: 2^-24 apart
+  if (a >= 65520.0) return sign(x) * (1.0 / 0.0);  // past fp16's range
+  uint u = floatBitsToUint(x);
+  u += 0x0FFFu + ((u >> 13) & 1u);  // drop 13 mantissa bits, ties to even
+  return uintBitsToFloat(u & 0xFFFFE000u);
+}
+#else
+float kv_round(float x) { return x; }
+#endif
+shared float head_sums[2 * NS];
+
+// PREP: attn_prep's work for the workgroup's query head and its kv head (one
+// pair of each a thread: THREADS >= HEAD_DIM / 2), into head_q, head_k and
+// head_v; the key and value also into the cache when `writer`. The key and
+// value keep the cache's precision, as if read back from it.
+void prep_heads(uint qb, uint kb, uint p, uint dst, bool writer) {
+  const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, half_hd = HEAD_DIM / 2;
+  const bool mine = tid < half_hd;
+  float a = 0.0, b = 0.0, c = 0.0, d = 0.0;
+  if (mine) {
+    a = q[qb + tid], b = q[qb + tid + half_hd];
+    c = k_in[kb + tid], d = k_in[kb + tid + half_hd];
+  }
+  const float sq = subgroupAdd(a * a + b * b), sk = subgroupAdd(c * c + d * d);
+  if (subgroupElect()) { head_sums[sg] = sq; head_sums[NS + sg] = sk; }
+  barrier();
+  float tq = 0.0, tk = 0.0;
+  for (uint g = 0; g < NS; ++g) { tq += head_sums[g]; tk += head_sums[NS + g]; }
+  if (mine) {
+    const float iq = inversesqrt(tq / float(HEAD_DIM) + EPS), ik = inversesqrt(tk / float(HEAD_DIM) + EPS);
+    const vec2 rq = rope_pair(a * iq * qw[tid], b * iq * qw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
+    const vec2 rk = rope_pair(c * ik * kw[tid], d * ik * kw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
+    const float v0 = v_in[kb + tid], v1 = v_in[kb + tid + half_hd];
+    head_q[tid] = rq.x, head_q[tid + half_hd] = rq.y;
+    const vec4 kv = vec4(kv_round(rk.x), kv_round(rk.y), kv_round(v0), kv_round(v1));
+    head_k[tid] = kv.x, head_k[tid + half_hd] = kv.y;
+    head_v[tid] = kv.z, head_v[tid + half_hd] = kv.w;
+    if (writer) {
+      kc_out[dst + tid] = KV_T(kv.x), kc_out[dst + tid + half_hd] = KV_T(kv.y);
+      vc_out[dst + tid] = KV_T(kv.z), vc_out[dst + tid + half_hd] = KV_T(kv.w);
+    }
+  }
+  barrier();
+}
 
 void main() {
   const uint t = gl_WorkGroupID.x;
@@ -65,22 +138,28 @@ void main() {
   const uint lo = (WINDOW != 0 && p + 1 > WINDOW) ? p + 1 - WINDOW : 0;
   const uint qb = t * HEADS * HEAD_DIM + head * HEAD_DIM;
   const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID, tid = gl_LocalInvocationID.x;
+  const uint cache_base = (cache_row - pc.head_begin) * SLOTS * HEAD_DIM;
+  const uint group = HEADS / KV_HEADS;
+  if (PREP != 0)
+    prep_heads(qb, t * KV_HEADS * HEAD_DIM + (head / group) * HEAD_DIM, p, cache_base + (p % SLOTS) * HEAD_DIM,
+               head % group == 0);
   float qr[LANE_DIMS];  // this lane's query dims lane, lane + SUBGROUP_SIZE, ..., scaled
   for (uint e = 0; e < LANE_DIMS; ++e) {
     const uint d = lane + e * SUBGROUP_SIZE;
-    qr[e] = d < HEAD_DIM ? q[qb + d] * SCALE : 0.0;
+    qr[e] = d < HEAD_DIM ? (PREP != 0 ? head_q[d] : q[qb + d]) * SCALE : 0.0;
   }
-
-  const uint cache_base = (cache_row - pc.head_begin) * SLOTS * HEAD_DIM;
+  // Keys [lo, end) come from the cache; with PREP the token's own (position
+  // p) from head_k, since another workgroup may be writing it.
+  const uint end = PREP != 0 ? p : p + 1;
   float m = -1.0 / 0.0, l = 0.0;
   float acc[LANE_DIMS];  // dims lane, lane + SUBGROUP_SIZE, ...
   for (uint e = 0; e < LANE_DIMS; ++e) acc[e] = 0.0;
 
-  for (uint j0 = lo + sg * BATCH; j0 <= p; j0 += NS * BATCH) {
-    // The batch's keys and values (past p: key p again, weighted 0), all in flight.
+  for (uint j0 = lo + sg * BATCH; j0 < end; j0 += NS * BATCH) {
+    // The batch's keys and values (past the last: the last again, weighted 0), all in flight.
     float kr[BATCH][LANE_DIMS], vr[BATCH][LANE_DIMS];
     for (uint b = 0; b < BATCH; ++b) {
-      const uint rb = cache_base + (min(j0 + b, p) % SLOTS) * HEAD_DIM;
+      const uint rb = cache_base + (min(j0 + b, end - 1) % SLOTS) * HEAD_DIM;
       for (uint e = 0; e < LANE_DIMS; ++e) {
         const uint d = min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1);
         kr[b][e] = float(kc[rb + d]);
@@ -92,18 +171,28 @@ void main() {
     for (uint b = 0; b < BATCH; ++b) {
       float part = 0.0;
       for (uint e = 0; e < LANE_DIMS; ++e) part += qr[e] * kr[b][e];
-      s[b] = j0 + b <= p ? subgroupAdd(part) : -1.0 / 0.0;
+      s[b] = j0 + b < end ? subgroupAdd(part) : -1.0 / 0.0;
       m_new = max(m_new, s[b]);
     }
     const float correction = exp(m - m_new);  // 0 on the first batch (m = -inf)
     l *= correction;
     for (uint e = 0; e < LANE_DIMS; ++e) acc[e] *= correction;
     for (uint b = 0; b < BATCH; ++b) {
-      if (j0 + b > p) break;
+      if (j0 + b >= end) break;
       const float w = exp(s[b] - m_new);
       l += w;
       for (uint e = 0; e < LANE_DIMS; ++e) acc[e] += w * vr[b][e];
     }
+    m = m_new;
+  }
+  if (PREP != 0 && sg == 0) {  // the token's own key and value
+    float part = 0.0;
+    for (uint e = 0; e < LANE_DIMS; ++e) part += qr[e] * head_k[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)];
+    const float s = subgroupAdd(part), m_new = max(m, s);
+    const float correction = exp(m - m_new), w = exp(s - m_new);
+    l = l * correction + w;
+    for (uint e = 0; e < LANE_DIMS; ++e)
+      acc[e] = acc[e] * correction + w * head_v[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)];
     m = m_new;
   }
 

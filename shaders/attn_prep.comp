@@ -54,24 +54,7 @@ const uint LANES = 128 / HEADS_PER_GROUP;       // threads a head
 const uint PAIRS = (HEAD_DIM / 2 + LANES - 1) / LANES;  // rotation pairs per thread
 shared float partial[128];  // the subgroups' sums of squares
 
-// sin/cos of a large float32 angle: reduce by 2*pi first, since GPU sin/cos lose
-// accuracy far from zero. Three-part Cody-Waite: C1 and C2 carry 8 significant
-// bits each, so k * C1 and k * C2 are exact for k < 2^16 (angles below ~4e5,
-// past Gemma 3's 128k context) and each subtraction is exact or nearly so,
-// whether or not the driver fuses them. (A two-part split with fma() relied on
-// a fused fma, which Vulkan does not guarantee: lavapipe computes it as a
-// multiply and an add, and the angle 1e5 came out 1.4e-3 off; tests/kernel.)
-void sincos_reduced(float a, out float s, out float c) {
-  const float C1 = 6.28125;                // 2*pi, first 8 bits
-  const float C2 = 0.00193023681640625;    // next 8 bits
-  const float C3 = 5.0703634e-06;          // 2*pi - C1 - C2, to float32
-  const float k = round(a * 0.159154943091895336);
-  precise float r = a - k * C1;
-  r = r - k * C2;
-  r = r - k * C3;
-  s = sin(r);
-  c = cos(r);
-}
+#include "include/rope.glsl"
 
 void main() {
   const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_hd = HEAD_DIM / 2;
@@ -117,16 +100,13 @@ void main() {
     const uint i = lane + LANES * k;
     if (i >= half_hd) break;
     const float x = a[k] * inv * (is_q ? qw[i] : kw[i]), y = b[k] * inv * (is_q ? qw[i + half_hd] : kw[i + half_hd]);
-    const float inv_freq = 1.0 / pow(THETA, float(2 * i) / float(HEAD_DIM));
-    float sn, cs;
-    sincos_reduced(float(pos) / SCALE * inv_freq, sn, cs);
-    const float rx = x * cs - y * sn, ry = y * cs + x * sn;
+    const vec2 r = rope_pair(x, y, i, pos, HEAD_DIM, THETA, SCALE);
     if (is_q) {
-      q[src + i] = rx;
-      q[src + i + half_hd] = ry;
+      q[src + i] = r.x;
+      q[src + i + half_hd] = r.y;
     } else {
-      kc[dst + i] = KV_T(rx);
-      kc[dst + i + half_hd] = KV_T(ry);
+      kc[dst + i] = KV_T(r.x);
+      kc[dst + i + half_hd] = KV_T(r.y);
       vc[dst + i] = KV_T(v[src + i]);
       vc[dst + i + half_hd] = KV_T(v[src + i + half_hd]);
     }

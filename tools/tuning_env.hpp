@@ -10,6 +10,7 @@
 //                       out-of-memory@N  the Nth submission fails (gpu::inject_faults)
 //   Tuning, for sweeps (engine/options.hpp; notes/tuning.md):
 //   UNICORN_MATVEC_ROWS, _LANES, _UNROLL     UNICORN_BATCH_TILE, UNICORN_BATCH_ROWS
+//   UNICORN_DECODE_ATTENTION_PREP
 //   UNICORN_COOP_TILE, _WAVE, _SPLIT_STEPS    UNICORN_SPLITK_TILE
 //   UNICORN_ATTENTION_ROWS, UNICORN_ATTENTION_COOP_ROWS, _KEYS
 // Beside it, tools/ollama_env.hpp reads OLLAMA_MODELS (else HOME): where
@@ -47,6 +48,7 @@ inline Tuning tuning_from_env(Tuning t = {}) {
   set("UNICORN_MATVEC_ROWS", t.matvec_rows);
   set("UNICORN_MATVEC_LANES", t.matvec_lanes);
   set("UNICORN_MATVEC_UNROLL", t.matvec_unroll);
+  set("UNICORN_DECODE_ATTENTION_PREP", t.decode_attention_prep);
   set("UNICORN_BATCH_TILE", t.batch_tile);
   set("UNICORN_BATCH_ROWS", t.batch_accumulators);
   set("UNICORN_COOP_TILE", t.coop_tile_index);

@@ -149,6 +149,9 @@ void run(const std::string& module, uint32_t bindings, const Spec& spec,
   const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
   std::vector<vk::DescriptorBufferInfo> infos;
   for (const HostBuffer* b : buffers) infos.push_back(b->info());
+  // Bindings past those given (a kernel's optional ones, off by a spec
+  // constant here, such as attention's PREP) get the first buffer.
+  while (infos.size() < bindings) infos.push_back(infos.front());
   const vk::DescriptorSet set = d.sets.make(k, infos);
   d.stream.run_once([&](vk::CommandBuffer cb) {
     gpu::record(cb, {&k, set, push, {g[0], g[1], g[2]}}, false);
@@ -1308,6 +1311,16 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     v.fill<float>(vs);
     q.fill<float>(qs);
     const auto step = step_buffer({n, pos, 0, 0});
+    // A decode step also runs attention with PREP (attn_prep's work inside),
+    // from the raw projections, on copies of the caches as they are now.
+    std::vector<HostBuffer> kc_prep, vc_prep;
+    if (n == 1)
+      for (uint32_t p = 0; p < parts; ++p) {
+        kc_prep.emplace_back(kc[p].bytes().size());
+        vc_prep.emplace_back(vc[p].bytes().size());
+        std::memcpy(kc_prep[p].bytes().data(), kc[p].bytes().data(), kc[p].bytes().size());
+        std::memcpy(vc_prep[p].bytes().data(), vc[p].bytes().data(), vc[p].bytes().size());
+      }
     for (uint32_t p = 0; p < parts; ++p)
       run(prep, kernels::kAttnPrepBindings, prep_spec(n),
           {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_heads[p]},
@@ -1386,6 +1399,29 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
       run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
           {part_begin[p], part_heads[p]}, {n, c.heads, 1});
     ASSERT_TRUE(compare(at + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want, q_row, kFp16OutputTol));
+    if (n == 1) {  // PREP: the same output, and the same key and value in the cache
+      HostBuffer q_raw((n + 1) * q_row * 4);
+      q_raw.fill<float>(qs);
+      o.poison();
+      auto fused = attn_spec;
+      fused.prep = 1, fused.theta = theta, fused.rope_scale = rope_scale, fused.eps = eps;
+      for (uint32_t p = 0; p < parts; ++p)
+        run(attn, kernels::kAttentionBindings, fused,
+            {&q_raw, &kc_prep[p], &vc_prep[p], &o, &step, &k, &v, &qwb, &kwb}, {part_begin[p], part_heads[p]},
+            {n, c.heads, 1});
+      ASSERT_TRUE(compare(at + " PREP", o.as<float>(), want, q_row, 1e-5));
+      for (uint32_t p = 0; p < parts; ++p)
+        for (size_t i = 0; i < want_kc[p].size(); ++i) {
+          const float a = from_kv_bits(kv_bits(kc_prep[p], f16, i), f16), b = from_kv_bits(want_kc[p][i], f16);
+          if (want_kc[p][i] == poison) {
+            ASSERT_EQ(kv_bits(kc_prep[p], f16, i), poison) << at << " PREP: key cache part " << p << " element " << i;
+            continue;
+          }
+          ASSERT_LE(std::abs(a - b), (f16 ? 1e-3f : 1e-6f) * std::max(1.0f, std::abs(b)))
+              << at << " PREP: key cache part " << p << " element " << i << ": " << a << " against attn_prep's " << b;
+          ASSERT_EQ(kv_bits(vc_prep[p], f16, i), want_vc[p][i]) << at << " PREP: value cache part " << p << " element " << i;
+        }
+    }
     // The tiled kernel, in every tile shape the device holds, on the same step
     // (dispatched for one token more than the chunk, as the Recorder does for
     // its longest chunk: the spare row's tile must write nothing).

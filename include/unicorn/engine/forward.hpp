@@ -65,8 +65,8 @@ class EngineCore::Recorder {
     linear(xn, Act::K, L.weight(Role::AttnK, l), 0, false);          // k [n, kv_heads * hd]
     linear(xn, Act::V, L.weight(Role::AttnV, l));                    // v [n, kv_heads * hd]
     shared_waves_ = 0;
-    attn_prep(l, kind);                        // q, k normed and rotated; cache[l] <- k, v
-    attention(l, kind);                        // attn [n, heads * hd]
+    if (!prep_in_attention()) attn_prep(l, kind);  // q, k normed and rotated; cache[l] <- k, v
+    attention(l, kind);                        // attn [n, heads * hd] (and, in decode, attn_prep's work)
     linear(operand(Act::Attn), Act::Proj, L.weight(Role::AttnOut, l));  // proj [n, H]
     add_norm(L.weight(Role::PostAttnNorm, l), &L.weight(Role::FfnNorm, l));  // x += norm(proj); xn = norm(x)
     gate_up(l);                                // gate = gelu(xn Wg) * (xn Wu)  [n, F]
@@ -125,6 +125,9 @@ class EngineCore::Recorder {
   // where the device's shared memory holds a tile for this head dim
   // (attention_tiled).
   void attention(int l, AttentionKind kind);
+  // Whether attention() does attn_prep's work itself: decode passes
+  // (one token per stream, shaders/attention.comp's PREP).
+  bool prep_in_attention() const { return decode_ && c_.tuning_.decode_attention_prep != 0; }
 
   void geglu();
 

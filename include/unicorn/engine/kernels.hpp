@@ -289,8 +289,12 @@ struct Attention {
   BOOST_HANA_DEFINE_STRUCT(Attention, (uint32_t, heads), (uint32_t, kv_heads),
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, subgroup_size), (uint32_t, half_out),
-                           (uint32_t, threads));
+                           (uint32_t, threads), (uint32_t, prep), (float, theta), (float, rope_scale),
+                           (float, eps));
 };
+// prep (decode passes): attention first does attn_prep's work for its own
+// query head and kv head, with AttnPrep's theta, scale (rope_scale here) and
+// eps; attn_prep is not dispatched (shaders/attention.comp).
 // attention (decode): threads per workgroup, 16 subgroups. A decode step's
 // attention is a chain of dependent loads per subgroup, so more subgroups
 // walk the keys in fewer steps (a third of 4 subgroups' time:
@@ -472,7 +476,7 @@ inline std::string variant(const char* kernel, Format f) {
 // Binding counts, per shader (its `layout(binding = i)` declarations).
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
-                          kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 5,
+                          kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 9,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
                            kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2,
                            kCheckFiniteBindings = 2;

@@ -186,6 +186,7 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
   const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
   const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
   const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
+  const bool global = kind == AttentionKind::Global;
   const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
   const auto& info = c_.ctx_.info();
   const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
@@ -221,18 +222,27 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
               : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
                           kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                              window, scale, info.subgroup_size, half_,
-                                             kernels::attention_threads(info.subgroup_size)});
+                                             kernels::attention_threads(info.subgroup_size),
+                                             prep_in_attention(),
+                                             global ? m_.rope_theta_global : m_.rope_theta_local,
+                                             global ? m_.rope_scale_global : 1.0f, m_.rms_eps});
   // A tile holds tile.rows (token, query head) rows: the segments of a
   // chunk of several streams start at multiples of its tokens.
   if (tiled) segment_tokens_ = std::lcm(segment_tokens_, std::lcm(tile.rows, m_.heads / m_.kv_heads) /
                                                              (m_.heads / m_.kv_heads));
   const auto kp = c_.layout_.parts_of(kc), vp = c_.layout_.parts_of(vc);
+  const TensorSlot& qn = c_.layout_.weight(Role::AttnQNorm, l);
+  const TensorSlot& kn = c_.layout_.weight(Role::AttnKNorm, l);
   for (size_t i = 0; i < kp.size(); ++i) {  // each token's heads whose cache rows are in the part
     const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Q), c_.part(kc, kp[i]), c_.part(vc, vp[i]),
-                                          lane_.act(operand(Act::Attn)), lane_.step()};
+                                          lane_.act(operand(Act::Attn)), lane_.step(),
+                                          // attention's PREP (the tiles bind only the first five)
+                                          lane_.act(Act::K), lane_.act(Act::V),
+                                          c_.part(qn, c_.layout_.parts_of(qn)[0]),
+                                          c_.part(kn, c_.layout_.parts_of(kn)[0])};
     const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
     const uint32_t row_tiles = groups(query_rows, tile.rows);
-    add(k, b, {uint32_t(kp[i].row_begin), part_rows},
+    add(k, std::span(b).first(k.bindings()), {uint32_t(kp[i].row_begin), part_rows},
         tiled ? std::array{coop.rows && pairs ? groups(row_tiles, 2) : row_tiles, part_rows, 1u}
               : std::array{n_, m_.heads, 1u});
   }

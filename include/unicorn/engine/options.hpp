@@ -27,6 +27,10 @@ struct Tuning {
   uint32_t matvec_rows = kernels::kMatVecRows;
   uint32_t matvec_lanes = 0;
   uint32_t matvec_unroll = kernels::kMatVecUnroll;
+  // 1: a decode step's attention does attn_prep's work (q/k norm, RoPE, the
+  // cache write) for its own heads, one dispatch and one barrier a layer
+  // fewer; 0: attn_prep as its own dispatch, as prefill runs it.
+  uint32_t decode_attention_prep = 1;
   // Batched decode on matvec: tokens per pass over the weights, accumulators per row group.
   uint32_t batch_tile = kernels::kMatVecBatchTile;
   uint32_t batch_accumulators = kernels::kMatVecBatchAccumulators;
