@@ -10,7 +10,10 @@
 // 1 + w), rotate it (RoPE, NeoX/"rotate_half" pairs i and i + head_dim/2;
 // angle = position / SCALE * THETA^(-2i/head_dim)), then write queries back in
 // place and keys — with their values — into the layer's cache at slot
-// position % SLOTS. One dispatch instead of five.
+// position % SLOTS. One dispatch instead of five. Prefill chunks run it;
+// decode passes do the same work inside attention (attention.comp's PREP,
+// with the same rotation from include/rope.glsl), unless
+// Tuning::decode_attention_prep says otherwise.
 // Each token row has its own position and stream (step.glsl). The cache's rows
 // are (stream, kv head) pairs, stream-major, split into parts; a part holds
 // rows [head_begin, +heads). Workgroups y < HEADS are query heads (done by the
