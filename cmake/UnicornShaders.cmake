@@ -83,6 +83,8 @@ foreach(fmt ${UNICORN_WEIGHT_FORMATS})
   unicorn_coop_shader(matmul_coop_${f} matmul_coop.comp DEFINES FMT_${fmt})
   unicorn_coop_shader(matmul_coop_splitk_${f} matmul_coop_splitk.comp DEFINES FMT_${fmt})
 endforeach()
+# Decode's matvec on integer dot products (q8 inputs), where the device has them.
+unicorn_shader(matvec_dot_q4_0 matvec.comp DEFINES FMT_Q4_0 INT_DOT)
 foreach(kv F16 F32)
   string(TOLOWER ${kv} f)
   unicorn_shader(attn_prep_${f} attn_prep.comp DEFINES KV_${kv})

@@ -3,6 +3,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
+#if defined(INT_DOT)
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 // matvec — y[t, r] = dot(W[r, :], x[t, :]) for a few token rows (decode, batched
 // decode, and the LM head). Decode reads every weight once per step, so this
 // kernel is the decode roofline: it must keep enough bytes in flight, in wide
@@ -28,7 +31,9 @@
 // row's sums are the same operations in the same order whatever TOKENS, TILE
 // and ROWS_PER_GROUP are (only LANES_PER_GROUP and UNROLL change them), so stream i's outputs in a
 // batch are bit for bit those of a single-token pass.
-// Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS)), where
+// INT_DOT (the matvec_dot_q4_0 module): Q4_0 against the inputs rounded to
+// bytes per block of 32, in integer dot products (below).
+// Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS) or SPLITS), where
 // G = ceil(rows / (ROWS_PER_GROUP * 128 / LANES_PER_GROUP)).
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint IN_FEATURES = 32;  // row length (input features)
@@ -40,6 +45,11 @@ layout(constant_id = 5) const uint UNROLL = 1;   // blocks per lane per pass (1 
 layout(constant_id = 6) const uint PAIR = 0;     // 1: y = gelu(W x) * (W2 x)
 layout(constant_id = 7) const uint TOKENS = 1;   // token rows per workgroup
 layout(constant_id = 8) const uint TILE = 1;     // token rows per pass over the weights (<= TOKENS)
+// Split K (one token, TOKENS = 1): workgroup z takes blocks [z, z + 1) * blocks / SPLITS of
+// every row and writes its partial sums to slice z of y, SLICE elements after
+// slice z - 1, which the consumer adds (rmsnorm's SLICES, as for matmul_coop).
+layout(constant_id = 9) const uint SPLITS = 1;
+layout(constant_id = 10) const uint SLICE = 0;
 layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 #define WEIGHT_BINDING 0
@@ -70,6 +80,62 @@ float field(uint word, uint mask, float offset) {
 float field_signed(uint word, uint mask, uint sign_bit, float offset) {
   return uintBitsToFloat((word & mask) ^ (sign_bit | kMagic)) - offset;
 }
+
+#if defined(INT_DOT)
+// Integer dot products (the matvec_dot_* modules; the device's
+// shaderIntegerDotProduct, core in Vulkan 1.3): each token's 32 inputs of a
+// block become 32 signed bytes q = round(x * 127 / amax), as llama.cpp's q8_1
+// activations, so a quant word meets its inputs in two 4-way byte dot
+// products (dp4a on NVIDIA) instead of eight float conversions and FMAs.
+// OpSDotKHR on two words of four signed bytes (PackedVectorFormat4x8Bit = 0):
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int dot_bytes(uint a, uint b, spirv_literal int packed_4x8);
+// Round to nearest even without a float->int conversion (slow on NVIDIA):
+// v + 1.5 * 2^23 holds round(v) in its low mantissa bits for |v| < 2^22, so
+// the low byte of its bits is round(v) as a two's complement byte.
+const float kRoundMagic = 12582912.0;  // 1.5 * 2^23
+uint pack_bytes(vec4 v) {
+  const uvec4 b = floatBitsToUint(v + kRoundMagic) & 0xFFu;
+  return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
+}
+// An int of magnitude below 2^22 as a float, the same way round.
+float int_to_float(int v) { return uintBitsToFloat(uint(0x4B400000 + v)) - kRoundMagic; }
+// Block `xb` (in vec4s) of a token's inputs as bytes: lo holds elements 0..15
+// (word k: 4k .. 4k+3), hi 16..31; scale = (d, 8 * d * sum(q)) with d = amax / 127,
+// so that d * dot(q, w - 8) = scale.x * dot(q, w) - scale.y for Q4_0's nibbles w.
+void quantize_inputs(uint xb, out uvec4 lo, out uvec4 hi, out vec2 scale) {
+  vec4 v[8];
+  for (uint k = 0; k < 8; ++k) v[k] = x4[xb + k];
+  vec4 m = max(max(max(abs(v[0]), abs(v[1])), max(abs(v[2]), abs(v[3]))),
+               max(max(abs(v[4]), abs(v[5])), max(abs(v[6]), abs(v[7]))));
+  const float amax = max(max(m.x, m.y), max(m.z, m.w));
+  const float inv = amax > 0.0 ? 127.0 / amax : 0.0;
+  uint w[8];
+  for (uint k = 0; k < 8; ++k) w[k] = pack_bytes(v[k] * inv);
+  lo = uvec4(w[0], w[1], w[2], w[3]);
+  hi = uvec4(w[4], w[5], w[6], w[7]);
+  int sum = 0;
+  for (uint k = 0; k < 8; ++k) sum += dot_bytes(w[k], 0x01010101u, 0);
+  const float d = amax * (1.0 / 127.0);
+  scale = vec2(d, 8.0 * d * int_to_float(sum));
+}
+// A decode step (one token a workgroup) quantizes its token's inputs once, into
+// shared memory, before any row is read: every row group then takes a block's
+// bytes from there (32 + 8 bytes) instead of its 128 bytes of floats from L1 or
+// L2, which bound the long-K products (the 27B's down projection read its
+// input 4x over, more bytes than its weights). The host keeps 1.25 * K bytes
+// within the device's shared memory. Batched workgroups quantize per block.
+const uint kStagedBlocks = TOKENS == 1 ? (IN_FEATURES / 32 + SPLITS - 1) / SPLITS : 1;
+shared uvec4 staged_lo[kStagedBlocks], staged_hi[kStagedBlocks];
+shared vec2 staged_scale[kStagedBlocks];
+// Q4_0's 32 nibbles (unsigned, 0..15) against the inputs' bytes.
+int block_dot(uvec4 q, uvec4 lo, uvec4 hi) {
+  int s = 0;
+  for (uint k = 0; k < 4; ++k)
+    s += dot_bytes(q[k] & 0x0F0F0F0Fu, lo[k], 0) + dot_bytes((q[k] >> 4) & 0x0F0F0F0Fu, hi[k], 0);
+  return s;
+}
+#endif
 
 #if defined(FMT_Q4_0)
 // 2^23 + 8 * 2^s: the magic and Q4_0's zero point of 8, at s = 0, 4, 8, 12.
@@ -165,7 +231,8 @@ void main() {
   const uint rg = group * groups_per_wg + wg_lane / LANES_PER_GROUP, l = wg_lane % LANES_PER_GROUP;
   const uint r0 = rg * ROWS_PER_GROUP;
   // This workgroup's token rows (uniform: the whole workgroup has them).
-  const uint n = active_rows(ROW_SET), t_begin = gl_WorkGroupID.z * TOKENS;
+  const uint split = SPLITS > 1 ? gl_WorkGroupID.z : 0;
+  const uint n = active_rows(ROW_SET), t_begin = (SPLITS > 1 ? 0 : gl_WorkGroupID.z) * TOKENS;
   if (t_begin >= n) return;
   // One token (decode): an end the compiler sees, so the token loops fold away
   // (a loop bound read from the step buffer cost 1B decode 6 % on the H100).
@@ -174,6 +241,19 @@ void main() {
   // stays active for the reductions.
   uint row[ROWS_PER_GROUP];
   for (uint i = 0; i < ROWS_PER_GROUP; ++i) row[i] = min(r0 + i, pc.rows - 1);
+  // This workgroup's blocks of each row (all of them unless K is split).
+  const uint kb_begin = split * (IN_FEATURES / 32) / SPLITS, kb_end = (split + 1) * (IN_FEATURES / 32) / SPLITS;
+#if defined(INT_DOT)
+  if (TOKENS == 1) {
+    for (uint b = kb_begin + gl_LocalInvocationID.x; b < kb_end; b += 128) {
+      uvec4 lo, hi;
+      vec2 scale;
+      quantize_inputs((t_begin * IN_FEATURES + b * 32) / 4, lo, hi, scale);
+      staged_lo[b - kb_begin] = lo, staged_hi[b - kb_begin] = hi, staged_scale[b - kb_begin] = scale;
+    }
+    barrier();
+  }
+#endif
   for (uint t0 = t_begin; t0 < t_end; t0 += TILE) {
     const uint tn = TILE == 1 ? 1 : min(TILE, t_end - t0);  // tokens in this pass
     float acc[TILE][NR];
@@ -181,7 +261,7 @@ void main() {
       for (uint i = 0; i < NR; ++i) acc[j][i] = 0.0;
 #if WEIGHT_BLOCK == 32
     const uint blocks = IN_FEATURES / 32;  // IN_FEATURES is a multiple of 32, so x rows are 16-byte aligned
-    for (uint b0 = l; b0 < blocks; b0 += UNROLL * LANES_PER_GROUP) {
+    for (uint b0 = kb_begin + l; b0 < kb_end; b0 += UNROLL * LANES_PER_GROUP) {
 #if defined(FMT_Q4_0) || defined(FMT_Q4_K) || defined(FMT_Q4_1)
       uvec4 q[UNROLL][NR];
 #if defined(SCALE_MIN_BLOCKS)
@@ -191,7 +271,7 @@ void main() {
 #endif
       for (uint u = 0; u < UNROLL; ++u)  // all weight loads first: bytes in flight
         for (uint i = 0; i < NR; ++i) {
-          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, kb_end - 1);
           q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
 #if defined(SCALE_MIN_BLOCKS)
           d[u][i] = i < ROWS_PER_GROUP ? block_scale_min(blk) : block_scale_min2(blk);
@@ -199,11 +279,28 @@ void main() {
           d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
 #endif
         }
+#if defined(INT_DOT)
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          uvec4 lo, hi;
+          vec2 scale;
+          if (TOKENS == 1)
+            lo = staged_lo[b - kb_begin], hi = staged_hi[b - kb_begin], scale = staged_scale[b - kb_begin];
+          else
+            quantize_inputs(((t0 + j) * IN_FEATURES + b * 32) / 4, lo, hi, scale);
+          for (uint i = 0; i < NR; ++i)
+            acc[j][i] += d[u][i] * (int_to_float(block_dot(q[u][i], lo, hi)) * scale.x - scale.y);
+        }
+      }
+#else
       // One quant word at a time, dequantised once for all rows' tokens, then
       // each token's inputs: few registers, so ROWS_PER_GROUP and TILE can grow.
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
-        if (b >= blocks) break;
+        if (b >= kb_end) break;
         float part[TILE][NR];
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
@@ -234,6 +331,7 @@ void main() {
             acc[j][i] += d[u][i] * part[j][i];
 #endif
       }
+#endif  // INT_DOT
 #elif defined(FIFTH_BIT)
       uvec4 q[UNROLL][NR];
       uint h[UNROLL][NR];
@@ -244,7 +342,7 @@ void main() {
 #endif
       for (uint u = 0; u < UNROLL; ++u)
         for (uint i = 0; i < NR; ++i) {
-          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, kb_end - 1);
           q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
           h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
 #if defined(FMT_Q5_0)
@@ -255,7 +353,7 @@ void main() {
         }
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
-        if (b >= blocks) break;
+        if (b >= kb_end) break;
         float part[TILE][NR], xsum[TILE];
         for (uint j = 0; j < TILE; ++j) {
           xsum[j] = 0.0;
@@ -291,14 +389,14 @@ void main() {
       vec2 d[UNROLL][NR];  // d * scale of elements 0..15 and 16..31
       for (uint u = 0; u < UNROLL; ++u)
         for (uint i = 0; i < NR; ++i) {
-          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, kb_end - 1);
           q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
           h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
           d[u][i] = i < ROWS_PER_GROUP ? block_scales(blk) : block_scales2(blk);
         }
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
-        if (b >= blocks) break;
+        if (b >= kb_end) break;
         float part0[TILE][NR], part1[TILE][NR];  // elements 0..15, 16..31
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) part0[j][i] = part1[j][i] = 0.0;
@@ -323,14 +421,14 @@ void main() {
       float d[UNROLL][NR];
       for (uint u = 0; u < UNROLL; ++u)
         for (uint i = 0; i < NR; ++i) {
-          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, blocks - 1);
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, kb_end - 1);
           q0[u][i] = i < ROWS_PER_GROUP ? block_quants(blk, 0) : block_quants2(blk, 0);
           q1[u][i] = i < ROWS_PER_GROUP ? block_quants(blk, 1) : block_quants2(blk, 1);
           d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
         }
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
-        if (b >= blocks) break;
+        if (b >= kb_end) break;
         float part[TILE][NR];
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
@@ -389,7 +487,7 @@ void main() {
           for (uint i = 0; i < ROWS_PER_GROUP; ++i) {
             const uint r = (rg0 + s) * ROWS_PER_GROUP + i;
             if (live && l == 0 && slot == s && r < pc.rows)
-              y[t * OUT_FEATURES + pc.row_begin + r] = row_output(total[i], total[(i + ROWS_PER_GROUP) % NR]);
+              y[split * SLICE + t * OUT_FEATURES + pc.row_begin + r] = row_output(total[i], total[(i + ROWS_PER_GROUP) % NR]);
           }
         }
       } else {
@@ -406,7 +504,7 @@ void main() {
             a += partial[(first + sg) * NR + l];
             b += partial[(first + sg) * NR + (l + ROWS_PER_GROUP) % NR];
           }
-          y[t * OUT_FEATURES + pc.row_begin + r0 + l] = row_output(a, b);
+          y[split * SLICE + t * OUT_FEATURES + pc.row_begin + r0 + l] = row_output(a, b);
         }
         barrier();  // the next token's partial sums reuse `partial`
       }

@@ -222,6 +222,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
       {"device", device},
       {"placement", std::string(placement_name(placement))},
       {"prefill_linear", engine.prefill_linear_path()},
+      {"decode_linear", engine.decode_linear_path()},
       {"weight_bytes", weight_bytes},
       {"weight_bytes_gtt", gtt_weight_bytes},
       {"read_bandwidth_gbps", bandwidth / 1e9},

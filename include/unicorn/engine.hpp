@@ -155,6 +155,11 @@ class AnyEngine {
   // What prefill's products run on (EngineOptions::products), in words.
   std::string prefill_linear_path() const { return core_.products_path(); }
   bool tensor_units() const { return core_.tensor_units(); }
+  // What a decode step's Q4_0 products run on, in words (unicorn-bench).
+  std::string decode_linear_path() const {
+    return core_.int_dot() ? "matvec_dot: Q4_0 on integer dot products, inputs as bytes (q8) per block of 32"
+                           : "matvec: fp32";
+  }
   const gpu::PipelineCache::Stats& pipeline_cache() const { return core_.pipeline_cache(); }
 
   const gpu::Context& context() const { return core_.context(); }

@@ -262,8 +262,22 @@ std::vector<std::byte> random_weights(Format format, size_t rows, size_t K) {
 
 // ------------------------------------------------- matvec / matmul (linear)
 
+// matvec_dot's inputs: each block of 32 as signed bytes q = round(x * 127 / amax)
+// times amax / 127, the values its integer dot products meet (the same float
+// operations as the shader, rounding to nearest even).
+std::vector<float> as_q8_blocks(std::span<const float> x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t j = b; j < b + 32; ++j) amax = std::max(amax, std::abs(x[j]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f, d = amax * (1.0f / 127.0f);
+    for (size_t j = b; j < b + 32; ++j) out[j] = d * std::nearbyint(x[j] * inv);
+  }
+  return out;
+}
+
 struct LinearCase {
-  std::string kernel;  // "matvec" or "matmul"
+  std::string kernel;  // "matvec", "matvec_dot" (Q4_0, integer dot products) or "matmul"
   Format format;
   uint32_t K, M, n;
   uint32_t row_set = 0;      // 1: rows counted by step.logit_count
@@ -285,7 +299,8 @@ class Linear : public ::testing::TestWithParam<LinearCase> {};
 // first dispatch must fill exactly its columns, the second the rest.
 TEST_P(Linear, MatchesReference) {
   const LinearCase& c = GetParam();
-  const bool vec = c.kernel == "matvec";
+  const bool vec = c.kernel.starts_with("matvec"), int_dot = c.kernel == "matvec_dot";
+  if (int_dot && !device().ctx.info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
   const uint32_t active = c.row_set ? c.logit_count : c.n;
   const auto bytes = random_weights(c.format, c.M, c.K);
   const auto W = reference::dequantize(c.format, bytes, size_t(c.M) * c.K);  // [M, K]
@@ -293,7 +308,19 @@ TEST_P(Linear, MatchesReference) {
   HostBuffer x(xs.size() * 4), y(size_t(c.n) * c.M * 4);
   x.fill<float>(xs);
   const auto step = step_buffer({c.n, 7, 0, c.logit_count});
-  const auto full = reference::linear(std::span(xs).first(size_t(active) * c.K), W, c.K, c.M);
+  const auto x_met = int_dot ? as_q8_blocks(xs) : xs;
+  const auto full = reference::linear(std::span(x_met).first(size_t(active) * c.K), W, c.K, c.M);
+  // The error scale: a sum's rounding follows the size of its terms, not of its
+  // result, so outputs that cancel (a single row's can be small) are judged
+  // against a sixteenth of the largest row's sum of |w x| as well.
+  double terms = 0;
+  for (uint32_t t = 0; t < active; ++t)
+    for (uint32_t r = 0; r < c.M; ++r) {
+      double row = 0;
+      for (uint32_t k = 0; k < c.K; ++k) row += std::abs(double(W[size_t(r) * c.K + k]) * x_met[size_t(t) * c.K + k]);
+      terms = std::max(terms, row);
+    }
+  const double floor = terms / 16;
 
   // (For the large-M case the first part is the big one.)
   const uint32_t split = c.M > 65535 ? 100 : c.M / 3;
@@ -325,7 +352,7 @@ TEST_P(Linear, MatchesReference) {
     const auto name = kernels::variant(c.kernel.c_str(), c.format);
     if (vec)
       run(name, kernels::kMatVecBindings,
-          kernels::MatVec{c.K, c.M, c.row_set, rows_per_group, lanes, unroll, 0, c.tokens, c.tile},
+          kernels::MatVec{c.K, c.M, c.row_set, rows_per_group, lanes, unroll, 0, c.tokens, c.tile, 1, 0},
           {&w, &x, &y, &step, &w}, {rb, rows}, g);
     else
       run(name, kernels::kLinearBindings, kernels::Linear{c.K, c.M, c.row_set},
@@ -334,7 +361,7 @@ TEST_P(Linear, MatchesReference) {
       for (uint32_t r = rb; r < rb + rows; ++r) want[size_t(t) * c.M + r] = full[size_t(t) * c.M + r];
     ASSERT_TRUE(compare(c.name() + " part rows [" + std::to_string(rb) + "," +
                             std::to_string(rb + rows) + ")",
-                        y.as<float>(), want, c.M, 1e-5));
+                        y.as<float>(), want, c.M, 1e-5, floor));
     if (vec && c.tokens > 1) {
       // Batched: what one token per workgroup gives, with other rows per row
       // group too (the engine's batched shape) — bit for bit for the block
@@ -344,7 +371,7 @@ TEST_P(Linear, MatchesReference) {
       HostBuffer y1(size_t(c.n) * c.M * 4);
       const uint32_t gs = groups(rows, kernels::kMatVecRows * 128 / lanes);
       run(name, kernels::kMatVecBindings,
-          kernels::MatVec{c.K, c.M, c.row_set, kernels::kMatVecRows, lanes, unroll, 0, 1, 1},
+          kernels::MatVec{c.K, c.M, c.row_set, kernels::kMatVecRows, lanes, unroll, 0, 1, 1, 1, 0},
           {&w, &x, &y1, &step, &w}, {rb, rows}, {gs, 1, c.n});
       for (uint32_t t = 0; t < active; ++t)
         for (uint32_t r = rb; r < rb + rows; ++r) {
@@ -382,6 +409,13 @@ std::vector<LinearCase> linear_cases() {
     }
   // An LM-head-sized row count (the 2-D grid starts past 65535 workgroups).
   v.push_back({"matvec", Format::Q4_0, 32, 65700, 1});
+  // matvec_dot: Q4_0 against inputs as bytes, in every shape above.
+  for (uint32_t K : {96u, 768u})
+    for (uint32_t M : {1u, 37u, 130u})
+      for (uint32_t n : {1u, 3u}) v.push_back({"matvec_dot", Format::Q4_0, K, M, n});
+  v.push_back({"matvec_dot", Format::Q4_0, 96, 37, 3, 1, 2});
+  v.push_back({"matvec_dot", Format::Q4_0, 768, 130, 7, 0, 0, 4, 4});
+  v.push_back({"matvec_dot", Format::Q4_0, 768, 37, 6, 1, 5, 6, 4});
   // Batched decode: several token rows per workgroup, a last pass of fewer than
   // TILE, two workgroups' runs of tokens, and the LM head's logit rows.
   for (Format f : kAllFormats) {
@@ -391,6 +425,37 @@ std::vector<LinearCase> linear_cases() {
     v.push_back({"matvec", f, K, 37, 6, 1, 5, 6, 4});
   }
   return v;
+}
+
+// matvec_dot with K split over workgroups (long rows, one token): each split
+// writes its partial sums to its own slice of the output, and the slices add up
+// to the product. Rows in two parts, as above; 25 blocks in 3 uneven splits.
+TEST(MatVecDot, SplitKSlicesAddUpToTheProduct) {
+  if (!device().ctx.info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
+  const uint32_t K = 800, M = 130, splits = 3, lanes = kernels::kMatVecDotLanes, rows_per_group = 4;
+  const auto bytes = random_weights(Format::Q4_0, M, K);
+  const auto W = reference::dequantize(Format::Q4_0, bytes, size_t(M) * K);
+  const auto xs = random_floats(K);
+  const auto x_met = as_q8_blocks(xs);
+  const auto full = reference::linear(x_met, W, K, M);
+  HostBuffer x(K * 4), y(size_t(splits) * M * 4);
+  x.fill<float>(xs);
+  const auto step = step_buffer({1, 7, 0, 0});
+  const uint32_t split = 50, begins[] = {split, 0}, counts[] = {M - split, split};
+  const uint64_t rbytes = row_bytes(Format::Q4_0, K);
+  for (int p = 0; p < 2; ++p) {
+    HostBuffer w(counts[p] * rbytes);
+    w.fill<std::byte>(reference::to_device_layout(
+        Format::Q4_0, std::span(bytes).subspan(begins[p] * rbytes, counts[p] * rbytes)));
+    run("matvec_dot_q4_0", kernels::kMatVecBindings,
+        kernels::MatVec{K, M, 0, rows_per_group, lanes, 1, 0, 1, 1, splits, M}, {&w, &x, &y, &step, &w},
+        {begins[p], counts[p]}, {groups(counts[p], rows_per_group * 128 / lanes), 1, splits});
+  }
+  std::vector<float> sum(M, 0.0f);
+  for (uint32_t s = 0; s < splits; ++s)
+    for (uint32_t r = 0; r < M; ++r) sum[r] += y.as<float>()[size_t(s) * M + r];
+  std::vector<double> want(full.begin(), full.end());
+  EXPECT_TRUE(compare("matvec_dot_q4_0 K=800 in 3 splits", sum, want, M, 1e-5));
 }
 
 std::string test_name(std::string s) {
@@ -1793,6 +1858,8 @@ TEST(AttentionStreams, ChunkOfSeveralStreamsMatchesEachAlone) {
 struct PairCase {
   Format format;
   uint32_t K, F, lanes;  // lanes 0: the engine's choice
+  bool int_dot = false;  // matvec_dot (Q4_0 against the inputs as bytes)
+  std::string kernel() const { return kernels::variant(int_dot ? "matvec_dot" : "matvec", format); }
 };
 class MatVecPair : public ::testing::TestWithParam<PairCase> {};
 
@@ -1814,11 +1881,13 @@ PairPart pair_part(Format f, std::span<const std::byte> gate_w, std::span<const 
 // against the reference linear and geglu.
 TEST_P(MatVecPair, MatchesLinearThenGeglu) {
   const PairCase& c = GetParam();
+  if (c.int_dot && !device().ctx.info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
   const auto gate_w = random_weights(c.format, c.F, c.K), up_w = random_weights(c.format, c.F, c.K);
   const auto G = reference::dequantize(c.format, gate_w, size_t(c.F) * c.K);
   const auto U = reference::dequantize(c.format, up_w, size_t(c.F) * c.K);
   const auto xs = random_floats(c.K, -2.f, 2.f);
-  const auto g = reference::linear(xs, G, c.K, c.F), u = reference::linear(xs, U, c.K, c.F);
+  const auto x_met = c.int_dot ? as_q8_blocks(xs) : xs;
+  const auto g = reference::linear(x_met, G, c.K, c.F), u = reference::linear(x_met, U, c.K, c.F);
   const std::vector<float> gf(g.begin(), g.end()), uf(u.begin(), u.end());
   const auto full = reference::geglu(gf, uf);
   HostBuffer x(xs.size() * 4), y(size_t(c.F) * 4);
@@ -1831,11 +1900,11 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
   for (int p = 0; p < 2; ++p) {
     PairPart w = pair_part(c.format, gate_w, up_w, c.K, begins[p], counts[p]);
     const uint32_t gs = groups(counts[p], rows * 128 / lanes);
-    run(kernels::variant("matvec", c.format), kernels::kMatVecBindings,
-        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1, 1, 1}, {&w.gate, &x, &y, &step, &w.up},
+    run(c.kernel(), kernels::kMatVecBindings,
+        kernels::MatVec{c.K, c.F, 0, rows, lanes, 1, 1, 1, 1, 1, 0}, {&w.gate, &x, &y, &step, &w.up},
         {begins[p], counts[p]}, {gs, 1, 1});
     for (uint32_t r = begins[p]; r < begins[p] + counts[p]; ++r) want[r] = full[r];
-    ASSERT_TRUE(compare(kernels::variant("matvec", c.format) + " pair K=" + std::to_string(c.K) +
+    ASSERT_TRUE(compare(c.kernel() + " pair K=" + std::to_string(c.K) +
                             " F=" + std::to_string(c.F) + " lanes=" + std::to_string(lanes),
                         y.as<float>(), want, c.F, 1e-5));
   }
@@ -1844,11 +1913,12 @@ std::vector<PairCase> pair_cases() {
   std::vector<PairCase> v;
   for (Format f : kBlockFormats)
     for (uint32_t lanes : {0u, 128u}) v.push_back({f, row_k(f, 0, 160, 768), 301, lanes});
+  for (uint32_t lanes : {kernels::kMatVecDotLanes, 128u}) v.push_back({Format::Q4_0, 160, 301, lanes, true});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, MatVecPair, ::testing::ValuesIn(pair_cases()),
                          [](const auto& info) {
-                           return test_name(kernels::variant("matvec", info.param.format) +
+                           return test_name(info.param.kernel() +
                                             " lanes " + std::to_string(info.param.lanes));
                          });
 

@@ -109,7 +109,11 @@ class EngineCore {
         kernels_(ctx, options.pipeline_cache),
         sets_(ctx),
         tuning_(options.tuning),
-        tensor_units_(ctx.info().coopmat && fp16_products(options.products, config.scheme)) {
+        tensor_units_(ctx.info().coopmat && fp16_products(options.products, config.scheme)),
+        int_dot_(options.products != Products::fp32 &&
+                 (options.tuning.matvec_int_dot == 1   ? ctx.info().int_dot
+                  : options.tuning.matvec_int_dot == 2 ? ctx.info().int_dot_accelerated
+                                                       : false)) {
     check_against_compiled(compiled);
     check_device_limits();
     check_pools_fit();
@@ -151,6 +155,13 @@ class EngineCore {
   // Whether prefill's products and attention (and batched steps' products)
   // run on the device's tensor units with fp16 operands (EngineOptions::products).
   bool tensor_units() const { return tensor_units_; }
+  // Whether this deployment's Q4_0 matrix-vector products (decode's, and the
+  // LM head's in either pass) take their inputs as bytes (matvec_dot).
+  bool int_dot() const {
+    const Scheme& s = cfg_.scheme;
+    const Format matrices[] = {s.attention, s.ffn, s.attn_v_more_bits, s.ffn_down_more_bits, s.lm_head};
+    return int_dot_ && std::ranges::find(matrices, Format::Q4_0) != std::end(matrices);
+  }
   // What they run on, in words (unicorn-bench, the golden tests).
   std::string products_path() const {
     if (tensor_units_) return gpu::prefill_linear_path(ctx_.info());
@@ -615,6 +626,7 @@ class EngineCore {
       prefill_all_logits_;
   Tuning tuning_;  // kernel shapes (EngineOptions::tuning)
   bool tensor_units_;  // prefill and batched products, prefill attention on fp16 tensor units
+  bool int_dot_;       // decode's Q4_0 products on matvec_dot (Tuning::matvec_int_dot, Products)
   uint32_t context_limit_ = kv_context_;
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   BatchPasses batch_passes_ = BatchPasses::BySize;

@@ -221,7 +221,7 @@ struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, rows_per_group),
                            (uint32_t, lanes_per_group), (uint32_t, unroll), (uint32_t, pair),
-                           (uint32_t, tokens), (uint32_t, tile));
+                           (uint32_t, tokens), (uint32_t, tile), (uint32_t, splits), (uint32_t, slice));
 };
 // Batched decode (tokens > 1 per workgroup): tokens per pass over the weights,
 // and accumulators per row group (rows times 1, or 2 for the fused pair) — the
@@ -260,6 +260,30 @@ constexpr uint32_t matvec_lanes(Format format, uint32_t in_features, uint32_t ou
   const auto padded = [blocks](uint32_t n) { return (blocks + n - 1) / n * n; };
   if (lanes == 32 && blocks >= 64 && padded(64) == padded(32)) lanes = 64;
   return lanes;
+}
+// matvec_dot (Q4_0 against inputs quantized to bytes, integer dot products):
+// its shared memory for one token's inputs of `in_features`, each block of 32
+// as 32 bytes and two floats, beside the reductions' 512 floats.
+constexpr uint32_t matvec_dot_shared_bytes(uint32_t in_features) { return in_features / 32 * 40 + 512 * 4; }
+// Its lanes per row group: 32, so a workgroup's 16 rows share the inputs it
+// quantized (the float kernel's rule, up to 128 lanes and 4 rows a workgroup,
+// staged a 12B down projection's inputs for every 4 rows: 37.7 us against 22.0).
+inline constexpr uint32_t kMatVecDotLanes = 32;
+// One token's rows longer than this split K over workgroups (partial sums in
+// the output's slices, where it has them): unsplit, the 27B's down projection
+// (21,504) read 86 KB of inputs in each workgroup before its first weight,
+// 62.4 us against the float kernel's 45.6 (notes/tuning.md).
+inline constexpr uint32_t kMatVecDotSplitInFeatures = 8192;
+constexpr uint32_t matvec_dot_splits(uint32_t in_features, uint32_t split_in_features, uint32_t slices) {
+  const uint32_t want = split_in_features ? (in_features + split_in_features - 1) / split_in_features : 1;
+  return std::clamp(want, 1u, std::max(slices, 1u));
+}
+// Whether a decode matrix of `format` and `in_features` runs on matvec_dot,
+// its K split `splits` ways for one token.
+constexpr bool matvec_dot_takes(Format format, uint32_t in_features, uint32_t tokens, uint32_t max_shared,
+                                uint32_t splits = 1) {
+  const uint32_t blocks = (in_features / 32 + splits - 1) / splits;
+  return format == Format::Q4_0 && (tokens > 1 || matvec_dot_shared_bytes(blocks * 32) <= max_shared);
 }
 // Whether a lanes count fits the kernel: it divides the subgroup, or is a
 // multiple of it within the 128-lane workgroup; rows fit its shared memory.

@@ -44,11 +44,19 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
   const bool vec = decode_ || row_set == 1;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
   const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
+  const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : 1;  // per workgroup
+  const auto& info = c_.ctx_.info();
+  const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
+  const uint32_t dot_splits =
+      tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;
+  const bool int_dot =
+      vec && c_.int_dot_ && kernels::matvec_dot_takes(w.format, K, tokens, info.max_shared_memory, dot_splits);
+  const uint32_t splits = int_dot ? dot_splits : 1;
   uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
-  if (!lanes || !is_block_quantized(w.format)) lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+  if (!lanes || !is_block_quantized(w.format))
+    lanes = int_dot ? kernels::kMatVecDotLanes : kernels::matvec_lanes(w.format, K, M, rows, sg);
   if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
     rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
-  const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : 1;  // per workgroup
   const uint32_t token_tile = std::max(1u, std::min(tokens, c_.tuning_.batch_tile));
   if (tokens > 1) {
     const uint32_t batch_rows = std::max(1u, c_.tuning_.batch_accumulators / accumulators);
@@ -58,7 +66,6 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
   const uint32_t rows_per_group = rows * 128 / lanes;  // 128-lane workgroups
   // Prefill: tensor units when the device has them and they are enabled
   // (gpu::Context decides), else fp32 tiles.
-  const auto& info = c_.ctx_.info();
   const bool coop = !vec && c_.tensor_units_;
   const uint32_t rows_n = row_set ? logit_rows_ : n_;
   // Outputs whose layout holds several slices (Act::Proj, Act::Up) take
@@ -66,18 +73,18 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
   // projections may split K where their tiles alone would leave much of the
   // GPU idle, and the up projection where it fills the last wave it shares
   // with the gate's (same tile).
-  const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
   const uint32_t max_splits = coop ? kernels::coop_max_splits(K, slice_cap, c_.tuning_.coop_split_steps) : 1;
   kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, in == Act::Operand,
                                                 out == Act::Up ? 1 : max_splits);
   if (out == Act::Up)
     tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, std::max(1u, c_.tuning_.coop_wave),
                                              max_splits);
-  slices_[size_t(out)] = tile.splits;  // 1 unless split above
+  slices_[size_t(out)] = vec ? splits : tile.splits;  // 1 unless split above
   const auto& k =
-      vec ? c_.kernel(kernels::variant("matvec", w.format), kernels::kMatVecBindings,
+      vec ? c_.kernel(int_dot ? std::string("matvec_dot_q4_0") : kernels::variant("matvec", w.format),
+                      kernels::kMatVecBindings,
                       kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
-                                      tokens, token_tile})
+                                      tokens, token_tile, splits, slice_elems(out)})
       : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
                          kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
                                               info.coop_k, info.subgroup_size, tile, slice_elems(out)))
@@ -94,7 +101,8 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
       const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step(), second};
       const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
       const uint32_t gx = std::min<uint32_t>(g, 65535);
-      add(k, b, push, {gx, groups(g, gx), groups(rows_n, tokens)}, barrier && i + 1 == parts.size());
+      add(k, b, push, {gx, groups(g, gx), splits > 1 ? splits : groups(rows_n, tokens)},
+          barrier && i + 1 == parts.size());
     } else {
       const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step()};
       add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits},

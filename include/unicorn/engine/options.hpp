@@ -27,6 +27,12 @@ struct Tuning {
   uint32_t matvec_rows = kernels::kMatVecRows;
   uint32_t matvec_lanes = 0;
   uint32_t matvec_unroll = kernels::kMatVecUnroll;
+  // Decode's Q4_0 matrices on matvec_dot (inputs as bytes, integer dot
+  // products, kernels::matvec_dot_takes): 2 where the device runs them in
+  // hardware, 1 wherever it has them (lavapipe emulates them), 0 nowhere.
+  uint32_t matvec_int_dot = 2;
+  // One token's rows longer than this split K on matvec_dot (0: never).
+  uint32_t matvec_dot_split_in_features = kernels::kMatVecDotSplitInFeatures;
   // 1: a decode step's attention does attn_prep's work (q/k norm, RoPE, the
   // cache write) for its own heads, one dispatch and one barrier a layer
   // fewer; 0: attn_prep as its own dispatch, as prefill runs it.
@@ -66,14 +72,16 @@ struct Tuning {
 // The arithmetic of prefill's products and attention (and of batched decode
 // steps' products) where the device has tensor units
 // (gpu::DeviceInfo::coopmat), which take fp16 operands and accumulate in fp32.
-// Decode's matrix-vector products are fp32 on every device.
+// Decode's matrix-vector products are fp32, except that Q4_0 matrices take
+// their inputs as bytes (q8, llama.cpp's MMVQ) where the device has hardware
+// integer dot products (Tuning::matvec_int_dot), unless products is fp32.
 enum class Products : uint32_t {
   // fp32 for a deployment whose matrices are all F32 (a reference deployment
   // asks for its precision: within 1e-5 of transformers on every device);
   // fp16 operands for every other scheme, whose weights are no finer than fp16.
   by_scheme,
   fp16,  // fp16 operands on tensor units wherever the device has them (fast F32)
-  fp32,  // fp32 tiles everywhere, tensor units unused
+  fp32,  // fp32 tiles everywhere, tensor units unused; decode's inputs stay floats (no matvec_dot)
 };
 
 struct EngineOptions {

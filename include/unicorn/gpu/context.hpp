@@ -62,6 +62,11 @@ struct DeviceInfo {
   bool coopmat;
   uint32_t coop_m, coop_n, coop_k;  // the shape chosen from the device's list (M tokens, N rows)
   std::string coopmat_note;         // why not, when coopmat is false
+  // 4-way signed byte dot products in shaders (VK_KHR_shader_integer_dot_product,
+  // enabled when present), and whether the device runs them in hardware (dp4a)
+  // rather than emulating them: decode's matvec_dot kernels run where they are.
+  bool int_dot = false;
+  bool int_dot_accelerated = false;
 };
 
 // The most shared memory a matmul_coop tile may declare (bytes): 48 KiB, what
@@ -318,6 +323,7 @@ class Context {
     if (!family) throw Error("gpu: " + info_.name + " has no compute queue");
     queue_family_ = *family;
     detect_coopmat();
+    detect_int_dot();
 
     const auto features = physical_.getFeatures2<vk::PhysicalDeviceFeatures2,
                                                  vk::PhysicalDeviceVulkan11Features,
@@ -362,8 +368,13 @@ class Context {
     // matmul_coop keeps fp16 in shared memory (shaderFloat16), and glslang emits
     // the Vulkan memory model for GL_KHR_memory_scope_semantics, which
     // cooperative-matrix GLSL requires.
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR enable_int_dot{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+        .pNext = info_.coopmat ? &enable_coop : nullptr,
+        .shaderIntegerDotProduct = VK_TRUE};
+    void* chain12 = info_.int_dot ? static_cast<void*>(&enable_int_dot) : enable_int_dot.pNext;
     auto enable12 = vk::PhysicalDeviceVulkan12Features{}
-                        .setPNext(info_.coopmat ? &enable_coop : nullptr)
+                        .setPNext(chain12)
                         .setShaderFloat16(info_.coopmat ? VK_TRUE : VK_FALSE)
                         .setVulkanMemoryModel(info_.coopmat ? VK_TRUE : VK_FALSE)
                         .setTimelineSemaphore(VK_TRUE);  // gpu::Stream orders one queue's work after another's
@@ -374,6 +385,7 @@ class Context {
     std::vector<const char*> extensions;
     if (has_memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (info_.coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (info_.int_dot) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{}
                                               .setPNext(&enable)
                                               .setQueueCreateInfos(queue_infos)
@@ -384,6 +396,27 @@ class Context {
       second_queue_ = vk::raii::Queue(device_, second_family_, second_index);
       has_second_queue_ = true;
     }
+  }
+
+  // Sets info_.int_dot and info_.int_dot_accelerated (the packed signed form
+  // matvec_dot uses).
+  void detect_int_dot() {
+    bool have_extension = false;
+    for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+      if (std::string_view(e.extensionName) == VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)
+        have_extension = true;
+    if (!have_extension) return;
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR features{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &features};
+    physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
+    if (!features.shaderIntegerDotProduct) return;
+    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR properties{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 p2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &properties};
+    physical_.getDispatcher()->vkGetPhysicalDeviceProperties2(*physical_, &p2);
+    info_.int_dot = true;
+    info_.int_dot_accelerated = properties.integerDotProduct4x8BitPackedSignedAccelerated;
   }
 
   // Sets info_.coopmat and the shape, or says in coopmat_note why not.
