@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <span>
 #include <thread>
 #include <vector>
@@ -22,22 +25,89 @@
 
 namespace unicorn::gpu {
 
-// memcpy over up to 16 threads for large copies (one thread below 8 MiB, where
-// starting threads would cost more than it saves).
+// Threads kept for large copies, made on first use and kept for the process:
+// starting them for every staged piece cost more than copying a medium tensor
+// (a 6 MB projection) and left such pieces to one or three threads.
+// One copy runs at a time; callers on other threads wait their turn.
+class CopyThreads {
+ public:
+  explicit CopyThreads(unsigned count) : count_(count) {
+    for (unsigned i = 1; i < count; ++i) threads_.emplace_back([this, i] { serve(i); });
+  }
+  ~CopyThreads() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+  }  // the jthreads join here
+  unsigned count() const { return count_; }
+  // Runs job(i) for i in [0, n) (n <= count()), on this thread and n - 1 others.
+  void run(unsigned n, const std::function<void(unsigned)>& job) {
+    std::lock_guard turn(turn_);
+    {
+      std::lock_guard lock(mutex_);
+      job_ = &job;
+      active_ = n;
+      pending_ = n - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    job(0);
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void serve(unsigned i) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(unsigned)>* job = nullptr;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stopping_) return;
+        if (i >= active_) continue;
+        job = job_;
+      }
+      (*job)(i);
+      std::lock_guard lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  unsigned count_;
+  std::mutex turn_, mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(unsigned)>* job_ = nullptr;
+  unsigned active_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::vector<std::jthread> threads_;  // last: joined before the members they use go
+};
+
+inline CopyThreads& copy_threads() {
+  static CopyThreads threads(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  return threads;
+}
+
+// memcpy over up to 16 threads, in shares of at least 256 KiB (one thread
+// below 512 KiB).
 inline void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes) {
-  constexpr size_t kPerThreadMin = 4ull << 20;
-  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 16,
-                                           bytes / kPerThreadMin});
+  constexpr size_t kPerThreadMin = 256u << 10;
+  const size_t threads = std::min<size_t>(copy_threads().count(), bytes / kPerThreadMin);
   if (threads <= 1) {
     std::memcpy(dst, src, bytes);
     return;
   }
   const size_t share = (bytes / threads + 63) / 64 * 64;  // cache-line-aligned shares
-  std::vector<std::jthread> pool;
-  for (size_t i = 1; i < threads && i * share < bytes; ++i)
-    pool.emplace_back([=] { std::memcpy(dst + i * share, src + i * share, std::min(share, bytes - i * share)); });
-  std::memcpy(dst, src, std::min(share, bytes));
-}  // the jthreads join here
+  copy_threads().run(unsigned(threads), [=](unsigned i) {
+    const size_t begin = i * share;
+    if (begin < bytes) std::memcpy(dst + begin, src + begin, std::min(share, bytes - begin));
+  });
+}
 
 class StagingRing {
  public:
