@@ -809,8 +809,13 @@ class Terminal {
     return -1;
   }
   // The chat's first prompt, within `seconds` (the model loads first).
+  // The chat's banner ("chat: type a message; ..."), then its first prompt.
+  // Not "chat:" alone: the demo model's notice, "unicorn-chat: no --model
+  // given ...", comes first and holds it, which left the whole start-up (over
+  // 10 s for an ASan build beside another test on 2 cores) the prompt's 10 s.
   bool wait_for_chat(double seconds = 120) {
-    return wait_for("chat:", 0, seconds) && wait_for("> ", transcript.find("chat:"), 10);
+    return wait_for("chat: type a message", 0, seconds) &&
+           wait_for("> ", transcript.find("chat: type a message"), 10);
   }
   // An answer's closing statistics line after `from`, within `seconds`, and
   // the prompt after it.
