@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -328,6 +329,26 @@ TEST_F(Model, GgufQ4_0OnIntegerDotProducts) {
   // of more than 64 inputs (o: 128 in 2 slices, down: 192 in 3).
   o.tuning.matvec_dot_split_in_features = 64;
   expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3, o);
+}
+
+// Teacher forcing through the decode pass, then through prefill: every row of
+// the prefill's logits, as a fresh engine's (the pass with a row of logits per
+// token was recorded by whichever call came first, and a decode's recorded it
+// with one row: rows 1.. of each chunk were never written).
+TEST_F(Model, PrefillLogitsAfterDecodeLogits) {
+  Engine<Tiny<Format::Q8_0>> a(context(), options()), b(context(), options());
+  a.load(tiny_gguf("Q8_0"));
+  b.load(tiny_gguf("Q8_0"));
+  const auto& g = golden();
+  const auto fresh = b.forward_logits(g.prompt);
+  (void)a.core().forward_logits(std::span(g.prompt).first(3), detail::EngineCore::Pass::Decode);
+  a.reset();
+  const auto after = a.forward_logits(g.prompt);
+  ASSERT_EQ(after.size(), fresh.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < fresh.size(); ++i)
+    differ += std::bit_cast<uint32_t>(fresh[i]) != std::bit_cast<uint32_t>(after[i]);
+  EXPECT_EQ(differ, 0u) << "of " << fresh.size() << " logits";
 }
 
 // --- products split over K (matmul_coop's SPLITS; the post-norms and geglu add the slices) ---

@@ -59,8 +59,12 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const int32_t> to
   const RawLogits raw(*this);
   const uint32_t V = cfg_.model.vocab;
   std::vector<float> out(tokens.size() * size_t(V));
-  const uint32_t chunk = pass == Pass::Decode ? 1 : std::min(cfg_.prefill_chunk, layout_.logit_rows);
-  if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, chunk, PassKind::Prefill);
+  // The pass with a row of logits for every token of a chunk, recorded on first
+  // use by a prefill (recorded by a decode's call, it had one row of logits).
+  const uint32_t all_rows = std::min(cfg_.prefill_chunk, layout_.logit_rows);
+  const uint32_t chunk = pass == Pass::Decode ? 1 : all_rows;
+  if (pass != Pass::Decode && !prefill_all_logits_)
+    prefill_all_logits_ = record_forward(cfg_.prefill_chunk, all_rows, PassKind::Prefill);
   for (size_t done = 0; done < tokens.size(); done += chunk) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
     if (pass == Pass::Decode) decode(tokens[done]);
