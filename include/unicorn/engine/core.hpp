@@ -158,9 +158,8 @@ class EngineCore {
   // Whether this deployment's Q4_0 matrix-vector products (decode's, and the
   // LM head's in either pass) take their inputs as bytes (matvec_dot).
   bool int_dot() const {
-    const Scheme& s = cfg_.scheme;
-    const Format matrices[] = {s.attention, s.ffn, s.attn_v_more_bits, s.ffn_down_more_bits, s.lm_head};
-    return int_dot_ && std::ranges::find(matrices, Format::Q4_0) != std::end(matrices);
+    const auto layers = cfg_.scheme.layer_matrix_formats();
+    return int_dot_ && (std::ranges::find(layers, Format::Q4_0) != layers.end() || cfg_.scheme.lm_head == Format::Q4_0);
   }
   // What they run on, in words (unicorn-bench, the golden tests).
   std::string products_path() const {
@@ -172,10 +171,7 @@ class EngineCore {
   // tensor units: Products::by_scheme's rule.
   static constexpr bool fp16_products(Products products, const Scheme& scheme) {
     if (products != Products::by_scheme) return products == Products::fp16;
-    const Format matrices[] = {scheme.attention, scheme.ffn, scheme.attn_v_more_bits, scheme.ffn_down_more_bits};
-    for (Format f : matrices)
-      if (f != Format::F32) return true;
-    return false;
+    return !std::ranges::all_of(scheme.layer_matrix_formats(), [](Format f) { return f == Format::F32; });
   }
   // The on-disk pipeline cache at start-up: read, ignored (and why), written.
   const gpu::PipelineCache::Stats& pipeline_cache() const { return kernels_.disk_stats(); }

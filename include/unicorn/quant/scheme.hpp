@@ -14,6 +14,7 @@
 // checks and unicorn-convert alike.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string_view>
 
@@ -53,6 +54,10 @@ struct Scheme {
   Format ffn_down_more_bits = ffn;
 
   constexpr bool separate_lm_head() const { return lm_head != embedding; }
+  // The formats of the layers' matrices: attention, FFN, and the more-bits layers' attn_v and ffn_down.
+  constexpr std::array<Format, 4> layer_matrix_formats() const {
+    return {attention, ffn, attn_v_more_bits, ffn_down_more_bits};
+  }
   // Whether some layers' attn_v or ffn_down differ from the rest.
   constexpr bool mixed() const { return attn_v_more_bits != attention || ffn_down_more_bits != ffn; }
   // This scheme with the LM head read from a `format` copy of the embedding.
