@@ -429,33 +429,37 @@ std::vector<LinearCase> linear_cases() {
 
 // matvec_dot with K split over workgroups (long rows, one token): each split
 // writes its partial sums to its own slice of the output, and the slices add up
-// to the product. Rows in two parts, as above; 25 blocks in 3 uneven splits.
+// to the product. Rows in two parts, as above; 25 blocks in 3 uneven splits;
+// the engine's rows per row group for split products, and kMatVecRows.
 TEST(MatVecDot, SplitKSlicesAddUpToTheProduct) {
   if (!device().ctx.info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
-  const uint32_t K = 800, M = 130, splits = 3, lanes = kernels::kMatVecDotLanes, rows_per_group = 4;
-  const auto bytes = random_weights(Format::Q4_0, M, K);
-  const auto W = reference::dequantize(Format::Q4_0, bytes, size_t(M) * K);
-  const auto xs = random_floats(K);
-  const auto x_met = as_q8_blocks(xs);
-  const auto full = reference::linear(x_met, W, K, M);
-  HostBuffer x(K * 4), y(size_t(splits) * M * 4);
-  x.fill<float>(xs);
-  const auto step = step_buffer({1, 7, 0, 0});
-  const uint32_t split = 50, begins[] = {split, 0}, counts[] = {M - split, split};
-  const uint64_t rbytes = row_bytes(Format::Q4_0, K);
-  for (int p = 0; p < 2; ++p) {
-    HostBuffer w(counts[p] * rbytes);
-    w.fill<std::byte>(reference::to_device_layout(
-        Format::Q4_0, std::span(bytes).subspan(begins[p] * rbytes, counts[p] * rbytes)));
-    run("matvec_dot_q4_0", kernels::kMatVecBindings,
-        kernels::MatVec{K, M, 0, rows_per_group, lanes, 1, 0, 1, 1, splits, M}, {&w, &x, &y, &step, &w},
-        {begins[p], counts[p]}, {groups(counts[p], rows_per_group * 128 / lanes), 1, splits});
+  for (uint32_t rows_per_group : {kernels::kMatVecDotSplitRows, kernels::kMatVecRows}) {
+    SCOPED_TRACE("rows per row group " + std::to_string(rows_per_group));
+    const uint32_t K = 800, M = 130, splits = 3, lanes = kernels::kMatVecDotLanes;
+    const auto bytes = random_weights(Format::Q4_0, M, K);
+    const auto W = reference::dequantize(Format::Q4_0, bytes, size_t(M) * K);
+    const auto xs = random_floats(K);
+    const auto x_met = as_q8_blocks(xs);
+    const auto full = reference::linear(x_met, W, K, M);
+    HostBuffer x(K * 4), y(size_t(splits) * M * 4);
+    x.fill<float>(xs);
+    const auto step = step_buffer({1, 7, 0, 0});
+    const uint32_t split = 50, begins[] = {split, 0}, counts[] = {M - split, split};
+    const uint64_t rbytes = row_bytes(Format::Q4_0, K);
+    for (int p = 0; p < 2; ++p) {
+      HostBuffer w(counts[p] * rbytes);
+      w.fill<std::byte>(reference::to_device_layout(
+          Format::Q4_0, std::span(bytes).subspan(begins[p] * rbytes, counts[p] * rbytes)));
+      run("matvec_dot_q4_0", kernels::kMatVecBindings,
+          kernels::MatVec{K, M, 0, rows_per_group, lanes, 1, 0, 1, 1, splits, M}, {&w, &x, &y, &step, &w},
+          {begins[p], counts[p]}, {groups(counts[p], rows_per_group * 128 / lanes), 1, splits});
+    }
+    std::vector<float> sum(M, 0.0f);
+    for (uint32_t s = 0; s < splits; ++s)
+      for (uint32_t r = 0; r < M; ++r) sum[r] += y.as<float>()[size_t(s) * M + r];
+    std::vector<double> want(full.begin(), full.end());
+    EXPECT_TRUE(compare("matvec_dot_q4_0 K=800 in 3 splits", sum, want, M, 1e-5));
   }
-  std::vector<float> sum(M, 0.0f);
-  for (uint32_t s = 0; s < splits; ++s)
-    for (uint32_t r = 0; r < M; ++r) sum[r] += y.as<float>()[size_t(s) * M + r];
-  std::vector<double> want(full.begin(), full.end());
-  EXPECT_TRUE(compare("matvec_dot_q4_0 K=800 in 3 splits", sum, want, M, 1e-5));
 }
 
 std::string test_name(std::string s) {

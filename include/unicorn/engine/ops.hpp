@@ -57,6 +57,12 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
     lanes = int_dot ? kernels::kMatVecDotLanes : kernels::matvec_lanes(w.format, K, M, rows, sg);
   if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
     rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+  // Long rows split over workgroups: more rows share each workgroup's inputs
+  // where enough workgroups remain.
+  const uint32_t split_rows = c_.tuning_.matvec_dot_split_rows;
+  if (splits > 1 && split_rows && kernels::matvec_shape_ok(lanes, split_rows * accumulators, sg) &&
+      kernels::matvec_dot_split_rows_fit(M, splits, split_rows, lanes))
+    rows = split_rows;
   const uint32_t token_tile = std::max(1u, std::min(tokens, c_.tuning_.batch_tile));
   if (tokens > 1) {
     const uint32_t batch_rows = std::max(1u, c_.tuning_.batch_accumulators / accumulators);

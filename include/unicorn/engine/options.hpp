@@ -33,6 +33,8 @@ struct Tuning {
   uint32_t matvec_int_dot = 2;
   // One token's rows longer than this split K on matvec_dot (0: never).
   uint32_t matvec_dot_split_in_features = kernels::kMatVecDotSplitInFeatures;
+  // Rows per row group of those split products (0: matvec_rows').
+  uint32_t matvec_dot_split_rows = kernels::kMatVecDotSplitRows;
   // 1: a decode step's attention does attn_prep's work (q/k norm, RoPE, the
   // cache write) for its own heads, one dispatch and one barrier a layer
   // fewer; 0: attn_prep as its own dispatch, as prefill runs it.
