@@ -233,6 +233,14 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
       // The loading bound: the file's bytes at the measured host-to-device copy rate.
       {"upload_bandwidth_gbps", upload_bandwidth / 1e9},
       {"load_bound_seconds", load.bytes / upload_bandwidth},
+      // Where the load's time went (LoadReport): the file opened and checked,
+      // then the staging ring's waits for a free slot, copies and submissions.
+      {"load_phases",
+       {{"check_seconds", load.check_seconds},
+        {"slot_wait_seconds", load.staging.wait_seconds},
+        {"copy_seconds", load.staging.copy_seconds},
+        {"submit_seconds", load.staging.submit_seconds},
+        {"submissions", load.staging.submissions}}},
       {"startup",
        {{"engine_seconds", engine_s},
         {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},

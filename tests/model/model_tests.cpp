@@ -331,6 +331,19 @@ TEST_F(Model, GgufQ4_0OnIntegerDotProducts) {
   expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3, o);
 }
 
+// The load's report says where its time went: the file's check, then the
+// staging ring's waits, copies and submissions, within the whole.
+TEST_F(Model, LoadReportHasItsPhases) {
+  Engine<Tiny<Format::Q4_0>> engine(context(), options());
+  const LoadReport r = engine.load(tiny_gguf("Q4_0"));
+  EXPECT_EQ(r.format, "GGUF");
+  EXPECT_GT(r.staging.submissions, 0u) << "the Q4_0 blocks go through the staging ring";
+  EXPECT_GT(r.staging.copy_seconds, 0.0);
+  EXPECT_GT(r.check_seconds, 0.0);
+  EXPECT_LE(r.check_seconds + r.staging.wait_seconds + r.staging.copy_seconds + r.staging.submit_seconds,
+            r.seconds);
+}
+
 // Teacher forcing through the decode pass, then through prefill: every row of
 // the prefill's logits, as a fresh engine's (the pass with a row of logits per
 // token was recorded by whichever call came first, and a decode's recorded it

@@ -370,6 +370,8 @@ class EngineCore {
   // Waits for the uploads still in flight and frees the staging buffers; the
   // loader calls it once every weight is submitted.
   void finish_uploads();
+  // The last load's staging ring: where the host's time went (LoadReport).
+  const gpu::StagingRing::Timing& upload_timing() const { return upload_timing_; }
 
   // Converts source rows (F32/F16/BF16, row-major, the part's rows) into the
   // part's format on the GPU; `add` is added to every value first.
@@ -614,6 +616,7 @@ class EngineCore {
   std::vector<gpu::Buffer> weight_slabs_, kv_slabs_;               // by layout slab index
   std::optional<Lane> prefill_lane_, decode_lane_;  // decode_lane_: with several streams
   std::optional<gpu::StagingRing> uploads_;         // while loading
+  gpu::StagingRing::Timing upload_timing_;          // the last load's
   // Prompt chunks (logits of one row), single tokens, one token of each of
   // several streams (streams > 1), and, recorded on first use, prompt chunks
   // with a row of logits for each of several streams' prompts, and with every

@@ -31,6 +31,11 @@ struct LoadReport {
   size_t tensors = 0;   // tensors read from the file
   size_t skipped = 0;   // vision-tower / projector tensors not loaded
   double seconds = 0;
+  // Where they went: opening and checking the file against the layout, then
+  // the staging ring's waits, copies and submissions (gpu::StagingRing::Timing;
+  // copies into mapped Gtt memory are in none of them).
+  double check_seconds = 0;
+  gpu::StagingRing::Timing staging;
 };
 
 // Called as loading proceeds with (bytes done, bytes total).
@@ -51,7 +56,8 @@ inline SourceType source_type_of(Format f) {
 // The one loader loop, for either kind of file. Every weight tensor is found
 // and checked (check_file: type, shape) before any is uploaded; then each
 // goes to the device part by part, copied as it is or converted on the GPU.
-inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress) {
+inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress,
+                               std::chrono::steady_clock::time_point file_opened) {
   const auto& L = core.layout();
   const ModelDims& engine = core.config().model;
   FileCheck check = check_file(file, engine, L);
@@ -59,6 +65,7 @@ inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const L
     throw Error(check.first() + official_size_hint(file.dims(engine)));
   if (!check.fits()) throw Error(check.first());
   const size_t skipped = file.check_unused(check.used);
+  const auto checked = std::chrono::steady_clock::now();
 
   uint64_t done = 0;
   for (const PlannedTensor& p : check.plan) {
@@ -82,7 +89,9 @@ inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const L
     // a tensor, not the file).
     file.release(p.tensor.data);
   }
-  return {file.format(), check.bytes, check.used.size(), skipped, 0};
+  LoadReport r{file.format(), check.bytes, check.used.size(), skipped};
+  r.check_seconds = std::chrono::duration<double>(checked - file_opened).count();
+  return r;
 }
 
 }  // namespace detail
@@ -103,9 +112,10 @@ inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::pa
       }
     }
   } finish{core};
-  r = detail::load_weights(core, *detail::open_weight_file(path), progress);
+  r = detail::load_weights(core, *detail::open_weight_file(path), progress, start);
   core.finish_uploads();  // here, not in the guard, so that a device error is reported
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.staging = core.upload_timing();
   return r;
 }
 

@@ -31,6 +31,7 @@ inline void EngineCore::upload(const TensorSlot& t, size_t part, std::span<const
 inline void EngineCore::finish_uploads() {
   if (!uploads_) return;
   uploads_->wait_all();
+  upload_timing_ = uploads_->timing();
   uploads_.reset();
 }
 
@@ -45,7 +46,7 @@ inline void EngineCore::convert(const TensorSlot& t, size_t part, std::span<cons
 }
 
 inline gpu::StagingRing& EngineCore::uploads() {
-  if (!uploads_) uploads_.emplace(ctx_, kStagingBytes);
+  if (!uploads_) uploads_.emplace(ctx_, kStagingBytes), upload_timing_ = {};
   return *uploads_;
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <functional>
@@ -143,6 +144,15 @@ class StagingRing {
   uint64_t slot_bytes() const { return slot_bytes_; }
   const Buffer& buffer(uint32_t slot) const { return buffers_[slot]; }
 
+  // Where the host's time went, for a loader's report: waiting for a slot
+  // (the device still busy with it), copying into it, recording and
+  // submitting its commands.
+  struct Timing {
+    double wait_seconds = 0, copy_seconds = 0, submit_seconds = 0;
+    uint64_t submissions = 0;
+  };
+  const Timing& timing() const { return timing_; }
+
   // Copies `src` (at most slot_bytes) into the next slot once the device is
   // done with it, then records `work(cb, slot)` — commands reading that slot's
   // buffer — and submits them without waiting.
@@ -152,8 +162,11 @@ class StagingRing {
     const uint32_t slot = next_;
     next_ = (next_ + 1) % kSlots;
     Slot& s = slots_[slot];
+    const auto t0 = std::chrono::steady_clock::now();
     wait(s);
+    const auto t1 = std::chrono::steady_clock::now();
     parallel_copy(buffers_[slot].mapped, src.data(), src.size());
+    const auto t2 = std::chrono::steady_clock::now();
     s.commands.reset();
     s.commands.begin(vk::CommandBufferBeginInfo{}.setFlags(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
     work(*s.commands, slot);
@@ -163,11 +176,18 @@ class StagingRing {
       ctx_.queue().submit(vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb), *s.fence);
     });
     s.in_flight = true;
+    const auto t3 = std::chrono::steady_clock::now();
+    timing_.wait_seconds += seconds(t0, t1);
+    timing_.copy_seconds += seconds(t1, t2);
+    timing_.submit_seconds += seconds(t2, t3);
+    timing_.submissions++;
   }
 
   // Returns once every submitted upload has finished on the device.
   void wait_all() {
+    const auto t0 = std::chrono::steady_clock::now();
     for (Slot& s : slots_) wait(s);
+    timing_.wait_seconds += seconds(t0, std::chrono::steady_clock::now());
   }
 
  private:
@@ -192,8 +212,13 @@ class StagingRing {
     ctx_.device().resetFences(*s.fence);
   }
 
+  static double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
+
   const Context& ctx_;
   uint64_t slot_bytes_;
+  Timing timing_;
   vk::raii::CommandPool pool_;
   BufferSet buffers_;
   std::array<Slot, kSlots> slots_;
