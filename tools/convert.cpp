@@ -38,6 +38,7 @@
 #include "gguf_metadata.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"

@@ -40,6 +40,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/io/json_file.hpp"
 #include "unicorn/model/hparams.hpp"
 #include "unicorn/text/tokenizer.hpp"

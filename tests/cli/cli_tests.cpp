@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/model/from_gguf.hpp"
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>

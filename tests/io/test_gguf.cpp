@@ -2,6 +2,7 @@
 // and hostile input (truncation at every header byte, bad magic/version, absurd
 // counts) that must end in unicorn::Error, never a crash.
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 
 #include <cmath>
 #include <numeric>

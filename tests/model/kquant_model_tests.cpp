@@ -28,6 +28,7 @@
 #include "../tools/tuning_env.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 
 namespace fs = std::filesystem;
 using namespace unicorn;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/engine.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 #include "../tools/tuning_env.hpp"
 
 namespace fs = std::filesystem;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 #include "unicorn/text/tokenizer.hpp"
