@@ -46,7 +46,10 @@ inline void EngineCore::convert(const TensorSlot& t, size_t part, std::span<cons
 }
 
 inline gpu::StagingRing& EngineCore::uploads() {
-  if (!uploads_) uploads_.emplace(ctx_, kStagingBytes), upload_timing_ = {};
+  if (!uploads_) {
+    uploads_.emplace(ctx_, kStagingBytes);
+    upload_timing_ = {};  // a new load's ring: its report starts from zero
+  }
   return *uploads_;
 }
 
