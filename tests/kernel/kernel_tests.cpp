@@ -834,6 +834,41 @@ TEST(LinearCoopPerf, PrefillShapes) {
     }
 }
 
+// ------------------------------------------------------------------ staging
+
+// The staging ring carries many times what its slots hold, every piece landing
+// where it belongs: each slot reused while the others are in flight, pieces
+// that fill a slot and pieces that do not, the last one short, and pieces
+// large enough to be copied by several threads (the loader's path for every
+// weight; the engine's slots are 8 MiB, these 1 MiB).
+TEST(StagingRing, CarriesManyTimesWhatItsSlotsHold) {
+  Device& d = device();
+  constexpr uint64_t kSlot = 1u << 20;
+  const uint64_t total = kSlot * gpu::StagingRing::kSlots * 3 + 12345;
+  std::vector<std::byte> source(total);
+  for (size_t i = 0; i < total; ++i) source[i] = std::byte(uint8_t(i * 131 + (i >> 11)));
+  HostBuffer target(total);
+  const vk::Buffer to = target.info().buffer;
+  {
+    gpu::StagingRing ring(d.ctx, kSlot);
+    uint64_t done = 0;
+    for (uint32_t piece = 0; done < total; ++piece) {
+      const uint64_t n = std::min<uint64_t>(piece % 3 == 1 ? kSlot - 4099 : kSlot, total - done);
+      ring.submit(std::span<const std::byte>(source).subspan(done, n), [&](vk::CommandBuffer cb, uint32_t slot) {
+        cb.copyBuffer(ring.buffer(slot).handle, to, vk::BufferCopy{0, done, n});
+      });
+      done += n;
+    }
+    ring.wait_all();
+    EXPECT_GT(ring.timing().submissions, 3u * gpu::StagingRing::kSlots);
+  }
+  size_t wrong = 0, first = total;
+  const auto got = target.bytes();
+  for (size_t i = 0; i < total; ++i)
+    if (got[i] != source[i]) ++wrong, first = std::min(first, i);
+  EXPECT_EQ(wrong, 0u) << "the first wrong byte is at " << first;
+}
+
 // ------------------------------------------------------------------ convert
 
 struct ConvertCase {

@@ -379,9 +379,14 @@ class EngineCore {
                SourceType type, float add);
 
  private:
-  // Staging slots of 64 MiB: large enough that a submission's fixed cost is
-  // noise, small enough that three of them are a modest pinned allocation.
-  static constexpr uint64_t kStagingBytes = 64ull << 20;
+  // Staging slots of 8 MiB: the whole ring (32 MiB) stays in the host's
+  // last-level cache, so the copy threads write it and the device's DMA reads
+  // it there, and each weight byte crosses host memory once (out of the page
+  // cache), not three times. On two H100 leases a 27B Q4_0 (15.2 GB) loaded
+  // in 0.39-0.58 s with four such slots, against 0.62-0.74 s with three of
+  // 64 MiB; 4 and 16 MiB slots, and rings of 48 MiB or more, were slower
+  // (notes/tuning.md, "Load time: a ring that stays in the cache").
+  static constexpr uint64_t kStagingBytes = 8ull << 20;
   gpu::StagingRing& uploads();
 
   // Runs shaders/convert.comp over a part, one staging buffer of whole source

@@ -112,7 +112,10 @@ inline void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes) {
 
 class StagingRing {
  public:
-  static constexpr uint32_t kSlots = 3;
+  // Four slots: with three of 8 MiB the host waited 0.06-0.07 s of a 27B
+  // load for the device, with four 0.02-0.03 s; five or six gained nothing
+  // (EngineCore::kStagingBytes says why the ring is small).
+  static constexpr uint32_t kSlots = 4;
 
   StagingRing(const Context& ctx, uint64_t slot_bytes)
       : ctx_(ctx),
@@ -120,7 +123,8 @@ class StagingRing {
         pool_(ctx.device(), vk::CommandPoolCreateInfo{}
                                 .setFlags(vk::CommandPoolCreateFlagBits::eResetCommandBuffer)
                                 .setQueueFamilyIndex(ctx.queue_family())) {
-    const std::array<uint64_t, kSlots> sizes{slot_bytes, slot_bytes, slot_bytes};
+    std::array<uint64_t, kSlots> sizes;
+    sizes.fill(slot_bytes);
     buffers_ = BufferSet(ctx, sizes, MemoryKind::HostVisible, "staging buffers");
     auto cbs = vk::raii::CommandBuffers(
         ctx.device(), vk::CommandBufferAllocateInfo{}
