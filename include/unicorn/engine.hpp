@@ -70,7 +70,7 @@ class AnyEngine {
     model_.clear();
     if (!options.tokenizer.empty()) tokenizer_ = text::load_tokenizer(options.tokenizer);  // a bad path fails first
     LoadReport report = load_model(core_, model, options.progress);
-    if (!tokenizer_ && text::carries_vocabulary(model)) vocabulary_ = model;
+    if (!tokenizer_) vocabulary_ = report.vocabulary;  // the file was opened once, by the loader
     model_ = model;
     return report;
   }
@@ -178,7 +178,7 @@ class AnyEngine {
   detail::EngineCore core_;
   CompiledDeployment deployment_;
   mutable std::optional<text::Tokenizer> tokenizer_;  // built by tokenizer() from vocabulary_
-  std::filesystem::path vocabulary_;                  // the model, when it carries a vocabulary
+  std::filesystem::path vocabulary_;                  // where the model's own tokenizer is (LoadReport::vocabulary)
   std::filesystem::path model_;
 };
 

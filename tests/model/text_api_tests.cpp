@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <unistd.h>
+
 #include "unicorn/engine.hpp"
 
 namespace fs = std::filesystem;
@@ -67,6 +69,28 @@ TEST(TextApi, ModelWithoutVocabularySaysSoAndHowToGiveOne) {
     EXPECT_NE(std::string(e.what()).find("LoadOptions::tokenizer"), std::string::npos) << e.what();
   }
   EXPECT_THROW(engine.load(tiny_dir(), {.tokenizer = tiny_dir() / "no-such-tokenizer.json"}), Error);
+}
+
+// A Hugging Face directory that holds tokenizer.json carries its vocabulary,
+// whether the directory or its config.json is named (the loader opens the
+// model once and says where the vocabulary is: LoadReport::vocabulary).
+TEST(TextApi, DirectoryWithTokenizerJsonCarriesItsVocabulary) {
+  const fs::path dir = fs::temp_directory_path() / ("unicorn-text-api-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& f : fs::directory_iterator(tiny_dir())) fs::create_symlink(f.path(), dir / f.path().filename());
+  fs::copy_file(tiny_tokenizer(), dir / "tokenizer.json");
+  gpu::Context ctx;
+  Engine<TinyTwoStreams> engine{ctx};
+  for (const fs::path& model : {dir, dir / "config.json"}) {
+    const LoadReport r = engine.load(model);
+    EXPECT_EQ(r.vocabulary, dir) << model;
+    ASSERT_TRUE(engine.has_tokenizer()) << model;
+    EXPECT_FALSE(engine.tokenizer().encode("hello").empty()) << model;
+  }
+  EXPECT_TRUE(engine.load(tiny_dir()).vocabulary.empty());
+  EXPECT_FALSE(engine.has_tokenizer());
+  fs::remove_all(dir);
 }
 
 TEST(TextApi, GenerateStreamsTheGreedyTokensText) {

@@ -36,6 +36,10 @@ struct LoadReport {
   // copies into mapped Gtt memory are in none of them).
   double check_seconds = 0;
   gpu::StagingRing::Timing staging;
+  // Where the model's own tokenizer is (the GGUF file, or the Hugging Face
+  // directory with tokenizer.json), for text::model_tokenizer; empty when the
+  // file carries none.
+  std::filesystem::path vocabulary;
 };
 
 // Called as loading proceeds with (bytes done, bytes total).
@@ -91,6 +95,7 @@ inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const L
   }
   LoadReport r{file.format(), check.bytes, check.used.size(), skipped};
   r.check_seconds = std::chrono::duration<double>(checked - file_opened).count();
+  r.vocabulary = file.vocabulary();
   return r;
 }
 

@@ -125,12 +125,16 @@ class WeightFile {
   virtual size_t check_unused(const std::set<std::string>& used) const = 0;
   // The file's pages of `data` can go: it is on the device.
   virtual void release(std::span<const std::byte> data) const = 0;
+  // Where the model's own tokenizer is, for text::model_tokenizer: this GGUF
+  // file when it has the tokenizer.ggml.* keys, the directory when it holds
+  // tokenizer.json; empty when it carries none.
+  virtual std::filesystem::path vocabulary() const = 0;
 };
 
 class GgufWeights final : public WeightFile {
  public:
   explicit GgufWeights(const std::filesystem::path& path)
-      : g_(io::GgufFile::open(path)), label_(path.filename().string()) {}
+      : g_(io::GgufFile::open(path)), path_(path), label_(path.filename().string()) {}
   const char* format() const override { return "GGUF"; }
   const std::string& label() const override { return label_; }
   ModelDims dims(const ModelDims& engine) const override { return dims_from_gguf(g_, engine); }
@@ -153,10 +157,14 @@ class GgufWeights final : public WeightFile {
     return 0;
   }
   void release(std::span<const std::byte> data) const override { g_.release(data); }
+  std::filesystem::path vocabulary() const override {
+    return g_.try_string("tokenizer.ggml.model") ? path_ : std::filesystem::path();
+  }
   const io::GgufFile& gguf() const { return g_; }
 
  private:
   io::GgufFile g_;
+  std::filesystem::path path_;
   std::string label_;
 };
 
@@ -208,6 +216,10 @@ class HfWeights final : public WeightFile {
     return skipped;
   }
   void release(std::span<const std::byte>) const override {}  // the mapping goes with the file
+  std::filesystem::path vocabulary() const override {
+    std::error_code ec;
+    return std::filesystem::exists(dir_ / "tokenizer.json", ec) ? dir_ : std::filesystem::path();
+  }
 
  private:
   // Opened when a tensor is first asked for: a config that does not fit the

@@ -41,12 +41,6 @@ inline Tokenizer load_tokenizer(const std::filesystem::path& path) {
   return Tokenizer::from_tokenizer_json(path);
 }
 
-// Whether a model carries a vocabulary (without building the tokenizer).
-inline bool carries_vocabulary(const std::filesystem::path& model) {
-  if (std::filesystem::is_directory(model)) return std::filesystem::exists(model / "tokenizer.json");
-  return io::GgufFile::open(model).try_string("tokenizer.ggml.model").has_value();
-}
-
 // The tokenizer that travels with a model, if it carries one: the vocabulary
 // inside a GGUF file (tokenizer.ggml.* keys), or tokenizer.json in a Hugging
 // Face directory. A vocabulary that is there but unreadable is an error.
