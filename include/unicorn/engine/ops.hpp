@@ -177,11 +177,9 @@ inline void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   const auto& L = c_.layout_;
   const TensorSlot& kc = L.kv(Role::KCache, l);
   const TensorSlot& vc = L.kv(Role::VCache, l);
-  const bool global = kind == AttentionKind::Global;
   const uint32_t heads_per_group = kernels::attn_prep_heads_per_group(decode_, c_.ctx_.info().subgroup_size);
-  const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                               global ? m_.rope_theta_global : m_.rope_theta_local,
-                               global ? m_.rope_scale_global : 1.0f, m_.rms_eps, heads_per_group};
+  const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind), m_.rope_theta(kind),
+                               m_.rope_scale(kind), m_.rms_eps, heads_per_group};
   const auto& k = c_.kernel(kernels::variant("attn_prep", kc.format), kernels::kAttnPrepBindings, spec);
   const TensorSlot& qn = L.weight(Role::AttnQNorm, l);
   const TensorSlot& kn = L.weight(Role::AttnKNorm, l);
@@ -200,7 +198,6 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
   const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
   const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
   const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
-  const bool global = kind == AttentionKind::Global;
   const float scale = 1.0f / std::sqrt(m_.query_pre_attn_scalar);
   const auto& info = c_.ctx_.info();
   const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
@@ -237,9 +234,8 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
                           kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                              window, scale, info.subgroup_size, half_,
                                              kernels::attention_threads(info.subgroup_size),
-                                             prep_in_attention(),
-                                             global ? m_.rope_theta_global : m_.rope_theta_local,
-                                             global ? m_.rope_scale_global : 1.0f, m_.rms_eps});
+                                             prep_in_attention(), m_.rope_theta(kind), m_.rope_scale(kind),
+                                             m_.rms_eps});
   // A tile holds tile.rows (token, query head) rows: the segments of a
   // chunk of several streams start at multiples of its tokens.
   if (tiled) segment_tokens_ = std::lcm(segment_tokens_, std::lcm(tile.rows, m_.heads / m_.kv_heads) /

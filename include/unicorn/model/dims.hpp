@@ -41,6 +41,14 @@ struct ModelDims {
   constexpr AttentionKind layer_kind(uint32_t layer) const {
     return (layer + 1) % global_every == 0 ? AttentionKind::Global : AttentionKind::Local;
   }
+  // RoPE's base and linear scaling on a layer of this kind (local layers are
+  // never scaled).
+  constexpr float rope_theta(AttentionKind kind) const {
+    return kind == AttentionKind::Global ? rope_theta_global : rope_theta_local;
+  }
+  constexpr float rope_scale(AttentionKind kind) const {
+    return kind == AttentionKind::Global ? rope_scale_global : 1.0f;
+  }
   constexpr uint32_t q_dim() const { return heads * head_dim; }
   constexpr uint32_t kv_dim() const { return kv_heads * head_dim; }
   constexpr uint32_t global_layers() const { return layers / global_every; }
