@@ -16,6 +16,7 @@
 
 #include "fuzz.hpp"
 #include "unicorn/text/text_stream.hpp"
+#include "unicorn/text/stream_decoder.hpp"
 #include "unicorn/text/tokenizer.hpp"
 #include "unicorn/text/utf8.hpp"
 

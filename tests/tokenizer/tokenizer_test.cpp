@@ -21,6 +21,7 @@
 #include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
+#include "unicorn/text/stream_decoder.hpp"
 #include "unicorn/text/tokenizer.hpp"
 #include "unicorn/text/utf8.hpp"
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "unicorn/text/stream_decoder.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::text {

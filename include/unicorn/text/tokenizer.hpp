@@ -26,6 +26,9 @@
 // Invalid UTF-8 input is first repaired as TextDecoder would (utf8.hpp): the
 // reference only ever tokenizes strings, so this is the only definition that
 // can be checked against it.
+//
+// The tables BPE looks pairs and added tokens up in are in bpe_tables.hpp;
+// StreamDecoder, which prints ids as they come, in stream_decoder.hpp.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +50,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/error.hpp"
+#include "unicorn/text/bpe_tables.hpp"
 #include "unicorn/text/utf8.hpp"
 
 namespace unicorn::text {
@@ -58,160 +62,6 @@ inline constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
 enum class GgufTokenType : int32_t {
   kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
 };
-
-namespace detail {
-
-// (left id, right id) -> (priority, merged id). Open addressing with linear
-// probing: this lookup is the inner loop of BPE, and std::unordered_map's
-// node chasing costs about twice as much.
-class PairTable {
- public:
-  struct Value {
-    uint32_t rank;   // lower merges first
-    int32_t merged;  // id of the concatenation
-  };
-
-  void reserve(size_t n) {
-    size_t cap = 16;
-    while (cap < n * 2) cap <<= 1;
-    slots_.assign(cap, Slot{kEmpty, {}});
-    mask_ = cap - 1;
-    size_ = 0;
-  }
-
-  // A pair listed twice keeps its last rank, as the reference's Map does.
-  void insert(int32_t a, int32_t b, Value v) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
-    place(key(a, b), v);
-  }
-
-  const Value* find(int32_t a, int32_t b) const {
-    if (slots_.empty()) return nullptr;
-    const uint64_t k = key(a, b);
-    for (size_t i = hash(k);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.key == k) return &s.value;
-      if (s.key == kEmpty) return nullptr;
-    }
-  }
-
-  size_t size() const { return size_; }
-
- private:
-  struct Slot {
-    uint64_t key;
-    Value value;
-  };
-  static constexpr uint64_t kEmpty = ~uint64_t{0};
-
-  static uint64_t key(int32_t a, int32_t b) {
-    return (uint64_t{static_cast<uint32_t>(a)} << 32) | static_cast<uint32_t>(b);
-  }
-  size_t hash(uint64_t k) const {
-    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
-  }
-  void place(uint64_t k, Value v) {
-    for (size_t i = hash(k);; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.key == k) {
-        s.value = v;
-        return;
-      }
-      if (s.key == kEmpty) {
-        s = Slot{k, v};
-        ++size_;
-        return;
-      }
-    }
-  }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    reserve(std::max<size_t>(old.size(), 16));
-    for (const Slot& s : old) {
-      if (s.key != kEmpty) place(s.key, s.value);
-    }
-  }
-
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-};
-
-// Byte trie of the added tokens: the longest one starting at a position.
-class AddedTokenMatcher {
- public:
-  void add(std::string_view text, int32_t id) {
-    if (text.empty()) return;
-    if (nodes_.empty()) nodes_.push_back(-1);
-    int32_t node = 0;
-    for (const char c : text) {
-      const uint64_t k = edge(node, c);
-      auto it = edges_.find(k);
-      if (it == edges_.end()) {
-        it = edges_.emplace(k, static_cast<int32_t>(nodes_.size())).first;
-        nodes_.push_back(-1);
-      }
-      node = it->second;
-    }
-    nodes_[node] = id;
-    first_byte_[static_cast<unsigned char>(text[0])] = true;
-  }
-
-  bool may_start(char c) const { return first_byte_[static_cast<unsigned char>(c)]; }
-
-  // {id, length} of the longest added token at text[pos], or {-1, 0}.
-  std::pair<int32_t, size_t> match(std::string_view text, size_t pos) const {
-    std::pair<int32_t, size_t> best{-1, 0};
-    int32_t node = 0;
-    for (size_t i = pos; i < text.size(); ++i) {
-      const auto it = edges_.find(edge(node, text[i]));
-      if (it == edges_.end()) break;
-      node = it->second;
-      if (nodes_[node] >= 0) best = {nodes_[node], i + 1 - pos};
-    }
-    return best;
-  }
-
- private:
-  static uint64_t edge(int32_t node, char c) {
-    return (uint64_t{static_cast<uint32_t>(node)} << 8) | static_cast<unsigned char>(c);
-  }
-
-  std::vector<int32_t> nodes_;  // token id ending at each node, or -1
-  std::unordered_map<uint64_t, int32_t> edges_;
-  std::array<bool, 256> first_byte_{};
-};
-
-inline std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(s.size() + s.size() / 4);
-  size_t i = 0;
-  while (true) {
-    const size_t j = s.find(from, i);
-    if (j == std::string_view::npos) break;
-    out.append(s.substr(i, j - i));
-    out.append(to);
-    i = j + from.size();
-  }
-  out.append(s.substr(i));
-  return out;
-}
-
-// 0xXX for a "<0xXX>" byte token, else -1.
-inline int byte_token_value(std::string_view t) {
-  if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
-  int v = 0;
-  for (const char c : t.substr(3, 2)) {
-    v <<= 4;
-    if (c >= '0' && c <= '9') v |= c - '0';
-    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-    else return -1;
-  }
-  return v;
-}
-
-}  // namespace detail
 
 class Tokenizer {
  public:
@@ -803,38 +653,6 @@ class Tokenizer {
   std::string normalize_from_, normalize_to_;
   bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   int32_t bos_id_ = -1, eos_id_ = -1, end_of_turn_id_ = -1, pad_id_ = -1, unk_id_ = -1;
-};
-
-// Feeds ids one at a time and returns only text whose UTF-8 is complete, so a
-// character split across byte tokens is never printed in halves. The
-// concatenation of every feed() and the final flush() equals decode(ids).
-class StreamDecoder {
- public:
-  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = false)
-      : tokenizer_(&tokenizer), skip_special_(skip_special) {}
-
-  std::string feed(int32_t id) {
-    std::string out;
-    const std::string_view bytes = tokenizer_->token_bytes(id);
-    if (skip_special_ && tokenizer_->is_special(id)) return out;
-    repairer_.push(bytes, out);
-    return out;
-  }
-
-  // End of the stream: an unfinished character becomes U+FFFD.
-  std::string flush() {
-    std::string out;
-    repairer_.finish(out);
-    return out;
-  }
-
-  // True while a character is waiting for more bytes.
-  bool has_pending() const { return repairer_.has_pending(); }
-
- private:
-  const Tokenizer* tokenizer_;
-  bool skip_special_;
-  Utf8Repairer repairer_;
 };
 
 }  // namespace unicorn::text
