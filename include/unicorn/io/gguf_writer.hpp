@@ -1,6 +1,6 @@
 // unicorn/io/gguf_writer.hpp — writing GGUF v3 files (unicorn-convert, the
 // tests' fixtures): metadata and tensors in, a file llama.cpp loads out. The
-// format, its value types and the reader are in io/gguf.hpp.
+// format and its value types are in io/gguf_format.hpp, the reader in io/gguf.hpp.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "unicorn/io/file_output.hpp"
-#include "unicorn/io/gguf.hpp"
+#include "unicorn/io/gguf_format.hpp"
 
 namespace unicorn::io {
 
