@@ -50,7 +50,11 @@ layout(constant_id = 8) const uint TILE = 1;     // token rows per pass over the
 // slice z - 1, which the consumer adds (rmsnorm's SLICES, as for matmul_coop).
 layout(constant_id = 9) const uint SPLITS = 1;
 layout(constant_id = 10) const uint SLICE = 0;
-layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
+// SIGNAL: once its outputs are written, each workgroup counts itself in
+// counters[pc.counter]; the rmsnorm dispatched right after, without a barrier
+// (rmsnorm.comp's WAIT), starts its row when the count is complete.
+layout(constant_id = 11) const uint SIGNAL = 0;
+layout(push_constant) uniform Push { uint row_begin; uint rows; uint counter; } pc;
 
 #define WEIGHT_BINDING 0
 #define WEIGHT2_BINDING 4
@@ -62,7 +66,9 @@ layout(push_constant) uniform Push { uint row_begin; uint rows; } pc;
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, IN_FEATURES]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 16 bytes at a time
-layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
+// coherent: a WAIT rmsnorm reads the outputs while this dispatch may still run.
+layout(binding = 2) coherent writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
+layout(binding = 5) coherent buffer Counters { uint counters[]; };  // SIGNAL
 
 // Quant bits become floats without an int->float conversion (a slow
 // instruction on NVIDIA): OR-ing bits into the mantissa of 2^23 gives
@@ -233,7 +239,10 @@ void main() {
   // This workgroup's token rows (uniform: the whole workgroup has them).
   const uint split = SPLITS > 1 ? gl_WorkGroupID.z : 0;
   const uint n = active_rows(ROW_SET), t_begin = (SPLITS > 1 ? 0 : gl_WorkGroupID.z) * TOKENS;
-  if (t_begin >= n) return;
+  if (t_begin >= n) {  // no rows: counted at once
+    if (SIGNAL != 0 && gl_LocalInvocationIndex == 0) atomicAdd(counters[pc.counter], 1u);
+    return;
+  }
   // One token (decode): an end the compiler sees, so the token loops fold away
   // (a loop bound read from the step buffer cost 1B decode 6 % on the H100).
   const uint t_end = TOKENS == 1 ? t_begin + 1 : min(t_begin + TOKENS, n);
@@ -509,5 +518,10 @@ void main() {
         barrier();  // the next token's partial sums reuse `partial`
       }
     }
+  }
+  if (SIGNAL != 0) {
+    memoryBarrierBuffer();  // this invocation's outputs, before the count
+    barrier();              // every invocation's
+    if (gl_LocalInvocationIndex == 0) atomicAdd(counters[pc.counter], 1u);
   }
 }

@@ -15,6 +15,13 @@
 //   HALF_OUT: the normalised output (y, or y2 with CHAIN) is written as the
 //     fp16 operand of the prefill products (include/operand.glsl); a residual
 //     y (ACCUMULATE without CHAIN) stays fp32.
+//   WAIT (one row, a decode step's post-norm): dispatched right after the
+//     product that writes `in`, with no barrier between them, it waits until
+//     that product's workgroups have all counted themselves in
+//     counters[pc.counter] (matvec.comp's SIGNAL: pc.count of them), then
+//     sets the counter back to 0. The GPU then neither drains nor refills
+//     between the product and its norm: on the H100 a barrier between
+//     dependent dispatches costs about as much as this whole kernel.
 // Each thread keeps its elements in registers between the passes.
 // Dispatch: (rows, 1, 1). `in` and `out` may be the same buffer.
 #define STEP_BINDING 3
@@ -29,16 +36,19 @@ layout(constant_id = 4) const uint CHAIN = 0;
 layout(constant_id = 5) const uint HALF_OUT = 0;
 layout(constant_id = 6) const uint SLICES = 1;
 layout(constant_id = 7) const uint SLICE = 0;
+layout(constant_id = 8) const uint WAIT = 0;
 #include "include/operand.glsl"
 
 layout(binding = 0) readonly buffer InBuf { float x[]; };
+layout(binding = 0) coherent readonly buffer InBufC { float xc[]; };  // WAIT: written as this runs
+layout(binding = 6) coherent buffer Counters { uint counters[]; };     // WAIT
 layout(binding = 1) readonly buffer WBuf { float w[]; };
 layout(binding = 2) buffer OutBuf { float y[]; };
 layout(binding = 4) readonly buffer W2Buf { float w2[]; };
 layout(binding = 5) writeonly buffer Out2Buf { float y2[]; };
 layout(binding = 2) writeonly buffer OutBufH { float16_t yh[]; };    // HALF_OUT, CHAIN = 0
 layout(binding = 5) writeonly buffer Out2BufH { float16_t y2h[]; };  // HALF_OUT, CHAIN = 1
-layout(push_constant) uniform Push { uint rows_per_token; } pc;
+layout(push_constant) uniform Push { uint rows_per_token; uint counter; uint count; } pc;
 
 const uint PER = (DIM + 255) / 256;  // elements per thread
 shared float partial[64];
@@ -53,8 +63,19 @@ float row_sum(float v) {
   return s;
 }
 
+float input_at(uint i) { return WAIT != 0 ? xc[i] : x[i]; }
+
 void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+  if (WAIT != 0) {  // the one row's workgroup (the host dispatches one)
+    if (tid == 0) {
+      while (atomicAdd(counters[pc.counter], 0u) < pc.count) {
+      }
+      atomicExchange(counters[pc.counter], 0u);
+      memoryBarrierBuffer();  // the product's outputs, after its count
+    }
+    barrier();
+  }
   if (row >= active_rows(ROW_SET) * pc.rows_per_token) return;
   const uint base = row * DIM;
   const uint in_base = (ROW_SET == 0 ? row : step_rows[row].logit_source) * DIM;
@@ -66,8 +87,8 @@ void main() {
   for (uint e = 0; e < PER; ++e) {
     const uint i = tid + e * 256;
     const bool in_row = i < DIM;
-    v[e] = in_row ? x[in_base + i] : 0.0;
-    for (uint s = 1; s < SLICES; ++s) v[e] += in_row ? x[s * SLICE + in_base + i] : 0.0;
+    v[e] = in_row ? input_at(in_base + i) : 0.0;
+    for (uint s = 1; s < SLICES; ++s) v[e] += in_row ? input_at(s * SLICE + in_base + i) : 0.0;
     wv[e] = in_row ? w[i] : 0.0;
     yv[e] = ACCUMULATE != 0 && in_row ? y[base + i] : 0.0;
     w2v[e] = CHAIN != 0 && in_row ? w2[i] : 0.0;

@@ -159,6 +159,33 @@ void run(const std::string& module, uint32_t bindings, const Spec& spec,
   EXPECT_EQ(d.ctx.validation_errors(), errors_before) << module << ": Vulkan validation errors";
 }
 
+// One dispatch of `module` specialised by `spec`, made but not run: for
+// run_recorded, which records several in one command buffer.
+template <class Spec>
+gpu::Dispatch make_dispatch(const std::string& module, uint32_t bindings, const Spec& spec,
+                            std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
+                            std::array<uint32_t, 3> g, bool barrier_after) {
+  Device& d = device();
+  const auto words = find_module(module);
+  EXPECT_FALSE(words.empty()) << "no SPIR-V module named " << module;
+  const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
+  std::vector<vk::DescriptorBufferInfo> infos;
+  for (const HostBuffer* b : buffers) infos.push_back(b->info());
+  while (infos.size() < bindings) infos.push_back(infos.front());
+  return {&k, d.sets.make(k, infos), push, {g[0], g[1], g[2]}, barrier_after};
+}
+// Records the dispatches in order in one command buffer (a barrier after each
+// that asks for one, as the engine's passes), runs it and waits; fails the
+// test on any validation error it caused.
+void run_recorded(std::initializer_list<gpu::Dispatch> dispatches) {
+  Device& d = device();
+  const uint32_t errors_before = d.ctx.validation_errors();
+  d.stream.run_once([&](vk::CommandBuffer cb) {
+    for (const gpu::Dispatch& x : dispatches) gpu::record(cb, x, x.barrier_after);
+  });
+  EXPECT_EQ(d.ctx.validation_errors(), errors_before) << "Vulkan validation errors";
+}
+
 // Fresh inputs for every case: one generator, seeded once, drawn from in order.
 std::mt19937& rng() {
   static std::mt19937 r(20250611);
@@ -459,6 +486,72 @@ TEST(MatVecDot, SplitKSlicesAddUpToTheProduct) {
       for (uint32_t r = 0; r < M; ++r) sum[r] += y.as<float>()[size_t(s) * M + r];
     std::vector<double> want(full.begin(), full.end());
     EXPECT_TRUE(compare("matvec_dot_q4_0 K=800 in 3 splits", sum, want, M, 1e-5));
+  }
+}
+
+// A one-token decode step's output projection and its add_norm with no
+// barrier between them (Tuning::decode_norm_wait): every matvec workgroup
+// counts itself in a counter once its outputs are written (SIGNAL), and the
+// rmsnorm waits for the count (WAIT) before it reads them. Its x and xn are
+// bit for bit those of the same two dispatches with a barrier between them,
+// and the counter (push word 2 picks it) is back at 0 after each run, so the
+// recorded pair runs again. K split into slices, and unsplit; with and
+// without the chained pre-norm.
+TEST(MatVecNorm, WaitingNormGivesTheBarriersBits) {
+  struct Case {
+    const char* module;
+    Format format;
+    uint32_t rows_per_group, lanes, splits;
+    bool chain;
+  };
+  std::vector<Case> cases = {{"matvec_q8_0", Format::Q8_0, kernels::kMatVecRows, 32, 1, true},
+                             {"matvec_q4_k", Format::Q4_K, kernels::kMatVecRows, 128, 1, false}};
+  if (device().ctx.info().int_dot)
+    cases.push_back({"matvec_dot_q4_0", Format::Q4_0, kernels::kMatVecDotSplitRows, kernels::kMatVecDotLanes, 3, true});
+  const uint32_t K = 768, M = 640, counter = 5;  // M: the residual row's length
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.module) + " splits " + std::to_string(c.splits) + (c.chain ? " chained" : ""));
+    HostBuffer w(M * row_bytes(c.format, K));
+    w.fill<std::byte>(reference::to_device_layout(c.format, random_weights(c.format, M, K)));
+    const auto residual = random_floats(M, -3.f, 3.f);
+    HostBuffer x(K * 4), nw(M * 4), nw2(M * 4), counters(16 * 4);
+    x.fill<float>(random_floats(K));
+    nw.fill<float>(random_floats(M, 0.5f, 1.5f));
+    nw2.fill<float>(random_floats(M, 0.5f, 1.5f));
+    counters.fill<uint32_t>(std::vector<uint32_t>(16, 0));
+    const auto step = step_buffer({1, 7, 0, 0});
+    const std::array<uint32_t, 3> g{groups(M, c.rows_per_group * 128 / c.lanes), 1, c.splits};
+    const uint32_t count = g[0] * g[1] * g[2];
+    // Pass `waits` records the pair as a decode step does with decode_norm_wait.
+    auto step_pair = [&](bool waits, HostBuffer& y, HostBuffer& x_out, HostBuffer& xn_out) {
+      x_out.fill<float>(residual);
+      xn_out.poison();
+      y.poison();
+      run_recorded({make_dispatch(c.module, kernels::kMatVecBindings,
+                                  kernels::MatVec{K, M, 0, c.rows_per_group, c.lanes, 1, 0, 1, 1, c.splits, M,
+                                                  waits ? 1u : 0u},
+                                  {&w, &x, &y, &step, &w, &counters}, {0, M, counter}, g, !waits),
+                    make_dispatch("rmsnorm", kernels::kRmsNormBindings,
+                                  kernels::RmsNorm{M, 1e-6f, 1, 0, c.chain, 0, c.splits, M, waits ? 1u : 0u},
+                                  {&y, &nw, &x_out, &step, &nw2, &xn_out, &counters}, {1, counter, count},
+                                  {1, 1, 1}, true)});
+    };
+    HostBuffer y(size_t(c.splits) * M * 4), x_want(M * 4), xn_want(M * 4);
+    step_pair(false, y, x_want, xn_want);
+    HostBuffer y2(size_t(c.splits) * M * 4), x_got(M * 4), xn_got(M * 4);
+    for (int round = 0; round < 2; ++round) {
+      step_pair(true, y2, x_got, xn_got);
+      for (uint32_t i = 0; i < M; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(x_got.as<float>()[i]), std::bit_cast<uint32_t>(x_want.as<float>()[i]))
+            << "round " << round << ": x[" << i << "] " << x_got.as<float>()[i] << ", behind a barrier "
+            << x_want.as<float>()[i];
+        ASSERT_EQ(std::bit_cast<uint32_t>(xn_got.as<float>()[i]), std::bit_cast<uint32_t>(xn_want.as<float>()[i]))
+            << "round " << round << ": xn[" << i << "] " << xn_got.as<float>()[i] << ", behind a barrier "
+            << xn_want.as<float>()[i];
+      }
+      for (uint32_t i = 0; i < 16; ++i)
+        ASSERT_EQ(counters.as<uint32_t>()[i], 0u) << "round " << round << ": counter " << i << " left set";
+    }
   }
 }
 

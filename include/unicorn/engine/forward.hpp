@@ -67,12 +67,13 @@ class EngineCore::Recorder {
     shared_waves_ = 0;
     if (!prep_in_attention()) attn_prep(l, kind);  // q, k normed and rotated; cache[l] <- k, v
     attention(l, kind);                        // attn [n, heads * hd] (and, in decode, attn_prep's work)
-    linear(operand(Act::Attn), Act::Proj, L.weight(Role::AttnOut, l));  // proj [n, H]
-    add_norm(L.weight(Role::PostAttnNorm, l), &L.weight(Role::FfnNorm, l));  // x += norm(proj); xn = norm(x)
+    // proj = attn Wo [n, H]; x += norm(proj); xn = norm(x)
+    output_projection(operand(Act::Attn), L.weight(Role::AttnOut, l), L.weight(Role::PostAttnNorm, l),
+                      &L.weight(Role::FfnNorm, l));
     gate_up(l);                                // gate = gelu(xn Wg) * (xn Wu)  [n, F]
-    linear(operand(Act::Gate), Act::Proj, L.weight(Role::FfnDown, l));  // proj [n, H]
-    // x += norm(proj); and, but after the last layer, the next layer's xn = norm(x)
-    add_norm(L.weight(Role::PostFfnNorm, l), last ? nullptr : &L.weight(Role::AttnNorm, l + 1));
+    // proj = gate Wd [n, H]; x += norm(proj); and, but after the last layer, the next layer's xn = norm(x)
+    output_projection(operand(Act::Gate), L.weight(Role::FfnDown, l), L.weight(Role::PostFfnNorm, l),
+                      last ? nullptr : &L.weight(Role::AttnNorm, l + 1));
   }
 
   void embed();
@@ -82,7 +83,17 @@ class EngineCore::Recorder {
 
   // x += norm(proj) * w; then, with `next`, xn = norm(x) * next.
   // proj may hold several partial sums, added first.
-  void add_norm(const TensorSlot& w, const TensorSlot* next);
+  // With `wait`: no barrier before it; it waits on that counter for the
+  // product's signalled workgroups (norm_waits).
+  void add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<uint32_t> wait = std::nullopt);
+
+  // proj = in W^T, then add_norm(norm, next), with no barrier between the two
+  // where norm_waits().
+  void output_projection(Act in, const TensorSlot& w, const TensorSlot& norm, const TensorSlot* next);
+  // Whether a product into Act::Proj signals its add_norm instead of a barrier:
+  // a one-token decode step on the matrix-vector kernels
+  // (Tuning::decode_norm_wait), with a counter left for it.
+  bool norm_waits() const;
 
   void final_norm() { norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), 1); }
 
@@ -170,6 +181,11 @@ class EngineCore::Recorder {
   // matrix's (their workgroups share waves); 0: each its own.
   uint32_t shared_waves_ = 0;
   uint32_t segment_tokens_ = 1;
+  // The counter the next matvec signals (output_projection), and how many
+  // workgroups signalled it; counters handed out so far.
+  std::optional<uint32_t> signal_;
+  uint32_t signalled_groups_ = 0;
+  uint32_t counters_used_ = 0;
   std::vector<gpu::Dispatch> d_;
 };
 

@@ -24,10 +24,13 @@ struct Embed {
 struct RmsNorm {
   BOOST_HANA_DEFINE_STRUCT(RmsNorm, (uint32_t, dim), (float, eps), (uint32_t, accumulate),
                            (uint32_t, row_set), (uint32_t, chain), (uint32_t, half_out),
-                           (uint32_t, slices), (uint32_t, slice));
+                           (uint32_t, slices), (uint32_t, slice), (uint32_t, wait));
 };
 // slices, slice (rmsnorm): the input is `slices` partial sums `slice`
 // elements apart (a product split over K, LinearCoop's splits), added in order.
+// wait: one row, recorded right after its input's matvec (signal) with no
+// barrier between them; it starts when the matvec's workgroups have all
+// counted themselves done (Tuning::decode_norm_wait).
 struct Linear {  // matmul
   BOOST_HANA_DEFINE_STRUCT(Linear, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set));
@@ -221,8 +224,10 @@ struct MatVec {
   BOOST_HANA_DEFINE_STRUCT(MatVec, (uint32_t, in_features), (uint32_t, out_features),
                            (uint32_t, row_set), (uint32_t, rows_per_group),
                            (uint32_t, lanes_per_group), (uint32_t, unroll), (uint32_t, pair),
-                           (uint32_t, tokens), (uint32_t, tile), (uint32_t, splits), (uint32_t, slice));
+                           (uint32_t, tokens), (uint32_t, tile), (uint32_t, splits), (uint32_t, slice),
+                           (uint32_t, signal));
 };
+// signal: each workgroup counts itself done (for a waiting rmsnorm, RmsNorm::wait).
 // Batched decode (tokens > 1 per workgroup): tokens per pass over the weights,
 // and accumulators per row group (rows times 1, or 2 for the fused pair) — the
 // per-token registers a pass holds are tile * accumulators * 2. The lanes stay
@@ -509,9 +514,10 @@ inline std::string variant(const char* kernel, Format f) {
 }
 
 // Binding counts, per shader (its `layout(binding = i)` declarations).
-// matvec's binding 4 is the fused pair's second tensor (the first again otherwise).
-inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 6, kLinearBindings = 4,
-                          kMatVecBindings = 5, kAttnPrepBindings = 8, kAttentionBindings = 9,
+// matvec's binding 4 is the fused pair's second tensor (the first again otherwise);
+// matvec's binding 5 and rmsnorm's 6 are the signal / wait counters (any buffer without).
+inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 7, kLinearBindings = 4,
+                          kMatVecBindings = 6, kAttnPrepBindings = 8, kAttentionBindings = 9,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
                            kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2,
                            kCheckFiniteBindings = 2;

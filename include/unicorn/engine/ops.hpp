@@ -24,19 +24,39 @@ inline void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uin
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
-  const vk::DescriptorBufferInfo b[] = {lane_.act(in), wb, lane_.act(out), lane_.step(), wb, lane_.act(out)};
+  const vk::DescriptorBufferInfo b[] = {lane_.act(in), wb, lane_.act(out), lane_.step(), wb, lane_.act(out),
+                                        lane_.counters[0].whole()};
   add(k, b, {1}, {row_set ? logit_rows_ : n_, 1, 1});
 }
 
-inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next) {
+inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<uint32_t> wait) {
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
-                              slices_[size_t(Act::Proj)], slice_elems(Act::Proj)};
+                              slices_[size_t(Act::Proj)], slice_elems(Act::Proj), wait ? 1u : 0u};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
   const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Proj), wb, lane_.act(Act::X), lane_.step(), nb,
-                                        lane_.act(operand(Act::Xn))};
-  add(k, b, {1}, {n_, 1, 1});
+                                        lane_.act(operand(Act::Xn)), lane_.counters[0].whole()};
+  add(k, b, {1, wait.value_or(0), signalled_groups_}, {n_, 1, 1});
+}
+
+inline bool EngineCore::Recorder::norm_waits() const {
+  return decode_ && n_ == 1 && !splitk(0) && c_.tuning_.decode_norm_wait != 0 &&
+         counters_used_ < Lane::norm_counters(c_.cfg_);
+}
+
+inline void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w, const TensorSlot& norm,
+                                                    const TensorSlot* next) {
+  if (!norm_waits()) {
+    linear(in, Act::Proj, w);  // proj [n, H]
+    return add_norm(norm, next);  // x += norm(proj); xn = norm(x)
+  }
+  signal_ = counters_used_++;
+  signalled_groups_ = 0;
+  linear(in, Act::Proj, w, 0, false);  // its workgroups count themselves into signal_
+  const uint32_t counter = *signal_;
+  signal_.reset();
+  add_norm(norm, next, counter);
 }
 
 inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
@@ -90,7 +110,7 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
       vec ? c_.kernel(int_dot ? std::string("matvec_dot_q4_0") : kernels::variant("matvec", w.format),
                       kernels::kMatVecBindings,
                       kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
-                                      tokens, token_tile, splits, slice_elems(out)})
+                                      tokens, token_tile, splits, slice_elems(out), signal_ ? 1u : 0u})
       : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
                          kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
                                               info.coop_k, info.subgroup_size, tile, slice_elems(out)))
@@ -101,14 +121,16 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
   for (size_t i = 0; i < parts.size(); ++i) {
     const TensorPart& p = parts[i];
     const auto wp = c_.part(w, p);
-    const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows)};
+    const gpu::PushWords push{uint32_t(p.row_begin), uint32_t(p.rows), signal_.value_or(0)};
     if (vec) {
       const auto second = pair ? c_.part(*pair, c_.layout_.parts_of(*pair)[i]) : wp;
-      const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step(), second};
+      const vk::DescriptorBufferInfo b[] = {wp,           lane_.act(in), lane_.act(out),
+                                            lane_.step(), second,        lane_.counters[0].whole()};
       const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
       const uint32_t gx = std::min<uint32_t>(g, 65535);
-      add(k, b, push, {gx, groups(g, gx), splits > 1 ? splits : groups(rows_n, tokens)},
-          barrier && i + 1 == parts.size());
+      const std::array<uint32_t, 3> grid{gx, groups(g, gx), splits > 1 ? splits : groups(rows_n, tokens)};
+      if (signal_) signalled_groups_ += grid[0] * grid[1] * grid[2];
+      add(k, b, push, grid, barrier && i + 1 == parts.size());
     } else {
       const vk::DescriptorBufferInfo b[] = {wp, lane_.act(in), lane_.act(out), lane_.step()};
       add(k, b, push, {groups(uint32_t(p.rows), tile_rows), groups(rows_n, tile_tokens), tile.splits},

@@ -39,6 +39,11 @@ struct Tuning {
   // cache write) for its own heads, one dispatch and one barrier a layer
   // fewer; 0: attn_prep as its own dispatch, as prefill runs it.
   uint32_t decode_attention_prep = 1;
+  // 1: a one-token decode step's output projections (o, down) are followed by
+  // their add_norm with no barrier between them: the rmsnorm waits until the
+  // product's workgroups have all counted themselves done (rmsnorm.comp's
+  // WAIT), two barriers a layer fewer; 0: a barrier before each add_norm.
+  uint32_t decode_norm_wait = 1;
   // Batched decode on matvec: tokens per pass over the weights, accumulators per row group.
   uint32_t batch_tile = kernels::kMatVecBatchTile;
   uint32_t batch_accumulators = kernels::kMatVecBatchAccumulators;

@@ -239,14 +239,16 @@ class Stream {
   }
 
   // Throws gpu::DeviceError when the device reports a failure (lost, out of memory).
-  void submit_and_wait(vk::CommandBuffer cb, const Stream* after = nullptr) {
-    submit(cb, after);
+  void submit_and_wait(vk::CommandBuffer cb, const Stream* after = nullptr,
+                       Submission kind = Submission::Work) {
+    submit(cb, after, kind);
     wait();
   }
 
   // Submits without waiting; wait() (or ready()) before the next submit.
   // `after`: what that stream has finished (its last wait()) comes first.
-  void submit(vk::CommandBuffer cb, const Stream* after = nullptr) {
+  // `kind`: Submission::Upload for set-up work that fault injection skips.
+  void submit(vk::CommandBuffer cb, const Stream* after = nullptr, Submission kind = Submission::Work) {
     if (in_flight_) throw Error("internal: a gpu::Stream submitted again before waiting");
     if (!ctx_.has_second_queue()) {
       // One queue: submission order and each pass's leading barrier order the
@@ -254,7 +256,7 @@ class Stream {
       // deadlock in its timeline semaphores: a unicorn-bench --batch run hung
       // in the queue thread).
       const auto info = vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb);
-      checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work,
+      checked_submit(ctx_.info().name, ctx_.device_lost_flag(), kind,
                      [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
       in_flight_ = true;
       return;
@@ -277,7 +279,7 @@ class Stream {
                           .setPCommandBuffers(&cb)
                           .setSignalSemaphoreCount(1)
                           .setPSignalSemaphores(&signal_sem);
-    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), Submission::Work,
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), kind,
                    [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
     submitted_ = signal;
     in_flight_ = true;
@@ -307,7 +309,7 @@ class Stream {
 
   // Records with `fn(cb)` into a one-time command buffer, submits and waits.
   template <class F>
-  void run_once(F&& fn) {
+  void run_once(F&& fn, Submission kind = Submission::Work) {
     auto cb = allocate();
     cb.begin(vk::CommandBufferBeginInfo{}.setFlags(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
     // One-off work (uploads, read-backs) is ordered against everything before
@@ -316,7 +318,7 @@ class Stream {
     fn(*cb);
     full_barrier(*cb);
     cb.end();
-    submit_and_wait(*cb);
+    submit_and_wait(*cb, nullptr, kind);
   }
 
   static void full_barrier(vk::CommandBuffer cb) {
