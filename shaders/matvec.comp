@@ -66,8 +66,17 @@ layout(push_constant) uniform Push { uint row_begin; uint rows; uint counter; } 
 
 layout(binding = 1) readonly buffer XBuf { float x[]; };   // [n, IN_FEATURES]
 layout(binding = 1) readonly buffer XBuf4 { vec4 x4[]; };  // the same, 16 bytes at a time
-// coherent: a WAIT rmsnorm reads the outputs while this dispatch may still run.
-layout(binding = 2) coherent writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
+layout(binding = 2) writeonly buffer YBuf { float y[]; };  // [n, OUT_FEATURES]
+// SIGNAL: the same, coherent, since a WAIT rmsnorm reads the outputs while
+// this dispatch may still run (only there: coherent stores everywhere cost
+// the float kernels 3 % of the 4B Q8_0's decode on the H100).
+layout(binding = 2) coherent writeonly buffer YBufC { float y_c[]; };
+void store_y(uint i, float v) {
+  if (SIGNAL != 0)
+    y_c[i] = v;
+  else
+    y[i] = v;
+}
 layout(binding = 5) coherent buffer Counters { uint counters[]; };  // SIGNAL
 
 // Quant bits become floats without an int->float conversion (a slow
@@ -496,7 +505,7 @@ void main() {
           for (uint i = 0; i < ROWS_PER_GROUP; ++i) {
             const uint r = (rg0 + s) * ROWS_PER_GROUP + i;
             if (live && l == 0 && slot == s && r < pc.rows)
-              y[split * SLICE + t * OUT_FEATURES + pc.row_begin + r] = row_output(total[i], total[(i + ROWS_PER_GROUP) % NR]);
+              store_y(split * SLICE + t * OUT_FEATURES + pc.row_begin + r, row_output(total[i], total[(i + ROWS_PER_GROUP) % NR]));
           }
         }
       } else {
@@ -513,7 +522,7 @@ void main() {
             a += partial[(first + sg) * NR + l];
             b += partial[(first + sg) * NR + (l + ROWS_PER_GROUP) % NR];
           }
-          y[split * SLICE + t * OUT_FEATURES + pc.row_begin + r0 + l] = row_output(a, b);
+          store_y(split * SLICE + t * OUT_FEATURES + pc.row_begin + r0 + l, row_output(a, b));
         }
         barrier();  // the next token's partial sums reuse `partial`
       }
