@@ -136,38 +136,17 @@ HostBuffer step_buffer(ChunkStep c, std::span<const uint32_t> tokens = {}) {
 
 uint32_t groups(uint32_t items, uint32_t per) { return (items + per - 1) / per; }
 
-// Runs one dispatch of `module` specialised by `spec` and waits; fails the test
-// on any validation error it caused.
-template <class Spec>
-void run(const std::string& module, uint32_t bindings, const Spec& spec,
-         std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
-         std::array<uint32_t, 3> g) {
-  Device& d = device();
-  const auto words = find_module(module);
-  ASSERT_FALSE(words.empty()) << "no SPIR-V module named " << module;
-  const uint32_t errors_before = d.ctx.validation_errors();
-  const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
-  std::vector<vk::DescriptorBufferInfo> infos;
-  for (const HostBuffer* b : buffers) infos.push_back(b->info());
-  // Bindings past those given (a kernel's optional ones, off by a spec
-  // constant here, such as attention's PREP) get the first buffer.
-  while (infos.size() < bindings) infos.push_back(infos.front());
-  const vk::DescriptorSet set = d.sets.make(k, infos);
-  d.stream.run_once([&](vk::CommandBuffer cb) {
-    gpu::record(cb, {&k, set, push, {g[0], g[1], g[2]}}, false);
-  });
-  EXPECT_EQ(d.ctx.validation_errors(), errors_before) << module << ": Vulkan validation errors";
-}
 
-// One dispatch of `module` specialised by `spec`, made but not run: for
-// run_recorded, which records several in one command buffer.
+// One dispatch of `module` specialised by `spec`, made but not run (run,
+// run_recorded). Bindings past those given (a kernel's optional ones, off by a
+// spec constant here, such as attention's PREP) get the first buffer.
 template <class Spec>
 gpu::Dispatch make_dispatch(const std::string& module, uint32_t bindings, const Spec& spec,
                             std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
                             std::array<uint32_t, 3> g, bool barrier_after) {
   Device& d = device();
   const auto words = find_module(module);
-  EXPECT_FALSE(words.empty()) << "no SPIR-V module named " << module;
+  if (words.empty()) throw std::runtime_error("no SPIR-V module named " + module);
   const gpu::Kernel& k = d.kernels.get(module, words, bindings, spec);
   std::vector<vk::DescriptorBufferInfo> infos;
   for (const HostBuffer* b : buffers) infos.push_back(b->info());
@@ -184,6 +163,14 @@ void run_recorded(std::initializer_list<gpu::Dispatch> dispatches) {
     for (const gpu::Dispatch& x : dispatches) gpu::record(cb, x, x.barrier_after);
   });
   EXPECT_EQ(d.ctx.validation_errors(), errors_before) << "Vulkan validation errors";
+}
+// Runs one dispatch of `module` specialised by `spec` and waits.
+template <class Spec>
+void run(const std::string& module, uint32_t bindings, const Spec& spec,
+         std::initializer_list<const HostBuffer*> buffers, gpu::PushWords push,
+         std::array<uint32_t, 3> g) {
+  SCOPED_TRACE(module);
+  run_recorded({make_dispatch(module, bindings, spec, buffers, push, g, false)});
 }
 
 // Fresh inputs for every case: one generator, seeded once, drawn from in order.
