@@ -24,6 +24,13 @@
 // others hold the same values) — and takes the current key from shared
 // memory, the earlier ones from the cache: one dispatch and one barrier a
 // layer fewer.
+// WAIT (with PREP; one token, one cache part): dispatched right after the q,
+// k and v products with no barrier between them, each workgroup waits until
+// their workgroups have all counted themselves in counters[pc.counter]
+// (matvec.comp's SIGNAL: pc.count of them) and reads the projections past the
+// caches; each then counts itself too, and the last of them sets the counter
+// back to 0. Only HEADS workgroups wait: they cannot keep the products'
+// workgroups, all launched before them, from running.
 // Dispatch: (n_tokens, HEADS, 1) per cache part.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -61,13 +68,19 @@ layout(binding = 5) readonly buffer KIn { float k_in[]; };  // [n, KV_HEADS * HE
 layout(binding = 6) readonly buffer VIn { float v_in[]; };  // [n, KV_HEADS * HEAD_DIM]
 layout(binding = 7) readonly buffer QNorm { float qw[]; };  // [HEAD_DIM]
 layout(binding = 8) readonly buffer KNorm { float kw[]; };  // [HEAD_DIM]
-layout(push_constant) uniform Push { uint head_begin; uint heads; } pc;
+// WAIT: the same projections, written while this dispatch starts, and the counters.
+layout(binding = 0) coherent readonly buffer QBufC { float q_c[]; };
+layout(binding = 5) coherent readonly buffer KInC { float k_in_c[]; };
+layout(binding = 6) coherent readonly buffer VInC { float v_in_c[]; };
+layout(binding = 9) coherent buffer Counters { uint counters[]; };
+layout(push_constant) uniform Push { uint head_begin; uint heads; uint counter; uint count; } pc;
 
 layout(constant_id = 8) const uint THREADS = 128;  // a multiple of SUBGROUP_SIZE, at least HEAD_DIM / 2
 layout(constant_id = 9) const uint PREP = 0;
 layout(constant_id = 10) const float THETA = 10000.0;    // PREP: RoPE's base,
 layout(constant_id = 11) const float ROPE_SCALE = 1.0;   // its position scale,
 layout(constant_id = 12) const float EPS = 1e-6;         // and q/k norm's epsilon
+layout(constant_id = 13) const uint WAIT = 0;
 #include "include/rope.glsl"
 const uint BATCH = 4;
 const uint NS = THREADS / SUBGROUP_SIZE;  // subgroups
@@ -94,6 +107,10 @@ float kv_round(float x) { return x; }
 #endif
 shared float head_sums[2 * NS];
 
+float q_at(uint i) { return WAIT != 0 ? q_c[i] : q[i]; }
+float k_in_at(uint i) { return WAIT != 0 ? k_in_c[i] : k_in[i]; }
+float v_in_at(uint i) { return WAIT != 0 ? v_in_c[i] : v_in[i]; }
+
 // PREP: attn_prep's work for the workgroup's query head and its kv head (one
 // pair of each a thread: THREADS >= HEAD_DIM / 2), into head_q, head_k and
 // head_v; the key and value also into the cache when `writer`. The key and
@@ -103,8 +120,8 @@ void prep_heads(uint qb, uint kb, uint p, uint dst, bool writer) {
   const bool mine = tid < half_hd;
   float a = 0.0, b = 0.0, c = 0.0, d = 0.0;
   if (mine) {
-    a = q[qb + tid], b = q[qb + tid + half_hd];
-    c = k_in[kb + tid], d = k_in[kb + tid + half_hd];
+    a = q_at(qb + tid), b = q_at(qb + tid + half_hd);
+    c = k_in_at(kb + tid), d = k_in_at(kb + tid + half_hd);
   }
   const float sq = subgroupAdd(a * a + b * b), sk = subgroupAdd(c * c + d * d);
   if (subgroupElect()) { head_sums[sg] = sq; head_sums[NS + sg] = sk; }
@@ -115,7 +132,7 @@ void prep_heads(uint qb, uint kb, uint p, uint dst, bool writer) {
     const float iq = inversesqrt(tq / float(HEAD_DIM) + EPS), ik = inversesqrt(tk / float(HEAD_DIM) + EPS);
     const vec2 rq = rope_pair(a * iq * qw[tid], b * iq * qw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
     const vec2 rk = rope_pair(c * ik * kw[tid], d * ik * kw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
-    const float v0 = v_in[kb + tid], v1 = v_in[kb + tid + half_hd];
+    const float v0 = v_in_at(kb + tid), v1 = v_in_at(kb + tid + half_hd);
     head_q[tid] = rq.x, head_q[tid + half_hd] = rq.y;
     const vec4 kv = vec4(kv_round(rk.x), kv_round(rk.y), kv_round(v0), kv_round(v1));
     head_k[tid] = kv.x, head_k[tid + half_hd] = kv.y;
@@ -129,6 +146,16 @@ void prep_heads(uint qb, uint kb, uint p, uint dst, bool writer) {
 }
 
 void main() {
+  if (WAIT != 0) {  // before any workgroup leaves: every one of them counts itself
+    if (gl_LocalInvocationIndex == 0) {
+      while (atomicAdd(counters[pc.counter], 0u) < pc.count) {
+      }
+      memoryBarrierBuffer();  // the products' outputs, after their count
+      const uint consumers = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+      if (atomicAdd(counters[pc.counter], 1u) == pc.count + consumers - 1u) atomicExchange(counters[pc.counter], 0u);
+    }
+    barrier();
+  }
   const uint t = gl_WorkGroupID.x;
   const uint head = gl_WorkGroupID.y;
   if (t >= n_tokens) return;

@@ -10,7 +10,8 @@
 //                       out-of-memory@N  the Nth submission fails (gpu::inject_faults)
 //   Tuning, for sweeps (engine/options.hpp; notes/tuning.md):
 //   UNICORN_MATVEC_ROWS, _LANES, _UNROLL, _INT_DOT, _DOT_SPLIT_K, _DOT_SPLIT_ROWS   UNICORN_BATCH_TILE, UNICORN_BATCH_ROWS
-//   UNICORN_DECODE_ATTENTION_PREP, UNICORN_DECODE_NORM_WAIT
+//   UNICORN_DECODE_ATTENTION_PREP, UNICORN_DECODE_NORM_WAIT,
+//   UNICORN_DECODE_ATTENTION_WAIT
 //   UNICORN_COOP_TILE, _WAVE, _SPLIT_STEPS    UNICORN_SPLITK_TILE
 //   UNICORN_ATTENTION_ROWS, UNICORN_ATTENTION_COOP_ROWS, _KEYS
 // Beside it, tools/ollama_env.hpp reads OLLAMA_MODELS (else HOME): where
@@ -53,6 +54,7 @@ inline Tuning tuning_from_env(Tuning t = {}) {
   set("UNICORN_MATVEC_DOT_SPLIT_ROWS", t.matvec_dot_split_rows);
   set("UNICORN_DECODE_ATTENTION_PREP", t.decode_attention_prep);
   set("UNICORN_DECODE_NORM_WAIT", t.decode_norm_wait);
+  set("UNICORN_DECODE_ATTENTION_WAIT", t.decode_attention_wait);
   set("UNICORN_BATCH_TILE", t.batch_tile);
   set("UNICORN_BATCH_ROWS", t.batch_accumulators);
   set("UNICORN_COOP_TILE", t.coop_tile_index);

@@ -542,6 +542,76 @@ TEST(MatVecNorm, WaitingNormGivesTheBarriersBits) {
   }
 }
 
+// A one-token decode step's q, k and v products and its attention with no
+// barrier between them (Tuning::decode_attention_wait): the products' workgroups
+// count themselves in a counter (SIGNAL) and every attention workgroup waits
+// for the count (WAIT) before it reads the projections, then counts itself,
+// the last one setting the counter back to 0. Its output and the key and value
+// it writes into the cache are bit for bit those behind a barrier, twice in a
+// row (so the recorded step runs again), with an F32 and an F16 cache.
+TEST(AttentionWait, WaitingAttentionGivesTheBarriersBits) {
+  const uint32_t H = 256, heads = 4, kvh = 2, hd = 64, slots = 16, pos = 9, counter = 3;
+  const uint32_t qd = heads * hd, kd = kvh * hd, sg = device().ctx.info().subgroup_size;
+  const Format wf = Format::Q8_0;
+  auto weights = [&](uint32_t rows) {
+    auto w = std::make_unique<HostBuffer>(rows * row_bytes(wf, H));
+    w->fill<std::byte>(reference::to_device_layout(wf, random_weights(wf, rows, H)));
+    return w;
+  };
+  const auto wq = weights(qd), wk = weights(kd), wv = weights(kd);
+  HostBuffer x(H * 4), qw(hd * 4), kw(hd * 4), counters(16 * 4);
+  x.fill<float>(random_floats(H));
+  qw.fill<float>(random_floats(hd, 0.5f, 1.5f));
+  kw.fill<float>(random_floats(hd, 0.5f, 1.5f));
+  counters.fill<uint32_t>(std::vector<uint32_t>(16, 0));
+  const auto step = step_buffer({1, pos, 0, 0});
+  const uint32_t per_group = kernels::kMatVecRows * 128 / 32;
+  const uint32_t count = groups(qd, per_group) + 2 * groups(kd, per_group);
+  for (Format kv : {Format::F32, Format::F16}) {
+    SCOPED_TRACE(format_name(kv));
+    const size_t cache_bytes = size_t(kvh) * slots * hd * (kv == Format::F16 ? 2 : 4);
+    std::vector<std::byte> cache(cache_bytes);  // earlier positions' keys and values
+    const auto values = random_floats(cache_bytes / 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const _Float16 h = static_cast<_Float16>(values[i]);
+      if (kv == Format::F16) std::memcpy(cache.data() + 2 * i, &h, 2);
+      else if (i < cache_bytes / 4) std::memcpy(cache.data() + 4 * i, &values[i], 4);
+    }
+    auto run_step = [&](bool waits, HostBuffer& q, HostBuffer& k, HostBuffer& v, HostBuffer& kc, HostBuffer& vc,
+                        HostBuffer& o) {
+      kc.fill<std::byte>(cache), vc.fill<std::byte>(cache);
+      q.poison(), k.poison(), v.poison(), o.poison();
+      auto product = [&](const HostBuffer& w, HostBuffer& y, uint32_t rows, bool barrier) {
+        return make_dispatch("matvec_q8_0", kernels::kMatVecBindings,
+                             kernels::MatVec{H, rows, 0, kernels::kMatVecRows, 32, 1, 0, 1, 1, 1, rows, waits ? 1u : 0u},
+                             {&w, &x, &y, &step, &w, &counters}, {0, rows, counter}, {groups(rows, per_group), 1, 1},
+                             barrier);
+      };
+      kernels::Attention spec{heads, kvh, hd, slots, 0, 0.125f, sg, 0, kernels::attention_threads(sg), 1, 1e4f, 1.f,
+                              1e-6f, waits ? 1u : 0u};
+      run_recorded({product(*wq, q, qd, false), product(*wk, k, kd, false), product(*wv, v, kd, !waits),
+                    make_dispatch(kernels::variant("attention", kv), kernels::kAttentionBindings, spec,
+                                  {&q, &kc, &vc, &o, &step, &k, &v, &qw, &kw, &counters}, {0, kvh, counter, count},
+                                  {1, heads, 1}, true)});
+    };
+    HostBuffer q(qd * 4), k(kd * 4), v(kd * 4), kc(cache_bytes), vc(cache_bytes), o(qd * 4);
+    run_step(false, q, k, v, kc, vc, o);
+    HostBuffer q2(qd * 4), k2(kd * 4), v2(kd * 4), kc2(cache_bytes), vc2(cache_bytes), o2(qd * 4);
+    for (int round = 0; round < 2; ++round) {
+      run_step(true, q2, k2, v2, kc2, vc2, o2);
+      for (uint32_t i = 0; i < qd; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(o2.as<float>()[i]), std::bit_cast<uint32_t>(o.as<float>()[i]))
+            << "round " << round << ": o[" << i << "] " << o2.as<float>()[i] << ", behind a barrier "
+            << o.as<float>()[i];
+      ASSERT_TRUE(std::ranges::equal(kc2.bytes(), kc.bytes())) << "round " << round << ": the key cache differs";
+      ASSERT_TRUE(std::ranges::equal(vc2.bytes(), vc.bytes())) << "round " << round << ": the value cache differs";
+      ASSERT_FALSE(std::ranges::equal(kc.bytes(), std::span(cache))) << "attention wrote no key";
+      for (uint32_t i = 0; i < 16; ++i)
+        ASSERT_EQ(counters.as<uint32_t>()[i], 0u) << "round " << round << ": counter " << i << " left set";
+    }
+  }
+}
+
 std::string test_name(std::string s) {
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';

@@ -409,18 +409,19 @@ class EngineCore {
       host = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers" + what);
       const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * logit_rows};
       partials = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials" + what);
-      // Zeroed once; each waiting rmsnorm sets its counter back to 0.
-      const uint64_t counter_bytes[] = {4ull * norm_counters(cfg)};
-      counters = gpu::BufferSet(ctx, counter_bytes, gpu::MemoryKind::DeviceLocal, "norm counters" + what);
+      // Zeroed once; each waiting dispatch sets its counter back to 0.
+      const uint64_t counter_bytes[] = {4ull * wait_counters(cfg)};
+      counters = gpu::BufferSet(ctx, counter_bytes, gpu::MemoryKind::DeviceLocal, "wait counters" + what);
       stream.run_once([&](vk::CommandBuffer cb) { cb.fillBuffer(counters[0].handle, 0, VK_WHOLE_SIZE, 0); },
                       gpu::Submission::Upload);
     }
-    // A one-token pass's products whose add_norm waits on a counter: o and down, per layer.
-    static uint32_t norm_counters(const DeploymentConfig& cfg) { return 2 * cfg.model.layers; }
+    // A one-token pass's products whose consumer waits on a counter, per
+    // layer: q, k and v together (attention), o and down (their add_norm).
+    static uint32_t wait_counters(const DeploymentConfig& cfg) { return 3 * cfg.model.layers; }
     gpu::BufferSet acts;
     gpu::BufferSet host;      // the step's rows, the chosen tokens, the sampler rows
     gpu::BufferSet partials;  // per-slice logit maxima, [logit rows, kLogitParts]
-    gpu::BufferSet counters;  // finished workgroups, per product whose add_norm waits for it
+    gpu::BufferSet counters;  // finished workgroups, per product whose consumer waits for it
     gpu::Stream stream;
     std::optional<gpu::BufferSet> logits_readback;  // teacher forcing
     vk::DescriptorBufferInfo act(Act a) const { return acts[size_t(a)].whole(); }

@@ -61,12 +61,16 @@ class EngineCore::Recorder {
     const Act xn = operand(Act::Xn);
     if (l == 0) norm(Act::X, xn, L.weight(Role::AttnNorm, 0));       // xn = norm(x) [n, H]
     shared_waves_ = m_.q_dim() + 2 * m_.kv_dim();  // q, k, v share waves: one tile
+    const bool waits = attention_waits(l);  // then q, k and v signal attention, with no barrier after v
+    if (waits) signal_ = counters_used_++, signalled_groups_ = 0;
     linear(xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);          // q [n, heads * hd]
     linear(xn, Act::K, L.weight(Role::AttnK, l), 0, false);          // k [n, kv_heads * hd]
-    linear(xn, Act::V, L.weight(Role::AttnV, l));                    // v [n, kv_heads * hd]
+    linear(xn, Act::V, L.weight(Role::AttnV, l), 0, !waits);         // v [n, kv_heads * hd]
     shared_waves_ = 0;
+    const std::optional<Wait> wait = waits ? std::optional(Wait{*signal_, signalled_groups_}) : std::nullopt;
+    signal_.reset();
     if (!prep_in_attention()) attn_prep(l, kind);  // q, k normed and rotated; cache[l] <- k, v
-    attention(l, kind);                        // attn [n, heads * hd] (and, in decode, attn_prep's work)
+    attention(l, kind, wait);                  // attn [n, heads * hd] (and, in decode, attn_prep's work)
     // proj = attn Wo [n, H]; x += norm(proj); xn = norm(x)
     output_projection(operand(Act::Attn), L.weight(Role::AttnOut, l), L.weight(Role::PostAttnNorm, l),
                       &L.weight(Role::FfnNorm, l));
@@ -135,10 +139,20 @@ class EngineCore::Recorder {
   // units where the device has them and a tile fits (attention_coop), else
   // where the device's shared memory holds a tile for this head dim
   // (attention_tiled).
-  void attention(int l, AttentionKind kind);
+  // With `wait`: no barrier before it; its workgroups wait on that counter for
+  // the q, k and v products' signalled workgroups (attention_waits).
+  struct Wait {
+    uint32_t counter, count;
+  };
+  void attention(int l, AttentionKind kind, std::optional<Wait> wait = std::nullopt);
   // Whether attention() does attn_prep's work itself: decode passes
   // (one token per stream, shaders/attention.comp's PREP).
   bool prep_in_attention() const { return decode_ && c_.tuning_.decode_attention_prep != 0; }
+  // Whether layer l's q, k and v products signal its attention instead of a
+  // barrier: a one-token decode step on the matrix-vector kernels, attention
+  // with PREP over one cache part (Tuning::decode_attention_wait), with a
+  // counter left for it.
+  bool attention_waits(int l) const;
 
   void geglu();
 
@@ -181,8 +195,9 @@ class EngineCore::Recorder {
   // matrix's (their workgroups share waves); 0: each its own.
   uint32_t shared_waves_ = 0;
   uint32_t segment_tokens_ = 1;
-  // The counter the next matvec signals (output_projection), and how many
-  // workgroups signalled it; counters handed out so far.
+  // The counter the next matvecs signal (output_projection, q/k/v before a
+  // waiting attention), and how many workgroups signalled it; counters handed
+  // out so far (Lane::wait_counters).
   std::optional<uint32_t> signal_;
   uint32_t signalled_groups_ = 0;
   uint32_t counters_used_ = 0;

@@ -330,11 +330,15 @@ struct Attention {
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, subgroup_size), (uint32_t, half_out),
                            (uint32_t, threads), (uint32_t, prep), (float, theta), (float, rope_scale),
-                           (float, eps));
+                           (float, eps), (uint32_t, wait));
 };
 // prep (decode passes): attention first does attn_prep's work for its own
 // query head and kv head, with AttnPrep's theta, scale (rope_scale here) and
 // eps; attn_prep is not dispatched (shaders/attention.comp).
+// wait (with prep, one token, one cache part): recorded right after the q, k
+// and v matvecs (signal) with no barrier between them; each workgroup starts
+// when their workgroups have all counted themselves done
+// (Tuning::decode_attention_wait).
 // attention (decode): threads per workgroup, 16 subgroups. A decode step's
 // attention is a chain of dependent loads per subgroup, so more subgroups
 // walk the keys in fewer steps (a third of 4 subgroups' time:
@@ -517,7 +521,7 @@ inline std::string variant(const char* kernel, Format f) {
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise);
 // matvec's binding 5 and rmsnorm's 6 are the signal / wait counters (any buffer without).
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 7, kLinearBindings = 4,
-                          kMatVecBindings = 6, kAttnPrepBindings = 8, kAttentionBindings = 9,
+                          kMatVecBindings = 6, kAttnPrepBindings = 8, kAttentionBindings = 10,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
                            kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2,
                            kCheckFiniteBindings = 2;

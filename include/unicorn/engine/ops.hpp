@@ -42,7 +42,13 @@ inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot
 
 inline bool EngineCore::Recorder::norm_waits() const {
   return decode_ && n_ == 1 && !splitk(0) && c_.tuning_.decode_norm_wait != 0 &&
-         counters_used_ < Lane::norm_counters(c_.cfg_);
+         counters_used_ < Lane::wait_counters(c_.cfg_);
+}
+
+inline bool EngineCore::Recorder::attention_waits(int l) const {
+  return decode_ && n_ == 1 && !splitk(0) && prep_in_attention() && c_.tuning_.decode_attention_wait != 0 &&
+         counters_used_ < Lane::wait_counters(c_.cfg_) &&
+         c_.layout_.parts_of(c_.layout_.kv(Role::KCache, l)).size() == 1;
 }
 
 inline void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w, const TensorSlot& norm,
@@ -216,7 +222,7 @@ inline void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   }
 }
 
-inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
+inline void EngineCore::Recorder::attention(int l, AttentionKind kind, std::optional<Wait> wait) {
   const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
   const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
   const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
@@ -257,7 +263,9 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
                                              window, scale, info.subgroup_size, half_,
                                              kernels::attention_threads(info.subgroup_size),
                                              prep_in_attention(), m_.rope_theta(kind), m_.rope_scale(kind),
-                                             m_.rms_eps});
+                                             m_.rms_eps, wait ? 1u : 0u});
+  if (wait && (tiled || c_.layout_.parts_of(kc).size() != 1))
+    throw std::logic_error("unicorn: a waiting attention is a decode step's, over one cache part");
   // A tile holds tile.rows (token, query head) rows: the segments of a
   // chunk of several streams start at multiples of its tokens.
   if (tiled) segment_tokens_ = std::lcm(segment_tokens_, std::lcm(tile.rows, m_.heads / m_.kv_heads) /
@@ -271,10 +279,11 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind) {
                                           // attention's PREP (the tiles bind only the first five)
                                           lane_.act(Act::K), lane_.act(Act::V),
                                           c_.part(qn, c_.layout_.parts_of(qn)[0]),
-                                          c_.part(kn, c_.layout_.parts_of(kn)[0])};
+                                          c_.part(kn, c_.layout_.parts_of(kn)[0]), lane_.counters[0].whole()};
     const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
     const uint32_t row_tiles = groups(query_rows, tile.rows);
-    add(k, std::span(b).first(k.bindings()), {uint32_t(kp[i].row_begin), part_rows},
+    add(k, std::span(b).first(k.bindings()),
+        {uint32_t(kp[i].row_begin), part_rows, wait ? wait->counter : 0u, wait ? wait->count : 0u},
         tiled ? std::array{coop.rows && pairs ? groups(row_tiles, 2) : row_tiles, part_rows, 1u}
               : std::array{n_, m_.heads, 1u});
   }

@@ -44,6 +44,10 @@ struct Tuning {
   // product's workgroups have all counted themselves done (rmsnorm.comp's
   // WAIT), two barriers a layer fewer; 0: a barrier before each add_norm.
   uint32_t decode_norm_wait = 1;
+  // 1: the same for the q, k and v products and the decode attention after
+  // them (attention.comp's WAIT; with decode_attention_prep), a barrier a
+  // layer fewer; 0: a barrier before attention.
+  uint32_t decode_attention_wait = 1;
   // Batched decode on matvec: tokens per pass over the weights, accumulators per row group.
   uint32_t batch_tile = kernels::kMatVecBatchTile;
   uint32_t batch_accumulators = kernels::kMatVecBatchAccumulators;
