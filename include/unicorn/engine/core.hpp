@@ -46,6 +46,7 @@
 #include <span>
 #include <string>
 #include <unicorn/spirv.hpp>
+#include <utility>
 #include <vector>
 
 #include "unicorn/deployment.hpp"

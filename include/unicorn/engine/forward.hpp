@@ -62,13 +62,12 @@ class EngineCore::Recorder {
     if (l == 0) norm(Act::X, xn, L.weight(Role::AttnNorm, 0));       // xn = norm(x) [n, H]
     shared_waves_ = m_.q_dim() + 2 * m_.kv_dim();  // q, k, v share waves: one tile
     const bool waits = attention_waits(l);  // then q, k and v signal attention, with no barrier after v
-    if (waits) signal_ = counters_used_++, signalled_groups_ = 0;
+    if (waits) begin_signal();
     linear(xn, Act::Q, L.weight(Role::AttnQ, l), 0, false);          // q [n, heads * hd]
     linear(xn, Act::K, L.weight(Role::AttnK, l), 0, false);          // k [n, kv_heads * hd]
     linear(xn, Act::V, L.weight(Role::AttnV, l), 0, !waits);         // v [n, kv_heads * hd]
     shared_waves_ = 0;
-    const std::optional<Wait> wait = waits ? std::optional(Wait{*signal_, signalled_groups_}) : std::nullopt;
-    signal_.reset();
+    const std::optional<Wait> wait = waits ? std::optional(end_signal()) : std::nullopt;
     if (!prep_in_attention()) attn_prep(l, kind);  // q, k normed and rotated; cache[l] <- k, v
     attention(l, kind, wait);                  // attn [n, heads * hd] (and, in decode, attn_prep's work)
     // proj = attn Wo [n, H]; x += norm(proj); xn = norm(x)
@@ -85,19 +84,32 @@ class EngineCore::Recorder {
   // out = norm(in) * w over token rows (row_set 0) or logit rows (row_set 1).
   void norm(Act in, Act out, const TensorSlot& w, uint32_t row_set = 0);
 
+  // A consumer recorded right after its products with no barrier between
+  // them: it waits until `count` workgroups have counted themselves in
+  // `counter` (matvec.comp's SIGNAL). The products are recorded between
+  // begin_signal() and end_signal(), which says what to wait for.
+  struct Wait {
+    uint32_t counter, count;
+  };
+  void begin_signal() { signal_ = counters_used_++, signalled_groups_ = 0; }
+  Wait end_signal() { return {*std::exchange(signal_, std::nullopt), signalled_groups_}; }
+  // Whether a consumer in this pass may wait on its products (norm_waits,
+  // attention_waits): a one-token decode step on the matrix-vector kernels,
+  // with a counter left for it.
+  bool can_wait() const { return decode_ && n_ == 1 && !splitk(0) && counters_used_ < Lane::wait_counters(c_.cfg_); }
+
   // x += norm(proj) * w; then, with `next`, xn = norm(x) * next.
   // proj may hold several partial sums, added first.
-  // With `wait`: no barrier before it; it waits on that counter for the
-  // product's signalled workgroups (norm_waits).
-  void add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<uint32_t> wait = std::nullopt);
+  // With `wait`: no barrier before it; its one workgroup waits for the
+  // product (norm_waits).
+  void add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<Wait> wait = std::nullopt);
 
   // proj = in W^T, then add_norm(norm, next), with no barrier between the two
   // where norm_waits().
   void output_projection(Act in, const TensorSlot& w, const TensorSlot& norm, const TensorSlot* next);
-  // Whether a product into Act::Proj signals its add_norm instead of a barrier:
-  // a one-token decode step on the matrix-vector kernels
-  // (Tuning::decode_norm_wait), with a counter left for it.
-  bool norm_waits() const;
+  // Whether a product into Act::Proj signals its add_norm instead of a barrier
+  // (can_wait, Tuning::decode_norm_wait).
+  bool norm_waits() const { return can_wait() && c_.tuning_.decode_norm_wait != 0; }
 
   void final_norm() { norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), 1); }
 
@@ -139,20 +151,19 @@ class EngineCore::Recorder {
   // units where the device has them and a tile fits (attention_coop), else
   // where the device's shared memory holds a tile for this head dim
   // (attention_tiled).
-  // With `wait`: no barrier before it; its workgroups wait on that counter for
-  // the q, k and v products' signalled workgroups (attention_waits).
-  struct Wait {
-    uint32_t counter, count;
-  };
+  // With `wait`: no barrier before it; its workgroups wait for the q, k and v
+  // products (attention_waits).
   void attention(int l, AttentionKind kind, std::optional<Wait> wait = std::nullopt);
   // Whether attention() does attn_prep's work itself: decode passes
   // (one token per stream, shaders/attention.comp's PREP).
   bool prep_in_attention() const { return decode_ && c_.tuning_.decode_attention_prep != 0; }
   // Whether layer l's q, k and v products signal its attention instead of a
-  // barrier: a one-token decode step on the matrix-vector kernels, attention
-  // with PREP over one cache part (Tuning::decode_attention_wait), with a
-  // counter left for it.
-  bool attention_waits(int l) const;
+  // barrier (can_wait, Tuning::decode_attention_wait): attention with PREP,
+  // over one cache part.
+  bool attention_waits(int l) const {
+    return can_wait() && prep_in_attention() && c_.tuning_.decode_attention_wait != 0 &&
+           c_.layout_.parts_of(c_.layout_.kv(Role::KCache, l)).size() == 1;
+  }
 
   void geglu();
 

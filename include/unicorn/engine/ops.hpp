@@ -29,7 +29,7 @@ inline void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uin
   add(k, b, {1}, {row_set ? logit_rows_ : n_, 1, 1});
 }
 
-inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<uint32_t> wait) {
+inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<Wait> wait) {
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
                               slices_[size_t(Act::Proj)], slice_elems(Act::Proj), wait ? 1u : 0u};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
@@ -37,18 +37,7 @@ inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot
   const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Proj), wb, lane_.act(Act::X), lane_.step(), nb,
                                         lane_.act(operand(Act::Xn)), lane_.counters[0].whole()};
-  add(k, b, {1, wait.value_or(0), signalled_groups_}, {n_, 1, 1});
-}
-
-inline bool EngineCore::Recorder::norm_waits() const {
-  return decode_ && n_ == 1 && !splitk(0) && c_.tuning_.decode_norm_wait != 0 &&
-         counters_used_ < Lane::wait_counters(c_.cfg_);
-}
-
-inline bool EngineCore::Recorder::attention_waits(int l) const {
-  return decode_ && n_ == 1 && !splitk(0) && prep_in_attention() && c_.tuning_.decode_attention_wait != 0 &&
-         counters_used_ < Lane::wait_counters(c_.cfg_) &&
-         c_.layout_.parts_of(c_.layout_.kv(Role::KCache, l)).size() == 1;
+  add(k, b, {1, wait ? wait->counter : 0u, wait ? wait->count : 0u}, {n_, 1, 1});
 }
 
 inline void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w, const TensorSlot& norm,
@@ -57,12 +46,9 @@ inline void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w,
     linear(in, Act::Proj, w);  // proj [n, H]
     return add_norm(norm, next);  // x += norm(proj); xn = norm(x)
   }
-  signal_ = counters_used_++;
-  signalled_groups_ = 0;
-  linear(in, Act::Proj, w, 0, false);  // its workgroups count themselves into signal_
-  const uint32_t counter = *signal_;
-  signal_.reset();
-  add_norm(norm, next, counter);
+  begin_signal();
+  linear(in, Act::Proj, w, 0, false);  // its workgroups count themselves for the add_norm
+  add_norm(norm, next, end_signal());
 }
 
 inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
