@@ -26,6 +26,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
 
+# clang and its runtimes build the libFuzzer targets (tests/fuzz).
+bash tools/install_packages.sh clang-14 libclang-rt-14-dev
+
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" \
       -DUNICORN_SANITIZE=address,undefined -DUNICORN_FAULT_INJECTION=ON -DUNICORN_BUILD_FUZZERS=ON >/dev/null
 # tests/fuzz/CMakeLists.txt names the fuzz targets (none where clang is missing).

@@ -371,6 +371,56 @@ TEST(TokenizerErrors, BadFilesThrowOneLineErrors) {
   fs::remove_all(dir);
 }
 
+// tokenizer.json is read in one streaming pass (tokenizer_json.hpp): the
+// vocabulary and merges go into flat lists, the rest into a small DOM. The
+// same tokenizer whatever the order of the members, both forms of a merge, and
+// a clear error for each way the two big members can be malformed.
+TEST(TokenizerJson, StreamedVocabularyAndMergesInAnyOrder) {
+  const std::string added = R"("added_tokens": [{"id": 0, "content": "<bos>", "special": true}])";
+  const std::string rest = R"("normalizer": null, "pre_tokenizer": null, "decoder": null)";
+  const std::string vocab = R"("vocab": {"<bos>": 0, "a": 1, "b": 2, "ab": 3, "abb": 4})";
+  const std::string model_tail = R"("type": "BPE", "ignored": {"vocab": [1], "merges": {}})";
+  const auto file = [&](const std::string& merges, bool model_first) {
+    const std::string model = R"("model": {)" + merges + ", " + model_tail + ", " + vocab + "}";
+    return "{" + (model_first ? model + ", " + added + ", " + rest : added + ", " + rest + ", " + model) + "}";
+  };
+  const std::vector<int32_t> want{0, 4, 1};  // <bos> (a b b -> ab b -> abb) a
+  for (const std::string merges : {R"("merges": [["a", "b"], ["ab", "b"]])", R"("merges": ["a b", "ab b"])"})
+    for (const bool model_first : {true, false}) {
+      const Tokenizer t = Tokenizer::from_tokenizer_json_text(file(merges, model_first), "t.json");
+      EXPECT_EQ(t.vocab_size(), 5u);
+      EXPECT_EQ(t.encode("abba", true), want) << merges;
+      EXPECT_EQ(t.decode(want, true), "abba");
+    }
+  // A "model" that is not the top-level member is an ordinary value.
+  const std::string nested = R"({"x": {"model": {"vocab": [], "merges": 3}}, )" + added + ", " + rest +
+                             R"(, "model": {"type": "BPE", )" + vocab + R"(, "merges": []}})";
+  EXPECT_EQ(Tokenizer::from_tokenizer_json_text(nested, "t.json").encode("ab"), (std::vector<int32_t>{1, 2}));
+
+  const auto expect_error = [&](const std::string& model_members, std::string_view fragment) {
+    const std::string text = "{" + added + ", " + rest + R"(, "model": {"type": "BPE", )" + model_members + "}}";
+    try {
+      (void)Tokenizer::from_tokenizer_json_text(text, "bad.json");
+      ADD_FAILURE() << "accepted: " << model_members;
+    } catch (const unicorn::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error(R"("vocab": {"<bos>": 0, "a": 1, "b": 1}, "merges": [])", "gives the id 1 to both 'a' and 'b'");
+  expect_error(R"("vocab": {"<bos>": 0, "a": {"id": 1}}, "merges": [])", "the id of 'a' in model.vocab is an object");
+  expect_error(R"("vocab": {"<bos>": 0, "a": [1]}, "merges": [])", "the id of 'a' in model.vocab is an array");
+  expect_error(R"("vocab": {"<bos>": 0}, "vocab": {"a": 1}, "merges": [])", "model.vocab appears twice");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": [], "merges": [])", "model.merges appears twice");
+  expect_error(R"("vocab": ["<bos>"], "merges": [])", "unexpected structure: model.vocab is not an object");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": {"a": "b"})", "unexpected structure: model.merges is not an array");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": [["a"]])", "a merge [left, right] has 1 strings");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": [["a", 2]])", "bad merge 2");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": [["a", ["b"]]])", "a merge contains an array");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": ["ab"])", "bad merge 'ab'");
+  expect_error(R"("vocab": {"<bos>": 0}, "merges": [7])", "bad merge 7");
+  expect_error(R"("vocab": {"<bos>": 0, "a": 1}, "merges": [] )" + std::string(", \"x\": [1, "), "is not valid JSON");
+}
+
 TEST(TokenizerTiny, ByteFallbackAndMergeOrder) {
   // A hand-made vocabulary: merges apply by rank, leftmost on ties, and a
   // character outside the vocabulary falls back to its bytes.

@@ -51,6 +51,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/text/bpe_tables.hpp"
+#include "unicorn/text/tokenizer_json.hpp"
 #include "unicorn/text/utf8.hpp"
 
 namespace unicorn::text {
@@ -76,14 +77,9 @@ class Tokenizer {
   // The same from the file's text; `where` names it in errors (the fuzz target
   // and tests call this with bytes they hold).
   static Tokenizer from_tokenizer_json_text(std::string_view text, const std::string& where) {
-    nlohmann::json j;
+    detail::TokenizerJson file = detail::read_tokenizer_json(text, where);
     try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error("tokenizer: " + where + " is not valid JSON: " + e.what());
-    }
-    try {
-      return from_json(j, where);
+      return from_json(std::move(file), where);
     } catch (const nlohmann::json::exception& e) {
       throw Error("tokenizer: " + where + " has an unexpected structure: " + e.what());
     }
@@ -223,7 +219,7 @@ class Tokenizer {
 
   // Id of a vocabulary or added token text, or -1.
   int32_t find_token(std::string_view text) const {
-    const auto it = ids_.find(std::string(text));
+    const auto it = ids_.find(text);
     return it == ids_.end() ? -1 : it->second;
   }
 
@@ -250,7 +246,8 @@ class Tokenizer {
 
   Tokenizer() = default;
 
-  static Tokenizer from_json(const nlohmann::json& j, const std::string& where) {
+  static Tokenizer from_json(detail::TokenizerJson&& file, const std::string& where) {
+    const nlohmann::json& j = file.rest;
     Tokenizer t;
     const auto& model = j.at("model");
     const std::string type = model.value("type", std::string("BPE"));
@@ -302,27 +299,39 @@ class Tokenizer {
     }
 
     // Vocabulary: model.vocab plus added_tokens (which may extend it).
-    const auto& vocab = model.at("vocab");
+    if (!file.has_vocab) throw Error("tokenizer: " + where + " has an unexpected structure: model.vocab is not an object");
+    if (!file.has_merges) throw Error("tokenizer: " + where + " has an unexpected structure: model.merges is not an array");
     const auto& added = j.at("added_tokens");
     // Every id from 0 up must be present, so none can reach the number of
     // entries: checked before anything is sized by an id (found by fuzzing:
     // an id of 1e121 was undefined behaviour, one of 1e12 a terabyte vector).
-    const size_t entries = vocab.size() + added.size();
+    const size_t entries = file.vocab.size() + added.size();
+    const auto out_of_range = [&](const std::string& written) {
+      return Error("tokenizer: " + where + ": token id " + written + " is not an integer in [0, " +
+                   std::to_string(entries) + ") (the file lists " + std::to_string(entries) + " tokens)");
+    };
     const auto id_of = [&](const nlohmann::json& v) -> size_t {
       if (!(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) || v.get<uint64_t>() >= entries)
-        throw Error("tokenizer: " + where + ": token id " + v.dump() + " is not an integer in [0, " +
-                    std::to_string(entries) + ") (the file lists " + std::to_string(entries) + " tokens)");
+        throw out_of_range(v.dump());
       return size_t(v.get<uint64_t>());
     };
     size_t n = 0;
-    for (const auto& [text, id] : vocab.items()) n = std::max(n, id_of(id) + 1);
+    for (const auto& e : file.vocab) {
+      if (!e.id || *e.id >= entries) throw out_of_range(e.id ? std::to_string(*e.id) : e.written);
+      n = std::max(n, size_t(*e.id) + 1);
+    }
     for (const auto& a : added) n = std::max(n, id_of(a.at("id")) + 1);
     t.tokens_.assign(n, {});
     t.flags_.assign(n, 0);
     std::vector<bool> present(n, false);
-    for (const auto& [text, id] : vocab.items()) {
-      t.tokens_[id_of(id)] = text;
-      present[id_of(id)] = true;
+    for (auto& e : file.vocab) {
+      const size_t id = size_t(*e.id);
+      // (A DOM of the file kept one of two texts with the same id silently.)
+      if (present[id])
+        throw Error("tokenizer: " + where + ": model.vocab gives the id " + std::to_string(id) + " to both '" +
+                    t.tokens_[id] + "' and '" + e.text + "'");
+      t.tokens_[id] = std::move(e.text);
+      present[id] = true;
     }
     for (const auto& a : added) {
       const auto id = id_of(a.at("id"));
@@ -342,22 +351,9 @@ class Tokenizer {
     if (model.contains("unk_token") && model["unk_token"].is_string())
       t.unk_id_ = t.find_token(model["unk_token"].get<std::string>());
 
-    const auto& merges = model.at("merges");
-    t.merges_.reserve(merges.size());
-    for (size_t r = 0; r < merges.size(); ++r) {
-      const auto& m = merges[r];
-      if (m.is_array()) {
-        t.add_merge(m.at(0).get<std::string>(), m.at(1).get<std::string>(), static_cast<uint32_t>(r));
-      } else {
-        // Older format "left right"; left and right never contain " ".
-        const std::string s = m;
-        const size_t sp = s.find(' ');
-        if (sp == std::string::npos) throw Error("tokenizer: " + where + ": bad merge '" + s + "'");
-        const size_t sp2 = s.find(' ', sp + 1);
-        t.add_merge(s.substr(0, sp), s.substr(sp + 1, sp2 == std::string::npos ? sp2 : sp2 - sp - 1),
-                    static_cast<uint32_t>(r));
-      }
-    }
+    t.merges_.reserve(file.merges.size());
+    for (size_t r = 0; r < file.merges.size(); ++r)
+      t.add_merge(file.merges[r].first, file.merges[r].second, static_cast<uint32_t>(r));
     t.finish();
     return t;
   }
@@ -375,8 +371,11 @@ class Tokenizer {
     }
   }
 
-  void add_merge(const std::string& left, const std::string& right, uint32_t rank) {
-    const int32_t a = find_token(left), b = find_token(right), m = find_token(left + right);
+  void add_merge(std::string_view left, std::string_view right, uint32_t rank) {
+    std::string joined;
+    joined.reserve(left.size() + right.size());
+    joined.append(left).append(right);
+    const int32_t a = find_token(left), b = find_token(right), m = find_token(joined);
     // The reference merges strings and looks the result up afterwards; a
     // merge whose parts or result are outside the vocabulary can never fire
     // on in-vocabulary symbols or would produce an unknown token, so skip it.
@@ -476,7 +475,7 @@ class Tokenizer {
       text = s.normalized;
     }
     if (ignore_merges_) {
-      const auto it = ids_.find(std::string(text));
+      const auto it = ids_.find(text);
       if (it != ids_.end()) {
         ids.push_back(it->second);
         return;
@@ -643,7 +642,13 @@ class Tokenizer {
   std::vector<std::string> tokens_;  // id -> vocabulary text
   std::vector<std::string> pieces_;  // id -> decoded bytes
   std::vector<uint8_t> flags_;       // id -> Flag bits
-  std::unordered_map<std::string, int32_t> ids_;
+  // Text -> id, looked up by string_view (no string is built per lookup: the
+  // merges' three lookups each were a fifth of loading tokenizer.json).
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> ids_;
   std::vector<int32_t> char_ids_;  // BMP code point -> id or -1
   std::unordered_map<uint32_t, int32_t> astral_ids_;
   std::array<int32_t, 256> byte_ids_{};
