@@ -50,6 +50,30 @@ foreach(file generate/main generate/program perplexity/main server/main server/p
   endif()
   set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
+# The engine's host code compiled once for every program of the build that
+# links it (unicorn/linkage.hpp): cmake/engine_code.cpp, beside this file in
+# both trees.
+set(UNICORN_ENGINE_CODE_SOURCE ${CMAKE_CURRENT_LIST_DIR}/engine_code.cpp CACHE INTERNAL "")
+
+# unicorn_link_engine_code(<target> [PUBLIC|PRIVATE])
+#   <target> sees the engine's declarations only (UNICORN_SEPARATE_COMPILATION)
+#   and links its code, compiled once per build into unicorn_engine_code, which
+#   the first call makes. Every translation unit of a program must agree, so a
+#   program links it for all of its targets that include unicorn's headers, or
+#   for none (header-only, the default of unicorn::unicorn).
+function(unicorn_link_engine_code target)
+  set(scope ${ARGN})
+  if(NOT scope)
+    set(scope PRIVATE)
+  endif()
+  if(NOT TARGET unicorn_engine_code)
+    add_library(unicorn_engine_code STATIC ${UNICORN_ENGINE_CODE_SOURCE})
+    target_link_libraries(unicorn_engine_code PUBLIC unicorn::unicorn)
+    target_compile_definitions(unicorn_engine_code PUBLIC UNICORN_SEPARATE_COMPILATION)
+  endif()
+  target_link_libraries(${target} ${scope} unicorn_engine_code)
+endfunction()
+
 # tools/tuning_env.hpp, through which these programs read UNICORN_* variables
 # into the values the library takes, and tools/model_dims.cpp (unicorn-model-dims):
 # in the source tree, or beside this file.
@@ -123,6 +147,7 @@ function(unicorn_add_generator target)
   if(NOT TARGET unicorn_generate_program)
     add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE})
     target_link_libraries(unicorn_generate_program PUBLIC unicorn::unicorn CLI11::CLI11)
+    unicorn_link_engine_code(unicorn_generate_program PUBLIC)
     _unicorn_link_libedit(unicorn_generate_program)
     target_include_directories(unicorn_generate_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   endif()
@@ -134,6 +159,7 @@ function(unicorn_add_perplexity target)
   _unicorn_find_cli11("unicorn_add_perplexity(${target})")
   cmake_parse_arguments(P "" "HEADER;TYPE" "" ${ARGN})
   _unicorn_add_binary(${target} ${UNICORN_PERPLEXITY_MAIN_SOURCE} "${P_HEADER}" "${P_TYPE}")
+  unicorn_link_engine_code(${target})
 endfunction()
 
 function(unicorn_add_server target)
@@ -155,6 +181,7 @@ function(unicorn_add_server target)
   if(NOT TARGET unicorn_server_program)
     add_library(unicorn_server_program OBJECT ${UNICORN_SERVER_PROGRAM_SOURCE} ${UNICORN_SERVER_SERVE_SOURCE})
     target_link_libraries(unicorn_server_program PUBLIC unicorn::unicorn CLI11::CLI11)
+    unicorn_link_engine_code(unicorn_server_program PUBLIC)
     target_include_directories(unicorn_server_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   endif()
   _unicorn_add_binary(${target} ${UNICORN_SERVER_MAIN_SOURCE} "${S_HEADER}" ${S_TYPE})

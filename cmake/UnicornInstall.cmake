@@ -13,7 +13,7 @@ install(DIRECTORY ${UNICORN_GENERATED_INCLUDE_DIR}/unicorn DESTINATION ${CMAKE_I
 install(TARGETS unicorn EXPORT unicornTargets)
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/unicorn)
 install(EXPORT unicornTargets NAMESPACE unicorn:: DESTINATION ${_cmake_dir})
-install(FILES cmake/UnicornEngine.cmake DESTINATION ${_cmake_dir})
+install(FILES cmake/UnicornEngine.cmake cmake/engine_code.cpp DESTINATION ${_cmake_dir})
 install(FILES examples/program.hpp DESTINATION ${_cmake_dir})
 install(FILES tools/tuning_env.hpp tools/ollama_env.hpp tools/model_dims.cpp DESTINATION ${_cmake_dir}/tools)
 install(FILES examples/generate/main.cpp examples/generate/program.cpp examples/generate/program.hpp

@@ -22,6 +22,7 @@
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn {
 
@@ -33,7 +34,17 @@ struct TensorCheck {
 
 // Throws unicorn::Error naming the first tensor (in layout order) that holds a
 // NaN or an Inf; otherwise says what was scanned and how long it took.
-inline TensorCheck check_tensors(detail::EngineCore& core) {
+TensorCheck check_tensors(detail::EngineCore& core);
+
+}  // namespace unicorn
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn {
+
+UNICORN_DECL TensorCheck check_tensors(detail::EngineCore& core) {
   const auto start = std::chrono::steady_clock::now();
   gpu::Context& ctx = core.context();
   const LayoutView& L = core.layout();
@@ -111,3 +122,5 @@ inline TensorCheck check_tensors(detail::EngineCore& core) {
 }
 
 }  // namespace unicorn
+
+#endif  // UNICORN_DEFINE_HERE

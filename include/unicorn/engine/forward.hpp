@@ -215,7 +215,7 @@ class EngineCore::Recorder {
   std::vector<gpu::Dispatch> d_;
 };
 
-inline std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows,
+UNICORN_DECL std::optional<EngineCore::Graph> EngineCore::record_forward(uint32_t n, uint32_t logit_rows,
                                                                    PassKind kind, uint32_t splitk_tokens) {
   Lane& lane = kind == PassKind::Prefill ? *prefill_lane_ : decode_lane();
   Recorder recorder(*this, lane, n, logit_rows, kind, splitk_tokens);

@@ -22,6 +22,7 @@
 
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/weight_file.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn {
 
@@ -48,7 +49,29 @@ using LoadProgress = std::function<void(uint64_t, uint64_t)>;
 namespace detail {
 
 // How convert() reads a tensor stored in a float format.
-inline SourceType source_type_of(Format f) {
+SourceType source_type_of(Format f);
+
+// The one loader loop, for either kind of file. Every weight tensor is found
+// and checked (check_file: type, shape) before any is uploaded; then each
+// goes to the device part by part, copied as it is or converted on the GPU.
+LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress,
+                               std::chrono::steady_clock::time_point file_opened);
+
+}  // namespace detail
+
+// Loads a GGUF file, or a Hugging Face directory (config.json + safetensors).
+LoadReport load_model(detail::EngineCore& core, const std::filesystem::path& path,
+                             const LoadProgress& progress = {});
+
+}  // namespace unicorn
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::detail {
+
+UNICORN_DECL SourceType source_type_of(Format f) {
   switch (f) {
     case Format::F32: return SourceType::F32;
     case Format::F16: return SourceType::F16;
@@ -57,11 +80,8 @@ inline SourceType source_type_of(Format f) {
   }
 }
 
-// The one loader loop, for either kind of file. Every weight tensor is found
-// and checked (check_file: type, shape) before any is uploaded; then each
-// goes to the device part by part, copied as it is or converted on the GPU.
-inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress,
-                               std::chrono::steady_clock::time_point file_opened) {
+UNICORN_DECL LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress,
+                                     std::chrono::steady_clock::time_point file_opened) {
   const auto& L = core.layout();
   const ModelDims& engine = core.config().model;
   FileCheck check = check_file(file, engine, L);
@@ -99,11 +119,12 @@ inline LoadReport load_weights(EngineCore& core, const WeightFile& file, const L
   return r;
 }
 
-}  // namespace detail
+}  // namespace unicorn::detail
 
-// Loads a GGUF file, or a Hugging Face directory (config.json + safetensors).
-inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::path& path,
-                             const LoadProgress& progress = {}) {
+namespace unicorn {
+
+UNICORN_DECL LoadReport load_model(detail::EngineCore& core, const std::filesystem::path& path,
+                                   const LoadProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   LoadReport r;
   // Uploads run asynchronously (gpu/staging.hpp): done, and their staging
@@ -125,3 +146,5 @@ inline LoadReport load_model(detail::EngineCore& core, const std::filesystem::pa
 }
 
 }  // namespace unicorn
+
+#endif  // UNICORN_DEFINE_HERE

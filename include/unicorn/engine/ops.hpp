@@ -8,7 +8,7 @@
 
 namespace unicorn::detail {
 
-inline void EngineCore::Recorder::embed() {
+UNICORN_DECL void EngineCore::Recorder::embed() {
   const TensorSlot& t = c_.layout_.weight(Role::Embedding);
   const kernels::Embed spec{m_.hidden, std::sqrt(float(m_.hidden))};
   const auto& k = c_.kernel(kernels::variant("embed", t.format), kernels::kEmbedBindings, spec);
@@ -20,7 +20,7 @@ inline void EngineCore::Recorder::embed() {
   }
 }
 
-inline void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uint32_t row_set) {
+UNICORN_DECL void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uint32_t row_set) {
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
@@ -29,7 +29,7 @@ inline void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uin
   add(k, b, {1}, {row_set ? logit_rows_ : n_, 1, 1});
 }
 
-inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<Wait> wait) {
+UNICORN_DECL void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<Wait> wait) {
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
                               slices_[size_t(Act::Proj)], slice_elems(Act::Proj), wait ? 1u : 0u};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
@@ -40,7 +40,7 @@ inline void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot
   add(k, b, {1, wait ? wait->counter : 0u, wait ? wait->count : 0u}, {n_, 1, 1});
 }
 
-inline void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w, const TensorSlot& norm,
+UNICORN_DECL void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w, const TensorSlot& norm,
                                                     const TensorSlot* next) {
   if (!norm_waits()) {
     linear(in, Act::Proj, w);  // proj [n, H]
@@ -51,7 +51,7 @@ inline void EngineCore::Recorder::output_projection(Act in, const TensorSlot& w,
   add_norm(norm, next, end_signal());
 }
 
-inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
+UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
   if (splitk(row_set)) return linear_splitk(in, out, w, row_set, barrier);
   const bool vec = decode_ || row_set == 1;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
@@ -131,7 +131,7 @@ inline void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, u
   }
 }
 
-inline void EngineCore::Recorder::linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier) {
+UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier) {
   const auto& info = c_.ctx_.info();
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows), rows_n = row_set ? logit_rows_ : n_;
   const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : rows_n);
@@ -154,7 +154,7 @@ inline void EngineCore::Recorder::linear_splitk(Act in, Act out, const TensorSlo
   }
 }
 
-inline void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const TensorSlot& up) {
+UNICORN_DECL void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const TensorSlot& up) {
   const auto& info = c_.ctx_.info();
   const uint32_t K = uint32_t(gate.cols), M = uint32_t(gate.rows);
   const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : n_);
@@ -172,7 +172,7 @@ inline void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const T
   }
 }
 
-inline void EngineCore::Recorder::gate_up(int l) {
+UNICORN_DECL void EngineCore::Recorder::gate_up(int l) {
   const TensorSlot& gate = c_.layout_.weight(Role::FfnGate, l);
   const TensorSlot& up = c_.layout_.weight(Role::FfnUp, l);
   const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
@@ -187,7 +187,7 @@ inline void EngineCore::Recorder::gate_up(int l) {
   geglu();  // gate = gelu(gate) * up, or into the fp16 operand
 }
 
-inline void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
+UNICORN_DECL void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   const auto& L = c_.layout_;
   const TensorSlot& kc = L.kv(Role::KCache, l);
   const TensorSlot& vc = L.kv(Role::VCache, l);
@@ -208,7 +208,7 @@ inline void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   }
 }
 
-inline void EngineCore::Recorder::attention(int l, AttentionKind kind, std::optional<Wait> wait) {
+UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std::optional<Wait> wait) {
   const TensorSlot& kc = c_.layout_.kv(Role::KCache, l);
   const TensorSlot& vc = c_.layout_.kv(Role::VCache, l);
   const uint32_t window = kind == AttentionKind::Local ? m_.sliding_window : 0u;
@@ -275,7 +275,7 @@ inline void EngineCore::Recorder::attention(int l, AttentionKind kind, std::opti
   }
 }
 
-inline void EngineCore::Recorder::geglu() {
+UNICORN_DECL void EngineCore::Recorder::geglu() {
   const auto& k = c_.kernel("geglu", kernels::kGegluBindings,
                             kernels::Geglu{m_.ffn, half_, slices_[size_t(Act::Up)], slice_elems(Act::Up)});
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Gate), lane_.act(Act::Up), lane_.step(),
@@ -283,7 +283,7 @@ inline void EngineCore::Recorder::geglu() {
   add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
 }
 
-inline void EngineCore::Recorder::sample() {
+UNICORN_DECL void EngineCore::Recorder::sample() {
   const uint32_t parts = kernels::kLogitParts;
   const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
                              kernels::LogitsMax{m_.vocab, parts});
@@ -296,16 +296,16 @@ inline void EngineCore::Recorder::sample() {
   add(k, b, {}, {logit_rows_, 1, 1});
 }
 
-inline uint32_t EngineCore::Recorder::slots_of(AttentionKind kind) const {
+UNICORN_DECL uint32_t EngineCore::Recorder::slots_of(AttentionKind kind) const {
   return kind == AttentionKind::Global ? c_.layout_.global_kv_slots : c_.layout_.local_kv_slots;
 }
 
-inline void EngineCore::Recorder::add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push, std::array<uint32_t, 3> g, bool barrier) {
+UNICORN_DECL void EngineCore::Recorder::add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push, std::array<uint32_t, 3> g, bool barrier) {
   d_.push_back({&k, c_.sets_.make(k, b), push, {g[0], g[1], g[2]}, barrier});
   in_flight_ = barrier ? 0 : in_flight_ + uint64_t(g[0]) * g[1] * g[2];
 }
 
-inline bool EngineCore::Recorder::half_operands() const {
+UNICORN_DECL bool EngineCore::Recorder::half_operands() const {
   const bool fits = kernels::x_half_fits(m_.hidden) && kernels::x_half_fits(m_.q_dim()) &&
                     kernels::x_half_fits(m_.ffn);
   return (!decode_ || splitk_) && c_.tensor_units_ && fits;

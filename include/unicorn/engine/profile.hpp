@@ -6,13 +6,13 @@
 
 namespace unicorn::detail {
 
-inline EngineCore::Profile EngineCore::profile(std::span<const int32_t> tokens) {
+UNICORN_DECL EngineCore::Profile EngineCore::profile(std::span<const int32_t> tokens) {
   check_tokens(0, tokens);
   const Graph& g = tokens.size() == 1 ? *decode_ : *prefill_;
   return profile(g, [&] { write_step(*g.lane, chunk_rows(0, tokens, uint32_t(tokens.size()) - 1, 1), 1); });
 }
 
-inline EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
+UNICORN_DECL EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
   if (!batch_) throw Error("profile: this engine has one stream and no batched pass");
   std::vector<StreamToken> batch;
   for (uint32_t s = 0; s < n; ++s) batch.push_back({s, 5});
@@ -22,7 +22,7 @@ inline EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
 }
 
 template <class WriteStep>
-inline EngineCore::Profile EngineCore::profile(const Graph& g, WriteStep&& write) {
+UNICORN_DECL EngineCore::Profile EngineCore::profile(const Graph& g, WriteStep&& write) {
   const uint32_t n = uint32_t(g.dispatches.size());
   gpu::Timestamps ts(ctx_, n + 1);
   if (prefill_in_flight()) throw Error("profile: a prefill pass is in flight");

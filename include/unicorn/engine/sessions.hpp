@@ -8,12 +8,12 @@
 
 namespace unicorn::detail {
 
-inline void EngineCore::reset() {
+UNICORN_DECL void EngineCore::reset() {
   if (prefill_in_flight()) throw Error("reset: a prefill pass is in flight");
   for (uint32_t s = 0; s < cfg_.streams; ++s) reset(s);
 }
 
-inline void EngineCore::reset(uint32_t stream) {
+UNICORN_DECL void EngineCore::reset(uint32_t stream) {
   check_not_in_flight(stream, "reset");
   StreamState& s = stream_state(stream);
   s.tokens.clear();
@@ -21,7 +21,7 @@ inline void EngineCore::reset(uint32_t stream) {
   s.ring_from = 0;
 }
 
-inline bool EngineCore::can_rewind(uint32_t stream, uint32_t pos) const {
+UNICORN_DECL bool EngineCore::can_rewind(uint32_t stream, uint32_t pos) const {
   const StreamState& s = stream_state(stream);
   if (pos == 0) return true;
   if (pos > s.tokens.size()) return false;
@@ -31,7 +31,7 @@ inline bool EngineCore::can_rewind(uint32_t stream, uint32_t pos) const {
   return oldest_seen >= s.ring_from;
 }
 
-inline void EngineCore::rewind(uint32_t stream, uint32_t pos) {
+UNICORN_DECL void EngineCore::rewind(uint32_t stream, uint32_t pos) {
   if (!can_rewind(stream, pos))
     throw Error("rewind: stream " + std::to_string(stream) + " cannot go back from position " +
                 std::to_string(position(stream)) + " to " + std::to_string(pos) +
@@ -42,11 +42,11 @@ inline void EngineCore::rewind(uint32_t stream, uint32_t pos) {
   s.ring_from = std::min(s.ring_from, pos);  // nothing from pos on is this sequence's any more
 }
 
-inline void EngineCore::set_sampling(const SamplingParams& p) {
+UNICORN_DECL void EngineCore::set_sampling(const SamplingParams& p) {
   for (uint32_t s = 0; s < cfg_.streams; ++s) set_sampling(s, p);
 }
 
-inline void EngineCore::set_sampling(uint32_t stream, const SamplingParams& p) {
+UNICORN_DECL void EngineCore::set_sampling(uint32_t stream, const SamplingParams& p) {
   if (!sampling_params_valid(p, kMaxPenaltyHistory)) throw Error(sampling_params_rule(kMaxPenaltyHistory));
   check_not_in_flight(stream, "set_sampling");
   StreamState& s = stream_state(stream);
@@ -54,7 +54,7 @@ inline void EngineCore::set_sampling(uint32_t stream, const SamplingParams& p) {
   s.counter = 0;
 }
 
-inline std::vector<float> EngineCore::forward_logits(std::span<const int32_t> tokens, Pass pass) {
+UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32_t> tokens, Pass pass) {
   check_tokens(0, tokens);
   const RawLogits raw(*this);
   const uint32_t V = cfg_.model.vocab;
@@ -74,7 +74,7 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const int32_t> to
   return out;
 }
 
-inline std::vector<float> EngineCore::forward_logits(std::span<const StreamToken> batch) {
+UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const StreamToken> batch) {
   const RawLogits raw(*this);
   decode(batch);
   std::vector<float> out(batch.size() * size_t(cfg_.model.vocab));
@@ -82,7 +82,7 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const StreamToken
   return out;
 }
 
-inline std::vector<float> EngineCore::forward_logits(std::span<const PromptChunk> chunks) {
+UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const PromptChunk> chunks) {
   const RawLogits raw(*this);
   prefill(chunks);
   const auto ends = uint32_t(std::ranges::count_if(chunks, [](const PromptChunk& c) { return c.ends_prompt; }));
@@ -91,7 +91,7 @@ inline std::vector<float> EngineCore::forward_logits(std::span<const PromptChunk
   return out;
 }
 
-inline int32_t EngineCore::prefill(uint32_t stream, std::span<const int32_t> tokens) {
+UNICORN_DECL int32_t EngineCore::prefill(uint32_t stream, std::span<const int32_t> tokens) {
   check_tokens(stream, tokens);
   if (tokens.empty()) throw Error("prefill: the prompt is empty");
   const size_t last = (tokens.size() - 1) / cfg_.prefill_chunk * cfg_.prefill_chunk;
@@ -100,7 +100,7 @@ inline int32_t EngineCore::prefill(uint32_t stream, std::span<const int32_t> tok
   return prefill(std::span(&chunk, 1))[0];
 }
 
-inline void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens) {
+UNICORN_DECL void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens) {
   check_tokens(stream, tokens);
   for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
     const PromptChunk chunk{stream, tokens.subspan(done, std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done))};
@@ -108,12 +108,12 @@ inline void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens) {
   }
 }
 
-inline std::vector<int32_t> EngineCore::prefill(std::span<const PromptChunk> chunks) {
+UNICORN_DECL std::vector<int32_t> EngineCore::prefill(std::span<const PromptChunk> chunks) {
   begin_prefill(chunks);
   return finish_prefill();
 }
 
-inline void EngineCore::begin_prefill(std::span<const PromptChunk> chunks) {
+UNICORN_DECL void EngineCore::begin_prefill(std::span<const PromptChunk> chunks) {
   if (prefill_in_flight()) throw Error("prefill: a prefill pass is already in flight");
   if (chunks.empty()) throw Error("prefill: no prompt chunks");
   uint32_t rows = 0, ends = 0;
@@ -169,7 +169,7 @@ inline void EngineCore::begin_prefill(std::span<const PromptChunk> chunks) {
   in_flight_ = std::move(pass);
 }
 
-inline std::vector<int32_t> EngineCore::finish_prefill() {
+UNICORN_DECL std::vector<int32_t> EngineCore::finish_prefill() {
   if (!prefill_in_flight()) throw Error("prefill: no prefill pass is in flight");
   const std::vector<InFlight> pass = std::move(in_flight_);
   in_flight_.clear();
@@ -185,12 +185,12 @@ inline std::vector<int32_t> EngineCore::finish_prefill() {
   return next;
 }
 
-inline uint32_t EngineCore::prefill_segment_start(uint32_t rows) const {
+UNICORN_DECL uint32_t EngineCore::prefill_segment_start(uint32_t rows) const {
   const uint32_t a = prefill_alignment();
   return (rows + a - 1) / a * a;
 }
 
-inline int32_t EngineCore::decode(int32_t token) {
+UNICORN_DECL int32_t EngineCore::decode(int32_t token) {
   const int32_t one[] = {token};
   check_tokens(0, one);
   check_not_in_flight(0, "decode");
@@ -200,7 +200,7 @@ inline int32_t EngineCore::decode(int32_t token) {
   return chosen_token(*decode_->lane, 0);
 }
 
-inline std::vector<int32_t> EngineCore::decode(std::span<const StreamToken> batch) {
+UNICORN_DECL std::vector<int32_t> EngineCore::decode(std::span<const StreamToken> batch) {
   check_batch(batch);
   const Graph& graph = batch_pass(uint32_t(batch.size()));
   write_step(*graph.lane, batch);
@@ -210,29 +210,29 @@ inline std::vector<int32_t> EngineCore::decode(std::span<const StreamToken> batc
   return next;
 }
 
-inline void EngineCore::note_written(StreamState& s) const {
+UNICORN_DECL void EngineCore::note_written(StreamState& s) const {
   const uint32_t end = uint32_t(s.tokens.size()), ring = layout_.local_kv_slots;
   if (end > ring) s.ring_from = std::max(s.ring_from, end - ring);
 }
 
-inline EngineCore::StreamState& EngineCore::stream_state(uint32_t stream) {
+UNICORN_DECL EngineCore::StreamState& EngineCore::stream_state(uint32_t stream) {
   check_stream(stream);
   return streams_[stream];
 }
 
-inline const EngineCore::StreamState& EngineCore::stream_state(uint32_t stream) const {
+UNICORN_DECL const EngineCore::StreamState& EngineCore::stream_state(uint32_t stream) const {
   check_stream(stream);
   return streams_[stream];
 }
 
-inline void EngineCore::check_stream(uint32_t stream) const {
+UNICORN_DECL void EngineCore::check_stream(uint32_t stream) const {
   if (stream >= cfg_.streams)
     throw Error("stream " + std::to_string(stream) + " does not exist: this engine is compiled for " +
                 std::to_string(cfg_.streams) + (cfg_.streams == 1 ? " stream" : " streams") +
                 " (DeploymentConfig::streams)");
 }
 
-inline void EngineCore::check_tokens(uint32_t stream, std::span<const int32_t> tokens) const {
+UNICORN_DECL void EngineCore::check_tokens(uint32_t stream, std::span<const int32_t> tokens) const {
   for (int32_t t : tokens)
     if (t < 0 || uint32_t(t) >= cfg_.model.vocab)
       throw Error("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
@@ -244,7 +244,7 @@ inline void EngineCore::check_tokens(uint32_t stream, std::span<const int32_t> t
                 " exceed the context of " + std::to_string(context_limit_) + " tokens");
 }
 
-inline void EngineCore::check_batch(std::span<const StreamToken> batch) const {
+UNICORN_DECL void EngineCore::check_batch(std::span<const StreamToken> batch) const {
   if (batch.empty()) throw Error("decode: the batch is empty");
   if (batch.size() > cfg_.streams)
     throw Error("decode: " + std::to_string(batch.size()) + " tokens in one step; this engine is "
@@ -260,7 +260,7 @@ inline void EngineCore::check_batch(std::span<const StreamToken> batch) const {
   }
 }
 
-inline std::vector<StepRow> EngineCore::chunk_rows(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) const {
+UNICORN_DECL std::vector<StepRow> EngineCore::chunk_rows(uint32_t stream, std::span<const int32_t> tokens, uint32_t logit_begin, uint32_t logit_count) const {
   const uint32_t pos = uint32_t(streams_[stream].tokens.size());
   std::vector<StepRow> rows(tokens.size());
   for (size_t t = 0; t < tokens.size(); ++t) rows[t] = {uint32_t(tokens[t]), pos + uint32_t(t), stream, 0};
@@ -268,14 +268,14 @@ inline std::vector<StepRow> EngineCore::chunk_rows(uint32_t stream, std::span<co
   return rows;
 }
 
-inline void EngineCore::check_not_in_flight(uint32_t stream, const char* what) const {
+UNICORN_DECL void EngineCore::check_not_in_flight(uint32_t stream, const char* what) const {
   for (const InFlight& f : in_flight_)
     if (f.stream == stream)
       throw Error(std::string(what) + ": stream " + std::to_string(stream) +
                   " is in the prefill pass in flight (finish_prefill first)");
 }
 
-inline void EngineCore::write_step(Lane& lane, std::span<const StreamToken> batch) {
+UNICORN_DECL void EngineCore::write_step(Lane& lane, std::span<const StreamToken> batch) {
   std::vector<StepRow> rows(batch.size());
   for (size_t t = 0; t < batch.size(); ++t)
     rows[t] = {uint32_t(batch[t].token), uint32_t(streams_[batch[t].stream].tokens.size()), batch[t].stream,
@@ -283,14 +283,14 @@ inline void EngineCore::write_step(Lane& lane, std::span<const StreamToken> batc
   write_step(lane, rows, uint32_t(rows.size()));
 }
 
-inline void EngineCore::write_step(Lane& lane, std::span<const StepRow> rows, uint32_t logit_count) {
+UNICORN_DECL void EngineCore::write_step(Lane& lane, std::span<const StepRow> rows, uint32_t logit_count) {
   const StepHeader h{uint32_t(rows.size()), logit_count};
   std::byte* p = lane.host[0].mapped;
   std::memcpy(p, &h, sizeof h);
   std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
 }
 
-inline void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens) {
+UNICORN_DECL void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens) {
   if (prefill_in_flight()) throw Error("prefill: a prefill pass is in flight");
   Lane& lane = *graph.lane;
   const uint32_t n = uint32_t(tokens.size());
@@ -307,7 +307,7 @@ inline void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span
   submit(graph, s.tokens.size() - tokens.size(), stream);
 }
 
-inline void EngineCore::run(const Graph& graph, std::span<const StreamToken> batch) {
+UNICORN_DECL void EngineCore::run(const Graph& graph, std::span<const StreamToken> batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     streams_[batch[i].stream].tokens.push_back(batch[i].token);
     note_written(streams_[batch[i].stream]);
@@ -321,7 +321,7 @@ inline void EngineCore::run(const Graph& graph, std::span<const StreamToken> bat
   }
 }
 
-inline void EngineCore::submit(const Graph& graph, size_t stream_tokens_before, uint32_t stream) {
+UNICORN_DECL void EngineCore::submit(const Graph& graph, size_t stream_tokens_before, uint32_t stream) {
   try {
     graph.lane->stream.submit_and_wait(*graph.commands, other_lane(*graph.lane));
   } catch (...) {
@@ -330,7 +330,7 @@ inline void EngineCore::submit(const Graph& graph, size_t stream_tokens_before, 
   }
 }
 
-inline void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t stream) {
+UNICORN_DECL void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t stream) {
   StreamState& st = streams_[stream];
   const SamplingParams p = raw_logits_ ? SamplingParams{} : st.sampling;
   std::vector<uint32_t> history, counts;
@@ -357,7 +357,7 @@ inline void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t stream)
   std::memcpy(out + sizeof s + 4ull * kMaxPenaltyHistory, counts.data(), counts.size() * 4);
 }
 
-inline void EngineCore::read_logits(Lane& lane, uint32_t n, float* out) {
+UNICORN_DECL void EngineCore::read_logits(Lane& lane, uint32_t n, float* out) {
   const gpu::Buffer& logits = lane.acts[size_t(Act::Logits)];
   if (!lane.logits_readback) {
     const uint64_t bytes[] = {logits.size};
@@ -370,7 +370,7 @@ inline void EngineCore::read_logits(Lane& lane, uint32_t n, float* out) {
   std::memcpy(out, (*lane.logits_readback)[0].mapped, bytes);
 }
 
-inline int32_t EngineCore::chosen_token(const Lane& lane, uint32_t row) const {
+UNICORN_DECL int32_t EngineCore::chosen_token(const Lane& lane, uint32_t row) const {
   uint32_t id;
   std::memcpy(&id, lane.host[1].mapped + 4 * row, 4);
   if (id >= cfg_.model.vocab)

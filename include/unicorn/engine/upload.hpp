@@ -8,7 +8,7 @@
 
 namespace unicorn::detail {
 
-inline void EngineCore::upload(const TensorSlot& t, size_t part, std::span<const std::byte> bytes) {
+UNICORN_DECL void EngineCore::upload(const TensorSlot& t, size_t part, std::span<const std::byte> bytes) {
   const TensorPart& p = layout_.parts_of(t)[part];
   if (bytes.size() != p.bytes)
     throw Error("load: " + t.gguf_name() + " part " + std::to_string(part) + " has " +
@@ -28,14 +28,14 @@ inline void EngineCore::upload(const TensorSlot& t, size_t part, std::span<const
   }
 }
 
-inline void EngineCore::finish_uploads() {
+UNICORN_DECL void EngineCore::finish_uploads() {
   if (!uploads_) return;
   uploads_->wait_all();
   upload_timing_ = uploads_->timing();
   uploads_.reset();
 }
 
-inline void EngineCore::convert(const TensorSlot& t, size_t part, std::span<const std::byte> source, SourceType type, float add) {
+UNICORN_DECL void EngineCore::convert(const TensorSlot& t, size_t part, std::span<const std::byte> source, SourceType type, float add) {
   const TensorPart& p = layout_.parts_of(t)[part];
   const uint64_t elems = p.rows * t.cols;
   const uint64_t want = elems * (type == SourceType::F32 ? 4 : 2);
@@ -45,7 +45,7 @@ inline void EngineCore::convert(const TensorSlot& t, size_t part, std::span<cons
   convert_part(t, p, source, type, add);
 }
 
-inline gpu::StagingRing& EngineCore::uploads() {
+UNICORN_DECL gpu::StagingRing& EngineCore::uploads() {
   if (!uploads_) {
     uploads_.emplace(ctx_, kStagingBytes);
     upload_timing_ = {};  // a new load's ring: its report starts from zero
@@ -53,7 +53,7 @@ inline gpu::StagingRing& EngineCore::uploads() {
   return *uploads_;
 }
 
-inline void EngineCore::convert_part(const TensorSlot& t, const TensorPart& p, std::span<const std::byte> source, SourceType type, float add) {
+UNICORN_DECL void EngineCore::convert_part(const TensorSlot& t, const TensorPart& p, std::span<const std::byte> source, SourceType type, float add) {
   const FormatInfo f = format_info(t.format);
   if (is_block_quantized(t.format) && !quantized_on_device(t.format) && type != SourceType::GgmlBlocks)
     throw Error("load: " + t.gguf_name() + ": the engine reads " + std::string(f.name) +

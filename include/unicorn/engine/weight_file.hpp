@@ -30,6 +30,7 @@
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/model/from_gguf.hpp"
 #include "unicorn/model/from_hf.hpp"
 #include "unicorn/model/hparams.hpp"
@@ -38,21 +39,10 @@ namespace unicorn::detail {
 
 // Where a ModelDims field comes from in a file, for messages: its key in the
 // table of model/hparams.hpp.
-inline std::string_view dims_key(std::string_view field, bool gguf) {
-  const Hparam* h = find_hparam(field);
-  if (h == nullptr) return field;
-  if (!gguf) return h->hf;
-  return field == "vocab" ? kGgufVocabSource : h->gguf;
-}
+std::string_view dims_key(std::string_view field, bool gguf);
 
 // The official size a file's dimensions belong to, for "use this binary" hints.
-inline std::string official_size_hint(const ModelDims& file) {
-  for (const ModelDims* m : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B})
-    if (m->hidden == file.hidden && m->layers == file.layers)
-      return std::string("; the file is ") + std::string(m->name) + ": use unicorn-" +
-             std::string(m->name);
-  return "";
-}
+std::string official_size_hint(const ModelDims& file);
 
 template <class T>
 std::string show(const T& v) {
@@ -63,32 +53,10 @@ std::string show(const T& v) {
 
 // Every ModelDims field (Hana's list of fields) that differs, each named with
 // the key it comes from in the file.
-inline std::vector<std::string> dims_differences(const ModelDims& file, const ModelDims& engine,
-                                                 const std::string& source, bool gguf) {
-  namespace hana = boost::hana;
-  std::vector<std::string> out;
-  hana::for_each(hana::accessors<ModelDims>(), [&](auto pair) {
-    const std::string_view field = hana::to<char const*>(hana::first(pair));
-    if (field == "name") return;
-    const auto a = hana::second(pair)(file);
-    const auto b = hana::second(pair)(engine);
-    bool same;
-    if constexpr (std::is_floating_point_v<decltype(a)>)
-      same = std::fabs(a - b) <= 1e-5f * std::max(std::fabs(a), std::fabs(b));
-    else
-      same = a == b;
-    if (!same)
-      out.push_back(source + ": " + std::string(dims_key(field, gguf)) + " is " + show(a) + " but this engine (" +
-                    std::string(engine.name) + ") is compiled for " + show(b));
-  });
-  return out;
-}
+std::vector<std::string> dims_differences(const ModelDims& file, const ModelDims& engine,
+                                                 const std::string& source, bool gguf);
 
-inline std::string shape_text(std::span<const uint64_t> dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
+std::string shape_text(std::span<const uint64_t> dims);
 
 // One tensor as a model file holds it.
 struct FileTensor {
@@ -236,17 +204,7 @@ class HfWeights final : public WeightFile {
 };
 
 // A GGUF file or a Hugging Face directory (or its config.json), opened.
-inline std::unique_ptr<WeightFile> open_weight_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error(path.string() + ": no such file or directory");
-  if (std::filesystem::is_directory(path, ec)) return std::make_unique<HfWeights>(path);
-  if (path.filename() == "config.json") return std::make_unique<HfWeights>(path.parent_path());
-  char magic[4] = {};
-  std::ifstream(path, std::ios::binary).read(magic, 4);
-  if (std::string_view(magic, 4) != "GGUF")
-    throw Error(path.string() + ": not a GGUF file (and not a Hugging Face directory with config.json)");
-  return std::make_unique<GgufWeights>(path);
-}
+std::unique_ptr<WeightFile> open_weight_file(const std::filesystem::path& path);
 
 // A weight tensor of the layout, found in the file and checked.
 struct PlannedTensor {
@@ -278,7 +236,71 @@ struct FileCheck {
 // hyperparameter, and every weight tensor's presence, type and shape. The LM
 // head a scheme keeps as its own copy is not in the file: it is the
 // embedding's tensor, converted to the LM head's format.
-inline FileCheck check_file(const WeightFile& file, const ModelDims& model, const LayoutView& L) {
+FileCheck check_file(const WeightFile& file, const ModelDims& model, const LayoutView& L);
+
+}  // namespace unicorn::detail
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::detail {
+
+UNICORN_DECL std::string_view dims_key(std::string_view field, bool gguf) {
+  const Hparam* h = find_hparam(field);
+  if (h == nullptr) return field;
+  if (!gguf) return h->hf;
+  return field == "vocab" ? kGgufVocabSource : h->gguf;
+}
+
+UNICORN_DECL std::string official_size_hint(const ModelDims& file) {
+  for (const ModelDims* m : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B})
+    if (m->hidden == file.hidden && m->layers == file.layers)
+      return std::string("; the file is ") + std::string(m->name) + ": use unicorn-" +
+             std::string(m->name);
+  return "";
+}
+
+UNICORN_DECL std::vector<std::string> dims_differences(const ModelDims& file, const ModelDims& engine,
+                                                       const std::string& source, bool gguf) {
+  namespace hana = boost::hana;
+  std::vector<std::string> out;
+  hana::for_each(hana::accessors<ModelDims>(), [&](auto pair) {
+    const std::string_view field = hana::to<char const*>(hana::first(pair));
+    if (field == "name") return;
+    const auto a = hana::second(pair)(file);
+    const auto b = hana::second(pair)(engine);
+    bool same;
+    if constexpr (std::is_floating_point_v<decltype(a)>)
+      same = std::fabs(a - b) <= 1e-5f * std::max(std::fabs(a), std::fabs(b));
+    else
+      same = a == b;
+    if (!same)
+      out.push_back(source + ": " + std::string(dims_key(field, gguf)) + " is " + show(a) + " but this engine (" +
+                    std::string(engine.name) + ") is compiled for " + show(b));
+  });
+  return out;
+}
+
+UNICORN_DECL std::string shape_text(std::span<const uint64_t> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+UNICORN_DECL std::unique_ptr<WeightFile> open_weight_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error(path.string() + ": no such file or directory");
+  if (std::filesystem::is_directory(path, ec)) return std::make_unique<HfWeights>(path);
+  if (path.filename() == "config.json") return std::make_unique<HfWeights>(path.parent_path());
+  char magic[4] = {};
+  std::ifstream(path, std::ios::binary).read(magic, 4);
+  if (std::string_view(magic, 4) != "GGUF")
+    throw Error(path.string() + ": not a GGUF file (and not a Hugging Face directory with config.json)");
+  return std::make_unique<GgufWeights>(path);
+}
+
+UNICORN_DECL FileCheck check_file(const WeightFile& file, const ModelDims& model, const LayoutView& L) {
   FileCheck r;
   r.dims_differences = dims_differences(file.dims(model), model, file.dims_source(), !file.converted());
   if (!r.dims_differences.empty()) return r;  // the tensors' shapes would all differ too
@@ -325,3 +347,5 @@ inline FileCheck check_file(const WeightFile& file, const ModelDims& model, cons
 }
 
 }  // namespace unicorn::detail
+
+#endif  // UNICORN_DEFINE_HERE

@@ -34,6 +34,7 @@
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/coopmat_khr.hpp"
 #include "unicorn/gpu/vulkan.hpp"
+#include "unicorn/linkage.hpp"
 
 #if defined(UNICORN_KEEP_VULKAN_DRIVERS_LOADED)
 #include <dlfcn.h>
@@ -76,18 +77,9 @@ struct DeviceInfo {
 inline constexpr uint32_t kCoopSharedBytes = 48 * 1024;
 
 // Which kernel prefill's linear layers run, in words (unicorn-bench prints it).
-inline std::string prefill_linear_path(const DeviceInfo& info) {
-  if (info.coopmat)
-    return "matmul_coop: fp16 cooperative matrices " + std::to_string(info.coop_m) + "x" +
-           std::to_string(info.coop_n) + "x" + std::to_string(info.coop_k) +
-           ", fp32 accumulation (VK_KHR_cooperative_matrix)";
-  return "matmul: fp32 tiles (" + info.coopmat_note + ")";
-}
+std::string prefill_linear_path(const DeviceInfo& info);
 
-inline bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string_view(v) != "0";
-}
+bool env_flag(const char* name);
 
 class Context {
  public:
@@ -150,28 +142,7 @@ class Context {
     uint64_t available = 0;
     bool device_local = false;
   };
-  std::vector<Heap> heaps() const {
-    std::vector<Heap> out;
-    if (has_memory_budget_) {
-      const auto chain = physical_.getMemoryProperties2<vk::PhysicalDeviceMemoryProperties2,
-                                                        vk::PhysicalDeviceMemoryBudgetPropertiesEXT>();
-      const auto& props = chain.get<vk::PhysicalDeviceMemoryProperties2>().memoryProperties;
-      const auto& budget = chain.get<vk::PhysicalDeviceMemoryBudgetPropertiesEXT>();
-      for (uint32_t i = 0; i < props.memoryHeapCount; ++i) {
-        const uint64_t b = budget.heapBudget[i], used = budget.heapUsage[i];
-        out.push_back({props.memoryHeaps[i].size, b > used ? b - used : 0,
-                       bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
-      }
-    } else {
-      const auto props = physical_.getMemoryProperties();
-      for (uint32_t i = 0; i < props.memoryHeapCount; ++i)
-        out.push_back({props.memoryHeaps[i].size, props.memoryHeaps[i].size,
-                       bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
-    }
-    if (memory_limit_)
-      for (Heap& h : out) h.available = std::min(h.available, *memory_limit_);
-    return out;
-  }
+  std::vector<Heap> heaps() const;
   // Caps what heaps() reports as available at `bytes` per heap: the most
   // device memory this process may take (a GPU shared with other work; tests
   // that check the start-up refusal without filling a device).
@@ -199,50 +170,7 @@ class Context {
     return VK_FALSE;
   }
 
-  void create_instance() {
-    const auto app = vk::ApplicationInfo{}
-                         .setPApplicationName("unicorn")
-                         .setApplicationVersion(1)
-                         .setPEngineName("unicorn")
-                         .setEngineVersion(1)
-                         .setApiVersion(VK_API_VERSION_1_2);
-    std::vector<const char*> layers, extensions;
-    if (validation_) {
-      bool have_layer = false;
-      for (const auto& l : context_.enumerateInstanceLayerProperties())
-        if (std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation") have_layer = true;
-      if (!have_layer)
-        throw Error("gpu: UNICORN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
-                    "installed (Debian: apt-get install vulkan-validationlayers)");
-      layers.push_back("VK_LAYER_KHRONOS_validation");
-      extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-    }
-    try {
-      instance_ = vk::raii::Instance(
-          context_, vk::InstanceCreateInfo{}
-                        .setPApplicationInfo(&app)
-                        .setEnabledLayerCount(uint32_t(layers.size()))
-                        .setPpEnabledLayerNames(layers.data())
-                        .setEnabledExtensionCount(uint32_t(extensions.size()))
-                        .setPpEnabledExtensionNames(extensions.data()));
-    } catch (const vk::SystemError& e) {
-      throw Error(std::string("gpu: cannot create a Vulkan instance (is a Vulkan driver "
-                              "installed? Debian: mesa-vulkan-drivers): ") + e.what());
-    }
-#if defined(UNICORN_KEEP_VULKAN_DRIVERS_LOADED)
-    keep_drivers_loaded();
-#endif
-    if (validation_) {
-      using S = vk::DebugUtilsMessageSeverityFlagBitsEXT;
-      using T = vk::DebugUtilsMessageTypeFlagBitsEXT;
-      messenger_ = vk::raii::DebugUtilsMessengerEXT(
-          instance_, vk::DebugUtilsMessengerCreateInfoEXT{}
-                         .setMessageSeverity(S::eError | S::eWarning)
-                         .setMessageType(T::eGeneral | T::eValidation | T::ePerformance)
-                         .setPfnUserCallback(&Context::on_message)
-                         .setPUserData(this));
-    }
-  }
+  void create_instance();
 
   static int type_rank(vk::PhysicalDeviceType t) {
     switch (t) {
@@ -254,221 +182,16 @@ class Context {
     }
   }
 
-  void pick_physical_device() {
-    vk::raii::PhysicalDevices devices(instance_);
-    if (devices.empty()) throw Error("gpu: no Vulkan device found");
-    size_t pick = 0;
-    if (const char* want = std::getenv("UNICORN_DEVICE")) {
-      pick = std::strtoul(want, nullptr, 10);
-      if (pick >= devices.size())
-        throw Error("gpu: UNICORN_DEVICE=" + std::string(want) + " but only " +
-                    std::to_string(devices.size()) + " Vulkan devices exist");
-    } else {
-      for (size_t i = 1; i < devices.size(); ++i)
-        if (type_rank(devices[i].getProperties().deviceType) <
-            type_rank(devices[pick].getProperties().deviceType))
-          pick = i;
-    }
-    physical_ = std::move(devices[pick]);
-    for (const auto& e : physical_.enumerateDeviceExtensionProperties())
-      if (std::string_view(e.extensionName) == VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)
-        has_memory_budget_ = true;
+  void pick_physical_device();
 
-    const auto chain = physical_.getProperties2<vk::PhysicalDeviceProperties2,
-                                                vk::PhysicalDeviceMaintenance3Properties,
-                                                vk::PhysicalDeviceSubgroupProperties>();
-    const auto& p = chain.get<vk::PhysicalDeviceProperties2>().properties;
-    info_.name = p.deviceName.data();
-    info_.type = p.deviceType;
-    info_.vendor_id = p.vendorID;
-    info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
-    info_.max_memory_allocation_size =
-        chain.get<vk::PhysicalDeviceMaintenance3Properties>().maxMemoryAllocationSize;
-    info_.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
-    const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
-    info_.subgroup_size = subgroup.subgroupSize;
-    // Reductions use subgroupAdd; every desktop and mobile driver of Vulkan 1.1+
-    // offers it in compute shaders, and the matvec kernel needs 128 / size rows.
-    const auto need = vk::SubgroupFeatureFlagBits::eBasic | vk::SubgroupFeatureFlagBits::eArithmetic;
-    if (!(subgroup.supportedStages & vk::ShaderStageFlagBits::eCompute) ||
-        (subgroup.supportedOperations & need) != need || subgroup.subgroupSize > 128 ||
-        128 % subgroup.subgroupSize != 0)
-      throw Error("gpu: " + info_.name + " lacks subgroup arithmetic in compute shaders "
-                  "(or has a subgroup size that does not divide 128)");
-    info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
-    for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
-    info_.timestamp_period_ns = p.limits.timestampPeriod;
-    const auto mem = physical_.getMemoryProperties();
-    for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
-      if (mem.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)
-        info_.device_local_heap_bytes = std::max<uint64_t>(info_.device_local_heap_bytes,
-                                                           mem.memoryHeaps[i].size);
-    for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
-      const auto f = mem.memoryTypes[i].propertyFlags;
-      if ((f & vk::MemoryPropertyFlagBits::eDeviceLocal) &&
-          (f & vk::MemoryPropertyFlagBits::eHostVisible))
-        info_.unified_memory = info_.type != vk::PhysicalDeviceType::eDiscreteGpu;
-    }
-  }
-
-  void create_device() {
-    const auto families = physical_.getQueueFamilyProperties();
-    std::optional<uint32_t> family;
-    for (uint32_t i = 0; i < families.size(); ++i)
-      if (families[i].queueFlags & vk::QueueFlagBits::eCompute) {
-        // A compute-only family would do; a combined one is what every driver has.
-        family = i;
-        break;
-      }
-    if (!family) throw Error("gpu: " + info_.name + " has no compute queue");
-    queue_family_ = *family;
-    detect_coopmat();
-    detect_int_dot();
-
-    const auto features = physical_.getFeatures2<vk::PhysicalDeviceFeatures2,
-                                                 vk::PhysicalDeviceVulkan11Features,
-                                                 vk::PhysicalDeviceVulkan12Features>();
-    const auto& f11 = features.get<vk::PhysicalDeviceVulkan11Features>();
-    if (!f11.storageBuffer16BitAccess)
-      throw Error("gpu: " + info_.name + " lacks storageBuffer16BitAccess, which the engine "
-                  "needs for F16 and block-quantized weights");
-    if (!features.get<vk::PhysicalDeviceVulkan12Features>().timelineSemaphore)
-      throw Error("gpu: " + info_.name + " lacks timelineSemaphore (Vulkan 1.2), which orders the engine's "
-                  "two queues");
-
-    // The second queue: of a compute-only family where there is one (a
-    // driver's asynchronous compute, which runs beside the first family's
-    // work), else the first family's second queue, else none.
-    std::optional<uint32_t> compute_only;
-    for (uint32_t i = 0; i < families.size(); ++i)
-      if (i != queue_family_ && (families[i].queueFlags & vk::QueueFlagBits::eCompute) &&
-          !(families[i].queueFlags & vk::QueueFlagBits::eGraphics) && !compute_only)
-        compute_only = i;
-    const float priorities[] = {1.0f, 1.0f};
-    std::vector<vk::DeviceQueueCreateInfo> queue_infos;
-    uint32_t second_index = 0;
-    if (compute_only) {
-      second_family_ = *compute_only;
-      queue_infos.push_back(vk::DeviceQueueCreateInfo{}.setQueueFamilyIndex(queue_family_).setQueueCount(1).setPQueuePriorities(priorities));
-      queue_infos.push_back(vk::DeviceQueueCreateInfo{}.setQueueFamilyIndex(second_family_).setQueueCount(1).setPQueuePriorities(priorities));
-    } else {
-      second_family_ = queue_family_;
-      second_index = 1;
-      queue_infos.push_back(vk::DeviceQueueCreateInfo{}
-                                .setQueueFamilyIndex(queue_family_)
-                                .setQueueCount(std::min(families[queue_family_].queueCount, 2u))
-                                .setPQueuePriorities(priorities));
-    }
-    const bool second = compute_only || families[queue_family_].queueCount > 1;
-    VkPhysicalDeviceCooperativeMatrixFeaturesKHR enable_coop{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
-        .pNext = nullptr,
-        .cooperativeMatrix = VK_TRUE,
-        .cooperativeMatrixRobustBufferAccess = VK_FALSE};
-    // matmul_coop keeps fp16 in shared memory (shaderFloat16), and glslang emits
-    // the Vulkan memory model for GL_KHR_memory_scope_semantics, which
-    // cooperative-matrix GLSL requires.
-    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR enable_int_dot{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
-        .pNext = info_.coopmat ? &enable_coop : nullptr,
-        .shaderIntegerDotProduct = VK_TRUE};
-    void* chain12 = info_.int_dot ? static_cast<void*>(&enable_int_dot) : enable_int_dot.pNext;
-    auto enable12 = vk::PhysicalDeviceVulkan12Features{}
-                        .setPNext(chain12)
-                        .setShaderFloat16(info_.coopmat ? VK_TRUE : VK_FALSE)
-                        .setVulkanMemoryModel(info_.coopmat ? VK_TRUE : VK_FALSE)
-                        .setTimelineSemaphore(VK_TRUE);  // gpu::Stream orders one queue's work after another's
-    auto enable11 = vk::PhysicalDeviceVulkan11Features{}.setPNext(&enable12).setStorageBuffer16BitAccess(VK_TRUE);
-    auto enable = vk::PhysicalDeviceFeatures2{}.setPNext(&enable11);
-    // VK_EXT_memory_budget: the per-heap budget the placement check reads;
-    // VK_KHR_cooperative_matrix: prefill on tensor units (detect_coopmat).
-    std::vector<const char*> extensions;
-    if (has_memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
-    if (info_.coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    if (info_.int_dot) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
-    device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{}
-                                              .setPNext(&enable)
-                                              .setQueueCreateInfos(queue_infos)
-                                              .setEnabledExtensionCount(uint32_t(extensions.size()))
-                                              .setPpEnabledExtensionNames(extensions.data()));
-    queue_ = vk::raii::Queue(device_, queue_family_, 0);
-    if (second) {
-      second_queue_ = vk::raii::Queue(device_, second_family_, second_index);
-      has_second_queue_ = true;
-    }
-  }
+  void create_device();
 
   // Sets info_.int_dot and info_.int_dot_accelerated (the packed signed form
   // matvec_dot uses).
-  void detect_int_dot() {
-    bool have_extension = false;
-    for (const auto& e : physical_.enumerateDeviceExtensionProperties())
-      if (std::string_view(e.extensionName) == VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)
-        have_extension = true;
-    if (!have_extension) return;
-    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR features{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
-    VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &features};
-    physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
-    if (!features.shaderIntegerDotProduct) return;
-    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR properties{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
-    VkPhysicalDeviceProperties2 p2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &properties};
-    physical_.getDispatcher()->vkGetPhysicalDeviceProperties2(*physical_, &p2);
-    info_.int_dot = true;
-    info_.int_dot_accelerated = properties.integerDotProduct4x8BitPackedSignedAccelerated;
-  }
+  void detect_int_dot();
 
   // Sets info_.coopmat and the shape, or says in coopmat_note why not.
-  void detect_coopmat() {
-    info_.coopmat = false;
-    auto no = [&](std::string why) { info_.coopmat_note = std::move(why); };
-    if (!allow_coopmat_) return no("fp16 tensor-core prefill turned off (gpu::Context's coopmat option)");
-    bool have_extension = false;
-    for (const auto& e : physical_.enumerateDeviceExtensionProperties())
-      if (std::string_view(e.extensionName) == VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) have_extension = true;
-    if (!have_extension) return no("no VK_KHR_cooperative_matrix");
-    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-    VkPhysicalDeviceVulkan12Features f12{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                         .pNext = &coop};
-    VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
-    physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
-    if (!coop.cooperativeMatrix) return no("cooperativeMatrix feature off");
-    if (!f12.shaderFloat16 || !f12.vulkanMemoryModel) return no("no shaderFloat16 or vulkanMemoryModel");
-    // matmul_coop's tiles are grids of 4 or 8 subgroups of these sizes.
-    if (info_.subgroup_size != 32 && info_.subgroup_size != 64)
-      return no("subgroup size " + std::to_string(info_.subgroup_size) + " (needs 32 or 64)");
-    if (info_.max_shared_memory < kCoopSharedBytes)
-      return no("shared memory " + std::to_string(info_.max_shared_memory) + " bytes");
-    const auto list_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
-        instance_.getProcAddr("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-    if (!list_properties) return no("no vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
-    uint32_t count = 0;
-    list_properties(*physical_, &count, nullptr);
-    std::vector<VkCooperativeMatrixPropertiesKHR> props(
-        count, {.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
-    list_properties(*physical_, &count, props.data());
-    // A shape the kernel tiles: a subgroup block (32 or 64 tokens x 32 rows)
-    // of at most 4 x 4 matrices, K steps of 32, one accumulator within 16 x 16 floats.
-    uint32_t best = 0;
-    for (const auto& p : props) {
-      if (p.AType != VK_COMPONENT_TYPE_FLOAT16_KHR || p.BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
-          p.CType != VK_COMPONENT_TYPE_FLOAT32_KHR || p.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
-          p.scope != VK_SCOPE_SUBGROUP_KHR || p.saturatingAccumulation)
-        continue;
-      if (32 % p.MSize || 32 % p.NSize || 32 % p.KSize || p.MSize < 16 || p.NSize < 8 ||
-          p.MSize * p.NSize > 256)
-        continue;
-      const uint32_t volume = p.MSize * p.NSize * p.KSize;  // bigger: fewer, larger products
-      if (volume > best) {
-        best = volume;
-        info_.coop_m = p.MSize, info_.coop_n = p.NSize, info_.coop_k = p.KSize;
-      }
-    }
-    if (!best) return no("no fp16 x fp16 -> fp32 subgroup shape the kernel tiles");
-    info_.coopmat = true;
-  }
+  void detect_coopmat();
 
   bool validation_;
   bool allow_coopmat_ = true;
@@ -507,3 +230,317 @@ class Context {
 };
 
 }  // namespace unicorn::gpu
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL void Context::create_instance() {
+  const auto app = vk::ApplicationInfo{}
+                       .setPApplicationName("unicorn")
+                       .setApplicationVersion(1)
+                       .setPEngineName("unicorn")
+                       .setEngineVersion(1)
+                       .setApiVersion(VK_API_VERSION_1_2);
+  std::vector<const char*> layers, extensions;
+  if (validation_) {
+    bool have_layer = false;
+    for (const auto& l : context_.enumerateInstanceLayerProperties())
+      if (std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation") have_layer = true;
+    if (!have_layer)
+      throw Error("gpu: UNICORN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
+                  "installed (Debian: apt-get install vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  try {
+    instance_ = vk::raii::Instance(
+        context_, vk::InstanceCreateInfo{}
+                      .setPApplicationInfo(&app)
+                      .setEnabledLayerCount(uint32_t(layers.size()))
+                      .setPpEnabledLayerNames(layers.data())
+                      .setEnabledExtensionCount(uint32_t(extensions.size()))
+                      .setPpEnabledExtensionNames(extensions.data()));
+  } catch (const vk::SystemError& e) {
+    throw Error(std::string("gpu: cannot create a Vulkan instance (is a Vulkan driver "
+                            "installed? Debian: mesa-vulkan-drivers): ") + e.what());
+  }
+#if defined(UNICORN_KEEP_VULKAN_DRIVERS_LOADED)
+  keep_drivers_loaded();
+#endif
+  if (validation_) {
+    using S = vk::DebugUtilsMessageSeverityFlagBitsEXT;
+    using T = vk::DebugUtilsMessageTypeFlagBitsEXT;
+    messenger_ = vk::raii::DebugUtilsMessengerEXT(
+        instance_, vk::DebugUtilsMessengerCreateInfoEXT{}
+                       .setMessageSeverity(S::eError | S::eWarning)
+                       .setMessageType(T::eGeneral | T::eValidation | T::ePerformance)
+                       .setPfnUserCallback(&Context::on_message)
+                       .setPUserData(this));
+  }
+}
+
+UNICORN_DECL void Context::pick_physical_device() {
+  vk::raii::PhysicalDevices devices(instance_);
+  if (devices.empty()) throw Error("gpu: no Vulkan device found");
+  size_t pick = 0;
+  if (const char* want = std::getenv("UNICORN_DEVICE")) {
+    pick = std::strtoul(want, nullptr, 10);
+    if (pick >= devices.size())
+      throw Error("gpu: UNICORN_DEVICE=" + std::string(want) + " but only " +
+                  std::to_string(devices.size()) + " Vulkan devices exist");
+  } else {
+    for (size_t i = 1; i < devices.size(); ++i)
+      if (type_rank(devices[i].getProperties().deviceType) <
+          type_rank(devices[pick].getProperties().deviceType))
+        pick = i;
+  }
+  physical_ = std::move(devices[pick]);
+  for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+    if (std::string_view(e.extensionName) == VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)
+      has_memory_budget_ = true;
+
+  const auto chain = physical_.getProperties2<vk::PhysicalDeviceProperties2,
+                                              vk::PhysicalDeviceMaintenance3Properties,
+                                              vk::PhysicalDeviceSubgroupProperties>();
+  const auto& p = chain.get<vk::PhysicalDeviceProperties2>().properties;
+  info_.name = p.deviceName.data();
+  info_.type = p.deviceType;
+  info_.vendor_id = p.vendorID;
+  info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  info_.max_memory_allocation_size =
+      chain.get<vk::PhysicalDeviceMaintenance3Properties>().maxMemoryAllocationSize;
+  info_.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
+  info_.subgroup_size = subgroup.subgroupSize;
+  // Reductions use subgroupAdd; every desktop and mobile driver of Vulkan 1.1+
+  // offers it in compute shaders, and the matvec kernel needs 128 / size rows.
+  const auto need = vk::SubgroupFeatureFlagBits::eBasic | vk::SubgroupFeatureFlagBits::eArithmetic;
+  if (!(subgroup.supportedStages & vk::ShaderStageFlagBits::eCompute) ||
+      (subgroup.supportedOperations & need) != need || subgroup.subgroupSize > 128 ||
+      128 % subgroup.subgroupSize != 0)
+    throw Error("gpu: " + info_.name + " lacks subgroup arithmetic in compute shaders "
+                "(or has a subgroup size that does not divide 128)");
+  info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
+  for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  info_.timestamp_period_ns = p.limits.timestampPeriod;
+  const auto mem = physical_.getMemoryProperties();
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+    if (mem.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)
+      info_.device_local_heap_bytes = std::max<uint64_t>(info_.device_local_heap_bytes,
+                                                         mem.memoryHeaps[i].size);
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    const auto f = mem.memoryTypes[i].propertyFlags;
+    if ((f & vk::MemoryPropertyFlagBits::eDeviceLocal) &&
+        (f & vk::MemoryPropertyFlagBits::eHostVisible))
+      info_.unified_memory = info_.type != vk::PhysicalDeviceType::eDiscreteGpu;
+  }
+}
+
+UNICORN_DECL void Context::create_device() {
+  const auto families = physical_.getQueueFamilyProperties();
+  std::optional<uint32_t> family;
+  for (uint32_t i = 0; i < families.size(); ++i)
+    if (families[i].queueFlags & vk::QueueFlagBits::eCompute) {
+      // A compute-only family would do; a combined one is what every driver has.
+      family = i;
+      break;
+    }
+  if (!family) throw Error("gpu: " + info_.name + " has no compute queue");
+  queue_family_ = *family;
+  detect_coopmat();
+  detect_int_dot();
+
+  const auto features = physical_.getFeatures2<vk::PhysicalDeviceFeatures2,
+                                               vk::PhysicalDeviceVulkan11Features,
+                                               vk::PhysicalDeviceVulkan12Features>();
+  const auto& f11 = features.get<vk::PhysicalDeviceVulkan11Features>();
+  if (!f11.storageBuffer16BitAccess)
+    throw Error("gpu: " + info_.name + " lacks storageBuffer16BitAccess, which the engine "
+                "needs for F16 and block-quantized weights");
+  if (!features.get<vk::PhysicalDeviceVulkan12Features>().timelineSemaphore)
+    throw Error("gpu: " + info_.name + " lacks timelineSemaphore (Vulkan 1.2), which orders the engine's "
+                "two queues");
+
+  // The second queue: of a compute-only family where there is one (a
+  // driver's asynchronous compute, which runs beside the first family's
+  // work), else the first family's second queue, else none.
+  std::optional<uint32_t> compute_only;
+  for (uint32_t i = 0; i < families.size(); ++i)
+    if (i != queue_family_ && (families[i].queueFlags & vk::QueueFlagBits::eCompute) &&
+        !(families[i].queueFlags & vk::QueueFlagBits::eGraphics) && !compute_only)
+      compute_only = i;
+  const float priorities[] = {1.0f, 1.0f};
+  std::vector<vk::DeviceQueueCreateInfo> queue_infos;
+  uint32_t second_index = 0;
+  if (compute_only) {
+    second_family_ = *compute_only;
+    queue_infos.push_back(vk::DeviceQueueCreateInfo{}.setQueueFamilyIndex(queue_family_).setQueueCount(1).setPQueuePriorities(priorities));
+    queue_infos.push_back(vk::DeviceQueueCreateInfo{}.setQueueFamilyIndex(second_family_).setQueueCount(1).setPQueuePriorities(priorities));
+  } else {
+    second_family_ = queue_family_;
+    second_index = 1;
+    queue_infos.push_back(vk::DeviceQueueCreateInfo{}
+                              .setQueueFamilyIndex(queue_family_)
+                              .setQueueCount(std::min(families[queue_family_].queueCount, 2u))
+                              .setPQueuePriorities(priorities));
+  }
+  const bool second = compute_only || families[queue_family_].queueCount > 1;
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR enable_coop{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+      .pNext = nullptr,
+      .cooperativeMatrix = VK_TRUE,
+      .cooperativeMatrixRobustBufferAccess = VK_FALSE};
+  // matmul_coop keeps fp16 in shared memory (shaderFloat16), and glslang emits
+  // the Vulkan memory model for GL_KHR_memory_scope_semantics, which
+  // cooperative-matrix GLSL requires.
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR enable_int_dot{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+      .pNext = info_.coopmat ? &enable_coop : nullptr,
+      .shaderIntegerDotProduct = VK_TRUE};
+  void* chain12 = info_.int_dot ? static_cast<void*>(&enable_int_dot) : enable_int_dot.pNext;
+  auto enable12 = vk::PhysicalDeviceVulkan12Features{}
+                      .setPNext(chain12)
+                      .setShaderFloat16(info_.coopmat ? VK_TRUE : VK_FALSE)
+                      .setVulkanMemoryModel(info_.coopmat ? VK_TRUE : VK_FALSE)
+                      .setTimelineSemaphore(VK_TRUE);  // gpu::Stream orders one queue's work after another's
+  auto enable11 = vk::PhysicalDeviceVulkan11Features{}.setPNext(&enable12).setStorageBuffer16BitAccess(VK_TRUE);
+  auto enable = vk::PhysicalDeviceFeatures2{}.setPNext(&enable11);
+  // VK_EXT_memory_budget: the per-heap budget the placement check reads;
+  // VK_KHR_cooperative_matrix: prefill on tensor units (detect_coopmat).
+  std::vector<const char*> extensions;
+  if (has_memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (info_.coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (info_.int_dot) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  device_ = vk::raii::Device(physical_, vk::DeviceCreateInfo{}
+                                            .setPNext(&enable)
+                                            .setQueueCreateInfos(queue_infos)
+                                            .setEnabledExtensionCount(uint32_t(extensions.size()))
+                                            .setPpEnabledExtensionNames(extensions.data()));
+  queue_ = vk::raii::Queue(device_, queue_family_, 0);
+  if (second) {
+    second_queue_ = vk::raii::Queue(device_, second_family_, second_index);
+    has_second_queue_ = true;
+  }
+}
+
+UNICORN_DECL void Context::detect_int_dot() {
+  bool have_extension = false;
+  for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+    if (std::string_view(e.extensionName) == VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)
+      have_extension = true;
+  if (!have_extension) return;
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR features{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &features};
+  physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
+  if (!features.shaderIntegerDotProduct) return;
+  VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR properties{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+  VkPhysicalDeviceProperties2 p2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &properties};
+  physical_.getDispatcher()->vkGetPhysicalDeviceProperties2(*physical_, &p2);
+  info_.int_dot = true;
+  info_.int_dot_accelerated = properties.integerDotProduct4x8BitPackedSignedAccelerated;
+}
+
+UNICORN_DECL void Context::detect_coopmat() {
+  info_.coopmat = false;
+  auto no = [&](std::string why) { info_.coopmat_note = std::move(why); };
+  if (!allow_coopmat_) return no("fp16 tensor-core prefill turned off (gpu::Context's coopmat option)");
+  bool have_extension = false;
+  for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+    if (std::string_view(e.extensionName) == VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) have_extension = true;
+  if (!have_extension) return no("no VK_KHR_cooperative_matrix");
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceVulkan12Features f12{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                       .pNext = &coop};
+  VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+  physical_.getDispatcher()->vkGetPhysicalDeviceFeatures2(*physical_, &f2);
+  if (!coop.cooperativeMatrix) return no("cooperativeMatrix feature off");
+  if (!f12.shaderFloat16 || !f12.vulkanMemoryModel) return no("no shaderFloat16 or vulkanMemoryModel");
+  // matmul_coop's tiles are grids of 4 or 8 subgroups of these sizes.
+  if (info_.subgroup_size != 32 && info_.subgroup_size != 64)
+    return no("subgroup size " + std::to_string(info_.subgroup_size) + " (needs 32 or 64)");
+  if (info_.max_shared_memory < kCoopSharedBytes)
+    return no("shared memory " + std::to_string(info_.max_shared_memory) + " bytes");
+  const auto list_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      instance_.getProcAddr("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!list_properties) return no("no vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  uint32_t count = 0;
+  list_properties(*physical_, &count, nullptr);
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(
+      count, {.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  list_properties(*physical_, &count, props.data());
+  // A shape the kernel tiles: a subgroup block (32 or 64 tokens x 32 rows)
+  // of at most 4 x 4 matrices, K steps of 32, one accumulator within 16 x 16 floats.
+  uint32_t best = 0;
+  for (const auto& p : props) {
+    if (p.AType != VK_COMPONENT_TYPE_FLOAT16_KHR || p.BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+        p.CType != VK_COMPONENT_TYPE_FLOAT32_KHR || p.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
+        p.scope != VK_SCOPE_SUBGROUP_KHR || p.saturatingAccumulation)
+      continue;
+    if (32 % p.MSize || 32 % p.NSize || 32 % p.KSize || p.MSize < 16 || p.NSize < 8 ||
+        p.MSize * p.NSize > 256)
+      continue;
+    const uint32_t volume = p.MSize * p.NSize * p.KSize;  // bigger: fewer, larger products
+    if (volume > best) {
+      best = volume;
+      info_.coop_m = p.MSize, info_.coop_n = p.NSize, info_.coop_k = p.KSize;
+    }
+  }
+  if (!best) return no("no fp16 x fp16 -> fp32 subgroup shape the kernel tiles");
+  info_.coopmat = true;
+}
+
+UNICORN_DECL std::vector<Context::Heap> Context::heaps() const {
+  std::vector<Heap> out;
+  if (has_memory_budget_) {
+    const auto chain = physical_.getMemoryProperties2<vk::PhysicalDeviceMemoryProperties2,
+                                                      vk::PhysicalDeviceMemoryBudgetPropertiesEXT>();
+    const auto& props = chain.get<vk::PhysicalDeviceMemoryProperties2>().memoryProperties;
+    const auto& budget = chain.get<vk::PhysicalDeviceMemoryBudgetPropertiesEXT>();
+    for (uint32_t i = 0; i < props.memoryHeapCount; ++i) {
+      const uint64_t b = budget.heapBudget[i], used = budget.heapUsage[i];
+      out.push_back({props.memoryHeaps[i].size, b > used ? b - used : 0,
+                     bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
+    }
+  } else {
+    const auto props = physical_.getMemoryProperties();
+    for (uint32_t i = 0; i < props.memoryHeapCount; ++i)
+      out.push_back({props.memoryHeaps[i].size, props.memoryHeaps[i].size,
+                     bool(props.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal)});
+  }
+  if (memory_limit_)
+    for (Heap& h : out) h.available = std::min(h.available, *memory_limit_);
+  return out;
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL std::string prefill_linear_path(const DeviceInfo& info) {
+  if (info.coopmat)
+    return "matmul_coop: fp16 cooperative matrices " + std::to_string(info.coop_m) + "x" +
+           std::to_string(info.coop_n) + "x" + std::to_string(info.coop_k) +
+           ", fp32 accumulation (VK_KHR_cooperative_matrix)";
+  return "matmul: fp32 tiles (" + info.coopmat_note + ")";
+}
+
+UNICORN_DECL bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string_view(v) != "0";
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE

@@ -21,6 +21,7 @@
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/device_error.hpp"
 #include "unicorn/gpu/pipeline_cache.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn::gpu {
 
@@ -141,39 +142,11 @@ class DescriptorArena {
  public:
   explicit DescriptorArena(const Context& ctx) : ctx_(ctx) {}
 
-  vk::DescriptorSet make(const Kernel& k, std::span<const vk::DescriptorBufferInfo> buffers) {
-    if (buffers.size() != k.bindings())
-      throw Error("gpu: kernel " + k.name() + " takes " + std::to_string(k.bindings()) +
-                  " buffers, got " + std::to_string(buffers.size()));
-    if (pools_.empty() || left_sets_ == 0 || left_buffers_ < buffers.size()) add_pool();
-    const vk::DescriptorSetLayout layout = k.set_layout();
-    auto sets = (*ctx_.device()).allocateDescriptorSets(vk::DescriptorSetAllocateInfo{}
-                                                            .setDescriptorPool(*pools_.back())
-                                                            .setDescriptorSetCount(1)
-                                                            .setPSetLayouts(&layout));
-    std::vector<vk::WriteDescriptorSet> writes(buffers.size());
-    for (uint32_t i = 0; i < buffers.size(); ++i)
-      writes[i] = vk::WriteDescriptorSet{}
-                      .setDstSet(sets[0])
-                      .setDstBinding(i)
-                      .setDescriptorCount(1)
-                      .setDescriptorType(vk::DescriptorType::eStorageBuffer)
-                      .setPBufferInfo(&buffers[i]);
-    ctx_.device().updateDescriptorSets(writes, {});
-    --left_sets_;
-    left_buffers_ -= uint32_t(buffers.size());
-    return sets[0];
-  }
+  vk::DescriptorSet make(const Kernel& k, std::span<const vk::DescriptorBufferInfo> buffers);
 
  private:
   static constexpr uint32_t kSetsPerPool = 1024, kBuffersPerPool = 8192;
-  void add_pool() {
-    const vk::DescriptorPoolSize size{vk::DescriptorType::eStorageBuffer, kBuffersPerPool};
-    pools_.emplace_back(ctx_.device(),
-                        vk::DescriptorPoolCreateInfo{}.setMaxSets(kSetsPerPool).setPoolSizeCount(1).setPPoolSizes(&size));
-    left_sets_ = kSetsPerPool;
-    left_buffers_ = kBuffersPerPool;
-  }
+  void add_pool();
   const Context& ctx_;
   std::vector<vk::raii::DescriptorPool> pools_;
   uint32_t left_sets_ = 0, left_buffers_ = 0;
@@ -190,20 +163,7 @@ struct Dispatch {
 
 // Records a dispatch, with a compute→compute barrier after it unless told
 // otherwise, so every kernel sees its predecessors' writes.
-inline void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true) {
-  cb.bindPipeline(vk::PipelineBindPoint::eCompute, d.kernel->pipeline());
-  cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, d.kernel->layout(), 0, d.set, {});
-  cb.pushConstants(d.kernel->layout(), vk::ShaderStageFlagBits::eCompute, 0,
-                   sizeof(PushWords), d.push.data());
-  cb.dispatch(d.groups[0], d.groups[1], d.groups[2]);
-  if (barrier) {
-    const auto mb = vk::MemoryBarrier{}
-                        .setSrcAccessMask(vk::AccessFlagBits::eShaderWrite)
-                        .setDstAccessMask(vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
-    cb.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                       vk::PipelineStageFlagBits::eComputeShader, {}, mb, {}, {});
-  }
-}
+void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier = true);
 
 // A command pool on one of the context's queues, and helpers to run recorded
 // work on it: wait for each submission, or submit now and wait later. On a
@@ -248,42 +208,7 @@ class Stream {
   // Submits without waiting; wait() (or ready()) before the next submit.
   // `after`: what that stream has finished (its last wait()) comes first.
   // `kind`: Submission::Upload for set-up work that fault injection skips.
-  void submit(vk::CommandBuffer cb, const Stream* after = nullptr, Submission kind = Submission::Work) {
-    if (in_flight_) throw Error("internal: a gpu::Stream submitted again before waiting");
-    if (!ctx_.has_second_queue()) {
-      // One queue: submission order and each pass's leading barrier order the
-      // streams' work, and no semaphore is used (Mesa 22.3's lavapipe can
-      // deadlock in its timeline semaphores: a unicorn-bench --batch run hung
-      // in the queue thread).
-      const auto info = vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb);
-      checked_submit(ctx_.info().name, ctx_.device_lost_flag(), kind,
-                     [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
-      in_flight_ = true;
-      return;
-    }
-    const uint64_t signal = submitted_ + 1, wait_value = after ? after->finished_ : 0;
-    const vk::Semaphore wait_sem = after ? *after->timeline_ : vk::Semaphore{};
-    const vk::PipelineStageFlags wait_stage = vk::PipelineStageFlagBits::eAllCommands;
-    const vk::Semaphore signal_sem = *timeline_;
-    const auto values = vk::TimelineSemaphoreSubmitInfo{}
-                            .setWaitSemaphoreValueCount(wait_value ? 1 : 0)
-                            .setPWaitSemaphoreValues(&wait_value)
-                            .setSignalSemaphoreValueCount(1)
-                            .setPSignalSemaphoreValues(&signal);
-    const auto info = vk::SubmitInfo{}
-                          .setPNext(&values)
-                          .setWaitSemaphoreCount(wait_value ? 1 : 0)
-                          .setPWaitSemaphores(&wait_sem)
-                          .setPWaitDstStageMask(&wait_stage)
-                          .setCommandBufferCount(1)
-                          .setPCommandBuffers(&cb)
-                          .setSignalSemaphoreCount(1)
-                          .setPSignalSemaphores(&signal_sem);
-    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), kind,
-                   [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
-    submitted_ = signal;
-    in_flight_ = true;
-  }
+  void submit(vk::CommandBuffer cb, const Stream* after = nullptr, Submission kind = Submission::Work);
 
   // Whether the submission in flight has finished (then wait() returns at once).
   bool ready() const {
@@ -342,3 +267,106 @@ class Stream {
 };
 
 }  // namespace unicorn::gpu
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL vk::DescriptorSet DescriptorArena::make(const Kernel& k, std::span<const vk::DescriptorBufferInfo> buffers) {
+  if (buffers.size() != k.bindings())
+    throw Error("gpu: kernel " + k.name() + " takes " + std::to_string(k.bindings()) +
+                " buffers, got " + std::to_string(buffers.size()));
+  if (pools_.empty() || left_sets_ == 0 || left_buffers_ < buffers.size()) add_pool();
+  const vk::DescriptorSetLayout layout = k.set_layout();
+  auto sets = (*ctx_.device()).allocateDescriptorSets(vk::DescriptorSetAllocateInfo{}
+                                                          .setDescriptorPool(*pools_.back())
+                                                          .setDescriptorSetCount(1)
+                                                          .setPSetLayouts(&layout));
+  std::vector<vk::WriteDescriptorSet> writes(buffers.size());
+  for (uint32_t i = 0; i < buffers.size(); ++i)
+    writes[i] = vk::WriteDescriptorSet{}
+                    .setDstSet(sets[0])
+                    .setDstBinding(i)
+                    .setDescriptorCount(1)
+                    .setDescriptorType(vk::DescriptorType::eStorageBuffer)
+                    .setPBufferInfo(&buffers[i]);
+  ctx_.device().updateDescriptorSets(writes, {});
+  --left_sets_;
+  left_buffers_ -= uint32_t(buffers.size());
+  return sets[0];
+}
+
+UNICORN_DECL void DescriptorArena::add_pool() {
+  const vk::DescriptorPoolSize size{vk::DescriptorType::eStorageBuffer, kBuffersPerPool};
+  pools_.emplace_back(ctx_.device(),
+                      vk::DescriptorPoolCreateInfo{}.setMaxSets(kSetsPerPool).setPoolSizeCount(1).setPPoolSizes(&size));
+  left_sets_ = kSetsPerPool;
+  left_buffers_ = kBuffersPerPool;
+}
+UNICORN_DECL void Stream::submit(vk::CommandBuffer cb, const Stream* after, Submission kind) {
+  if (in_flight_) throw Error("internal: a gpu::Stream submitted again before waiting");
+  if (!ctx_.has_second_queue()) {
+    // One queue: submission order and each pass's leading barrier order the
+    // streams' work, and no semaphore is used (Mesa 22.3's lavapipe can
+    // deadlock in its timeline semaphores: a unicorn-bench --batch run hung
+    // in the queue thread).
+    const auto info = vk::SubmitInfo{}.setCommandBufferCount(1).setPCommandBuffers(&cb);
+    checked_submit(ctx_.info().name, ctx_.device_lost_flag(), kind,
+                   [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
+    in_flight_ = true;
+    return;
+  }
+  const uint64_t signal = submitted_ + 1, wait_value = after ? after->finished_ : 0;
+  const vk::Semaphore wait_sem = after ? *after->timeline_ : vk::Semaphore{};
+  const vk::PipelineStageFlags wait_stage = vk::PipelineStageFlagBits::eAllCommands;
+  const vk::Semaphore signal_sem = *timeline_;
+  const auto values = vk::TimelineSemaphoreSubmitInfo{}
+                          .setWaitSemaphoreValueCount(wait_value ? 1 : 0)
+                          .setPWaitSemaphoreValues(&wait_value)
+                          .setSignalSemaphoreValueCount(1)
+                          .setPSignalSemaphoreValues(&signal);
+  const auto info = vk::SubmitInfo{}
+                        .setPNext(&values)
+                        .setWaitSemaphoreCount(wait_value ? 1 : 0)
+                        .setPWaitSemaphores(&wait_sem)
+                        .setPWaitDstStageMask(&wait_stage)
+                        .setCommandBufferCount(1)
+                        .setPCommandBuffers(&cb)
+                        .setSignalSemaphoreCount(1)
+                        .setPSignalSemaphores(&signal_sem);
+  checked_submit(ctx_.info().name, ctx_.device_lost_flag(), kind,
+                 [&] { ctx_.queue(queue_index_).submit(info, *fence_); });
+  submitted_ = signal;
+  in_flight_ = true;
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL void record(vk::CommandBuffer cb, const Dispatch& d, bool barrier) {
+  cb.bindPipeline(vk::PipelineBindPoint::eCompute, d.kernel->pipeline());
+  cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, d.kernel->layout(), 0, d.set, {});
+  cb.pushConstants(d.kernel->layout(), vk::ShaderStageFlagBits::eCompute, 0,
+                   sizeof(PushWords), d.push.data());
+  cb.dispatch(d.groups[0], d.groups[1], d.groups[2]);
+  if (barrier) {
+    const auto mb = vk::MemoryBarrier{}
+                        .setSrcAccessMask(vk::AccessFlagBits::eShaderWrite)
+                        .setDstAccessMask(vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+    cb.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                       vk::PipelineStageFlagBits::eComputeShader, {}, mb, {}, {});
+  }
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE

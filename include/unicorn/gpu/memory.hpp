@@ -19,6 +19,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/context.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/placement/placement.hpp"
 
 namespace unicorn::gpu {
@@ -29,15 +30,7 @@ enum class MemoryKind {
   Gtt,          // tensors placed in Pool::Gtt (host-visible, not device-local; mapped)
 };
 
-inline MemoryKind memory_kind_of(Pool pool) {
-  switch (pool) {
-    case Pool::Vram: return MemoryKind::DeviceLocal;
-    case Pool::Gtt: return MemoryKind::Gtt;
-    default:
-      throw Error("gpu: no Vulkan memory holds Pool::" + std::string(pool_name(pool)) +
-                  " (the compile-time placement checks refuse it)");
-  }
-}
+MemoryKind memory_kind_of(Pool pool);
 
 inline constexpr vk::BufferUsageFlags kStorageUsage = vk::BufferUsageFlagBits::eStorageBuffer |
                                                   vk::BufferUsageFlagBits::eTransferSrc |
@@ -45,33 +38,12 @@ inline constexpr vk::BufferUsageFlags kStorageUsage = vk::BufferUsageFlagBits::e
 
 // The memory type a BufferSet of `kind` allocates from, for buffers whose
 // requirements allow `type_bits`.
-inline uint32_t memory_type_of(const Context& ctx, MemoryKind kind, uint32_t type_bits) {
-  using F = vk::MemoryPropertyFlagBits;
-  switch (kind) {
-    case MemoryKind::DeviceLocal: return ctx.memory_type(type_bits, F::eDeviceLocal);
-    case MemoryKind::HostVisible: return ctx.memory_type(type_bits, F::eHostVisible | F::eHostCoherent);
-    case MemoryKind::Gtt: return ctx.memory_type(type_bits, F::eHostVisible | F::eHostCoherent, {}, F::eDeviceLocal);
-  }
-  return 0;
-}
+uint32_t memory_type_of(const Context& ctx, MemoryKind kind, uint32_t type_bits);
 
 // The memory type storage buffers of `kind` get on this device.
-inline uint32_t storage_memory_type(const Context& ctx, MemoryKind kind) {
-  const auto families = ctx.sharing_families();
-  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{}
-                                                 .setSize(16)
-                                                 .setUsage(kStorageUsage)
-                                                 .setSharingMode(families.empty() ? vk::SharingMode::eExclusive
-                                                                                  : vk::SharingMode::eConcurrent)
-                                                 .setQueueFamilyIndices(families));
-  return memory_type_of(ctx, kind, probe.getMemoryRequirements().memoryTypeBits);
-}
+uint32_t storage_memory_type(const Context& ctx, MemoryKind kind);
 
-inline std::string gib(uint64_t b) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
-  return buf;
-}
+std::string gib(uint64_t b);
 
 // One pool's total and the heap its memory type draws from.
 struct PoolNeed {
@@ -84,28 +56,8 @@ struct PoolNeed {
 // available and the shortfall when the heaps cannot hold the pools (pools on
 // one heap — Vram and Gtt on lavapipe — are summed). Pure: tests call it with
 // made-up heaps.
-inline void check_pools_fit(const std::string& device, std::span<const PoolNeed> needs,
-                            std::span<const Context::Heap> heaps) {
-  for (uint32_t h = 0; h < heaps.size(); ++h) {
-    uint64_t need = 0;
-    std::string pools, each;  // "Vram + Gtt"; "Vram 123 bytes, Gtt 456 bytes"
-    for (const PoolNeed& n : needs)
-      if (n.heap == h && n.bytes) {
-        need += n.bytes;
-        pools += (pools.empty() ? "" : " + ") + std::string(pool_name(n.pool));
-        each += (each.empty() ? "" : ", ") + std::string(pool_name(n.pool)) + " " + std::to_string(n.bytes) + " bytes";
-      }
-    if (need <= heaps[h].available) continue;
-    const bool shared = pools.find('+') != std::string::npos;
-    throw Error("gpu: the placement does not fit " + device + ": pool " + pools + " needs " +
-                gib(need) + " (" + (shared ? each + ": " : "") + std::to_string(need) + " bytes) but its memory heap " +
-                std::to_string(h) + (heaps[h].device_local ? " (device-local)" : " (system memory)") +
-                " has " + gib(heaps[h].available) + " (" + std::to_string(heaps[h].available) +
-                " bytes) available of " + gib(heaps[h].size) + "; short by " +
-                gib(need - heaps[h].available) + ". Move tensor groups to another pool "
-                "(placement::Ffn<Pool::Gtt>), lower max_context, or use a smaller scheme");
-  }
-}
+void check_pools_fit(const std::string& device, std::span<const PoolNeed> needs,
+                            std::span<const Context::Heap> heaps);
 
 struct Buffer {
   vk::Buffer handle;   // owned by the BufferSet
@@ -187,3 +139,73 @@ class BufferSet {
 };
 
 }  // namespace unicorn::gpu
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL MemoryKind memory_kind_of(Pool pool) {
+  switch (pool) {
+    case Pool::Vram: return MemoryKind::DeviceLocal;
+    case Pool::Gtt: return MemoryKind::Gtt;
+    default:
+      throw Error("gpu: no Vulkan memory holds Pool::" + std::string(pool_name(pool)) +
+                  " (the compile-time placement checks refuse it)");
+  }
+}
+
+UNICORN_DECL uint32_t memory_type_of(const Context& ctx, MemoryKind kind, uint32_t type_bits) {
+  using F = vk::MemoryPropertyFlagBits;
+  switch (kind) {
+    case MemoryKind::DeviceLocal: return ctx.memory_type(type_bits, F::eDeviceLocal);
+    case MemoryKind::HostVisible: return ctx.memory_type(type_bits, F::eHostVisible | F::eHostCoherent);
+    case MemoryKind::Gtt: return ctx.memory_type(type_bits, F::eHostVisible | F::eHostCoherent, {}, F::eDeviceLocal);
+  }
+  return 0;
+}
+
+UNICORN_DECL uint32_t storage_memory_type(const Context& ctx, MemoryKind kind) {
+  const auto families = ctx.sharing_families();
+  const vk::raii::Buffer probe(ctx.device(), vk::BufferCreateInfo{}
+                                                 .setSize(16)
+                                                 .setUsage(kStorageUsage)
+                                                 .setSharingMode(families.empty() ? vk::SharingMode::eExclusive
+                                                                                  : vk::SharingMode::eConcurrent)
+                                                 .setQueueFamilyIndices(families));
+  return memory_type_of(ctx, kind, probe.getMemoryRequirements().memoryTypeBits);
+}
+
+UNICORN_DECL std::string gib(uint64_t b) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
+  return buf;
+}
+
+UNICORN_DECL void check_pools_fit(const std::string& device, std::span<const PoolNeed> needs,
+                                  std::span<const Context::Heap> heaps) {
+  for (uint32_t h = 0; h < heaps.size(); ++h) {
+    uint64_t need = 0;
+    std::string pools, each;  // "Vram + Gtt"; "Vram 123 bytes, Gtt 456 bytes"
+    for (const PoolNeed& n : needs)
+      if (n.heap == h && n.bytes) {
+        need += n.bytes;
+        pools += (pools.empty() ? "" : " + ") + std::string(pool_name(n.pool));
+        each += (each.empty() ? "" : ", ") + std::string(pool_name(n.pool)) + " " + std::to_string(n.bytes) + " bytes";
+      }
+    if (need <= heaps[h].available) continue;
+    const bool shared = pools.find('+') != std::string::npos;
+    throw Error("gpu: the placement does not fit " + device + ": pool " + pools + " needs " +
+                gib(need) + " (" + (shared ? each + ": " : "") + std::to_string(need) + " bytes) but its memory heap " +
+                std::to_string(h) + (heaps[h].device_local ? " (device-local)" : " (system memory)") +
+                " has " + gib(heaps[h].available) + " (" + std::to_string(heaps[h].available) +
+                " bytes) available of " + gib(heaps[h].size) + "; short by " +
+                gib(need - heaps[h].available) + ". Move tensor groups to another pool "
+                "(placement::Ffn<Pool::Gtt>), lower max_context, or use a smaller scheme");
+  }
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE

@@ -30,6 +30,7 @@
 
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/io/file_output.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn::gpu {
 
@@ -97,53 +98,12 @@ class PipelineCache {
 
   // Writes the cache if it gained pipelines; a failure to write is reported in
   // stats().ignored, never thrown: the engine works the same without the file.
-  void save() {
-    if (!dirty_ || path_.empty()) return;
-    dirty_ = false;
-    // Another engine (this process or another) may have written the file since
-    // it was read: merge its pipelines in, so that writers add up.
-    if (const std::vector<char> on_disk = read_valid(path_, /*quiet=*/true); !on_disk.empty()) {
-      const vk::raii::PipelineCache theirs(
-          device_, vk::PipelineCacheCreateInfo{}.setInitialDataSize(on_disk.size()).setPInitialData(on_disk.data()));
-      cache_.merge(*theirs);
-    }
-    const std::vector<uint8_t> data = cache_.getData();
-    std::error_code ec;
-    std::filesystem::create_directories(path_.parent_path(), ec);
-    try {
-      io::write_file(path_, std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
-    } catch (const Error& e) {
-      stats_.ignored = std::string("could not write: ") + e.what();
-      return;
-    }
-    stats_.saved_bytes = data.size();
-  }
+  void save();
 
  private:
   // The file's bytes when its header names this device and driver, else none.
-  std::vector<char> read_valid(const std::filesystem::path& path, bool quiet = false) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) return {};
-    const std::streamoff size = in.tellg();
-    std::vector<char> data(size > 0 ? size_t(size) : 0);
-    in.seekg(0);
-    if (!in.read(data.data(), std::streamsize(data.size()))) return reject("unreadable", quiet);
-    PipelineCacheHeader h{};
-    if (data.size() < sizeof h) return reject("shorter than a pipeline cache header", quiet);
-    std::memcpy(&h, data.data(), sizeof h);
-    if (h.header_size < sizeof h || h.header_size > data.size() || h.header_version != 1)
-      return reject("not a Vulkan pipeline cache", quiet);
-    if (h.vendor_id != expected_.vendor_id || h.device_id != expected_.device_id ||
-        std::memcmp(h.uuid, expected_.uuid, VK_UUID_SIZE) != 0)
-      return reject("written by another device or driver", quiet);
-    return data;
-  }
-  std::vector<char> reject(const char* why, bool quiet) {
-    if (quiet) return {};
-    stats_.ignored = why;
-    dirty_ = true;  // replace it with this device's cache at the next save
-    return {};
-  }
+  std::vector<char> read_valid(const std::filesystem::path& path, bool quiet = false);
+  std::vector<char> reject(const char* why, bool quiet);
 
   const vk::raii::Device& device_;
   PipelineCacheHeader expected_{};
@@ -154,3 +114,60 @@ class PipelineCache {
 };
 
 }  // namespace unicorn::gpu
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL void PipelineCache::save() {
+  if (!dirty_ || path_.empty()) return;
+  dirty_ = false;
+  // Another engine (this process or another) may have written the file since
+  // it was read: merge its pipelines in, so that writers add up.
+  if (const std::vector<char> on_disk = read_valid(path_, /*quiet=*/true); !on_disk.empty()) {
+    const vk::raii::PipelineCache theirs(
+        device_, vk::PipelineCacheCreateInfo{}.setInitialDataSize(on_disk.size()).setPInitialData(on_disk.data()));
+    cache_.merge(*theirs);
+  }
+  const std::vector<uint8_t> data = cache_.getData();
+  std::error_code ec;
+  std::filesystem::create_directories(path_.parent_path(), ec);
+  try {
+    io::write_file(path_, std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
+  } catch (const Error& e) {
+    stats_.ignored = std::string("could not write: ") + e.what();
+    return;
+  }
+  stats_.saved_bytes = data.size();
+}
+
+UNICORN_DECL std::vector<char> PipelineCache::read_valid(const std::filesystem::path& path, bool quiet) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const std::streamoff size = in.tellg();
+  std::vector<char> data(size > 0 ? size_t(size) : 0);
+  in.seekg(0);
+  if (!in.read(data.data(), std::streamsize(data.size()))) return reject("unreadable", quiet);
+  PipelineCacheHeader h{};
+  if (data.size() < sizeof h) return reject("shorter than a pipeline cache header", quiet);
+  std::memcpy(&h, data.data(), sizeof h);
+  if (h.header_size < sizeof h || h.header_size > data.size() || h.header_version != 1)
+    return reject("not a Vulkan pipeline cache", quiet);
+  if (h.vendor_id != expected_.vendor_id || h.device_id != expected_.device_id ||
+      std::memcmp(h.uuid, expected_.uuid, VK_UUID_SIZE) != 0)
+    return reject("written by another device or driver", quiet);
+  return data;
+}
+
+UNICORN_DECL std::vector<char> PipelineCache::reject(const char* why, bool quiet) {
+  if (quiet) return {};
+  stats_.ignored = why;
+  dirty_ = true;  // replace it with this device's cache at the next save
+  return {};
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE

@@ -23,6 +23,7 @@
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/device_error.hpp"
 #include "unicorn/gpu/memory.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn::gpu {
 
@@ -89,26 +90,11 @@ class CopyThreads {
   std::vector<std::jthread> threads_;  // last: joined before the members they use go
 };
 
-inline CopyThreads& copy_threads() {
-  static CopyThreads threads(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
-  return threads;
-}
+CopyThreads& copy_threads();
 
 // memcpy over up to 16 threads, in shares of at least 256 KiB (one thread
 // below 512 KiB).
-inline void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes) {
-  constexpr size_t kPerThreadMin = 256u << 10;
-  const size_t threads = std::min<size_t>(copy_threads().count(), bytes / kPerThreadMin);
-  if (threads <= 1) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  const size_t share = (bytes / threads + 63) / 64 * 64;  // cache-line-aligned shares
-  copy_threads().run(unsigned(threads), [=](unsigned i) {
-    const size_t begin = i * share;
-    if (begin < bytes) std::memcpy(dst + begin, src + begin, std::min(share, bytes - begin));
-  });
-}
+void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes);
 
 class StagingRing {
  public:
@@ -230,3 +216,32 @@ class StagingRing {
 };
 
 }  // namespace unicorn::gpu
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::gpu {
+
+UNICORN_DECL CopyThreads& copy_threads() {
+  static CopyThreads threads(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  return threads;
+}
+
+UNICORN_DECL void parallel_copy(std::byte* dst, const std::byte* src, size_t bytes) {
+  constexpr size_t kPerThreadMin = 256u << 10;
+  const size_t threads = std::min<size_t>(copy_threads().count(), bytes / kPerThreadMin);
+  if (threads <= 1) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t share = (bytes / threads + 63) / 64 * 64;  // cache-line-aligned shares
+  copy_threads().run(unsigned(threads), [=](unsigned i) {
+    const size_t begin = i * share;
+    if (begin < bytes) std::memcpy(dst + begin, src + begin, std::min(share, bytes - begin));
+  });
+}
+
+}  // namespace unicorn::gpu
+
+#endif  // UNICORN_DEFINE_HERE

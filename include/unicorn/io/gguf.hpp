@@ -29,6 +29,7 @@
 #include "unicorn/error.hpp"
 #include "unicorn/io/gguf_format.hpp"
 #include "unicorn/io/mapped_file.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/quant/formats.hpp"
 
 namespace unicorn::io {
@@ -85,130 +86,28 @@ class GgufCursor {
   uint64_t pos_ = 0;
 };
 
-inline GgufType read_gguf_type(GgufCursor& c, std::string_view what) {
-  const auto t = c.read<uint32_t>(what);
-  if (t >= kGgufTypeCount)
-    c.fail("unknown GGUF value type " + std::to_string(t) + " in " + std::string(what));
-  return static_cast<GgufType>(t);
-}
+GgufType read_gguf_type(GgufCursor& c, std::string_view what);
 
 inline GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what);
 
-inline GgufValue read_gguf_value(GgufCursor& c, GgufType type, int depth,
-                                 const std::string& what) {
-  switch (type) {
-    case GgufType::UInt8: return c.read<uint8_t>(what);
-    case GgufType::Int8: return c.read<int8_t>(what);
-    case GgufType::UInt16: return c.read<uint16_t>(what);
-    case GgufType::Int16: return c.read<int16_t>(what);
-    case GgufType::UInt32: return c.read<uint32_t>(what);
-    case GgufType::Int32: return c.read<int32_t>(what);
-    case GgufType::Float32: return c.read<float>(what);
-    case GgufType::Bool: return c.read<uint8_t>(what) != 0;
-    case GgufType::String: return c.read_string(what);
-    case GgufType::Array: return read_gguf_array(c, depth + 1, what);
-    case GgufType::UInt64: return c.read<uint64_t>(what);
-    case GgufType::Int64: return c.read<int64_t>(what);
-    case GgufType::Float64: return c.read<double>(what);
-  }
-  c.fail("unknown GGUF value type in " + what);
-}
+GgufValue read_gguf_value(GgufCursor& c, GgufType type, int depth,
+                                 const std::string& what);
 
-inline GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what) {
-  if (depth > kGgufMaxArrayDepth)
-    c.fail(what + ": arrays nested deeper than " + std::to_string(kGgufMaxArrayDepth));
-  const GgufType elem = read_gguf_type(c, what);
-  const auto count = c.read<uint64_t>(what);
-  if (count > c.remaining() / gguf_min_encoded_size(elem))
-    c.fail(what + ": array of " + std::to_string(count) + " " +
-           std::string(gguf_type_name(elem)) + " elements cannot fit in the " +
-           std::to_string(c.remaining()) + " bytes left in the file");
-  GgufArray a;
-  switch (elem) {
-    case GgufType::UInt8: a.items = c.read_pod_array<uint8_t>(count, what); break;
-    case GgufType::Int8: a.items = c.read_pod_array<int8_t>(count, what); break;
-    case GgufType::UInt16: a.items = c.read_pod_array<uint16_t>(count, what); break;
-    case GgufType::Int16: a.items = c.read_pod_array<int16_t>(count, what); break;
-    case GgufType::UInt32: a.items = c.read_pod_array<uint32_t>(count, what); break;
-    case GgufType::Int32: a.items = c.read_pod_array<int32_t>(count, what); break;
-    case GgufType::Float32: a.items = c.read_pod_array<float>(count, what); break;
-    case GgufType::UInt64: a.items = c.read_pod_array<uint64_t>(count, what); break;
-    case GgufType::Int64: a.items = c.read_pod_array<int64_t>(count, what); break;
-    case GgufType::Float64: a.items = c.read_pod_array<double>(count, what); break;
-    case GgufType::Bool: {
-      std::vector<bool> v(static_cast<size_t>(count));
-      for (uint64_t i = 0; i < count; ++i) v[i] = c.read<uint8_t>(what) != 0;
-      a.items = std::move(v);
-      break;
-    }
-    case GgufType::String: {
-      std::vector<std::string> v;
-      v.reserve(static_cast<size_t>(count));
-      for (uint64_t i = 0; i < count; ++i) v.push_back(c.read_string(what));
-      a.items = std::move(v);
-      break;
-    }
-    case GgufType::Array: {
-      std::vector<GgufArray> v;
-      v.reserve(static_cast<size_t>(count));
-      for (uint64_t i = 0; i < count; ++i) {
-        if (read_gguf_type(c, what) != GgufType::Array)
-          c.fail(what + ": array element " + std::to_string(i) + " is not an array");
-        // The element's own type tag precedes its {type, count, items}.
-        v.push_back(read_gguf_array(c, depth + 1, what));
-      }
-      a.items = std::move(v);
-      break;
-    }
-  }
-  return a;
-}
+GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what);
 
 // The value of an integer metadata value of any width (not bool) as uint64;
 // nullopt for non-integers, and for negative values with `negative` set.
-inline std::optional<uint64_t> gguf_as_unsigned(const GgufValue::Storage& s, bool& negative) {
-  negative = false;
-  return std::visit(
-      [&](const auto& v) -> std::optional<uint64_t> {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          if constexpr (std::is_signed_v<T>) {
-            if (v < 0) {
-              negative = true;
-              return std::nullopt;
-            }
-          }
-          return static_cast<uint64_t>(v);
-        } else {
-          return std::nullopt;
-        }
-      },
-      s);
-}
+std::optional<uint64_t> gguf_as_unsigned(const GgufValue::Storage& s, bool& negative);
 
 // A number for messages ("-1", "true"); "?" for strings and arrays.
-inline std::string gguf_scalar_text(const GgufValue& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        using X = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<X, bool>) return x ? "true" : "false";
-        else if constexpr (std::is_arithmetic_v<X>) return std::to_string(x);
-        else return "?";
-      },
-      v.storage());
-}
+std::string gguf_scalar_text(const GgufValue& v);
 
 }  // namespace detail
 
 class GgufFile {
  public:
   // Maps and parses `path`; throws unicorn::Error on any problem.
-  static GgufFile open(const std::filesystem::path& path) {
-    MappedFile file = MappedFile::open(path);
-    GgufFile g = parse(file.bytes(), path.string());
-    g.file_ = std::move(file);  // the mapping does not move: spans stay valid
-    return g;
-  }
+  static GgufFile open(const std::filesystem::path& path);
 
   // Parses bytes the caller keeps alive for the GgufFile's lifetime (tests,
   // fuzzing, in-memory files). `name` prefixes error messages.
@@ -306,7 +205,127 @@ std::optional<T> GgufFile::try_unsigned(std::string_view key) const {
   return static_cast<T>(*u);
 }
 
-inline std::optional<float> GgufFile::try_f32(std::string_view key) const {
+}  // namespace unicorn::io
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::io::detail {
+
+UNICORN_DECL GgufType read_gguf_type(GgufCursor& c, std::string_view what) {
+  const auto t = c.read<uint32_t>(what);
+  if (t >= kGgufTypeCount)
+    c.fail("unknown GGUF value type " + std::to_string(t) + " in " + std::string(what));
+  return static_cast<GgufType>(t);
+}
+
+UNICORN_DECL GgufValue read_gguf_value(GgufCursor& c, GgufType type, int depth,
+                                       const std::string& what) {
+  switch (type) {
+    case GgufType::UInt8: return c.read<uint8_t>(what);
+    case GgufType::Int8: return c.read<int8_t>(what);
+    case GgufType::UInt16: return c.read<uint16_t>(what);
+    case GgufType::Int16: return c.read<int16_t>(what);
+    case GgufType::UInt32: return c.read<uint32_t>(what);
+    case GgufType::Int32: return c.read<int32_t>(what);
+    case GgufType::Float32: return c.read<float>(what);
+    case GgufType::Bool: return c.read<uint8_t>(what) != 0;
+    case GgufType::String: return c.read_string(what);
+    case GgufType::Array: return read_gguf_array(c, depth + 1, what);
+    case GgufType::UInt64: return c.read<uint64_t>(what);
+    case GgufType::Int64: return c.read<int64_t>(what);
+    case GgufType::Float64: return c.read<double>(what);
+  }
+  c.fail("unknown GGUF value type in " + what);
+}
+
+UNICORN_DECL GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what) {
+  if (depth > kGgufMaxArrayDepth)
+    c.fail(what + ": arrays nested deeper than " + std::to_string(kGgufMaxArrayDepth));
+  const GgufType elem = read_gguf_type(c, what);
+  const auto count = c.read<uint64_t>(what);
+  if (count > c.remaining() / gguf_min_encoded_size(elem))
+    c.fail(what + ": array of " + std::to_string(count) + " " +
+           std::string(gguf_type_name(elem)) + " elements cannot fit in the " +
+           std::to_string(c.remaining()) + " bytes left in the file");
+  GgufArray a;
+  switch (elem) {
+    case GgufType::UInt8: a.items = c.read_pod_array<uint8_t>(count, what); break;
+    case GgufType::Int8: a.items = c.read_pod_array<int8_t>(count, what); break;
+    case GgufType::UInt16: a.items = c.read_pod_array<uint16_t>(count, what); break;
+    case GgufType::Int16: a.items = c.read_pod_array<int16_t>(count, what); break;
+    case GgufType::UInt32: a.items = c.read_pod_array<uint32_t>(count, what); break;
+    case GgufType::Int32: a.items = c.read_pod_array<int32_t>(count, what); break;
+    case GgufType::Float32: a.items = c.read_pod_array<float>(count, what); break;
+    case GgufType::UInt64: a.items = c.read_pod_array<uint64_t>(count, what); break;
+    case GgufType::Int64: a.items = c.read_pod_array<int64_t>(count, what); break;
+    case GgufType::Float64: a.items = c.read_pod_array<double>(count, what); break;
+    case GgufType::Bool: {
+      std::vector<bool> v(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) v[i] = c.read<uint8_t>(what) != 0;
+      a.items = std::move(v);
+      break;
+    }
+    case GgufType::String: {
+      std::vector<std::string> v;
+      v.reserve(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) v.push_back(c.read_string(what));
+      a.items = std::move(v);
+      break;
+    }
+    case GgufType::Array: {
+      std::vector<GgufArray> v;
+      v.reserve(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) {
+        if (read_gguf_type(c, what) != GgufType::Array)
+          c.fail(what + ": array element " + std::to_string(i) + " is not an array");
+        // The element's own type tag precedes its {type, count, items}.
+        v.push_back(read_gguf_array(c, depth + 1, what));
+      }
+      a.items = std::move(v);
+      break;
+    }
+  }
+  return a;
+}
+
+UNICORN_DECL std::optional<uint64_t> gguf_as_unsigned(const GgufValue::Storage& s, bool& negative) {
+  negative = false;
+  return std::visit(
+      [&](const auto& v) -> std::optional<uint64_t> {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          if constexpr (std::is_signed_v<T>) {
+            if (v < 0) {
+              negative = true;
+              return std::nullopt;
+            }
+          }
+          return static_cast<uint64_t>(v);
+        } else {
+          return std::nullopt;
+        }
+      },
+      s);
+}
+
+UNICORN_DECL std::string gguf_scalar_text(const GgufValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, bool>) return x ? "true" : "false";
+        else if constexpr (std::is_arithmetic_v<X>) return std::to_string(x);
+        else return "?";
+      },
+      v.storage());
+}
+
+}  // namespace unicorn::io::detail
+
+namespace unicorn::io {
+
+UNICORN_DECL std::optional<float> GgufFile::try_f32(std::string_view key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   // Any number converts: writers disagree on f32/f64/integer for e.g. rope bases.
@@ -321,22 +340,22 @@ inline std::optional<float> GgufFile::try_f32(std::string_view key) const {
       v->storage());
 }
 
-inline std::optional<bool> GgufFile::try_bool(std::string_view key) const {
+UNICORN_DECL std::optional<bool> GgufFile::try_bool(std::string_view key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   if (const bool* b = v->get_if<bool>()) return *b;
   wrong_type(key, *v, "bool");
 }
 
-inline std::optional<std::string> GgufFile::try_string(std::string_view key) const {
+UNICORN_DECL std::optional<std::string> GgufFile::try_string(std::string_view key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   if (const auto* s = v->get_if<std::string>()) return *s;
   wrong_type(key, *v, "string");
 }
 
-inline std::optional<std::vector<std::string>> GgufFile::try_string_array(
-    std::string_view key) const {
+UNICORN_DECL std::optional<std::vector<std::string>> GgufFile::try_string_array(
+          std::string_view key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   if (const auto* a = v->array())
@@ -344,7 +363,7 @@ inline std::optional<std::vector<std::string>> GgufFile::try_string_array(
   wrong_type(key, *v, "array of string");
 }
 
-inline std::optional<std::vector<float>> GgufFile::try_f32_array(std::string_view key) const {
+UNICORN_DECL std::optional<std::vector<float>> GgufFile::try_f32_array(std::string_view key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   if (const auto* a = v->array()) {
@@ -355,7 +374,7 @@ inline std::optional<std::vector<float>> GgufFile::try_f32_array(std::string_vie
   wrong_type(key, *v, "array of float32");
 }
 
-inline std::optional<std::vector<int32_t>> GgufFile::try_i32_array(std::string_view key) const {
+UNICORN_DECL std::optional<std::vector<int32_t>> GgufFile::try_i32_array(std::string_view key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   const GgufArray* a = v->array();
@@ -384,7 +403,7 @@ inline std::optional<std::vector<int32_t>> GgufFile::try_i32_array(std::string_v
       a->items);
 }
 
-inline GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
+UNICORN_DECL GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
   GgufFile g;
   g.name_ = std::move(name);
   g.bytes_ = bytes;
@@ -442,7 +461,7 @@ inline GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string na
   return g;
 }
 
-inline void GgufFile::parse_tensor_infos(detail::GgufCursor& c, uint64_t count) {
+UNICORN_DECL void GgufFile::parse_tensor_infos(detail::GgufCursor& c, uint64_t count) {
   tensors_.reserve(static_cast<size_t>(count));
   for (uint64_t i = 0; i < count; ++i) {
     GgufTensor t;
@@ -484,7 +503,7 @@ inline void GgufFile::parse_tensor_infos(detail::GgufCursor& c, uint64_t count) 
   }
 }
 
-inline void GgufFile::place_tensors() {
+UNICORN_DECL void GgufFile::place_tensors() {
   const uint64_t file_size = bytes_.size();
   for (GgufTensor& t : tensors_) {
     if (t.offset % alignment_ != 0)
@@ -524,3 +543,16 @@ inline void GgufFile::place_tensors() {
 }
 
 }  // namespace unicorn::io
+
+namespace unicorn::io {
+
+UNICORN_DECL GgufFile GgufFile::open(const std::filesystem::path& path) {
+  MappedFile file = MappedFile::open(path);
+  GgufFile g = parse(file.bytes(), path.string());
+  g.file_ = std::move(file);  // the mapping does not move: spans stay valid
+  return g;
+}
+
+}  // namespace unicorn::io
+
+#endif  // UNICORN_DEFINE_HERE

@@ -28,6 +28,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/io/json_file.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/model/hparams.hpp"
 
 namespace unicorn::io {
@@ -176,7 +177,37 @@ struct RopeParams {
 
 // One rope parameter set: {"rope_type" | "type": "default" | "linear", "factor", "rope_theta"}.
 // Only linear scaling exists in Gemma 3; anything else is refused by name.
-inline RopeParams read_rope(const HfFields& f, double default_theta, bool allow_scaling) {
+RopeParams read_rope(const HfFields& f, double default_theta, bool allow_scaling);
+
+void read_rope_config(const HfFields& text, HfTextConfig& c);
+
+void read_layer_kinds(const HfFields& text, HfTextConfig& c);
+
+std::vector<int64_t> read_eos(const HfFields& f);
+
+}  // namespace detail
+
+// Parses a config.json already loaded; `source` names it in error messages.
+// (A separate name: nlohmann::json and std::filesystem::path both convert from
+// a string literal, so one overloaded name would make parse_hf_config("x") ambiguous.)
+HfTextConfig parse_hf_config_json(const nlohmann::json& root,
+                                         const std::string& source = "config.json");
+
+HfTextConfig parse_hf_config(const std::filesystem::path& config_json);
+
+// Throws unicorn::Error when the config uses what Gemma 3 does not: logit
+// soft-capping (a Gemma 2 feature) or an activation other than tanh-approximated GELU.
+void check_gemma3_supported(const HfTextConfig& c, const std::string& source = "config.json");
+
+}  // namespace unicorn::io
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::io::detail {
+
+UNICORN_DECL RopeParams read_rope(const HfFields& f, double default_theta, bool allow_scaling) {
   RopeParams p{default_theta, 1.0};
   if (auto t = f.try_number("rope_theta")) p.theta = *t;
   std::string type = "default";
@@ -201,7 +232,7 @@ inline RopeParams read_rope(const HfFields& f, double default_theta, bool allow_
   return p;
 }
 
-inline void read_rope_config(const HfFields& text, HfTextConfig& c) {
+UNICORN_DECL void read_rope_config(const HfFields& text, HfTextConfig& c) {
   constexpr const Hparam& kGlobalTheta = hparam("rope_theta_global");
   constexpr const Hparam& kLocalTheta = hparam("rope_theta_local");
   const double flat_global_theta = text.try_number(kGlobalTheta.hf).value_or(kGlobalTheta.hf_default);
@@ -229,7 +260,7 @@ inline void read_rope_config(const HfFields& text, HfTextConfig& c) {
   if (!(local.theta > 0)) text.fail(kLocalTheta.hf, "must be positive");
 }
 
-inline void read_layer_kinds(const HfFields& text, HfTextConfig& c) {
+UNICORN_DECL void read_layer_kinds(const HfFields& text, HfTextConfig& c) {
   const uint32_t n = c.num_hidden_layers;
   if (const auto* lt = text.get("layer_types")) {
     if (!lt->is_array() || lt->size() != n)
@@ -263,7 +294,7 @@ inline void read_layer_kinds(const HfFields& text, HfTextConfig& c) {
   for (uint32_t i = 0; i < n; ++i) c.layer_is_sliding[i] = (i + 1) % p != 0;
 }
 
-inline std::vector<int64_t> read_eos(const HfFields& f) {
+UNICORN_DECL std::vector<int64_t> read_eos(const HfFields& f) {
   const auto* v = f.get("eos_token_id");
   if (v == nullptr) return {};
   if (!v->is_array()) return {*f.try_int("eos_token_id")};
@@ -275,13 +306,12 @@ inline std::vector<int64_t> read_eos(const HfFields& f) {
   return ids;
 }
 
-}  // namespace detail
+}  // namespace unicorn::io::detail
 
-// Parses a config.json already loaded; `source` names it in error messages.
-// (A separate name: nlohmann::json and std::filesystem::path both convert from
-// a string literal, so one overloaded name would make parse_hf_config("x") ambiguous.)
-inline HfTextConfig parse_hf_config_json(const nlohmann::json& root,
-                                         const std::string& source = "config.json") {
+namespace unicorn::io {
+
+UNICORN_DECL HfTextConfig parse_hf_config_json(const nlohmann::json& root,
+                                               const std::string& source) {
   if (!root.is_object()) throw Error(source + ": not a JSON object");
   const detail::HfFields top(root, "", source);
   HfTextConfig c;
@@ -362,13 +392,11 @@ inline HfTextConfig parse_hf_config_json(const nlohmann::json& root,
   return c;
 }
 
-inline HfTextConfig parse_hf_config(const std::filesystem::path& config_json) {
+UNICORN_DECL HfTextConfig parse_hf_config(const std::filesystem::path& config_json) {
   return parse_hf_config_json(read_json_file(config_json), config_json.string());
 }
 
-// Throws unicorn::Error when the config uses what Gemma 3 does not: logit
-// soft-capping (a Gemma 2 feature) or an activation other than tanh-approximated GELU.
-inline void check_gemma3_supported(const HfTextConfig& c, const std::string& source = "config.json") {
+UNICORN_DECL void check_gemma3_supported(const HfTextConfig& c, const std::string& source) {
   if (c.final_logit_softcapping)
     throw Error(source + ": final_logit_softcapping = " + std::to_string(*c.final_logit_softcapping) +
                 " is set; Gemma 3 has no logit soft-capping (a Gemma 2 config?)");
@@ -381,3 +409,5 @@ inline void check_gemma3_supported(const HfTextConfig& c, const std::string& sou
 }
 
 }  // namespace unicorn::io
+
+#endif  // UNICORN_DEFINE_HERE

@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unicorn/error.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn::io {
 
@@ -62,7 +63,37 @@ namespace detail {
 // Ollama's part rules (types/model/name.go isValidPart): a letter, digit or
 // '_' first, then those and '-', '_'; '.' except in a namespace; ':' only in
 // a host. They also keep "..", "/" and empty parts out of the paths built here.
-inline bool ollama_part_ok(std::string_view s, bool host, bool ns) {
+bool ollama_part_ok(std::string_view s, bool host, bool ns);
+
+// Names (sorted) of the entries of `dir` that are directories or files, or
+// none when it cannot be read.
+std::vector<std::string> ollama_entries(const std::filesystem::path& dir, bool directories);
+
+std::string join(const std::vector<std::string>& items);
+
+}  // namespace detail
+
+// Parses "gemma3", "gemma3:27b", "namespace/model:tag" or
+// "host/namespace/model:tag" (with or without the "ollama:" prefix).
+OllamaName parse_ollama_name(std::string_view text);
+
+// The digest ("sha256:<64 hex>") of the model layer of a manifest's JSON text.
+// `where` names the manifest in messages.
+std::string ollama_model_digest(std::string_view manifest_json, const std::string& where);
+
+// The model blob of `name` in the store at `root`; every way it can be
+// missing is an Error that says which part and what exists instead.
+std::filesystem::path ollama_model_blob(const std::filesystem::path& root, std::string_view name);
+
+}  // namespace unicorn::io
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::io::detail {
+
+UNICORN_DECL bool ollama_part_ok(std::string_view s, bool host, bool ns) {
   if (s.empty() || s.size() > (host ? 350u : 80u)) return false;
   const auto word = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -77,9 +108,7 @@ inline bool ollama_part_ok(std::string_view s, bool host, bool ns) {
   return true;
 }
 
-// Names (sorted) of the entries of `dir` that are directories or files, or
-// none when it cannot be read.
-inline std::vector<std::string> ollama_entries(const std::filesystem::path& dir, bool directories) {
+UNICORN_DECL std::vector<std::string> ollama_entries(const std::filesystem::path& dir, bool directories) {
   std::vector<std::string> names;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -92,17 +121,17 @@ inline std::vector<std::string> ollama_entries(const std::filesystem::path& dir,
   return names;
 }
 
-inline std::string join(const std::vector<std::string>& items) {
+UNICORN_DECL std::string join(const std::vector<std::string>& items) {
   std::string s;
   for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
   return s;
 }
 
-}  // namespace detail
+}  // namespace unicorn::io::detail
 
-// Parses "gemma3", "gemma3:27b", "namespace/model:tag" or
-// "host/namespace/model:tag" (with or without the "ollama:" prefix).
-inline OllamaName parse_ollama_name(std::string_view text) {
+namespace unicorn::io {
+
+UNICORN_DECL OllamaName parse_ollama_name(std::string_view text) {
   const std::string given(text);
   if (text.starts_with(kOllamaPrefix)) text.remove_prefix(kOllamaPrefix.size());
   if (text.find('@') != std::string_view::npos)
@@ -140,9 +169,7 @@ inline OllamaName parse_ollama_name(std::string_view text) {
   return n;
 }
 
-// The digest ("sha256:<64 hex>") of the model layer of a manifest's JSON text.
-// `where` names the manifest in messages.
-inline std::string ollama_model_digest(std::string_view manifest_json, const std::string& where) {
+UNICORN_DECL std::string ollama_model_digest(std::string_view manifest_json, const std::string& where) {
   const auto m = nlohmann::json::parse(manifest_json.begin(), manifest_json.end(), nullptr, false);
   if (m.is_discarded()) throw Error(where + ": not valid JSON; is this an Ollama manifest?");
   if (!m.is_object()) throw Error(where + ": an Ollama manifest is a JSON object, this is " + m.type_name());
@@ -173,9 +200,7 @@ inline std::string ollama_model_digest(std::string_view manifest_json, const std
               (types.empty() ? std::string(" (the manifest lists no layers)") : " (its layers: " + detail::join(types) + ")"));
 }
 
-// The model blob of `name` in the store at `root`; every way it can be
-// missing is an Error that says which part and what exists instead.
-inline std::filesystem::path ollama_model_blob(const std::filesystem::path& root, std::string_view name) {
+UNICORN_DECL std::filesystem::path ollama_model_blob(const std::filesystem::path& root, std::string_view name) {
   namespace fs = std::filesystem;
   const OllamaName n = parse_ollama_name(name);
   const std::string ref = std::string(kOllamaPrefix) + n.text();
@@ -211,3 +236,5 @@ inline std::filesystem::path ollama_model_blob(const std::filesystem::path& root
 }
 
 }  // namespace unicorn::io
+
+#endif  // UNICORN_DEFINE_HERE

@@ -29,6 +29,7 @@
 #include "unicorn/error.hpp"
 #include "unicorn/io/json_file.hpp"
 #include "unicorn/io/mapped_file.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn::io {
 
@@ -41,19 +42,7 @@ struct SafeTensor {
 };
 
 // Bytes per element of a safetensors dtype; nullopt for a dtype we do not know.
-inline std::optional<uint32_t> safetensors_dtype_bytes(std::string_view dtype) {
-  struct Entry {
-    std::string_view name;
-    uint32_t bytes;
-  };
-  static constexpr Entry kDtypes[] = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1},
-      {"I16", 2},  {"U16", 2}, {"F16", 2},  {"BF16", 2},    {"I32", 4},
-      {"U32", 4},  {"F32", 4}, {"F64", 8},  {"I64", 8},     {"U64", 8}};
-  for (const auto& e : kDtypes)
-    if (e.name == dtype) return e.bytes;
-  return std::nullopt;
-}
+std::optional<uint32_t> safetensors_dtype_bytes(std::string_view dtype);
 
 namespace detail {
 
@@ -70,8 +59,60 @@ struct FailWith {
 
 // Parses one safetensors file held in `bytes`; appends its tensors (sorted by
 // data offset) to `out`. `name` prefixes error messages and fills SafeTensor::file.
-inline void parse_safetensors(std::span<const std::byte> bytes, const std::string& name,
-                              std::vector<SafeTensor>& out) {
+void parse_safetensors(std::span<const std::byte> bytes, const std::string& name,
+                              std::vector<SafeTensor>& out);
+
+}  // namespace detail
+
+class SafetensorsModel {
+ public:
+  // Opens a .safetensors file, a model.safetensors.index.json, or a directory
+  // holding either (the index wins when both exist).
+  static SafetensorsModel open(const std::filesystem::path& dir_or_file);
+
+  std::span<const SafeTensor> tensors() const { return tensors_; }  // shard order, then data order
+  const SafeTensor* find(std::string_view name) const {
+    const auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &tensors_[it->second];
+  }
+
+ private:
+  void add_file(const std::filesystem::path& path);
+  void open_index(const std::filesystem::path& index_path);
+
+  std::vector<MappedFile> files_;  // the spans in tensors_ point into these mappings
+  std::vector<SafeTensor> tensors_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+}  // namespace unicorn::io
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::io {
+
+UNICORN_DECL std::optional<uint32_t> safetensors_dtype_bytes(std::string_view dtype) {
+  struct Entry {
+    std::string_view name;
+    uint32_t bytes;
+  };
+  static constexpr Entry kDtypes[] = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2},  {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"F64", 8},  {"I64", 8},     {"U64", 8}};
+  for (const auto& e : kDtypes)
+    if (e.name == dtype) return e.bytes;
+  return std::nullopt;
+}
+
+}  // namespace unicorn::io
+
+namespace unicorn::io::detail {
+
+UNICORN_DECL void parse_safetensors(std::span<const std::byte> bytes, const std::string& name,
+                                    std::vector<SafeTensor>& out) {
   const FailWith fail{name};
   if (bytes.size() < 8)
     fail("truncated: " + std::to_string(bytes.size()) +
@@ -171,30 +212,11 @@ inline void parse_safetensors(std::span<const std::byte> bytes, const std::strin
   std::move(sorted.begin(), sorted.end(), out.begin() + static_cast<std::ptrdiff_t>(first));
 }
 
-}  // namespace detail
+}  // namespace unicorn::io::detail
 
-class SafetensorsModel {
- public:
-  // Opens a .safetensors file, a model.safetensors.index.json, or a directory
-  // holding either (the index wins when both exist).
-  static SafetensorsModel open(const std::filesystem::path& dir_or_file);
+namespace unicorn::io {
 
-  std::span<const SafeTensor> tensors() const { return tensors_; }  // shard order, then data order
-  const SafeTensor* find(std::string_view name) const {
-    const auto it = index_.find(name);
-    return it == index_.end() ? nullptr : &tensors_[it->second];
-  }
-
- private:
-  void add_file(const std::filesystem::path& path);
-  void open_index(const std::filesystem::path& index_path);
-
-  std::vector<MappedFile> files_;  // the spans in tensors_ point into these mappings
-  std::vector<SafeTensor> tensors_;
-  std::map<std::string, size_t, std::less<>> index_;
-};
-
-inline void SafetensorsModel::add_file(const std::filesystem::path& path) {
+UNICORN_DECL void SafetensorsModel::add_file(const std::filesystem::path& path) {
   MappedFile file = MappedFile::open(path);
   const size_t first = tensors_.size();
   detail::parse_safetensors(file.bytes(), path.string(), tensors_);
@@ -207,7 +229,7 @@ inline void SafetensorsModel::add_file(const std::filesystem::path& path) {
   }
 }
 
-inline void SafetensorsModel::open_index(const std::filesystem::path& index_path) {
+UNICORN_DECL void SafetensorsModel::open_index(const std::filesystem::path& index_path) {
   const std::string where = index_path.string();
   const nlohmann::json index = read_json_file(index_path);
   if (!index.is_object()) throw Error(where + ": not a JSON object");
@@ -247,7 +269,7 @@ inline void SafetensorsModel::open_index(const std::filesystem::path& index_path
   }
 }
 
-inline SafetensorsModel SafetensorsModel::open(const std::filesystem::path& dir_or_file) {
+UNICORN_DECL SafetensorsModel SafetensorsModel::open(const std::filesystem::path& dir_or_file) {
   SafetensorsModel m;
   std::error_code ec;
   if (std::filesystem::is_directory(dir_or_file, ec)) {
@@ -269,3 +291,5 @@ inline SafetensorsModel SafetensorsModel::open(const std::filesystem::path& dir_
 }
 
 }  // namespace unicorn::io
+
+#endif  // UNICORN_DEFINE_HERE

@@ -8,10 +8,27 @@
 
 #include "unicorn/deployment.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn {
 
-inline std::string human_bytes(uint64_t b) {
+std::string human_bytes(uint64_t b);
+
+// The weight formats of a deployment in words: "embedding Q6_K, attention
+// Q4_K, ffn Q4_K; attn_v and ffn_down Q6_K in 13 of 34 layers".
+std::string scheme_text(const DeploymentConfig& c);
+
+void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView& L);
+
+}  // namespace unicorn
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn {
+
+UNICORN_DECL std::string human_bytes(uint64_t b) {
   char buf[32];
   if (b >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
   else if (b >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
@@ -19,9 +36,7 @@ inline std::string human_bytes(uint64_t b) {
   return buf;
 }
 
-// The weight formats of a deployment in words: "embedding Q6_K, attention
-// Q4_K, ffn Q4_K; attn_v and ffn_down Q6_K in 13 of 34 layers".
-inline std::string scheme_text(const DeploymentConfig& c) {
+UNICORN_DECL std::string scheme_text(const DeploymentConfig& c) {
   const Scheme& s = c.scheme;
   std::string t = "embedding " + std::string(format_name(s.embedding)) + ", attention " +
                   std::string(format_name(s.attention)) + ", ffn " + std::string(format_name(s.ffn));
@@ -36,7 +51,7 @@ inline std::string scheme_text(const DeploymentConfig& c) {
   return t;
 }
 
-inline void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView& L) {
+UNICORN_DECL void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView& L) {
   const auto& m = c.model;
   uint64_t weights = 0, kv = 0, acts = 0;
   for (auto b : L.weight_slab_bytes) weights += b;
@@ -82,3 +97,5 @@ inline void print_layout(std::ostream& os, const DeploymentConfig& c, const Layo
 }
 
 }  // namespace unicorn
+
+#endif  // UNICORN_DEFINE_HERE

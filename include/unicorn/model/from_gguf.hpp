@@ -13,6 +13,7 @@
 #include "unicorn/error.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/model/dims.hpp"
 #include "unicorn/model/hparams.hpp"
 #include "unicorn/quant/scheme.hpp"
@@ -23,7 +24,59 @@ namespace unicorn {
 // llama.cpp's gemma3 loader fixes the local RoPE base (10000), the layer
 // pattern (every 6th layer global) and the query scale, so the loader takes
 // them from the compiled engine (model/hparams.hpp says more).
-inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& base) {
+ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& base);
+
+// The file's dimensions as llama.cpp runs it, for an engine compiled from the
+// file alone: the layer pattern and local RoPE base from the file where it
+// has them (unicorn-convert writes them), else llama.cpp's 6 and 10000; the
+// query scale by llama.cpp's rule (hidden / heads for the 62-layer 27B, else
+// head_dim), which no key carries.
+ModelDims dims_from_gguf(const io::GgufFile& g);
+
+namespace detail {
+
+// A weight matrix of a model, as a scheme's rule sees it, and the format a file has for it.
+struct FileMatrix {
+  std::string name;  // GGUF name
+  WeightKind kind;
+  int layer;  // -1: the embedding
+  uint64_t cols;
+  Format format;
+};
+
+WeightKind weight_kind(Role r);
+
+// Every matrix of a model of dims `m` with the file's format for it (a
+// missing tensor, or one of a type the engine does not run, is an error).
+std::vector<FileMatrix> file_matrices(const io::GgufFile& g, const ModelDims& m);
+
+// The first matrix whose format `s` does not give it, or nullptr.
+inline const FileMatrix* first_outside(const std::vector<FileMatrix>& ms, const Scheme& s, uint32_t layers) {
+  for (const FileMatrix& x : ms)
+    if (format_of(s, x.kind, x.layer, layers, x.cols) != x.format) return &x;
+  return nullptr;
+}
+
+}  // namespace detail
+
+// The scheme a GGUF file's tensor types follow, for a model of dims `m`, with
+// a `kv` KV cache: a named scheme (quant/scheme.hpp) where one gives every
+// matrix the file's format, else one built from the formats themselves
+// (format_of's rule: a format for the embedding, the attention and the FFN
+// matrices, attn_v and ffn_down with their own in llama-quantize's layers, and
+// K-quant fallbacks). A file whose formats follow no such rule is an error
+// that names the first tensor breaking the nearest one.
+Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, Format kv = Format::F16);
+
+}  // namespace unicorn
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn {
+
+UNICORN_DECL ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& base) {
   const std::string arch = g.try_string(kGgufArchitectureKey).value_or("(none)");
   if (arch != kGgufArchitecture)
     throw Error(g.name() + ": " + std::string(kGgufArchitectureKey) + " is '" + arch +
@@ -54,12 +107,7 @@ inline ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& base) {
   return d;
 }
 
-// The file's dimensions as llama.cpp runs it, for an engine compiled from the
-// file alone: the layer pattern and local RoPE base from the file where it
-// has them (unicorn-convert writes them), else llama.cpp's 6 and 10000; the
-// query scale by llama.cpp's rule (hidden / heads for the 62-layer 27B, else
-// head_dim), which no key carries.
-inline ModelDims dims_from_gguf(const io::GgufFile& g) {
+UNICORN_DECL ModelDims dims_from_gguf(const io::GgufFile& g) {
   ModelDims base{};
   base.global_every = g.try_u32(hparam("global_every").gguf).value_or(6);
   base.rope_theta_local = g.try_f32(hparam("rope_theta_local").gguf).value_or(10000.f);
@@ -68,18 +116,11 @@ inline ModelDims dims_from_gguf(const io::GgufFile& g) {
   return d;
 }
 
-namespace detail {
+}  // namespace unicorn
 
-// A weight matrix of a model, as a scheme's rule sees it, and the format a file has for it.
-struct FileMatrix {
-  std::string name;  // GGUF name
-  WeightKind kind;
-  int layer;  // -1: the embedding
-  uint64_t cols;
-  Format format;
-};
+namespace unicorn::detail {
 
-inline WeightKind weight_kind(Role r) {
+UNICORN_DECL WeightKind weight_kind(Role r) {
   switch (r) {
     case Role::AttnQ: return WeightKind::AttnQ;
     case Role::AttnK: return WeightKind::AttnK;
@@ -92,9 +133,7 @@ inline WeightKind weight_kind(Role r) {
   }
 }
 
-// Every matrix of a model of dims `m` with the file's format for it (a
-// missing tensor, or one of a type the engine does not run, is an error).
-inline std::vector<FileMatrix> file_matrices(const io::GgufFile& g, const ModelDims& m) {
+UNICORN_DECL std::vector<FileMatrix> file_matrices(const io::GgufFile& g, const ModelDims& m) {
   std::vector<FileMatrix> out;
   const DeploymentConfig c = make_deployment(m, schemes::kF32);
   for_each_tensor(c, [&](const TensorShape& t, int layer, Arena arena) {
@@ -114,23 +153,11 @@ inline std::vector<FileMatrix> file_matrices(const io::GgufFile& g, const ModelD
   return out;
 }
 
-// The first matrix whose format `s` does not give it, or nullptr.
-inline const FileMatrix* first_outside(const std::vector<FileMatrix>& ms, const Scheme& s, uint32_t layers) {
-  for (const FileMatrix& x : ms)
-    if (format_of(s, x.kind, x.layer, layers, x.cols) != x.format) return &x;
-  return nullptr;
-}
+}  // namespace unicorn::detail
 
-}  // namespace detail
+namespace unicorn {
 
-// The scheme a GGUF file's tensor types follow, for a model of dims `m`, with
-// a `kv` KV cache: a named scheme (quant/scheme.hpp) where one gives every
-// matrix the file's format, else one built from the formats themselves
-// (format_of's rule: a format for the embedding, the attention and the FFN
-// matrices, attn_v and ffn_down with their own in llama-quantize's layers, and
-// K-quant fallbacks). A file whose formats follow no such rule is an error
-// that names the first tensor breaking the nearest one.
-inline Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, Format kv = Format::F16) {
+UNICORN_DECL Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, Format kv) {
   if (g.find_tensor("output.weight"))
     throw Error(g.name() + ": tensor 'output.weight' is a separate output matrix; Gemma 3 ties its output "
                 "to token_embd, and so does this engine");
@@ -192,3 +219,5 @@ inline Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, Format
 }
 
 }  // namespace unicorn
+
+#endif  // UNICORN_DEFINE_HERE

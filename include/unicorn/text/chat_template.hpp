@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "unicorn/error.hpp"
+#include "unicorn/linkage.hpp"
 
 namespace unicorn::text {
 
@@ -29,7 +30,26 @@ namespace detail {
 // Jinja's `trim` filter as @huggingface/jinja runs it: JavaScript's
 // String.prototype.trim, i.e. Unicode White_Space plus U+FEFF. (Python's
 // str.strip differs only on U+FEFF and U+001C..U+001F.)
-inline size_t js_space_length(std::string_view s, size_t i) {
+size_t js_space_length(std::string_view s, size_t i);
+
+std::string_view js_trim(std::string_view s);
+
+}  // namespace detail
+
+// Renders a conversation as Gemma 3's template does. Roles must alternate
+// user/assistant after an optional leading system message, or this throws
+// (the template raises the same error).
+std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt);
+
+}  // namespace unicorn::text
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::text::detail {
+
+UNICORN_DECL size_t js_space_length(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
   const size_t left = s.size() - i;
   if (b(0) == ' ' || (b(0) >= 0x09 && b(0) <= 0x0D)) return 1;
@@ -45,7 +65,7 @@ inline size_t js_space_length(std::string_view s, size_t i) {
   return 0;
 }
 
-inline std::string_view js_trim(std::string_view s) {
+UNICORN_DECL std::string_view js_trim(std::string_view s) {
   size_t begin = 0;
   while (begin < s.size()) {
     const size_t n = js_space_length(s, begin);
@@ -68,12 +88,11 @@ inline std::string_view js_trim(std::string_view s) {
   return s.substr(begin, end - begin);
 }
 
-}  // namespace detail
+}  // namespace unicorn::text::detail
 
-// Renders a conversation as Gemma 3's template does. Roles must alternate
-// user/assistant after an optional leading system message, or this throws
-// (the template raises the same error).
-inline std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+namespace unicorn::text {
+
+UNICORN_DECL std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
   std::string out = "<bos>";
   std::string_view first_user_prefix;
   std::string system_prefix;
@@ -99,3 +118,5 @@ inline std::string render_chat(std::span<const ChatMessage> messages, bool add_g
 }
 
 }  // namespace unicorn::text
+
+#endif  // UNICORN_DEFINE_HERE

@@ -14,6 +14,7 @@
 
 #include "unicorn/engine/core.hpp"
 #include "unicorn/gpu/device_error.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/sampling.hpp"
 #include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
@@ -50,9 +51,22 @@ namespace detail {
 // `opt.sampling` (set on that stream, its draws starting over). `also_cancel`
 // is a second flag (ChatSession::cancel's). Used through AnyEngine::generate
 // and ChatSession.
-inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
+GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                                std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                               const std::atomic<bool>* also_cancel = nullptr) {
+                               const std::atomic<bool>* also_cancel = nullptr);
+
+}  // namespace detail
+}  // namespace unicorn::text
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::text::detail {
+
+UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
+                                     std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
+                                     const std::atomic<bool>* also_cancel) {
   using Clock = std::chrono::steady_clock;
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
@@ -111,5 +125,6 @@ inline GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokeni
   return r;
 }
 
-}  // namespace detail
-}  // namespace unicorn::text
+}  // namespace unicorn::text::detail
+
+#endif  // UNICORN_DEFINE_HERE

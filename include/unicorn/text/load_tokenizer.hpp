@@ -12,6 +12,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/linkage.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::text {
@@ -19,7 +20,29 @@ namespace unicorn::text {
 // The vocabulary of an opened GGUF file. llama.cpp writes Gemma 3 as
 // tokenizer.ggml.model = "llama" (SentencePiece: tokens, scores, token_type);
 // GPT-2 style byte-level vocabularies are a different tokenizer and rejected.
-inline Tokenizer tokenizer_from_gguf(const io::GgufFile& gguf) {
+Tokenizer tokenizer_from_gguf(const io::GgufFile& gguf);
+
+// A GGUF file (recognised by its magic) or else a Hugging Face tokenizer.json.
+Tokenizer load_tokenizer(const std::filesystem::path& path);
+
+// The tokenizer that travels with a model, if it carries one: the vocabulary
+// inside a GGUF file (tokenizer.ggml.* keys), or tokenizer.json in a Hugging
+// Face directory. A vocabulary that is there but unreadable is an error.
+std::optional<Tokenizer> model_tokenizer(const std::filesystem::path& model);
+
+// The model's own tokenizer, or `override_path` (a tokenizer.json or a GGUF)
+// when given; an error when there is neither.
+Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesystem::path& override_path = {});
+
+}  // namespace unicorn::text
+
+// The code of what is declared above: here when header-only, else compiled
+// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+#if UNICORN_DEFINE_HERE
+
+namespace unicorn::text {
+
+UNICORN_DECL Tokenizer tokenizer_from_gguf(const io::GgufFile& gguf) {
   const std::string model = gguf.try_string("tokenizer.ggml.model").value_or("");
   if (model != "llama")
     throw Error(gguf.name() + ": tokenizer.ggml.model is '" + model +
@@ -30,8 +53,7 @@ inline Tokenizer tokenizer_from_gguf(const io::GgufFile& gguf) {
                                     gguf.try_string_array("tokenizer.ggml.merges").value_or(std::vector<std::string>{}));
 }
 
-// A GGUF file (recognised by its magic) or else a Hugging Face tokenizer.json.
-inline Tokenizer load_tokenizer(const std::filesystem::path& path) {
+UNICORN_DECL Tokenizer load_tokenizer(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("tokenizer: cannot open " + path.string());
   char magic[4] = {};
@@ -41,10 +63,7 @@ inline Tokenizer load_tokenizer(const std::filesystem::path& path) {
   return Tokenizer::from_tokenizer_json(path);
 }
 
-// The tokenizer that travels with a model, if it carries one: the vocabulary
-// inside a GGUF file (tokenizer.ggml.* keys), or tokenizer.json in a Hugging
-// Face directory. A vocabulary that is there but unreadable is an error.
-inline std::optional<Tokenizer> model_tokenizer(const std::filesystem::path& model) {
+UNICORN_DECL std::optional<Tokenizer> model_tokenizer(const std::filesystem::path& model) {
   if (std::filesystem::is_directory(model)) {
     if (!std::filesystem::exists(model / "tokenizer.json")) return std::nullopt;
     return Tokenizer::from_tokenizer_json(model / "tokenizer.json");
@@ -54,9 +73,7 @@ inline std::optional<Tokenizer> model_tokenizer(const std::filesystem::path& mod
   return tokenizer_from_gguf(gguf);
 }
 
-// The model's own tokenizer, or `override_path` (a tokenizer.json or a GGUF)
-// when given; an error when there is neither.
-inline Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesystem::path& override_path = {}) {
+UNICORN_DECL Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesystem::path& override_path) {
   if (!override_path.empty()) return load_tokenizer(override_path);
   if (auto tok = model_tokenizer(model)) return std::move(*tok);
   throw Error(model.string() + " carries no vocabulary (" +
@@ -65,3 +82,5 @@ inline Tokenizer tokenizer_for(const std::filesystem::path& model, const std::fi
 }
 
 }  // namespace unicorn::text
+
+#endif  // UNICORN_DEFINE_HERE
