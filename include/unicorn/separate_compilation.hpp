@@ -7,11 +7,9 @@
 
 #if !defined(UNICORN_SEPARATE_COMPILATION)
 #error "unicorn/separate_compilation.hpp compiles the engine's code once for a build that defines UNICORN_SEPARATE_COMPILATION in every translation unit (unicorn/linkage.hpp); a header-only build needs no such file"
-#endif
-
-#if defined(UNICORN_LINKAGE_INCLUDED)
+#elif defined(UNICORN_LINKAGE_INCLUDED)
 #error "unicorn/separate_compilation.hpp must come before any other unicorn header in its translation unit"
-#endif
+#else
 #define UNICORN_COMPILING_ENGINE_CODE 1
 
 #include "unicorn/engine/check_tensors.hpp"
@@ -33,3 +31,4 @@
 #include "unicorn/text/generate.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 #include "unicorn/text/tokenizer.hpp"
+#endif

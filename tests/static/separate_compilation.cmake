@@ -1,0 +1,31 @@
+# Fails naming each header under INCLUDE_DIR/unicorn whose definitions block
+# (`#if UNICORN_DEFINE_HERE`) no file of the one compiled unit includes:
+# unicorn/separate_compilation.hpp, or engine/definitions.hpp for EngineCore's.
+cmake_minimum_required(VERSION 3.25)
+set(root ${INCLUDE_DIR}/unicorn)
+file(READ ${root}/separate_compilation.hpp listed)
+file(READ ${root}/engine/definitions.hpp engine_listed)
+string(APPEND listed "${engine_listed}")
+file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR} ${root}/*.hpp)
+set(missing "")
+set(blocks 0)
+foreach(h IN LISTS headers)
+  file(STRINGS ${INCLUDE_DIR}/${h} guard REGEX "^#if UNICORN_DEFINE_HERE")
+  if(NOT guard OR h STREQUAL "unicorn/engine/core.hpp")  # core.hpp's block includes engine/definitions.hpp
+    continue()
+  endif()
+  math(EXPR blocks "${blocks} + 1")
+  string(FIND "${listed}" "#include \"${h}\"" at)
+  if(at EQUAL -1)
+    list(APPEND missing ${h})
+  endif()
+endforeach()
+if(missing)
+  list(JOIN missing "\n  " text)
+  message(FATAL_ERROR "headers with definitions that unicorn/separate_compilation.hpp does not include "
+                      "(a build with UNICORN_SEPARATE_COMPILATION would not compile their code):\n  ${text}")
+endif()
+if(blocks LESS 10)
+  message(FATAL_ERROR "found only ${blocks} definitions blocks under ${root}: is INCLUDE_DIR right?")
+endif()
+message(STATUS "${blocks} headers with definitions, each compiled by unicorn/separate_compilation.hpp")
