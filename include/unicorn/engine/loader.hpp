@@ -55,13 +55,13 @@ SourceType source_type_of(Format f);
 // and checked (check_file: type, shape) before any is uploaded; then each
 // goes to the device part by part, copied as it is or converted on the GPU.
 LoadReport load_weights(EngineCore& core, const WeightFile& file, const LoadProgress& progress,
-                               std::chrono::steady_clock::time_point file_opened);
+                        std::chrono::steady_clock::time_point file_opened);
 
 }  // namespace detail
 
 // Loads a GGUF file, or a Hugging Face directory (config.json + safetensors).
 LoadReport load_model(detail::EngineCore& core, const std::filesystem::path& path,
-                             const LoadProgress& progress = {});
+                      const LoadProgress& progress = {});
 
 }  // namespace unicorn
 

@@ -54,7 +54,7 @@ std::string show(const T& v) {
 // Every ModelDims field (Hana's list of fields) that differs, each named with
 // the key it comes from in the file.
 std::vector<std::string> dims_differences(const ModelDims& file, const ModelDims& engine,
-                                                 const std::string& source, bool gguf);
+                                          const std::string& source, bool gguf);
 
 std::string shape_text(std::span<const uint64_t> dims);
 

@@ -57,7 +57,7 @@ struct PoolNeed {
 // one heap — Vram and Gtt on lavapipe — are summed). Pure: tests call it with
 // made-up heaps.
 void check_pools_fit(const std::string& device, std::span<const PoolNeed> needs,
-                            std::span<const Context::Heap> heaps);
+                     std::span<const Context::Heap> heaps);
 
 struct Buffer {
   vk::Buffer handle;   // owned by the BufferSet

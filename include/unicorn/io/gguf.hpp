@@ -88,10 +88,8 @@ class GgufCursor {
 
 GgufType read_gguf_type(GgufCursor& c, std::string_view what);
 
-inline GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what);
-
 GgufValue read_gguf_value(GgufCursor& c, GgufType type, int depth,
-                                 const std::string& what);
+                          const std::string& what);
 
 GgufArray read_gguf_array(GgufCursor& c, int depth, const std::string& what);
 

@@ -191,7 +191,7 @@ std::vector<int64_t> read_eos(const HfFields& f);
 // (A separate name: nlohmann::json and std::filesystem::path both convert from
 // a string literal, so one overloaded name would make parse_hf_config("x") ambiguous.)
 HfTextConfig parse_hf_config_json(const nlohmann::json& root,
-                                         const std::string& source = "config.json");
+                                  const std::string& source = "config.json");
 
 HfTextConfig parse_hf_config(const std::filesystem::path& config_json);
 

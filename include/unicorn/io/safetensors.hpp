@@ -60,7 +60,7 @@ struct FailWith {
 // Parses one safetensors file held in `bytes`; appends its tensors (sorted by
 // data offset) to `out`. `name` prefixes error messages and fills SafeTensor::file.
 void parse_safetensors(std::span<const std::byte> bytes, const std::string& name,
-                              std::vector<SafeTensor>& out);
+                       std::vector<SafeTensor>& out);
 
 }  // namespace detail
 

@@ -52,8 +52,8 @@ namespace detail {
 // is a second flag (ChatSession::cancel's). Used through AnyEngine::generate
 // and ChatSession.
 GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
-                               std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                               const std::atomic<bool>* also_cancel = nullptr);
+                        std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
+                        const std::atomic<bool>* also_cancel = nullptr);
 
 }  // namespace detail
 }  // namespace unicorn::text
