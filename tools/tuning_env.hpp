@@ -1,11 +1,12 @@
 // tools/tuning_env.hpp — the one place the programs, the benchmark and the
 // tests read UNICORN_* variables for what the library takes as values
-// (DESIGN.md decision 8: the library reads none of them itself; device choice
-// and validation, UNICORN_DEVICE and UNICORN_VALIDATION, stay gpu::Context's).
+// (DESIGN.md decision 8: the library reads none of them itself).
 //
 //   UNICORN_PIPELINE_CACHE=DIR|off      the pipeline cache folder (EngineOptions::pipeline_cache);
 //                                       unset: $XDG_CACHE_HOME/unicorn, else ~/.cache/unicorn
-//   UNICORN_COOPMAT=0                   no tensor-unit prefill (gpu::Context's coopmat)
+//   UNICORN_VALIDATION=1                the Khronos validation layer (gpu::DeviceOptions)
+//   UNICORN_COOPMAT=0                   no tensor-unit prefill (gpu::DeviceOptions)
+//   UNICORN_DEVICE=N                    the Nth Vulkan device (gpu::DeviceOptions)
 //   UNICORN_INJECT_FAULT=device-lost@N  test builds (UNICORN_FAULT_INJECTION) only:
 //                       out-of-memory@N  the Nth submission fails (gpu::inject_faults)
 //   Tuning, for sweeps (engine/options.hpp; notes/tuning.md):
@@ -77,22 +78,38 @@ inline std::filesystem::path pipeline_cache_dir() {
   return {};
 }
 
-// Engine options as the tools run them: `o` with the pipeline cache folder
-// and the tuning from the environment.
-inline EngineOptions engine_options_from_env(EngineOptions o = {}) {
-  o.pipeline_cache = pipeline_cache_dir();
-  o.tuning = tuning_from_env(o.tuning);
+// Whether a flag variable is set to anything but "" or "0".
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string_view(v) != "0";
+}
+
+// The device as the tools open it: UNICORN_VALIDATION=1 turns the validation
+// layer on, UNICORN_COOPMAT=0 tensor-unit prefill off, UNICORN_DEVICE=N picks
+// the Nth Vulkan device.
+inline gpu::DeviceOptions device_from_env() {
+  gpu::DeviceOptions o;
+  o.validation = env_flag("UNICORN_VALIDATION");
+  const char* coopmat = std::getenv("UNICORN_COOPMAT");
+  o.coopmat = !(coopmat && std::string_view(coopmat) == "0");
+  if (const char* want = std::getenv("UNICORN_DEVICE")) {
+    char* end = nullptr;
+    const unsigned long index = std::strtoul(want, &end, 10);
+    if (*want == '\0' || *end != '\0' || index > 0xFFFF)
+      throw Error(std::string("UNICORN_DEVICE: expected a device index, not '") + want + "'");
+    o.index = uint32_t(index);
+  }
   return o;
 }
 
-// Whether prefill may use tensor units: UNICORN_COOPMAT=0 says no.
-inline bool coopmat_from_env() {
-  const char* v = std::getenv("UNICORN_COOPMAT");
-  return !(v && std::string_view(v) == "0");
+// Engine options as the tools run them: `o` with the pipeline cache folder,
+// the tuning and the device from the environment.
+inline EngineOptions engine_options_from_env(EngineOptions o = {}) {
+  o.pipeline_cache = pipeline_cache_dir();
+  o.tuning = tuning_from_env(o.tuning);
+  o.device = device_from_env();
+  return o;
 }
-
-// UNICORN_VALIDATION=1: the Khronos validation layer (gpu::Context() reads it too).
-inline bool validation_from_env() { return gpu::env_flag("UNICORN_VALIDATION"); }
 
 // UNICORN_INJECT_FAULT, in builds with the test-only hook (and nothing in
 // others): device-lost@N or out-of-memory@N.

@@ -173,7 +173,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   if (o.prompt + o.generate + 1 > d.config.max_context)
     throw Error("-p + -n must stay under the bench context of " +
                 std::to_string(d.config.max_context) + " tokens");
-  gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());
+  gpu::Context ctx(tools::device_from_env());
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
   const Budget& budget = d.budget;

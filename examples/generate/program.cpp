@@ -320,7 +320,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     const auto ids_forced = tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(tokens);
     const auto t0 = Clock::now();
     unicorn::tools::inject_faults_from_env();
-    unicorn::gpu::Context device(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
+    unicorn::gpu::Context device(unicorn::tools::device_from_env());
     if (max_device_memory) device.limit_memory(*max_device_memory);
     AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = context, .products = products}));
     const auto report = engine.load(model, {.tokenizer = tokenizer, .progress = progress_bar});

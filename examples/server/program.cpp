@@ -104,7 +104,7 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
     return unicorn::server::serve(opt, [&] {
       std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
       unicorn::tools::inject_faults_from_env();
-      device.emplace(unicorn::tools::validation_from_env(), unicorn::tools::coopmat_from_env());
+      device.emplace(unicorn::tools::device_from_env());
       // The KV cache holds `context` positions per slot.
       engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = context}));
       const auto report = engine->load(model, {.tokenizer = tokenizer});

@@ -48,10 +48,10 @@ struct LoadOptions {
 // so a build compiles it once however many deployments it holds.
 class AnyEngine {
  public:
-  // Opens the default Vulkan device (UNICORN_DEVICE / UNICORN_VALIDATION apply).
-  // `options`: what is chosen at creation (engine/options.hpp: the context).
+  // Opens the Vulkan device options.device chooses (by default the best GPU,
+  // without validation). `options`: what is chosen at creation (engine/options.hpp).
   explicit AnyEngine(const CompiledDeployment& d, const EngineOptions& options = {})
-      : owned_ctx_(std::make_unique<gpu::Context>()), core_(*owned_ctx_, d.config, d.layout, options),
+      : owned_ctx_(std::make_unique<gpu::Context>(options.device)), core_(*owned_ctx_, d.config, d.layout, options),
         deployment_(d) {}
   AnyEngine(gpu::Context& ctx, const CompiledDeployment& d, const EngineOptions& options = {})
       : core_(ctx, d.config, d.layout, options), deployment_(d) {}

@@ -76,7 +76,7 @@ struct ChunkStep {
 
 // One device for the whole process (validation from UNICORN_VALIDATION, as ctest sets it).
 struct Device {
-  gpu::Context ctx{tools::validation_from_env(), tools::coopmat_from_env()};
+  gpu::Context ctx{tools::device_from_env()};
   gpu::KernelCache kernels{ctx, tools::pipeline_cache_dir()};  // the tools' folder (tuning_env.hpp)
   gpu::DescriptorArena sets{ctx};
   gpu::Stream stream{ctx};
@@ -651,7 +651,7 @@ double max_rel_err(std::span<const float> got, std::span<const double> want, std
 // time side by side in one device run (the perf test then times Q4_0 only).
 std::vector<kernels::CoopTile> coop_tiles_under_test() {
   std::vector<kernels::CoopTile> v;
-  if (!gpu::env_flag("UNICORN_COOP_SWEEP")) {
+  if (!tools::env_flag("UNICORN_COOP_SWEEP")) {
     for (bool x_half : {false, true})
       for (kernels::CoopTile t : kernels::kCoopTiles) v.push_back((t.x_half = x_half, t));
     // Split over K (partial sums, one slice of Y each), up to kProjSlices.
@@ -905,7 +905,7 @@ TEST(LinearCoopPerf, PrefillShapes) {
   auto& d = device();
   const auto& info = d.ctx.info();
   if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
-  if (!gpu::env_flag("UNICORN_PERF")) GTEST_SKIP() << "set UNICORN_PERF=1 to measure";
+  if (!tools::env_flag("UNICORN_PERF")) GTEST_SKIP() << "set UNICORN_PERF=1 to measure";
   // proj: an output projection (into Act::Proj), which may split K.
   struct Shape { uint32_t n, K, M; bool proj = false; };
   const Shape shapes[] = {{512, 1152, 1024},        {512, 1152, 256},          {512, 1024, 1152, true},  // 1B
@@ -915,7 +915,7 @@ TEST(LinearCoopPerf, PrefillShapes) {
                           {512, 4096, 3840, true},  {512, 3840, 15360},        {512, 15360, 3840, true},
                           {512, 5376, 4096},        {512, 4096, 5376, true},   {512, 5376, 21504},  // 27B
                           {512, 21504, 5376, true}};
-  const bool sweep = gpu::env_flag("UNICORN_COOP_SWEEP");  // the candidates, Q4_0 only
+  const bool sweep = tools::env_flag("UNICORN_COOP_SWEEP");  // the candidates, Q4_0 only
   const auto tiles = coop_tiles_under_test();
   for (Format f : {Format::Q4_0, Format::Q8_0, Format::F16})
     for (const Shape& s : shapes) {

@@ -41,7 +41,7 @@ struct TinyK {
 };
 
 gpu::Context& context() {
-  static gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());
+  static gpu::Context ctx(tools::device_from_env());
   return ctx;
 }
 

@@ -67,7 +67,7 @@ const Golden& golden() {
 }
 
 gpu::Context& context() {
-  static gpu::Context ctx(tools::validation_from_env(), tools::coopmat_from_env());  // UNICORN_VALIDATION=1 from ctest
+  static gpu::Context ctx(tools::device_from_env());  // UNICORN_VALIDATION=1 from ctest
   return ctx;
 }
 // Engine options as the tools pass them (the pipeline cache folder, so that

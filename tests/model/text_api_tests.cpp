@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "../tools/tuning_env.hpp"
 #include "unicorn/engine.hpp"
 
 namespace fs = std::filesystem;
@@ -32,7 +33,7 @@ fs::path tiny_dir() { return fs::path(std::getenv("UNICORN_FIXTURES")) / "tiny";
 fs::path tiny_tokenizer() { return std::getenv("UNICORN_TINY_TOKENIZER"); }
 
 struct World {
-  gpu::Context ctx;
+  gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
   World() { engine.load(tiny_dir(), {.tokenizer = tiny_tokenizer()}); }
 };
@@ -57,7 +58,7 @@ std::vector<int32_t> greedy_tokens(AnyEngine& e, uint32_t stream, std::span<cons
 }  // namespace
 
 TEST(TextApi, ModelWithoutVocabularySaysSoAndHowToGiveOne) {
-  gpu::Context ctx;
+  gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
   engine.load(tiny_dir());  // config.json + safetensors, no tokenizer.json
   EXPECT_FALSE(engine.has_tokenizer());
@@ -80,7 +81,7 @@ TEST(TextApi, DirectoryWithTokenizerJsonCarriesItsVocabulary) {
   fs::create_directories(dir);
   for (const auto& f : fs::directory_iterator(tiny_dir())) fs::create_symlink(f.path(), dir / f.path().filename());
   fs::copy_file(tiny_tokenizer(), dir / "tokenizer.json");
-  gpu::Context ctx;
+  gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
   for (const fs::path& model : {dir, dir / "config.json"}) {
     const LoadReport r = engine.load(model);

@@ -28,7 +28,7 @@ struct TinyServer {
 };
 
 struct World {
-  gpu::Context ctx;
+  gpu::Context ctx{tools::device_from_env()};
   Engine<TinyServer> engine{ctx, tools::engine_options_from_env()};
   text::Tokenizer tok = text::load_tokenizer(std::getenv("UNICORN_TINY_TOKENIZER"));
   World() { engine.load(std::string(std::getenv("UNICORN_FIXTURES")) + "/tiny"); }

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "unicorn/engine/kernels.hpp"
+#include "unicorn/gpu/device_options.hpp"
 
 namespace unicorn {
 
@@ -108,6 +109,10 @@ struct EngineOptions {
   std::filesystem::path pipeline_cache;
   Products products = Products::by_scheme;
   Tuning tuning;
+  // The device an engine opens when it is given none (AnyEngine's constructor
+  // without a gpu::Context): validation, tensor units, which device. The tools
+  // pass tools/tuning_env.hpp's device_from_env().
+  gpu::DeviceOptions device;
 };
 
 }  // namespace unicorn

@@ -1,11 +1,11 @@
 // unicorn/gpu/context.hpp — Vulkan instance, device, queue and memory.
 //
 // Any Vulkan 1.2 device with 16-bit storage runs the engine. The context picks a
-// device (UNICORN_DEVICE=<index> overrides; otherwise discrete > integrated >
+// device (DeviceOptions::index overrides; otherwise discrete > integrated >
 // virtual > CPU), opens its compute queues (two where the family has them: a
 // server's prefill passes run on the second beside the decode steps on the
 // first), and exposes the limits the layout
-// and the allocator respect. With UNICORN_VALIDATION=1 the Khronos validation
+// and the allocator respect. With DeviceOptions::validation the Khronos validation
 // layer is enabled and every message of severity error is counted, so tests can
 // fail on any validation error.
 //
@@ -33,6 +33,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/gpu/coopmat_khr.hpp"
+#include "unicorn/gpu/device_options.hpp"
 #include "unicorn/gpu/vulkan.hpp"
 #include "unicorn/linkage.hpp"
 
@@ -79,7 +80,6 @@ inline constexpr uint32_t kCoopSharedBytes = 48 * 1024;
 // Which kernel prefill's linear layers run, in words (unicorn-bench prints it).
 std::string prefill_linear_path(const DeviceInfo& info);
 
-bool env_flag(const char* name);
 
 class Context {
  public:
@@ -102,12 +102,9 @@ class Context {
   // Whether queue(1) is a queue of its own, whose work may overlap queue 0's.
   bool has_second_queue() const { return has_second_queue_; }
 
-  Context() : Context(env_flag("UNICORN_VALIDATION")) {}
-
-  // `coopmat`: whether prefill may run on the device's tensor units (false:
-  // fp32 tiles everywhere, as on a device without them; the tools pass
-  // UNICORN_COOPMAT=0 as false: tools/tuning_env.hpp).
-  explicit Context(bool validation, bool coopmat = true) : validation_(validation), allow_coopmat_(coopmat) {
+  // Opens the device `options` choose (gpu/device_options.hpp).
+  explicit Context(const DeviceOptions& options = {})
+      : validation_(options.validation), allow_coopmat_(options.coopmat), device_index_(options.index) {
     create_instance();
     pick_physical_device();
     create_device();
@@ -195,6 +192,7 @@ class Context {
 
   bool validation_;
   bool allow_coopmat_ = true;
+  std::optional<uint32_t> device_index_;  // DeviceOptions::index
   std::atomic<uint32_t> validation_errors_{0};
   vk::raii::Context context_;
 #if defined(UNICORN_KEEP_VULKAN_DRIVERS_LOADED)
@@ -250,8 +248,8 @@ UNICORN_DECL void Context::create_instance() {
     for (const auto& l : context_.enumerateInstanceLayerProperties())
       if (std::string_view(l.layerName) == "VK_LAYER_KHRONOS_validation") have_layer = true;
     if (!have_layer)
-      throw Error("gpu: UNICORN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
-                  "installed (Debian: apt-get install vulkan-validationlayers)");
+      throw Error("gpu: validation is asked for (UNICORN_VALIDATION in the tools) but "
+                  "VK_LAYER_KHRONOS_validation is not installed (Debian: apt-get install vulkan-validationlayers)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   }
@@ -286,10 +284,10 @@ UNICORN_DECL void Context::pick_physical_device() {
   vk::raii::PhysicalDevices devices(instance_);
   if (devices.empty()) throw Error("gpu: no Vulkan device found");
   size_t pick = 0;
-  if (const char* want = std::getenv("UNICORN_DEVICE")) {
-    pick = std::strtoul(want, nullptr, 10);
+  if (device_index_) {
+    pick = *device_index_;
     if (pick >= devices.size())
-      throw Error("gpu: UNICORN_DEVICE=" + std::string(want) + " but only " +
+      throw Error("gpu: device " + std::to_string(pick) + " is asked for (UNICORN_DEVICE in the tools) but only " +
                   std::to_string(devices.size()) + " Vulkan devices exist");
   } else {
     for (size_t i = 1; i < devices.size(); ++i)
@@ -448,7 +446,7 @@ UNICORN_DECL void Context::detect_int_dot() {
 UNICORN_DECL void Context::detect_coopmat() {
   info_.coopmat = false;
   auto no = [&](std::string why) { info_.coopmat_note = std::move(why); };
-  if (!allow_coopmat_) return no("fp16 tensor-core prefill turned off (gpu::Context's coopmat option)");
+  if (!allow_coopmat_) return no("fp16 tensor-core prefill turned off (DeviceOptions::coopmat)");
   bool have_extension = false;
   for (const auto& e : physical_.enumerateDeviceExtensionProperties())
     if (std::string_view(e.extensionName) == VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) have_extension = true;
@@ -534,11 +532,6 @@ UNICORN_DECL std::string prefill_linear_path(const DeviceInfo& info) {
            std::to_string(info.coop_n) + "x" + std::to_string(info.coop_k) +
            ", fp32 accumulation (VK_KHR_cooperative_matrix)";
   return "matmul: fp32 tiles (" + info.coopmat_note + ")";
-}
-
-UNICORN_DECL bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string_view(v) != "0";
 }
 
 }  // namespace unicorn::gpu
