@@ -18,7 +18,8 @@
 // takes blocks l, l + LANES_PER_GROUP, ... of all ROWS_PER_GROUP rows, UNROLL blocks per pass: one
 // 16-byte load of quants per block and row (the device layout is planar, see
 // weights.glsl), and each block's 32 inputs loaded once for all ROWS_PER_GROUP rows.
-// Reduction: subgroupAdd, then shared memory across a row group's subgroups.
+// Reduction: subgroupAdd, then shared memory across a row group's subgroups
+// (none for row groups of one lane, a CPU device's shape).
 // PAIR = 1 (block formats, decode FFN): binding 4 holds the up projection of
 // the same shape; each row group computes its rows of gate and of up from the
 // same inputs and writes gelu_tanh(gate) * up — three dispatches in one.
@@ -494,7 +495,15 @@ void main() {
     [[unroll]] for (uint j = 0; j < TILE; ++j) {
       const uint t = t0 + j;
       const bool live = j < tn;
-      if (LANES_PER_GROUP <= S) {
+      if (LANES_PER_GROUP == 1) {
+        // Row groups of one lane (a CPU device's shape): its sums are its rows'.
+        for (uint i = 0; i < ROWS_PER_GROUP; ++i) {
+          const uint r = r0 + i;
+          if (live && r < pc.rows)
+            store_y(split * SLICE + t * OUT_FEATURES + pc.row_begin + r,
+                    row_output(acc[j][i], acc[j][(i + ROWS_PER_GROUP) % NR]));
+        }
+      } else if (LANES_PER_GROUP <= S) {
         // Row groups within a subgroup: one reduction per row group and
         // accumulator, the lanes of the other row groups adding 0.
         const uint slots = S / LANES_PER_GROUP, slot = lane / LANES_PER_GROUP;

@@ -342,9 +342,11 @@ TEST_P(Linear, MatchesReference) {
   std::vector<double> want(size_t(c.n) * c.M, NAN);  // [n, M]; NaN: untouched so far
   // matvec: several output rows per row group (the engine's count, and an odd
   // one); for the first part, row groups of several subgroups (split-K) with two
-  // blocks per pass, for the second, row groups of half a subgroup.
+  // blocks per pass, for the second, row groups of a fraction of a subgroup:
+  // half of one, or on a CPU device one lane, the engine's shape there.
   const uint32_t rows_per_group = c.M % 2 ? kernels::kMatVecRows : 3;
   const uint32_t sg = device().ctx.info().subgroup_size;
+  const bool cpu = device().ctx.info().type == vk::PhysicalDeviceType::eCpu;
   for (int p = 0; p < 2; ++p) {
     const uint32_t rb = part_begin[p], rows = part_rows[p];
     if (rows == 0) continue;
@@ -355,7 +357,7 @@ TEST_P(Linear, MatchesReference) {
     // Group counts as the Recorder: n here plays min(n, logit_rows), so with
     // ROW_SET 1 the groups cover more rows than logit_count and must exit.
     std::array<uint32_t, 3> g;
-    const uint32_t lanes = p == 0 ? 128 : sg / 2, unroll = p == 0 ? 2 : 1;
+    const uint32_t lanes = p == 0 ? 128 : cpu ? 1 : sg / 2, unroll = p == 0 ? 2 : 1;
     if (vec) {  // rows_per_group rows per row group, 128 / lanes row groups per workgroup
       const uint32_t gs = groups(rows, rows_per_group * 128 / lanes);
       const uint32_t gx = std::min<uint32_t>(gs, 65535);
@@ -2089,7 +2091,8 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
   x.fill<float>(xs);
   const auto step = step_buffer({1, 3, 0, 0});
   const uint32_t sg = device().ctx.info().subgroup_size, rows = kernels::kMatVecRows;
-  const uint32_t lanes = c.lanes ? c.lanes : kernels::matvec_lanes(c.format, c.K, c.F, rows, sg);
+  const bool cpu = device().ctx.info().type == vk::PhysicalDeviceType::eCpu;
+  const uint32_t lanes = c.lanes ? c.lanes : kernels::matvec_lanes(c.format, c.K, c.F, rows, sg, cpu);
   const uint32_t split = c.F / 3, begins[] = {split, 0}, counts[] = {c.F - split, split};
   std::vector<double> want(c.F, NAN);
   for (int p = 0; p < 2; ++p) {

@@ -255,8 +255,15 @@ inline constexpr uint64_t kMatVecLanesAtWork = 65536;
 // +1.8 % (Q4_0) and +3.1 % (Q4_K_M) on the H100. The 4B's 80 blocks a row
 // would idle 48 of 64 lanes in the second pass (4B Q4_0 and Q8_0 -4.6 % with
 // 64 there), so it keeps 32 (notes/tuning.md).
+//
+// A CPU device (lavapipe: a subgroup is one thread's SIMD vector) takes one
+// lane per row group, whatever the matrix: each lane sums its own rows, with
+// no reduction across lanes, which there is work for the thread rather than
+// free hardware. The demo model's Q4_0 LM head (262,144 x 192) ran a decode
+// step's product in 11.0 ms against 31.6 on 8 lanes (notes/build_time.md).
 constexpr uint32_t matvec_lanes(Format format, uint32_t in_features, uint32_t out_rows,
-                                uint32_t rows_per_group, uint32_t subgroup_size) {
+                                uint32_t rows_per_group, uint32_t subgroup_size, bool cpu_device) {
+  if (cpu_device) return 1;
   uint32_t lanes = subgroup_size < 32 ? subgroup_size : 32;
   if (!is_block_quantized(format)) return lanes;
   const uint32_t blocks = in_features / 32;

@@ -56,8 +56,12 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   const bool vec = decode_ || row_set == 1;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
   const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
-  const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : 1;  // per workgroup
+  // Token rows per workgroup: a decode step's, and every logit row of a pass,
+  // so that an LM head over several rows (a prefill with every row's logits:
+  // perplexity) reads each weight once per tile of rows, not once per row.
+  const uint32_t tokens = row_set ? logit_rows_ : decode_ ? n_ : 1;
   const auto& info = c_.ctx_.info();
+  const bool cpu = info.type == vk::PhysicalDeviceType::eCpu;
   const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
   const uint32_t dot_splits =
       tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;
@@ -66,9 +70,9 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   const uint32_t splits = int_dot ? dot_splits : 1;
   uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
   if (!lanes || !is_block_quantized(w.format))
-    lanes = int_dot ? kernels::kMatVecDotLanes : kernels::matvec_lanes(w.format, K, M, rows, sg);
+    lanes = int_dot ? kernels::kMatVecDotLanes : kernels::matvec_lanes(w.format, K, M, rows, sg, cpu);
   if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
-    rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg);
+    rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg, cpu);
   // Long rows split over workgroups: more rows share each workgroup's inputs
   // where enough workgroups remain.
   const uint32_t split_rows = c_.tuning_.matvec_dot_split_rows;
