@@ -38,9 +38,10 @@
 
 # The generator's and the server's sources: in the source tree, or beside
 # this file once installed. A binary's own source is its main.cpp (its
-# deployment); program.cpp (and the server's serve.cpp) do not depend on the
-# deployment and are compiled once per build, into one object library each.
-foreach(file generate/main generate/program perplexity/main server/main server/program server/serve)
+# deployment); program.cpp and flags.cpp (and the server's program.cpp and
+# serve.cpp) do not depend on the deployment and are compiled once per build,
+# into one object library each.
+foreach(file generate/main generate/program generate/flags perplexity/main server/main server/program server/serve)
   string(TOUPPER ${file} var)
   string(REPLACE "/" "_" var ${var})
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../examples/${file}.cpp)
@@ -145,7 +146,7 @@ function(unicorn_add_generator target)
   _unicorn_find_cli11("unicorn_add_generator(${target})")
   cmake_parse_arguments(G "" "HEADER;TYPE" "" ${ARGN})
   if(NOT TARGET unicorn_generate_program)
-    add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE})
+    add_library(unicorn_generate_program OBJECT ${UNICORN_GENERATE_PROGRAM_SOURCE} ${UNICORN_GENERATE_FLAGS_SOURCE})
     target_link_libraries(unicorn_generate_program PUBLIC unicorn::unicorn CLI11::CLI11)
     unicorn_link_engine_code(unicorn_generate_program PUBLIC)
     _unicorn_link_libedit(unicorn_generate_program)

@@ -17,7 +17,8 @@ install(FILES cmake/UnicornEngine.cmake cmake/engine_code.cpp DESTINATION ${_cma
 install(FILES examples/program.hpp DESTINATION ${_cmake_dir})
 install(FILES tools/tuning_env.hpp tools/ollama_env.hpp tools/model_dims.cpp DESTINATION ${_cmake_dir}/tools)
 install(FILES examples/generate/main.cpp examples/generate/program.cpp examples/generate/program.hpp
-              examples/generate/options.hpp DESTINATION ${_cmake_dir}/generate)
+              examples/generate/flags.cpp examples/generate/flags.hpp examples/generate/options.hpp
+        DESTINATION ${_cmake_dir}/generate)
 install(FILES examples/perplexity/main.cpp examples/perplexity/kld_base.hpp examples/perplexity/scoring.hpp
         DESTINATION ${_cmake_dir}/perplexity)
 install(FILES examples/server/main.cpp examples/server/program.cpp examples/server/program.hpp

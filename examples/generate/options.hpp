@@ -1,30 +1,24 @@
-// The generator's flags that take numbers and lists from the command line:
-// the sampling flags, --tokens, --max-device-memory and --products. One
-// definition for the generator (main.cpp), its fuzz target
+// The generator's flags that take numbers and lists from the command line, as
+// CLI11 options: the sampling flags, --max-device-memory and --products. One
+// definition for the generator (flags.cpp), its fuzz target
 // (tests/fuzz/fuzz_cli_options.cpp) and, for --products, unicorn-bench, so
-// what is fuzzed and benchmarked is what users run.
+// what is fuzzed and benchmarked is what users run. The values they fill in,
+// and --tokens' parser, are flags.hpp's (no CLI11).
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "unicorn/engine/core.hpp"
+#include "flags.hpp"
 #include "unicorn/engine/options.hpp"
+#include "unicorn/engine/step.hpp"
 #include "unicorn/error.hpp"
 #include "unicorn/sampling.hpp"
 
 namespace unicorn::generate {
-
-// What the sampling flags fill in; defaults are llama.cpp's.
-struct SamplingFlags {
-  SamplingParams params{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
-  std::optional<uint32_t> seed;  // none: a random seed, printed
-};
 
 inline void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
   SamplingParams& sp = f.params;
@@ -42,32 +36,6 @@ inline void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
 inline void check_sampling_flags(const SamplingFlags& f) {
   if (!sampling_params_valid(f.params, unicorn::detail::kMaxPenaltyHistory))
     throw Error(sampling_params_rule(unicorn::detail::kMaxPenaltyHistory));
-}
-
-// --tokens: comma-separated token ids, e.g. 2,94,2245. Each must be a decimal
-// integer that fits int32 (the engine then checks it against the vocabulary).
-inline std::vector<int32_t> parse_token_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  size_t begin = 0;
-  while (begin <= list.size()) {
-    const size_t end = std::min(list.find(',', begin), list.size());
-    const std::string item = list.substr(begin, end - begin);
-    size_t used = 0;
-    long long v = 0;
-    bool ok = !item.empty() && item.find_first_not_of("0123456789-") == std::string::npos;
-    if (ok) {
-      try {
-        v = std::stoll(item, &used);
-        ok = used == item.size() && v >= INT32_MIN && v <= INT32_MAX;
-      } catch (const std::exception&) {  // not a number, or past long long
-        ok = false;
-      }
-    }
-    if (!ok) throw Error("--tokens: '" + item + "' is not a token id (expected e.g. 2,94,2245)");
-    ids.push_back(int32_t(v));
-    begin = end + 1;
-  }
-  return ids;
 }
 
 // --max-device-memory: the most device memory the engine may take per heap

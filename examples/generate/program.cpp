@@ -4,7 +4,8 @@
 // build compiles once (unicorn_add_generator's object library); a binary's own
 // translation unit (main.cpp, any_file.cpp) names its deployments and calls
 // generate_main. With several, --model's file picks the one that runs it
-// (engine/pick.hpp).
+// (engine/pick.hpp). The flags are parsed in flags.cpp (CLI11), and this file
+// runs what they ask.
 //
 //   unicorn-generate --model gemma-3-27b-it-Q4_K_M.gguf -p "Why is the sky blue?"
 //   unicorn-generate --engines
@@ -17,7 +18,6 @@
 // `| head`); 1 a run-time error (bad file, device, context, a write that
 // failed); 2 bad command line; 130 stopped by SIGINT (Ctrl-C), after the token
 // being generated and the timings line. Errors are one line on stderr.
-#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -26,12 +26,12 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <random>
-#include <cstdlib>
 #include <optional>
+#include <random>
 #include <unistd.h>
+#include <variant>
 
-#include "options.hpp"
+#include "flags.hpp"
 #include "program.hpp"
 #include "ollama_env.hpp"
 #include "tuning_env.hpp"
@@ -177,89 +177,18 @@ void progress_bar(uint64_t done, uint64_t total) {
 int unicorn::examples::generate_main(int argc, char** argv, std::span<const CompiledDeployment> engines,
                                      const ProgramInfo& program) {
   const char* const name = program.name;
-  // -c is checked against the most any engine holds here, and again against
-  // the one that runs the file once it is picked.
-  uint32_t most_context = 0;
-  for (const CompiledDeployment& e : engines) most_context = std::max(most_context, e.config.max_context);
-  CLI::App app{engines.size() == 1
-                   ? std::string(name) + ": Gemma 3 on Vulkan (" + std::string(engines[0].config.model.name) +
-                         ", context up to " + std::to_string(most_context) + " tokens)"
-                   : std::string(name) + ": Gemma 3 on Vulkan; runs a model file in the one of its " +
-                         std::to_string(engines.size()) + " compiled engines that matches it (--engines lists them)"};
-  std::string model, prompt, prompt_file, tokens, logits_out, tokenizer;
-  std::vector<std::string> stop;
-  int n_predict = 256;
-  std::optional<uint32_t> ctx;
-  bool chat = false, show_layout = false, show_placement = false, show_engines = false,
-       interactive = program.start_interactive;
-  std::string system_prompt;
-  unicorn::generate::SamplingFlags sampling;
-  std::optional<uint64_t> max_device_memory;
-  bool check_tensors = false;
-  app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
-  app.add_option("-p,--prompt", prompt, "prompt text");
-  app.add_option("-f,--file", prompt_file, "read the prompt from a file ('-': standard input)");
-  app.add_flag("--chat", chat, "wrap the prompt in Gemma's chat template (a user turn)");
-  app.add_flag("-i,--interactive,--conversation", interactive, "(also -cnv) multi-turn chat on standard input");
-  bool one_shot = false;
-  app.add_flag("--no-conversation", one_shot, "(also -no-cnv) one prompt, one answer: the default")->excludes("--interactive");
-  app.add_option("--system,--system-prompt", system_prompt, "(also -sys) system prompt (chat)");
-  app.add_option("-n,--n-predict", n_predict, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  unicorn::generate::add_sampling_flags(app, sampling);
-  app.add_option("--stop", stop, "stop when this text appears (repeatable)");
-  // The KV cache is allocated for this context (EngineOptions::context); the
-  // compiled one is the most a binary holds.
-  app.add_option("-c,--ctx,--ctx-size", ctx, "context length in tokens: the KV cache holds this many (default and "
-                                             "most: the engine's compiled context, " + std::to_string(most_context) +
-                                             (engines.size() == 1 ? ")" : " at most)"))
-      ->check(CLI::Validator(
-          [most_context](const std::string& v) -> std::string {
-            const unsigned long n = std::strtoul(v.c_str(), nullptr, 10);
-            if (n >= 1 && n <= most_context) return "";
-            return v + " tokens: this binary is compiled for a context of 1 to " + std::to_string(most_context) +
-                   " tokens; -c may lower it, never raise it";
-          },
-          "", "context"));
-  // llama-cli's placement and CPU flags, taken so its command lines run here:
-  // every layer is on the GPU (the deployment places them at compile time)
-  // and no inference op runs on the CPU, so their values change nothing.
-  std::optional<int> gpu_layers, threads;
-  app.add_option("--n-gpu-layers,--gpu-layers", gpu_layers, "(also -ngl) accepted and ignored: every layer runs on the GPU");
-  app.add_option("-t,--threads", threads, "accepted and ignored: no inference work runs on the CPU");
-  app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
-  app.add_option("--tokens", tokens, "teacher forcing: comma-separated token ids");
-  app.add_option("--logits-out", logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
-  app.add_flag("--layout", show_layout, "print the compile-time layout and exit");
-  app.add_flag("--placement", show_placement, "print the compile-time bytes per memory pool and exit");
-  if (engines.size() > 1)
-    app.add_flag("--engines", show_engines, "list the compiled engines a model file is matched against, and exit");
-  app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
-  unicorn::Products products = unicorn::Products::by_scheme;
-  unicorn::generate::add_products_flag(app, products);
-  unicorn::generate::add_memory_flag(app, max_device_memory);
-  try {
-    auto args = unicorn::examples::llama_cpp_args(
-        argc, argv, {{"-cnv", "--conversation"}, {"-no-cnv", "--no-conversation"}, {"-sys", "--system-prompt"},
-                     {"-ngl", "--n-gpu-layers"}});
-    app.parse(args);
-    unicorn::generate::check_sampling_flags(sampling);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
-    return 2;
-  } catch (const unicorn::Error& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
-    return 2;
-  }
-  if (gpu_layers)
+  auto parsed = unicorn::generate::parse_generate_flags(argc, argv, engines, program);  // flags.cpp
+  if (const int* exit_status = std::get_if<int>(&parsed)) return *exit_status;
+  auto& flags = std::get<unicorn::generate::GenerateFlags>(parsed);
+  if (flags.gpu_layers)
     std::fprintf(stderr, "%s: -ngl %d ignored: every layer runs on the GPU, placed when the engine was compiled\n",
-                 name, *gpu_layers);
-  if (threads) std::fprintf(stderr, "%s: -t %d ignored: no inference work runs on the CPU\n", name, *threads);
+                 name, *flags.gpu_layers);
+  if (flags.threads) std::fprintf(stderr, "%s: -t %d ignored: no inference work runs on the CPU\n", name, *flags.threads);
   // A reader that goes away (`| head`) is a failed write we handle, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
 
   try {
-    if (show_engines) {
+    if (flags.show_engines) {
       for (const CompiledDeployment& e : engines) std::cout << unicorn::engine_text(e) << "\n";
       unicorn::io::check_stdout();
       return 0;
@@ -267,104 +196,106 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     // The engine that runs --model (the first one without: the built-in demo
     // model's, where there is one); --layout and --placement show it.
     size_t chosen = 0;
-    if (!model.empty()) {
-      model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
-      if (engines.size() > 1) chosen = unicorn::pick_engine(engines, model, name);
+    if (!flags.model.empty()) {
+      flags.model = unicorn::tools::resolve_model_path(flags.model);  // ollama:NAME -> the blob in Ollama's store
+      if (engines.size() > 1) chosen = unicorn::pick_engine(engines, flags.model, name);
     }
     const CompiledDeployment& deployment = engines[chosen];
     const DeploymentConfig& config = deployment.config;
-    if (show_layout) {
+    if (flags.show_layout) {
       unicorn::print_layout(std::cout, config, deployment.layout);
       unicorn::io::check_stdout();
       return 0;
     }
-    if (show_placement) {
+    if (flags.show_placement) {
       unicorn::print_placement(std::cout, config, deployment.budget);
       unicorn::io::check_stdout();
       return 0;
     }
-    if (ctx && *ctx > config.max_context) {
+    if (flags.ctx && *flags.ctx > config.max_context) {
       std::fprintf(stderr, "%s: -c %u: engine %s is compiled for a context of 1 to %u tokens; "
                            "-c may lower it, never raise it (see --help)\n",
-                   name, *ctx, std::string(config.model.name).c_str(), config.max_context);
+                   name, *flags.ctx, std::string(config.model.name).c_str(), config.max_context);
       return 2;
     }
-    const uint32_t context = ctx.value_or(config.max_context);
-    if (!logits_out.empty() && tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");
-    if (model.empty()) {
+    const uint32_t context = flags.ctx.value_or(config.max_context);
+    if (!flags.logits_out.empty() && flags.tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");
+    if (flags.model.empty()) {
       if (!program.default_model)
         throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory); "
                              "unicorn-generate runs a built-in demo model without one");
-      model = program.default_model;
-      if (tokenizer.empty()) tokenizer = program.default_tokenizer;
+      flags.model = program.default_model;
+      if (flags.tokenizer.empty()) flags.tokenizer = program.default_tokenizer;
       std::fprintf(stderr, "%s: no --model given: running the built-in demo model, %s; give --model for a "
                            "real Gemma 3 file.\n", name, program.default_model_about);
     } else if (engines.size() > 1) {
       std::fprintf(stderr, "%s: engine %s\n", name, unicorn::engine_text(deployment).c_str());
     }
-    if (!prompt_file.empty()) {
-      if (!prompt.empty()) throw unicorn::Error("give --prompt or --file, not both");
-      if (prompt_file == "-") {
-        prompt = read_all(std::cin);
+    if (!flags.prompt_file.empty()) {
+      if (!flags.prompt.empty()) throw unicorn::Error("give --prompt or --file, not both");
+      if (flags.prompt_file == "-") {
+        flags.prompt = read_all(std::cin);
       } else {
-        std::ifstream f(prompt_file, std::ios::binary);
-        if (!f) throw unicorn::Error(prompt_file + ": cannot read the prompt file");
-        prompt = read_all(f);
+        std::ifstream f(flags.prompt_file, std::ios::binary);
+        if (!f) throw unicorn::Error(flags.prompt_file + ": cannot read the prompt file");
+        flags.prompt = read_all(f);
       }
-    } else if (prompt.empty() && tokens.empty() && !interactive && !isatty(0)) {
-      prompt = read_all(std::cin);
+    } else if (flags.prompt.empty() && flags.tokens.empty() && !flags.interactive && !isatty(0)) {
+      flags.prompt = read_all(std::cin);
     }
-    if (prompt.empty() && tokens.empty() && !interactive)
+    if (flags.prompt.empty() && flags.tokens.empty() && !flags.interactive)
       throw unicorn::Error("no prompt: give --prompt, --file or text on standard input");
 
-    const auto ids_forced = tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(tokens);
+    const auto ids_forced =
+        flags.tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(flags.tokens);
     const auto t0 = Clock::now();
     unicorn::tools::inject_faults_from_env();
     unicorn::gpu::Context device(unicorn::tools::device_from_env());
-    if (max_device_memory) device.limit_memory(*max_device_memory);
-    AnyEngine engine(device, deployment, unicorn::tools::engine_options_from_env({.context = context, .products = products}));
-    const auto report = engine.load(model, {.tokenizer = tokenizer, .progress = progress_bar});
+    if (flags.max_device_memory) device.limit_memory(*flags.max_device_memory);
+    AnyEngine engine(device, deployment,
+                     unicorn::tools::engine_options_from_env({.context = context, .products = flags.products}));
+    const auto report = engine.load(flags.model, {.tokenizer = flags.tokenizer, .progress = progress_bar});
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", model.c_str(),
+    std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", flags.model.c_str(),
                  report.format.c_str(), report.bytes / 1048576.0, load_s,
                  engine.context().info().name.c_str());
     const auto memory = engine.device_memory();
     std::fprintf(stderr, "device memory %.2f MiB: KV cache %.2f MiB, %u positions per stream\n",
                  memory.device() / 1048576.0, memory.kv_cache() / 1048576.0, engine.context_size());
-    if (check_tensors) {
+    if (flags.check_tensors) {
       const auto c = engine.check_tensors();
       std::fprintf(stderr, "check-tensors: %zu tensors (%.1f MiB) hold no NaN or Inf (%.3f s)\n", c.tensors,
                    c.bytes / 1048576.0, c.seconds);
     }
 
-    if (!tokens.empty()) {
+    if (!flags.tokens.empty()) {
       const auto& ids = ids_forced;
       const auto logits = engine.forward_logits(ids);
-      if (!logits_out.empty())
-        unicorn::io::write_file(logits_out, std::string_view(reinterpret_cast<const char*>(logits.data()),
+      if (!flags.logits_out.empty())
+        unicorn::io::write_file(flags.logits_out, std::string_view(reinterpret_cast<const char*>(logits.data()),
                                                              logits.size() * sizeof(float)));
       std::fprintf(stderr, "%zu positions x %u logits%s%s\n", ids.size(), config.model.vocab,
-                   logits_out.empty() ? "" : " written to ", logits_out.c_str());
+                   flags.logits_out.empty() ? "" : " written to ", flags.logits_out.c_str());
       return 0;
     }
 
-    std::optional<uint32_t>& seed = sampling.seed;
+    std::optional<uint32_t>& seed = flags.sampling.seed;
     if (!seed) seed = std::random_device{}();
-    sampling.params.seed = *seed;
+    flags.sampling.params.seed = *seed;
     const unicorn::text::GenerateOptions request{
-        .max_tokens = n_predict, .stop = stop, .sampling = sampling.params, .cancel = &g_interrupt};
+        .max_tokens = flags.n_predict, .stop = flags.stop, .sampling = flags.sampling.params, .cancel = &g_interrupt};
     engine.tokenizer();  // a model without a vocabulary fails here
-    if (interactive) return chat_loop(engine, system_prompt, request);
-    if (!chat) {  // the prompt is echoed, so it is checked first
-      const size_t n = engine.tokenizer().encode(prompt, /*add_bos=*/true).size();
+    if (flags.interactive) return chat_loop(engine, flags.system_prompt, request);
+    if (!flags.chat) {  // the prompt is echoed, so it is checked first
+      const size_t n = engine.tokenizer().encode(flags.prompt, /*add_bos=*/true).size();
       if (n >= context)
         throw unicorn::Error("the prompt is " + std::to_string(n) + " tokens; the context holds " +
                              std::to_string(context) + " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
-      print(prompt);
+      print(flags.prompt);
     }
     catch_sigint(/*interrupt_reads=*/false);
-    const auto r = chat ? engine.chat(system_prompt).answer(prompt, request, print)
-                        : engine.generate(prompt, request, print);
+    const auto r = flags.chat ? engine.chat(flags.system_prompt).answer(flags.prompt, request, print)
+                              : engine.generate(flags.prompt, request, print);
     print("\n");  // out before the stats line on stderr
     const bool interrupted = r.stopped_by == "cancelled";
     print_timings(load_s, r);
