@@ -1,12 +1,14 @@
 // unicorn/text/bpe_tables.hpp — the lookup structures the tokenizer's BPE runs
-// on (tokenizer.hpp): merge pairs by id (PairTable), the added tokens as a byte
-// trie (AddedTokenMatcher), and two helpers for token texts.
+// on (tokenizer.hpp): token texts to ids (TextTable), merge pairs by id
+// (PairTable), the added tokens as a byte trie (AddedTokenMatcher), and two
+// helpers for token texts.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +18,56 @@
 namespace unicorn::text {
 
 namespace detail {
+
+// Token text -> id, over the tokenizer's own texts (id -> text, passed to
+// each call, so the table holds no pointer into its owner). Open addressing
+// with linear probing; a slot holds the id and the high half of the text's
+// hash, compared before the text. Loading tokenizer.json looks up three texts
+// for each of its half a million merges: on std::unordered_map's nodes those
+// lookups were a quarter of the load (notes/build_time.md).
+class TextTable {
+ public:
+  // Indexes texts[0, n); a text listed twice keeps its first id.
+  void build(const std::vector<std::string>& texts) {
+    size_t cap = 16;
+    while (cap < texts.size() * 2) cap <<= 1;
+    slots_.assign(cap, Slot{0, -1});
+    mask_ = cap - 1;
+    for (size_t id = 0; id < texts.size(); ++id) {
+      const uint64_t h = hash(texts[id]);
+      for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+        Slot& s = slots_[i];
+        if (s.id < 0) {
+          s = Slot{tag(h), static_cast<int32_t>(id)};
+          break;
+        }
+        if (s.tag == tag(h) && texts[static_cast<size_t>(s.id)] == texts[id]) break;
+      }
+    }
+  }
+
+  // The id of `text` in `texts` (the ones built from), or -1.
+  int32_t find(std::string_view text, const std::vector<std::string>& texts) const {
+    if (slots_.empty()) return -1;
+    const uint64_t h = hash(text);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return -1;
+      if (s.tag == tag(h) && texts[static_cast<size_t>(s.id)] == text) return s.id;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint32_t tag;  // the hash's high half
+    int32_t id;    // -1: empty
+  };
+  static uint64_t hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
+  static uint32_t tag(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+};
 
 // (left id, right id) -> (priority, merged id). Open addressing with linear
 // probing: this lookup is the inner loop of BPE, and std::unordered_map's

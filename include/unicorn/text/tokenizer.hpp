@@ -120,10 +120,7 @@ class Tokenizer {
   }
 
   // Id of a vocabulary or added token text, or -1.
-  int32_t find_token(std::string_view text) const {
-    const auto it = ids_.find(text);
-    return it == ids_.end() ? -1 : it->second;
-  }
+  int32_t find_token(std::string_view text) const { return ids_.find(text, tokens_); }
 
   bool is_special(int32_t id) const { return flags_[static_cast<size_t>(id)] & kSpecial; }
   bool is_added(int32_t id) const { return flags_[static_cast<size_t>(id)] & kAdded; }
@@ -204,13 +201,7 @@ class Tokenizer {
   std::vector<std::string> tokens_;  // id -> vocabulary text
   std::vector<std::string> pieces_;  // id -> decoded bytes
   std::vector<uint8_t> flags_;       // id -> Flag bits
-  // Text -> id, looked up by string_view (no string is built per lookup: the
-  // merges' three lookups each were a fifth of loading tokenizer.json).
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> ids_;
+  detail::TextTable ids_;          // text -> id (over tokens_), looked up by string_view
   std::vector<int32_t> char_ids_;  // BMP code point -> id or -1
   std::unordered_map<uint32_t, int32_t> astral_ids_;
   std::array<int32_t, 256> byte_ids_{};

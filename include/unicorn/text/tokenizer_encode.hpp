@@ -63,9 +63,8 @@ UNICORN_DECL void Tokenizer::encode_section(std::string_view raw, std::vector<in
     text = s.normalized;
   }
   if (ignore_merges_) {
-    const auto it = ids_.find(text);
-    if (it != ids_.end()) {
-      ids.push_back(it->second);
+    if (const int32_t id = find_token(text); id >= 0) {
+      ids.push_back(id);
       return;
     }
   }

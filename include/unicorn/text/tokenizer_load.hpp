@@ -193,11 +193,10 @@ UNICORN_DECL Tokenizer Tokenizer::from_json(detail::TokenizerJson&& file, const 
 }
 
 UNICORN_DECL void Tokenizer::index_vocabulary() {
-  ids_.reserve(tokens_.size() * 2);
+  ids_.build(tokens_);  // the first id of a text wins
   byte_ids_.fill(-1);
   for (size_t id = 0; id < tokens_.size(); ++id) {
     const std::string& text = tokens_[id];
-    ids_.emplace(text, static_cast<int32_t>(id));  // first id wins for duplicates
     const int b = detail::byte_token_value(text);
     if (b >= 0 && !(flags_[id] & kAdded) && byte_ids_[static_cast<size_t>(b)] < 0)
       byte_ids_[static_cast<size_t>(b)] = static_cast<int32_t>(id);
