@@ -729,8 +729,11 @@ std::string chat_session(const std::string& name, const std::string& args, const
 // Ctrl-C during an answer stops that answer, not the program: the chat then
 // takes the next message and exits normally.
 TEST(Cli, InterruptStopsTheAnswerNotTheChat) {
-  const std::string out = chat_session("interrupt", "-n 40 --temp 0", R"(echo 'Tell me a long story' >&3
-sleep 2   # the answer is being generated now
+  // Ctrl-C once the answer has begun to stream (its first words are out), of
+  // an answer far longer than the wait: a faster device cannot finish first.
+  const std::string out = chat_session("interrupt", "-n 400 --temp 0", R"(start=$(stat -c %s $out)
+echo 'Tell me a long story' >&3
+for i in $(seq 600); do [ $(stat -c %s $out) -gt $((start + 24)) ] && break; sleep 0.05; done
 kill -INT $pid
 sleep 1
 echo 'Another message' >&3
