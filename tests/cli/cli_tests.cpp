@@ -727,20 +727,30 @@ std::string chat_session(const std::string& name, const std::string& args, const
 }  // namespace
 
 // Ctrl-C during an answer stops that answer, not the program: the chat then
-// takes the next message and exits normally.
+// takes the next message and exits normally. Each Ctrl-C comes once its answer
+// has begun to stream (its first words are out), of answers as long as the
+// context allows: no device finishes first, and neither answer runs long.
 TEST(Cli, InterruptStopsTheAnswerNotTheChat) {
-  // Ctrl-C once the answer has begun to stream (its first words are out), of
-  // an answer far longer than the wait: a faster device cannot finish first.
-  const std::string out = chat_session("interrupt", "-n 400 --temp 0", R"(start=$(stat -c %s $out)
+  const std::string out = chat_session("interrupt", "-n 100000 --temp 0", R"(streams() {  # $1: the size before
+  for i in $(seq 600); do [ $(stat -c %s $out) -gt $(($1 + 24)) ] && break; sleep 0.05; done
+}
+answers() {  # until $1 answers have ended (their statistics lines)
+  for i in $(seq 600); do [ $(grep -c 'tokens/s' $out) -ge $1 ] && break; sleep 0.05; done
+}
+start=$(stat -c %s $out)
 echo 'Tell me a long story' >&3
-for i in $(seq 600); do [ $(stat -c %s $out) -gt $((start + 24)) ] && break; sleep 0.05; done
+streams $start
 kill -INT $pid
-sleep 1
+answers 1
+start=$(stat -c %s $out)
 echo 'Another message' >&3
+streams $start
+kill -INT $pid
+answers 2
 echo /quit >&3)");
-  EXPECT_CONTAINS(out, ", stopped;");
-  const auto first = out.find("tokens/s"), second = out.find("tokens/s", first + 1);
-  EXPECT_NE(second, std::string::npos) << "no answer to the message after Ctrl-C:\n" << out;
+  const auto first = out.find(", stopped;"), second = out.find(", stopped;", first + 1);
+  EXPECT_NE(first, std::string::npos) << "the answer was not stopped:\n" << out;
+  EXPECT_NE(second, std::string::npos) << "no answer to the message after Ctrl-C, or not stopped:\n" << out;
   EXPECT_CONTAINS(out, "rc=0");
 }
 
