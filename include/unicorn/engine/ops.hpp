@@ -56,12 +56,15 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   const bool vec = decode_ || row_set == 1;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
   const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
-  // Token rows per workgroup: a decode step's, and every logit row of a pass,
-  // so that an LM head over several rows (a prefill with every row's logits:
-  // perplexity) reads each weight once per tile of rows, not once per row.
-  const uint32_t tokens = row_set ? logit_rows_ : decode_ ? n_ : 1;
   const auto& info = c_.ctx_.info();
   const bool cpu = info.type == vk::PhysicalDeviceType::eCpu;
+  // Token rows per workgroup: a decode step's; in a prefill pass one, except
+  // that on a CPU device an LM head over several rows (every row's logits:
+  // perplexity) takes them all, reading each weight once per tile of rows
+  // rather than once per row. GPUs keep one: not measured there, and a float
+  // LM head in another shape may round differently on NVIDIA's compiler, which
+  // would break the bits of prompts prefilled together against each alone.
+  const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : row_set && cpu ? logit_rows_ : 1;
   const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
   const uint32_t dot_splits =
       tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;
