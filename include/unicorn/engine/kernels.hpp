@@ -260,7 +260,7 @@ inline constexpr uint64_t kMatVecLanesAtWork = 65536;
 // lane per row group, whatever the matrix: each lane sums its own rows, with
 // no reduction across lanes, which there is work for the thread rather than
 // free hardware. The demo model's Q4_0 LM head (262,144 x 192) ran a decode
-// step's product in 11.0 ms against 31.6 on 8 lanes (notes/build_time.md).
+// step's product in 11.0 ms against 32.3 on 8 lanes (notes/tuning.md).
 constexpr uint32_t matvec_lanes(Format format, uint32_t in_features, uint32_t out_rows,
                                 uint32_t rows_per_group, uint32_t subgroup_size, bool cpu_device) {
   if (cpu_device) return 1;

@@ -55,8 +55,8 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   if (splitk(row_set)) return linear_splitk(in, out, w, row_set, barrier);
   const bool vec = decode_ || row_set == 1;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
-  const uint32_t sg = c_.ctx_.info().subgroup_size, accumulators = pair ? 2 : 1;
   const auto& info = c_.ctx_.info();
+  const uint32_t sg = info.subgroup_size, accumulators = pair ? 2 : 1;
   const bool cpu = info.type == vk::PhysicalDeviceType::eCpu;
   // Token rows per workgroup: a decode step's; in a prefill pass one, except
   // that on a CPU device an LM head over several rows (every row's logits:
