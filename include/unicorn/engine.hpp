@@ -160,7 +160,7 @@ class AnyEngine {
     return core_.int_dot() ? "matvec_dot: Q4_0 on integer dot products, inputs as bytes (q8) per block of 32"
                            : "matvec: fp32";
   }
-  const gpu::PipelineCache::Stats& pipeline_cache() const { return core_.pipeline_cache(); }
+  gpu::PipelineCache::Stats pipeline_cache() const { return core_.pipeline_cache(); }
 
   const gpu::Context& context() const { return core_.context(); }
   // The engine's internals, for the library's own layers (the server's

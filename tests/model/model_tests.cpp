@@ -799,6 +799,37 @@ TEST_F(Model, GttPlacementGgufQ4_0) {
   expect_matches_golden<TinyGtt<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3);
 }
 
+// Engines on one context share their pipelines (Context::kernel_cache): a
+// second engine of a deployment, made after the first is gone, compiles none
+// and computes the same logits; another deployment adds only its own; another
+// context has its own set.
+TEST_F(Model, EnginesOnOneContextShareTheirPipelines) {
+  gpu::Context ctx(tools::device_from_env());
+  const EngineOptions o = options();
+  const std::shared_ptr<gpu::KernelCache> cache = ctx.kernel_cache(o.pipeline_cache);
+  EXPECT_EQ(cache->size(), 0u);
+  auto logits = [&]<class D>(Engine<D>& engine) {
+    engine.load(tiny_gguf("Q8_0"));
+    return engine.forward_logits(std::span(golden().prompt).first(40));
+  };
+  std::vector<float> first;
+  {
+    Engine<Tiny<Format::Q8_0>> engine(ctx, o);
+    first = logits(engine);
+  }
+  const size_t compiled = cache->size();
+  EXPECT_GT(compiled, 0u);
+  Engine<Tiny<Format::Q8_0>> again(ctx, o);
+  EXPECT_EQ(cache->size(), compiled) << "the second engine compiled pipelines the first had";
+  EXPECT_EQ(logits(again), first);
+  Engine<Tiny<Format::Q8_0, Format::F16>> f16_cache(ctx, o);  // attention over an fp16 cache
+  EXPECT_GT(cache->size(), compiled);
+  EXPECT_EQ(ctx.kernel_cache(o.pipeline_cache), cache);
+  gpu::Context other(tools::device_from_env());
+  EXPECT_NE(other.kernel_cache(o.pipeline_cache), cache);
+  EXPECT_EQ(other.kernel_cache(o.pipeline_cache)->size(), 0u);
+}
+
 // The run-time heap check, with made-up heaps: names the pool, the bytes
 // needed and available, and the shortfall.
 TEST(Placement, HeapCheckNamesThePoolAndTheShortfall) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 
 #include <unistd.h>
@@ -29,8 +30,14 @@ struct TinyTwoStreams {
       make_deployment(kGemma3Tiny, schemes::all(Format::Q8_0, Format::F32), 256, 32).with_streams(2);
 };
 
-fs::path tiny_dir() { return fs::path(std::getenv("UNICORN_FIXTURES")) / "tiny"; }
-fs::path tiny_tokenizer() { return std::getenv("UNICORN_TINY_TOKENIZER"); }
+// ctest sets both (tests/model/CMakeLists.txt).
+fs::path from_env(const char* name) {
+  const char* value = std::getenv(name);
+  if (!value) throw std::runtime_error(std::string(name) + " is not set (run through ctest)");
+  return value;
+}
+fs::path tiny_dir() { return from_env("UNICORN_FIXTURES") / "tiny"; }
+fs::path tiny_tokenizer() { return from_env("UNICORN_TINY_TOKENIZER"); }
 
 struct World {
   gpu::Context ctx{tools::device_from_env()};

@@ -129,7 +129,7 @@ class EngineCore {
     return !std::ranges::all_of(scheme.layer_matrix_formats(), [](Format f) { return f == Format::F32; });
   }
   // The on-disk pipeline cache at start-up: read, ignored (and why), written.
-  const gpu::PipelineCache::Stats& pipeline_cache() const { return kernels_.disk_stats(); }
+  gpu::PipelineCache::Stats pipeline_cache() const { return kernels_->disk_stats(); }
   // KV cache positions per stream: the context chosen at creation
   // (EngineOptions::context), at most the compiled max_context.
   uint32_t context_size() const { return kv_context_; }
@@ -474,7 +474,7 @@ class EngineCore {
   const gpu::Kernel& kernel(const std::string& name, uint32_t bindings, const Spec& spec) {
     const auto words = spirv::find(name);
     if (words.empty()) throw Error("internal: no SPIR-V module named " + name);
-    return kernels_.get(name, words, bindings, spec);
+    return kernels_->get(name, words, bindings, spec);
   }
 
   vk::DescriptorBufferInfo part(const TensorSlot& t, const TensorPart& p) const {
@@ -502,7 +502,7 @@ class EngineCore {
   uint32_t kv_context_;      // KV cache positions per stream (EngineOptions::context)
   RunLayout run_layout_;     // cfg_ with kv_context_
   LayoutView layout_;        // of run_layout_
-  gpu::KernelCache kernels_;
+  std::shared_ptr<gpu::KernelCache> kernels_;  // the context's, shared by its engines
   gpu::DescriptorArena sets_;
   std::array<gpu::BufferSet, kPoolCount> weight_sets_, kv_sets_;  // per pool
   std::vector<gpu::Buffer> weight_slabs_, kv_slabs_;               // by layout slab index

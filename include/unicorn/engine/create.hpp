@@ -15,7 +15,7 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
       kv_context_(checked_context(config, options.context)),
       run_layout_(config.with_context(kv_context_)),
       layout_(run_layout_.view()),
-      kernels_(ctx, options.pipeline_cache),
+      kernels_(ctx.kernel_cache(options.pipeline_cache)),
       sets_(ctx),
       tuning_(options.tuning),
       tensor_units_(ctx.info().coopmat && fp16_products(options.products, config.scheme)),
@@ -57,7 +57,7 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
       batch_small_ = record_forward(kernels::kSplitKSmallTokens, kernels::kSplitKSmallTokens,
                                     PassKind::DecodeSplitK, kernels::kSplitKSmallTokens);
   }
-  kernels_.save();  // the next start reads these pipelines from disk
+  kernels_->save();  // the next start reads these pipelines from disk
 }
 
 UNICORN_DECL DeviceMemory EngineCore::device_memory() const {

@@ -26,7 +26,11 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,6 +84,8 @@ inline constexpr uint32_t kCoopSharedBytes = 48 * 1024;
 // Which kernel prefill's linear layers run, in words (unicorn-bench prints it).
 std::string prefill_linear_path(const DeviceInfo& info);
 
+
+class KernelCache;  // gpu/kernel.hpp
 
 class Context {
  public:
@@ -153,6 +159,12 @@ class Context {
   bool device_lost() const { return device_lost_; }
   std::atomic<bool>& device_lost_flag() const { return device_lost_; }
 
+  // The pipelines of every engine on this context that keeps its pipeline
+  // cache in `pipeline_dir` (EngineOptions::pipeline_cache; empty: none on
+  // disk): an engine compiles only what no earlier one did, and the pipelines
+  // live as long as the context. Defined in gpu/kernel.hpp.
+  std::shared_ptr<KernelCache> kernel_cache(const std::filesystem::path& pipeline_dir) const;
+
  private:
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
       VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
@@ -225,6 +237,9 @@ class Context {
   std::optional<uint64_t> memory_limit_;  // limit_memory()
   mutable std::atomic<bool> device_lost_{false};
   DeviceInfo info_{};
+  // kernel_cache()'s, by folder; declared after device_, so destroyed before it.
+  mutable std::mutex kernel_caches_mutex_;
+  mutable std::map<std::filesystem::path, std::shared_ptr<KernelCache>> kernel_caches_;
 };
 
 }  // namespace unicorn::gpu
