@@ -1657,14 +1657,19 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                                      scale, pos);
     want.resize(want.size() + q_row, NAN);  // the spare row stays poison
     ASSERT_TRUE(compare(at, o.as<float>(), want, q_row, 1e-5));
-    // HALF_OUT: the same outputs as the output projection's fp16 operand.
-    auto attn_half = attn_spec;
-    attn_half.half_out = 1;
-    o.poison();
-    for (uint32_t p = 0; p < parts; ++p)
-      run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
-          {part_begin[p], part_heads[p]}, {n, c.heads, 1});
-    ASSERT_TRUE(compare(at + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want, q_row, kFp16OutputTol));
+    // HALF_OUT: the same outputs as the output projection's fp16 operand, on
+    // every other case (both cache formats, every head dim but 64, windows and
+    // parts among them): one pipeline fewer for lavapipe to compile on the
+    // others, a second at head dim 256 (notes/build_time.md).
+    if (c.index % 2 == 1) {
+      auto attn_half = attn_spec;
+      attn_half.half_out = 1;
+      o.poison();
+      for (uint32_t p = 0; p < parts; ++p)
+        run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
+            {part_begin[p], part_heads[p]}, {n, c.heads, 1});
+      ASSERT_TRUE(compare(at + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want, q_row, kFp16OutputTol));
+    }
     if (n == 1) {  // PREP: the same output, and the same key and value in the cache
       HostBuffer q_raw((n + 1) * q_row * 4);
       q_raw.fill<float>(qs);
