@@ -62,14 +62,20 @@ double median_seconds(const Context& ctx, Stream& stream, int repetitions, Recor
   return seconds[seconds.size() / 2];
 }
 
+// The probes' sizes shrink by this on a CPU device (lavapipe): its memory is
+// the host's, each byte read costs the host's own time, and the host's caches
+// are still far smaller (a unicorn-bench start-up on lavapipe spent 1.2 s of
+// its 2.2 s reading 8 GiB; notes/build_time.md).
+inline uint64_t probe_divisor(const Context& ctx) { return ctx.info().type == vk::PhysicalDeviceType::eCpu ? 4 : 1; }
+
 // Read bandwidth in bytes/s: the median of several reads of a buffer far
-// larger than any cache (1 GiB, or a quarter of the device-local heap).
-// `kind` picks the memory read: DeviceLocal (Vram) or Gtt (host-visible system
-// memory; over PCIe on a discrete GPU).
+// larger than any cache (1 GiB, or a quarter of the device-local heap; a
+// quarter of that on a CPU device). `kind` picks the memory read: DeviceLocal
+// (Vram) or Gtt (host-visible system memory; over PCIe on a discrete GPU).
 inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
                                      MemoryKind kind = MemoryKind::DeviceLocal) {
-  const uint64_t bytes = std::min<uint64_t>(uint64_t(1) << 30, ctx.info().device_local_heap_bytes / 4)
-                         / 16 * 16;
+  const uint64_t bytes = std::min<uint64_t>(uint64_t(1) << 30, ctx.info().device_local_heap_bytes / 4) /
+                         probe_divisor(ctx) / 16 * 16;
   const uint64_t chunk = std::min<uint64_t>(bytes, ctx.info().max_storage_buffer_range / 16 * 16);
   const uint32_t groups = 1024;
   const uint64_t sizes[] = {chunk};
@@ -90,10 +96,12 @@ inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
 }
 
 // Host-to-device copy bandwidth in bytes/s: the median of several copies of a
-// host-visible buffer (256 MiB, or an eighth of the device-local heap) into
-// device-local memory — what the loader's staged uploads could reach at best.
+// host-visible buffer (256 MiB, or an eighth of the device-local heap; a
+// quarter of that on a CPU device) into device-local memory — what the
+// loader's staged uploads could reach at best.
 inline double measure_upload_bandwidth(const Context& ctx, int repetitions = 5) {
-  const uint64_t bytes = std::min<uint64_t>(uint64_t(256) << 20, ctx.info().device_local_heap_bytes / 8) / 16 * 16;
+  const uint64_t bytes =
+      std::min<uint64_t>(uint64_t(256) << 20, ctx.info().device_local_heap_bytes / 8) / probe_divisor(ctx) / 16 * 16;
   const uint64_t sizes[] = {bytes};
   BufferSet host(ctx, sizes, MemoryKind::HostVisible, "upload probe (host)");
   BufferSet device(ctx, sizes, MemoryKind::DeviceLocal, "upload probe (device)");
