@@ -36,13 +36,13 @@ fs::path from_env(const char* name) {
   if (!value) throw std::runtime_error(std::string(name) + " is not set (run through ctest)");
   return value;
 }
-fs::path tiny_dir() { return from_env("UNICORN_FIXTURES") / "tiny"; }
+fs::path tiny_model_dir() { return from_env("UNICORN_FIXTURES") / "tiny"; }
 fs::path tiny_tokenizer() { return from_env("UNICORN_TINY_TOKENIZER"); }
 
 struct World {
   gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
-  World() { engine.load(tiny_dir(), {.tokenizer = tiny_tokenizer()}); }
+  World() { engine.load(tiny_model_dir(), {.tokenizer = tiny_tokenizer()}); }
 };
 World& world() {
   static World w;
@@ -67,7 +67,7 @@ std::vector<int32_t> greedy_tokens(AnyEngine& e, uint32_t stream, std::span<cons
 TEST(TextApi, ModelWithoutVocabularySaysSoAndHowToGiveOne) {
   gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
-  engine.load(tiny_dir());  // config.json + safetensors, no tokenizer.json
+  engine.load(tiny_model_dir());  // config.json + safetensors, no tokenizer.json
   EXPECT_FALSE(engine.has_tokenizer());
   try {
     engine.generate("hello");
@@ -76,7 +76,7 @@ TEST(TextApi, ModelWithoutVocabularySaysSoAndHowToGiveOne) {
     EXPECT_NE(std::string(e.what()).find("carries no vocabulary"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("LoadOptions::tokenizer"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(engine.load(tiny_dir(), {.tokenizer = tiny_dir() / "no-such-tokenizer.json"}), Error);
+  EXPECT_THROW(engine.load(tiny_model_dir(), {.tokenizer = tiny_model_dir() / "no-such-tokenizer.json"}), Error);
 }
 
 // A Hugging Face directory that holds tokenizer.json carries its vocabulary,
@@ -86,7 +86,7 @@ TEST(TextApi, DirectoryWithTokenizerJsonCarriesItsVocabulary) {
   const fs::path dir = fs::temp_directory_path() / ("unicorn-text-api-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  for (const auto& f : fs::directory_iterator(tiny_dir())) fs::create_symlink(f.path(), dir / f.path().filename());
+  for (const auto& f : fs::directory_iterator(tiny_model_dir())) fs::create_symlink(f.path(), dir / f.path().filename());
   fs::copy_file(tiny_tokenizer(), dir / "tokenizer.json");
   gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
@@ -96,7 +96,7 @@ TEST(TextApi, DirectoryWithTokenizerJsonCarriesItsVocabulary) {
     ASSERT_TRUE(engine.has_tokenizer()) << model;
     EXPECT_FALSE(engine.tokenizer().encode("hello").empty()) << model;
   }
-  EXPECT_TRUE(engine.load(tiny_dir()).vocabulary.empty());
+  EXPECT_TRUE(engine.load(tiny_model_dir()).vocabulary.empty());
   EXPECT_FALSE(engine.has_tokenizer());
   fs::remove_all(dir);
 }
