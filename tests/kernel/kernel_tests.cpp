@@ -346,7 +346,7 @@ TEST_P(Linear, MatchesReference) {
   // half of one, or on a CPU device one lane, the engine's shape there.
   const uint32_t rows_per_group = c.M % 2 ? kernels::kMatVecRows : 3;
   const uint32_t sg = device().ctx.info().subgroup_size;
-  const bool cpu = device().ctx.info().type == vk::PhysicalDeviceType::eCpu;
+  const bool cpu = device().ctx.info().cpu();
   for (int p = 0; p < 2; ++p) {
     const uint32_t rb = part_begin[p], rows = part_rows[p];
     if (rows == 0) continue;
@@ -2118,7 +2118,7 @@ TEST_P(MatVecPair, MatchesLinearThenGeglu) {
   x.fill<float>(xs);
   const auto step = step_buffer({1, 3, 0, 0});
   const uint32_t sg = device().ctx.info().subgroup_size, rows = kernels::kMatVecRows;
-  const bool cpu = device().ctx.info().type == vk::PhysicalDeviceType::eCpu;
+  const bool cpu = device().ctx.info().cpu();
   const uint32_t lanes = c.lanes ? c.lanes : kernels::matvec_lanes(c.format, c.K, c.F, rows, sg, cpu);
   const uint32_t split = c.F / 3, begins[] = {split, 0}, counts[] = {c.F - split, split};
   std::vector<double> want(c.F, NAN);

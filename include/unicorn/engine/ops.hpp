@@ -57,7 +57,7 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
   const auto& info = c_.ctx_.info();
   const uint32_t sg = info.subgroup_size, accumulators = pair ? 2 : 1;
-  const bool cpu = info.type == vk::PhysicalDeviceType::eCpu;
+  const bool cpu = info.cpu();
   // Token rows per workgroup: a decode step's; in a prefill pass one, except
   // that on a CPU device an LM head over several rows (every row's logits:
   // perplexity) takes them all, reading each weight once per tile of rows

@@ -53,6 +53,9 @@ namespace unicorn::gpu {
 struct DeviceInfo {
   std::string name;
   vk::PhysicalDeviceType type;
+  // A CPU device (lavapipe): a subgroup is one thread's SIMD vector and its
+  // memory is the host's (kernels::matvec_lanes, the bandwidth probes).
+  bool cpu() const { return type == vk::PhysicalDeviceType::eCpu; }
   uint32_t vendor_id;
   uint64_t max_storage_buffer_range;
   uint64_t max_memory_allocation_size;

@@ -66,7 +66,7 @@ double median_seconds(const Context& ctx, Stream& stream, int repetitions, Recor
 // the host's, each byte read costs the host's own time, and the host's caches
 // are still far smaller (a unicorn-bench start-up on lavapipe spent 1.2 s of
 // its 2.2 s reading 8 GiB; notes/build_time.md).
-inline uint64_t probe_divisor(const Context& ctx) { return ctx.info().type == vk::PhysicalDeviceType::eCpu ? 4 : 1; }
+inline uint64_t probe_divisor(const Context& ctx) { return ctx.info().cpu() ? 4 : 1; }
 
 // Read bandwidth in bytes/s: the median of several reads of a buffer far
 // larger than any cache (1 GiB, or a quarter of the device-local heap; a
