@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/model/from_gguf.hpp"
@@ -77,12 +78,8 @@ std::string read_text(const fs::path& p) {
 }
 
 fs::path tmp() {
-  static const fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("unicorn-cli-" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
-  return d;
+  static const unicorn::test::TempDir dir("unicorn-cli");
+  return dir.path();
 }
 
 // A GGUF file of a model's exact hyperparameters and tensor types and shapes

@@ -14,30 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "temp_dir.hpp"
 #include "unicorn/error.hpp"
 
 namespace unicorn::io::test {
 
-// A fresh directory under $TMPDIR, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "unicorn_io_XXXXXX").string();
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using unicorn::test::TempDir;
 
 inline void write_file(const std::filesystem::path& p, std::span<const std::byte> bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "ggml_quantize.hpp"
+#include "temp_dir.hpp"
 #include "tuning_env.hpp"
 #include "reference/cpu_reference.hpp"
 #include "unicorn/engine/core.hpp"
@@ -2823,9 +2824,8 @@ TEST(CheckFinite, FirstBadValueInEveryFormat) {
 // replaced — never handed to the driver.
 TEST(PipelineCache, WrittenReadBackAndDamagedFilesIgnored) {
   Device& d = device();
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("unicorn-pipeline-cache-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const unicorn::test::TempDir tmp("unicorn-pipeline-cache");
+  const std::filesystem::path dir = tmp / "cache";  // made by the first cache that saves
   const auto build = [&](gpu::KernelCache& cache) {
     const auto words = spirv::find("geglu");
     return cache.get("geglu", words, kernels::kGegluBindings, kernels::Geglu{96, 0}).pipeline();
@@ -2881,7 +2881,6 @@ TEST(PipelineCache, WrittenReadBackAndDamagedFilesIgnored) {
     EXPECT_EQ(off.disk_stats().path, "");
     EXPECT_TRUE(build(off));
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

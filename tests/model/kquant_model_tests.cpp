@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../tools/ggml_quantize.hpp"
+#include "temp_dir.hpp"
 #include "../tools/tuning_env.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/gguf.hpp"
@@ -46,12 +47,8 @@ gpu::Context& context() {
 }
 
 fs::path temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("unicorn-kquant-tests-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const unicorn::test::TempDir dir("unicorn-kquant-tests");
+  return dir.path();
 }
 
 // The random F32 model of `model`'s shapes, once per process.

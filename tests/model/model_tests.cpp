@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/io/gguf_writer.hpp"
 #include "../tools/tuning_env.hpp"
@@ -86,12 +87,8 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 fs::path temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("unicorn-model-tests-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const unicorn::test::TempDir dir("unicorn-model-tests");
+  return dir.path();
 }
 
 // unicorn-convert --hf fixtures/tiny --type <fmt>, once per format.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../tools/tuning_env.hpp"
+#include "temp_dir.hpp"
 #include "unicorn/engine.hpp"
 
 namespace fs = std::filesystem;
@@ -83,9 +84,8 @@ TEST(TextApi, ModelWithoutVocabularySaysSoAndHowToGiveOne) {
 // whether the directory or its config.json is named (the loader opens the
 // model once and says where the vocabulary is: LoadReport::vocabulary).
 TEST(TextApi, DirectoryWithTokenizerJsonCarriesItsVocabulary) {
-  const fs::path dir = fs::temp_directory_path() / ("unicorn-text-api-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const unicorn::test::TempDir tmp("unicorn-text-api");
+  const fs::path& dir = tmp.path();
   for (const auto& f : fs::directory_iterator(tiny_model_dir())) fs::create_symlink(f.path(), dir / f.path().filename());
   fs::copy_file(tiny_tokenizer(), dir / "tokenizer.json");
   gpu::Context ctx{tools::device_from_env()};
@@ -98,7 +98,6 @@ TEST(TextApi, DirectoryWithTokenizerJsonCarriesItsVocabulary) {
   }
   EXPECT_TRUE(engine.load(tiny_model_dir()).vocabulary.empty());
   EXPECT_FALSE(engine.has_tokenizer());
-  fs::remove_all(dir);
 }
 
 TEST(TextApi, GenerateStreamsTheGreedyTokensText) {

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/text/chat_template.hpp"
@@ -346,8 +347,8 @@ TEST(Utf8, RepairFollowsTextDecoder) {
 }
 
 TEST(TokenizerErrors, BadFilesThrowOneLineErrors) {
-  const fs::path dir = fs::temp_directory_path() / "unicorn_tokenizer_test";
-  fs::create_directories(dir);
+  const unicorn::test::TempDir tmp("unicorn-tokenizer-test");
+  const fs::path& dir = tmp.path();
   auto expect_error = [](const fs::path& p, std::string_view fragment) {
     try {
       (void)Tokenizer::from_tokenizer_json(p);
@@ -368,7 +369,6 @@ TEST(TokenizerErrors, BadFilesThrowOneLineErrors) {
       << R"({"added_tokens": [], "normalizer": null, "pre_tokenizer": null, "decoder": null,
              "model": {"type": "BPE", "vocab": {"a": 0}}})";
   expect_error(dir / "nomerges.json", "unexpected structure");
-  fs::remove_all(dir);
 }
 
 // tokenizer.json is read in one streaming pass (tokenizer_json.hpp): the
