@@ -2407,6 +2407,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GreedyCase{1001, kernels::kLogitParts},
                       GreedyCase{100, kernels::kLogitParts},  // V < PARTS: many empty slices
                       GreedyCase{5000, 7},                     // short last slice (710 of 715)
+                      GreedyCase{512, kernels::logit_parts(512)},  // the tiny models' one slice
                       GreedyCase{262144, kernels::kLogitParts}),
     [](const auto& info) {
       return "sample_greedy_V" + std::to_string(info.param.V) + "_PARTS" +

@@ -86,7 +86,7 @@ UNICORN_DECL EngineCore::Lane::Lane(gpu::Context& ctx, const DeploymentConfig& c
   const uint64_t host_sizes[] = {sizeof(StepHeader) + sizeof(StepRow) * uint64_t(std::max(step_rows, cfg.streams)),
                                  4 * logit_rows, kSamplerRowBytes * logit_rows};
   host = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers" + what);
-  const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * logit_rows};
+  const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * logit_rows};  // the most parts any vocabulary takes
   partials = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials" + what);
   // Zeroed once; each waiting dispatch sets its counter back to 0.
   const uint64_t counter_bytes[] = {4ull * wait_counters(cfg)};

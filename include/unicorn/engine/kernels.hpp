@@ -506,8 +506,15 @@ struct LogitsMax {
 struct Sample {
   BOOST_HANA_DEFINE_STRUCT(Sample, (uint32_t, vocab), (uint32_t, parts));
 };
-// Workgroups logits_max splits a row into (their maxima feed the sampler).
+// Workgroups logits_max splits a row into (their maxima feed the sampler):
+// 128 for Gemma 3's 262,144 logits, fewer for a small vocabulary, so that a
+// slice is at least 2,048 logits (8 a thread). A workgroup with little to scan
+// still pays its launch and its nine barriers, and the batched pass dispatches
+// every part of every stream's row: on lavapipe, the tiny models' 128 parts of
+// 4 logits were half of a decode step.
 inline constexpr uint32_t kLogitParts = 128;
+constexpr uint32_t logit_parts(uint32_t vocab) { return std::clamp((vocab + 2047) / 2048, 1u, kLogitParts); }
+static_assert(logit_parts(262144) == kLogitParts, "every Gemma 3 size keeps its 128 parts");
 struct Convert {
   BOOST_HANA_DEFINE_STRUCT(Convert, (uint32_t, source_type), (float, add));
 };

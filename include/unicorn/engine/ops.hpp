@@ -291,7 +291,7 @@ UNICORN_DECL void EngineCore::Recorder::geglu() {
 }
 
 UNICORN_DECL void EngineCore::Recorder::sample() {
-  const uint32_t parts = kernels::kLogitParts;
+  const uint32_t parts = kernels::logit_parts(m_.vocab);
   const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
                              kernels::LogitsMax{m_.vocab, parts});
   const vk::DescriptorBufferInfo bm[] = {lane_.act(Act::Logits), lane_.partials[0].whole(),
