@@ -37,7 +37,8 @@ endfunction()
 # the one Debian 12's glslang 12 compiles; unicorn-spirv-coop-khr (a host tool
 # built here, tools/spirv_coop_khr.hpp) rewrites the SPIR-V into the KHR form at
 # build time. Each gives two modules: <module> (KHR, what the engine runs) and
-# <module>_nv (the NV form, kept for the conversion tests and NV-only drivers).
+# <module>_nv (the NV form, kept for the conversion tests and NV-only drivers),
+# both written by the tool from one glslang compile.
 # spirv-val (SPIRV-Tools 2023.1 predates SPV_KHR_cooperative_matrix) checks the
 # NV form here; tests/kernel checks the KHR form's structure.
 add_executable(unicorn-spirv-coop-khr ${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_coop_khr.cpp)
@@ -64,9 +65,7 @@ function(unicorn_coop_shader module source)
     COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.2 ${defines} --depfile ${spv}.d
             -o ${spv} ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${source}
     ${validate}
-    COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.2 ${defines} --vn ${module}_nv
-            -o ${nv_header} ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${source}
-    COMMAND unicorn-spirv-coop-khr ${spv} ${khr_header} ${module}
+    COMMAND unicorn-spirv-coop-khr ${spv} ${khr_header} ${module} --nv-header ${nv_header}
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/shaders/${source} unicorn-spirv-coop-khr
     DEPFILE ${spv}.d
     COMMENT "SPIR-V ${module} (NV form -> KHR form)"
