@@ -599,7 +599,7 @@ TEST(AttentionWait, WaitingAttentionGivesTheBarriersBits) {
                              {&w, &x, &y, &step, &w, &counters}, {0, rows, counter}, {groups(rows, per_group), 1, 1},
                              barrier);
       };
-      kernels::Attention spec{heads, kvh, hd, slots, 0, 0.125f, sg, 0, kernels::attention_threads(sg), 1, 1e4f, 1.f,
+      kernels::Attention spec{heads, kvh, hd, slots, 0, 0.125f, sg, 0, kernels::attention_threads(sg, hd, device().ctx.info().cpu()), 1, 1e4f, 1.f,
                               1e-6f, waits ? 1u : 0u};
       run_recorded({product(*wq, q, qd, false), product(*wk, k, kd, false), product(*wv, v, kd, !waits),
                     make_dispatch(kernels::variant("attention", kv), kernels::kAttentionBindings, spec,
@@ -1552,9 +1552,13 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     return kernels::AttnPrep{c.heads, c.kv_heads, c.hd, slots, theta, rope_scale, eps,
                              kernels::attn_prep_heads_per_group(n == 1, device().ctx.info().subgroup_size)};
   };
+  // The engine's workgroup for this device (on a CPU device, fewer threads
+  // than a GPU's: kernels::attention_threads); on a CPU device HALF_OUT below
+  // runs a GPU's, so lavapipe checks both.
+  const bool cpu = device().ctx.info().cpu();
   const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
                                      device().ctx.info().subgroup_size, 0,
-                                     kernels::attention_threads(device().ctx.info().subgroup_size)};
+                                     kernels::attention_threads(device().ctx.info().subgroup_size, c.hd, cpu)};
   const std::string prep = kernels::variant("attn_prep", c.kv),
                     attn = kernels::variant("attention", c.kv),
                     tiled = kernels::variant("attention_tiled", c.kv);
@@ -1665,6 +1669,7 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     if (c.index % 2 == 1) {
       auto attn_half = attn_spec;
       attn_half.half_out = 1;
+      if (cpu) attn_half.threads = kernels::attention_threads(device().ctx.info().subgroup_size, c.hd, false);
       o.poison();
       for (uint32_t p = 0; p < parts; ++p)
         run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
@@ -1965,7 +1970,8 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
   for (uint32_t p = 0; p < 2; ++p)
     run(attn, kernels::kAttentionBindings,
         kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size, 0,
-                           kernels::attention_threads(device().ctx.info().subgroup_size)},
+                           kernels::attention_threads(device().ctx.info().subgroup_size, hd,
+                                                      device().ctx.info().cpu())},
         {&q, &kc[p], &vc[p], &o, &step}, {part_begin[p], part_rows[p]}, {n, heads, 1});
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = rows[t].pos;

@@ -350,7 +350,13 @@ struct Attention {
 // attention is a chain of dependent loads per subgroup, so more subgroups
 // walk the keys in fewer steps (a third of 4 subgroups' time:
 // notes/kernel_shapes.md). Shared memory: 16 * head_dim floats.
-constexpr uint32_t attention_threads(uint32_t subgroup_size) {
+// On a CPU device (lavapipe) a subgroup is one thread's SIMD vector, not
+// hardware that waits on loads, and every barrier switches between all of a
+// workgroup's subgroups: 4 subgroups, or the head_dim / 2 threads that
+// PREP's rotation needs (the tiny model's batched step, 8 streams: attention
+// 6.3 -> 2.5 ms, notes/build_time.md).
+constexpr uint32_t attention_threads(uint32_t subgroup_size, uint32_t head_dim, bool cpu) {
+  if (cpu) return std::max(4 * subgroup_size, (head_dim / 2 + subgroup_size - 1) / subgroup_size * subgroup_size);
   return std::clamp(16 * subgroup_size, 128u, 1024u);
 }
 // attention_tiled (prefill chunks): attention's constants but the subgroup

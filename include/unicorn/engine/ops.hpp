@@ -254,7 +254,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
               : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
                           kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
                                              window, scale, info.subgroup_size, half_,
-                                             kernels::attention_threads(info.subgroup_size),
+                                             kernels::attention_threads(info.subgroup_size, m_.head_dim, info.cpu()),
                                              prep_in_attention(), m_.rope_theta(kind), m_.rope_scale(kind),
                                              m_.rms_eps, wait ? 1u : 0u});
   if (wait && (tiled || c_.layout_.parts_of(kc).size() != 1))
