@@ -27,7 +27,7 @@
 #define STEP_BINDING 3
 #include "include/step.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 9) in;  // THREADS: kernels::rmsnorm_threads
 layout(constant_id = 0) const uint DIM = 1;
 layout(constant_id = 1) const float EPS = 1e-6;
 layout(constant_id = 2) const uint ACCUMULATE = 0;
@@ -37,6 +37,7 @@ layout(constant_id = 5) const uint HALF_OUT = 0;
 layout(constant_id = 6) const uint SLICES = 1;
 layout(constant_id = 7) const uint SLICE = 0;
 layout(constant_id = 8) const uint WAIT = 0;
+layout(constant_id = 9) const uint THREADS = 256;  // at most 64 subgroups (`partial`)
 #include "include/operand.glsl"
 
 layout(binding = 0) readonly buffer InBuf { float x[]; };
@@ -50,7 +51,7 @@ layout(binding = 2) writeonly buffer OutBufH { float16_t yh[]; };    // HALF_OUT
 layout(binding = 5) writeonly buffer Out2BufH { float16_t y2h[]; };  // HALF_OUT, CHAIN = 1
 layout(push_constant) uniform Push { uint rows_per_token; uint counter; uint count; } pc;
 
-const uint PER = (DIM + 255) / 256;  // elements per thread
+const uint PER = (DIM + THREADS - 1) / THREADS;  // elements per thread
 shared float partial[64];
 
 float row_sum(float v) {
@@ -85,7 +86,7 @@ void main() {
   float v[PER], wv[PER], yv[PER], w2v[PER];
   float ss = 0.0;
   for (uint e = 0; e < PER; ++e) {
-    const uint i = tid + e * 256;
+    const uint i = tid + e * THREADS;
     const bool in_row = i < DIM;
     v[e] = in_row ? input_at(in_base + i) : 0.0;
     for (uint s = 1; s < SLICES; ++s) v[e] += in_row ? input_at(s * SLICE + in_base + i) : 0.0;
@@ -97,7 +98,7 @@ void main() {
   const float inv = inversesqrt(row_sum(ss) / float(DIM) + EPS);
   float ss2 = 0.0;
   for (uint e = 0; e < PER; ++e) {
-    const uint i = tid + e * 256;
+    const uint i = tid + e * THREADS;
     if (i >= DIM) break;
     const float r = v[e] * inv * wv[e] + yv[e];
     if (HALF_OUT != 0 && CHAIN == 0)
@@ -110,7 +111,7 @@ void main() {
   if (CHAIN == 0) return;
   const float inv2 = inversesqrt(row_sum(ss2) / float(DIM) + EPS);
   for (uint e = 0; e < PER; ++e) {
-    const uint i = tid + e * 256;
+    const uint i = tid + e * THREADS;
     if (i >= DIM) break;
     if (HALF_OUT != 0)
       y2h[base + i] = OPERAND_FP16(v[e] * inv2 * w2v[e]);

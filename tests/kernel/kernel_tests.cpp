@@ -531,7 +531,9 @@ TEST(MatVecNorm, WaitingNormGivesTheBarriersBits) {
                                                   waits ? 1u : 0u},
                                   {&w, &x, &y, &step, &w, &counters}, {0, M, counter}, g, !waits),
                     make_dispatch("rmsnorm", kernels::kRmsNormBindings,
-                                  kernels::RmsNorm{M, 1e-6f, 1, 0, c.chain, 0, c.splits, M, waits ? 1u : 0u},
+                                  kernels::RmsNorm{M, 1e-6f, 1, 0, c.chain, 0, c.splits, M, waits ? 1u : 0u,
+                                                   kernels::rmsnorm_threads(M, device().ctx.info().subgroup_size,
+                                                                            device().ctx.info().cpu())},
                                   {&y, &nw, &x_out, &step, &nw2, &xn_out, &counters}, {1, counter, count},
                                   {1, 1, 1}, true)});
     };
@@ -1194,11 +1196,13 @@ struct NormCase {
   uint32_t chain = 0;     // then normalise the updated row with w2 into out2
   uint32_t half_out = 0;  // the normalised output (out, or out2 with CHAIN) as fp16
   uint32_t slices = 1;    // the input as partial sums to add (a split output projection)
+  bool gpu_workgroup = false;  // a GPU's 256 threads where the device's own differ (a CPU device)
   std::string name() const {
     std::ostringstream s;
     s << "rmsnorm D=" << D << " rows_per_token=" << rows_per_token << " ACCUMULATE=" << accumulate
       << " ROW_SET=" << row_set << " CHAIN=" << chain << (in_place ? " in_place" : "")
-      << (half_out ? " HALF_OUT" : "") << (slices > 1 ? " SLICES=" + std::to_string(slices) : "");
+      << (half_out ? " HALF_OUT" : "") << (slices > 1 ? " SLICES=" + std::to_string(slices) : "")
+      << (gpu_workgroup ? " gpu_workgroup" : "");
     return s.str();
   }
 };
@@ -1228,8 +1232,10 @@ TEST_P(RmsNorm, MatchesReference) {
   if (c.accumulate) y.fill<float>(init);
   const HostBuffer& out = c.in_place ? x : y;
   const auto step = step_buffer({n, 0, logit_begin, logit_count});
+  const auto& info = device().ctx.info();
   const kernels::RmsNorm spec{D, 1e-6f, c.accumulate, c.row_set, c.chain, c.half_out, c.slices,
-                              uint32_t(xs.size())};
+                              uint32_t(xs.size()), 0,
+                              kernels::rmsnorm_threads(D, info.subgroup_size, info.cpu() && !c.gpu_workgroup)};
   // The Recorder dispatches min(n, logit_rows) * rows_per_token groups for ROW_SET 1; n here.
   run("rmsnorm", kernels::kRmsNormBindings, spec, {&x, &w, &out, &step, &w2, &y2}, {per_row},
       {n * per_row, 1, 1});
@@ -1278,7 +1284,11 @@ INSTANTIATE_TEST_SUITE_P(
                       NormCase{5376, 1, 1, 0, false, 1, 1},
                       // The post-norms after an output projection split over K.
                       NormCase{1152, 1, 1, 0, false, 1, 1, 3}, NormCase{96, 1, 1, 0, false, 0, 0, 4},
-                      NormCase{1000, 1, 1, 0, false, 1, 0, 2}),
+                      NormCase{1000, 1, 1, 0, false, 1, 0, 2},
+                      // On a CPU device the engine's workgroup is smaller (kernels::rmsnorm_threads):
+                      // a GPU's there too.
+                      NormCase{96, 1, 1, 0, false, 1, 0, 4, true}, NormCase{32, 4, 0, 0, true, 0, 0, 1, true},
+                      NormCase{1000, 1, 1, 0, false, 1, 1, 2, true}),
     [](const auto& info) { return test_name(info.param.name()); });
 
 // ---------------------------------------------------------------- attn_prep

@@ -24,8 +24,17 @@ struct Embed {
 struct RmsNorm {
   BOOST_HANA_DEFINE_STRUCT(RmsNorm, (uint32_t, dim), (float, eps), (uint32_t, accumulate),
                            (uint32_t, row_set), (uint32_t, chain), (uint32_t, half_out),
-                           (uint32_t, slices), (uint32_t, slice), (uint32_t, wait));
+                           (uint32_t, slices), (uint32_t, slice), (uint32_t, wait), (uint32_t, threads));
 };
+// threads: the workgroup, one per row. 256 on a GPU. On a CPU device, where a
+// barrier switches between all of a workgroup's subgroups, as few as keep a
+// thread at 8 elements or under (the tiny model's 96: 32 threads), never
+// fewer than 4 subgroups nor more than a GPU's 256.
+constexpr uint32_t rmsnorm_threads(uint32_t dim, uint32_t subgroup_size, bool cpu) {
+  if (!cpu) return 256;
+  const uint32_t need = (dim + 7) / 8;
+  return std::clamp((need + subgroup_size - 1) / subgroup_size * subgroup_size, 4 * subgroup_size, 256u);
+}
 // slices, slice (rmsnorm): the input is `slices` partial sums `slice`
 // elements apart (a product split over K, LinearCoop's splits), added in order.
 // wait: one row, recorded right after its input's matvec (signal) with no
