@@ -51,6 +51,13 @@ foreach(file generate/main generate/program generate/flags perplexity/main serve
   endif()
   set(UNICORN_${var}_SOURCE ${source} CACHE INTERNAL "")
 endforeach()
+# The programs' own code (flags, chat, the HTTP front end and the server's
+# scheduler, report printing) compiles at -O1 in Release builds: their time
+# is the GPU's and the engine's, whose code (engine_code.cpp, the readers, the
+# tokenizer) and deployments stay at the build's level. -O3's code generation
+# was a quarter of their compile time (serve.cpp 25.6 -> 18.1 s of CPU), and the
+# H100's figures did not move (notes/build_time.md, ninth session).
+set(UNICORN_PROGRAM_OPTIMIZATION $<$<CONFIG:Release>:-O1> CACHE INTERNAL "")
 # The engine's host code compiled once for every program of the build that
 # links it (unicorn/linkage.hpp): cmake/engine_code.cpp, beside this file in
 # both trees.
@@ -150,6 +157,7 @@ function(unicorn_add_generator target)
     target_link_libraries(unicorn_generate_program PUBLIC unicorn::unicorn CLI11::CLI11)
     unicorn_link_engine_code(unicorn_generate_program PUBLIC)
     _unicorn_link_libedit(unicorn_generate_program)
+    target_compile_options(unicorn_generate_program PRIVATE ${UNICORN_PROGRAM_OPTIMIZATION})
     target_include_directories(unicorn_generate_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   endif()
   _unicorn_add_binary(${target} ${UNICORN_GENERATE_MAIN_SOURCE} "${G_HEADER}" ${G_TYPE})
@@ -183,6 +191,7 @@ function(unicorn_add_server target)
     add_library(unicorn_server_program OBJECT ${UNICORN_SERVER_PROGRAM_SOURCE} ${UNICORN_SERVER_SERVE_SOURCE})
     target_link_libraries(unicorn_server_program PUBLIC unicorn::unicorn CLI11::CLI11)
     unicorn_link_engine_code(unicorn_server_program PUBLIC)
+    target_compile_options(unicorn_server_program PRIVATE ${UNICORN_PROGRAM_OPTIMIZATION})
     target_include_directories(unicorn_server_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
   endif()
   _unicorn_add_binary(${target} ${UNICORN_SERVER_MAIN_SOURCE} "${S_HEADER}" ${S_TYPE})
