@@ -36,6 +36,7 @@
 #include "catalog.hpp"
 #include "options.hpp"  // examples/generate: --products, as the generator takes it
 #include "unicorn/engine.hpp"
+#include "unicorn/engine/pick.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"
 #include "unicorn/model/hparams.hpp"
@@ -69,15 +70,15 @@ Stats stats(std::vector<double> v) {
 }
 
 // Whether entry `e` runs the file for these options: its placement, streams
-// and LM head are the options', and the file fits it (engine/weight_file.hpp:
+// and LM head are the options', and the file fits it (engine/pick.hpp:
 // every hyperparameter, and every tensor's type and shape).
-bool matches(const Entry& e, const detail::WeightFile& file, const Options& o) {
+bool matches(const Entry& e, const ModelFile& file, const Options& o) {
   const DeploymentConfig& c = e.deployment.config;
   const bool streams_fit = o.batch ? c.streams > 1 : c.streams == 1;
   const bool head_fits = o.lm_head ? c.scheme.separate_lm_head() && c.scheme.lm_head == *o.lm_head
                                    : !c.scheme.separate_lm_head();
   return e.placement == o.placement && streams_fit && head_fits &&
-         detail::check_file(file, c.model, e.deployment.layout).fits();
+         file.runs_in(e.deployment);
 }
 
 std::string fmt_stats(const Stats& s) {
@@ -331,7 +332,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   return 0;
 }
 
-int dispatch(const detail::WeightFile& file, const Options& o) {
+int dispatch(const ModelFile& file, const Options& o) {
   for (const Entry& e : catalog())
     if (matches(e, file, o)) return run(e.deployment, e.placement, o);
   throw Error(o.model + ": no compiled-in bench deployment matches this file (official Gemma 3 "
@@ -375,7 +376,9 @@ int main(int argc, char** argv) {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
       throw Error("-p, -n and -r must be at least 1");
     o.model = unicorn::tools::resolve_model_path(o.model);  // ollama:NAME -> the blob in Ollama's store
-    const int status = dispatch(detail::GgufWeights(o.model), o);
+    if (std::filesystem::is_directory(o.model))
+      throw Error(o.model + ": a directory; unicorn-bench takes a GGUF file (its catalog's engines are of GGUF formats)");
+    const int status = dispatch(ModelFile(o.model), o);
     io::check_stdout();  // a table or JSON that could not be written is a failure
     return status;
   } catch (const std::exception& e) {

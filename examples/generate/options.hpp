@@ -27,15 +27,15 @@ inline void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
   app.add_option("--top-p", sp.top_p, "keep the smallest set with this much probability; 1 is off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--min-p", sp.min_p, "drop tokens below min-p times the top probability; 0 is off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--repeat-penalty", sp.repeat_penalty, "penalty for the last --repeat-last-n tokens; 1 is off")->capture_default_str();
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")->capture_default_str()->check(CLI::Range(0u, unicorn::detail::kMaxPenaltyHistory));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")->capture_default_str()->check(CLI::Range(0u, unicorn::kMaxRepeatLastN));
   app.add_option("--seed", f.seed, "random seed (default: random; printed)");
 }
 
 // Throws unicorn::Error when the parsed flags are values the sampler refuses
 // (CLI11's ranges let NaN through, and --top-p 0 or --repeat-penalty 0 are in range).
 inline void check_sampling_flags(const SamplingFlags& f) {
-  if (!sampling_params_valid(f.params, unicorn::detail::kMaxPenaltyHistory))
-    throw Error(sampling_params_rule(unicorn::detail::kMaxPenaltyHistory));
+  if (!sampling_params_valid(f.params))
+    throw Error(sampling_params_rule());
 }
 
 // --max-device-memory: the most device memory the engine may take per heap

@@ -25,16 +25,19 @@ struct SamplingParams {
   bool operator==(const SamplingParams&) const = default;
 };
 
-// The values the sampler takes (EngineCore::set_sampling refuses others with
+// The longest penalty window (repeat_last_n) the sampler's history holds.
+inline constexpr uint32_t kMaxRepeatLastN = 1024;
+
+// The values the sampler takes (the engine refuses others with
 // sampling_params_rule's sentence): finite numbers, temperature >= 0,
 // 0 < top-p <= 1, 0 <= min-p <= 1, repeat penalty > 0, and a penalty window
 // the history buffer holds.
-inline bool sampling_params_valid(const SamplingParams& p, uint32_t max_history) {
+inline bool sampling_params_valid(const SamplingParams& p, uint32_t max_history = kMaxRepeatLastN) {
   return std::isfinite(p.temperature) && p.temperature >= 0 && p.top_p > 0 && p.top_p <= 1 && p.min_p >= 0 &&
          p.min_p <= 1 && std::isfinite(p.repeat_penalty) && p.repeat_penalty > 0 && p.repeat_last_n <= max_history &&
          std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty);
 }
-inline std::string sampling_params_rule(uint32_t max_history) {
+inline std::string sampling_params_rule(uint32_t max_history = kMaxRepeatLastN) {
   return "sampling: a finite temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, a finite repeat penalty > 0, "
          "finite presence and frequency penalties and repeat-last-n <= " + std::to_string(max_history) +
          " are required";

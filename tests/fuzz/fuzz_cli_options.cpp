@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     unicorn::generate::check_sampling_flags(sampling);
     const unicorn::SamplingParams& p = sampling.params;
     FUZZ_CHECK(std::isfinite(p.temperature) && p.temperature >= 0 && p.top_p > 0 && p.top_p <= 1 && p.min_p >= 0 &&
-                   p.min_p <= 1 && p.repeat_penalty > 0 && p.repeat_last_n <= unicorn::detail::kMaxPenaltyHistory,
+                   p.min_p <= 1 && p.repeat_penalty > 0 && p.repeat_last_n <= unicorn::kMaxRepeatLastN,
                "sampling flags the sampler refuses got through");
   });
   if (!tokens.empty())

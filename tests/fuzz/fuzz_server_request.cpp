@@ -26,8 +26,6 @@ const unicorn::text::Tokenizer& tiny() {
   return tok;
 }
 
-// The penalty history the engine holds (engine/core.hpp kMaxPenaltyHistory).
-constexpr uint32_t kMaxPenaltyHistory = 1024;
 
 template <class F>
 void client_error_only(F&& f) {
@@ -52,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto kind : {CompletionRequest::Kind::Chat, CompletionRequest::Kind::Text})
     client_error_only([&] {
       const CompletionRequest r = parse_completion_request(body, kind);
-      FUZZ_CHECK(unicorn::sampling_params_valid(r.sampling, kMaxPenaltyHistory),
+      FUZZ_CHECK(unicorn::sampling_params_valid(r.sampling),
                  "a request's sampling passed the checks but the engine would refuse it");
       if (kind == CompletionRequest::Kind::Chat) {
         FUZZ_CHECK(!r.messages.empty(), "a chat request without messages passed");

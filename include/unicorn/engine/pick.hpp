@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -41,6 +42,20 @@ inline std::string add_engine_line(const std::filesystem::path& path, const deta
   }
   return "unicorn_add_engine(my-engine GGUF " + abs + ")";
 }
+
+// A model file (GGUF, or a Hugging Face directory) read once, to ask which
+// compiled engines run it: every hyperparameter, and every tensor's type and
+// shape, as the loader checks them.
+class ModelFile {
+ public:
+  explicit ModelFile(const std::filesystem::path& path) : file_(detail::open_weight_file(path)) {}
+  bool runs_in(const CompiledDeployment& engine) const {
+    return detail::check_file(*file_, engine.config.model, engine.layout).fits();
+  }
+
+ private:
+  std::unique_ptr<detail::WeightFile> file_;
+};
 
 // The index in `engines` of the one that runs the model at `path` (`binary`
 // names the program in the refusal).

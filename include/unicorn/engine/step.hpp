@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "unicorn/sampling.hpp"
+
 namespace unicorn {
 
 // One stream's token in a batched decode step.
@@ -54,7 +56,7 @@ struct SamplerState {
   float presence_penalty;
   float frequency_penalty;
 };
-inline constexpr uint32_t kMaxPenaltyHistory = 1024;
+inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/sampling.hpp
 inline constexpr uint64_t kSamplerRowBytes = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
 
 }  // namespace unicorn::detail

@@ -284,7 +284,7 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
     } else if (key == "repeat_penalty") {
       if (!v.is_null()) r.sampling.repeat_penalty = float(number_in(v, key, 0, 10, /*open_lo=*/true));
     } else if (key == "repeat_last_n") {
-      if (!v.is_null()) r.sampling.repeat_last_n = uint32_t(integer_in(v, key, 0, 1024));
+      if (!v.is_null()) r.sampling.repeat_last_n = uint32_t(integer_in(v, key, 0, kMaxRepeatLastN));
     } else if (key == "seed") {
       if (!v.is_null()) {
         // OpenAI's seed is any 64-bit integer; the sampler's is 32 bits: fold.

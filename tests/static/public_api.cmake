@@ -1,0 +1,31 @@
+# static.examples_use_the_public_api: no example program names unicorn's
+# `detail` namespace (issue 19: what a user needs is public, and the examples
+# are what users copy). A line that does fails the test, named with its file
+# and line. Comments may mention it.
+#   cmake -DEXAMPLES_DIR=<examples> -P public_api.cmake
+if(NOT DEFINED EXAMPLES_DIR)
+  message(FATAL_ERROR "public_api.cmake: -DEXAMPLES_DIR=... is required")
+endif()
+file(GLOB_RECURSE sources ${EXAMPLES_DIR}/*.cpp ${EXAMPLES_DIR}/*.hpp)
+if(NOT sources)
+  message(FATAL_ERROR "public_api.cmake: no sources under ${EXAMPLES_DIR}")
+endif()
+set(found "")
+foreach(f IN LISTS sources)
+  file(STRINGS ${f} lines)
+  set(n 0)
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n} + 1")
+    string(REGEX REPLACE "//.*$" "" code "${line}")
+    if(code MATCHES "(^|[^A-Za-z0-9_])detail::|namespace +detail")
+      file(RELATIVE_PATH rel ${EXAMPLES_DIR} ${f})
+      string(STRIP "${line}" line)
+      string(APPEND found "\n  examples/${rel}:${n}: ${line}")
+    endif()
+  endforeach()
+endforeach()
+if(found)
+  message(FATAL_ERROR "examples name unicorn's detail namespace; what they need must be public API:${found}")
+endif()
+list(LENGTH sources count)
+message(STATUS "${count} example sources, none names unicorn::detail")
