@@ -186,6 +186,10 @@ class EngineCore::Recorder {
   // Elements between the partial sums of an activation that holds several
   // (its product's SLICE and its consumer's): this pass's rows of it.
   uint32_t slice_elems(Act a) const { return n_ * uint32_t(c_.layout_.activations[size_t(a)].row_elems); }
+  // rmsnorm's workgroup for a hidden-size row on this device (kernels::rmsnorm_threads).
+  uint32_t norm_threads() const {
+    return kernels::rmsnorm_threads(m_.hidden, c_.ctx_.info().subgroup_size, c_.ctx_.info().cpu());
+  }
 
   EngineCore& c_;
   const Lane& lane_;  // the activations and host buffers the pass binds

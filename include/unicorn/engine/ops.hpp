@@ -21,9 +21,7 @@ UNICORN_DECL void EngineCore::Recorder::embed() {
 }
 
 UNICORN_DECL void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uint32_t row_set) {
-  const auto& info = c_.ctx_.info();
-  const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand, 0, 0, 0,
-                              kernels::rmsnorm_threads(m_.hidden, info.subgroup_size, info.cpu())};
+  const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand, 0, 0, 0, norm_threads()};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
   const vk::DescriptorBufferInfo b[] = {lane_.act(in), wb, lane_.act(out), lane_.step(), wb, lane_.act(out),
@@ -33,8 +31,7 @@ UNICORN_DECL void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& 
 
 UNICORN_DECL void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<Wait> wait) {
   const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
-                              slices_[size_t(Act::Proj)], slice_elems(Act::Proj), wait ? 1u : 0u,
-                              kernels::rmsnorm_threads(m_.hidden, c_.ctx_.info().subgroup_size, c_.ctx_.info().cpu())};
+                              slices_[size_t(Act::Proj)], slice_elems(Act::Proj), wait ? 1u : 0u, norm_threads()};
   const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
   const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
