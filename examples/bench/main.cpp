@@ -19,10 +19,13 @@
 // weights in Gtt). The roofline then uses each pool's measured read bandwidth.
 //
 // --batch N: N streams decoding together (Q4_0 and Q8_0, vram; an engine
-// compiled for kBatchStreams streams runs N of them). Each stream is prefilled
-// with its own random prompt of -p tokens, then -n batched steps feed every
-// stream its last token; aggregate tokens/s = N * n / time. Its roofline reads
-// the weights once per step: N times the single-stream one.
+// compiled for kBatchStreams streams runs N of them). Each stream gets its own
+// random prompt of -p tokens, prefilled as the server prefills waiting prompts
+// (several a pass), then -n batched steps feed every stream its last token.
+// Three figures, as llama-batched-bench's S_PP, S_TG and S: prompt tokens/s of
+// the prefill; aggregate tokens/s = N * n / the steps' time (its roofline reads
+// the weights once per step: N times the single-stream one); and N * n / the
+// whole run's time, prefill included: the same work as N clients of a server.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -110,8 +113,37 @@ void print_header(const nlohmann::json& j) {
                                                         : "empty, written");
 }
 
-// --batch: o.batch streams, each prefilled with its own random prompt of
-// o.prompt tokens (untimed), then o.generate timed steps of all of them together.
+// The prompts, one a stream, prefilled as the server's scheduler does it
+// (server/scheduler.hpp, start_prefill): each pass holds the prompts still
+// prefilling, in stream order, as many as its config().prefill_chunk rows take,
+// each starting where prefill_segment_start puts it. Returns each stream's
+// first token.
+std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::vector<int32_t>>& prompts) {
+  std::vector<int32_t> first(prompts.size(), -1);
+  std::vector<size_t> fed(prompts.size(), 0);
+  const uint32_t capacity = engine.config().prefill_chunk;
+  for (size_t oldest = 0; oldest < prompts.size();) {
+    std::vector<PromptChunk> chunks;
+    uint32_t rows = 0;
+    for (size_t s = oldest; s < prompts.size(); ++s) {
+      const uint32_t start = engine.prefill_segment_start(rows);
+      if (start >= capacity) break;
+      const size_t n = std::min<size_t>(capacity - start, prompts[s].size() - fed[s]);
+      chunks.push_back({uint32_t(s), std::span(prompts[s]).subspan(fed[s], n), fed[s] + n == prompts[s].size()});
+      rows = start + uint32_t(n);
+    }
+    const std::vector<int32_t> next = engine.prefill(chunks);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      fed[chunks[i].stream] += chunks[i].tokens.size();
+      if (chunks[i].ends_prompt) first[chunks[i].stream] = next[i];
+    }
+    while (oldest < prompts.size() && fed[oldest] == prompts[oldest].size()) ++oldest;
+  }
+  return first;
+}
+
+// --batch: o.batch streams, each with its own random prompt of o.prompt
+// tokens, prefilled together (timed), then o.generate timed steps of all of them.
 int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roofline, nlohmann::json& j) {
   const uint32_t n = o.batch;
   if (n > engine.config().streams)
@@ -121,20 +153,25 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   std::vector<std::vector<int32_t>> prompts(n, std::vector<int32_t>(o.prompt));
   for (auto& p : prompts)
     for (auto& t : p) t = token(rng);
-  std::vector<double> agg;
+  std::vector<double> pp, agg, whole;
   std::vector<StreamToken> batch(n);
   for (uint32_t r = 0; r <= o.repetitions; ++r) {  // a warm-up, then timed repetitions
     engine.reset();
-    for (uint32_t s = 0; s < n; ++s) batch[s] = {s, engine.prefill(s, prompts[s])};
     const auto a = Clock::now();
+    const std::vector<int32_t> first = prefill_together(engine, prompts);
+    const auto b = Clock::now();
+    for (uint32_t s = 0; s < n; ++s) batch[s] = {s, first[s]};
     for (uint32_t i = 0; i < o.generate; ++i) {
       const auto next = engine.decode(batch);
       for (uint32_t s = 0; s < n; ++s) batch[s].token = next[s];
     }
-    const double s = std::chrono::duration<double>(Clock::now() - a).count();
-    if (r > 0) agg.push_back(double(n) * o.generate / s);
+    const auto c = Clock::now();
+    if (r == 0) continue;
+    pp.push_back(double(n) * o.prompt / std::chrono::duration<double>(b - a).count());
+    agg.push_back(double(n) * o.generate / std::chrono::duration<double>(c - b).count());
+    whole.push_back(double(n) * o.generate / std::chrono::duration<double>(c - a).count());
   }
-  const Stats st = stats(agg);
+  const Stats st = stats(agg), pst = stats(pp), wst = stats(whole);
   j["batch"] = {{"streams", n},
                 {"linear", engine.batch_linear_path(n)},
                 {"prompt_tokens", o.prompt},
@@ -144,7 +181,9 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
                 {"max", st.max},
                 {"per_stream_tokens_per_s", st.median / n},
                 {"roofline_tokens_per_s", roofline * n},
-                {"roofline_percent", 100.0 * st.median / (roofline * n)}};
+                {"roofline_percent", 100.0 * st.median / (roofline * n)},
+                {"prefill_tokens_per_s", pst.median},
+                {"whole_run_tokens_per_s", wst.median}};
   if (o.profile) {
     const auto p = engine.profile_batch(n);
     for (const auto& k : p.kernels)
@@ -157,12 +196,16 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
     return 0;
   }
   print_header(j);
-  std::printf("%u streams, each prefilled with %u random tokens, then %u steps of all of them (%s)\n", n,
-              o.prompt, o.generate, engine.batch_linear_path(n).c_str());
-  std::printf("| test            | tokens/s (median ± half range, %u runs) | per stream | roofline | %% roofline |\n",
+  std::printf("%u streams, each with %u random prompt tokens, prefilled together, then %u steps of all of them (%s)\n",
+              n, o.prompt, o.generate, engine.batch_linear_path(n).c_str());
+  std::printf("| test                  | tokens/s (median ± half range, %u runs) | per stream | roofline | %% roofline |\n",
               o.repetitions);
-  std::printf("| batch%-3u tg%-4u | %s | %10.1f | %8.1f | %9.1f%% |\n", n, o.generate, fmt_stats(st).c_str(),
-              st.median / n, roofline * n, 100.0 * st.median / (roofline * n));
+  std::printf("| batch%-3u pp%-4u        | %s |            |          |            |\n", n, o.prompt,
+              fmt_stats(pst).c_str());
+  std::printf("| batch%-3u tg%-4u        | %s | %10.1f | %8.1f | %9.1f%% |\n", n, o.generate,
+              fmt_stats(st).c_str(), st.median / n, roofline * n, 100.0 * st.median / (roofline * n));
+  std::printf("| batch%-3u pp%-4u+tg%-4u | %s | %10.1f |          |            |\n", n, o.prompt, o.generate,
+              fmt_stats(wst).c_str(), wst.median / n);
   if (o.profile)
     for (const auto& k : j["profile"]["batch"])
       std::printf("  %-16s %9.3f ms  (%u dispatches)\n", k["kernel"].template get<std::string>().c_str(),

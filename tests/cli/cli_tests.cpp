@@ -612,7 +612,9 @@ TEST(Cli, BenchPipelineCacheOnDisk) {
 }
 
 // --batch 4: four streams decoding together; the JSON has the batch figures
-// (aggregate and per stream) and --batch beyond the compiled streams is refused.
+// (the prompts' prefill, the steps' aggregate and per stream, the whole run's
+// generated tokens/s, below the steps' since it includes the prefill) and
+// --batch beyond the compiled streams is refused.
 TEST(Cli, BenchBatchJson) {
   const fs::path model = tmp() / "tiny-q8_0-batch.gguf";
   ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
@@ -629,6 +631,9 @@ TEST(Cli, BenchBatchJson) {
   EXPECT_GT(b["tokens_per_s"].get<double>(), 0);
   EXPECT_NEAR(b["per_stream_tokens_per_s"].get<double>() * 4, b["tokens_per_s"].get<double>(), 1e-6);
   EXPECT_GT(b["roofline_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(b["prefill_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(b["whole_run_tokens_per_s"].get<double>(), 0);
+  EXPECT_LT(b["whole_run_tokens_per_s"].get<double>(), b["tokens_per_s"].get<double>());
   EXPECT_FALSE(j["profile"]["batch"].empty());
   EXPECT_FALSE(j["profile_batch_dispatches"].empty());
   // 4 streams: matmul_coop_splitk on a device with tensor units (kernels::kSplitKFromStreams), else matvec.
@@ -637,6 +642,9 @@ TEST(Cli, BenchBatchJson) {
   const Result table = run(env("UNICORN_BENCH") + " -m " + model.string() + " -p 8 -n 4 -r 1 --batch 3");
   EXPECT_EQ(table.code, 0) << table.out;
   EXPECT_CONTAINS(table.out, "3 streams");
+  EXPECT_CONTAINS(table.out, "| batch3   pp8   ");
+  EXPECT_CONTAINS(table.out, "| batch3   tg4   ");
+  EXPECT_CONTAINS(table.out, "| batch3   pp8   +tg4   ");
   const Result bad = run(env("UNICORN_BENCH") + " -m " + model.string() + " --batch 33");
   EXPECT_NE(bad.code, 0);
   EXPECT_CONTAINS(bad.out, "--batch");
