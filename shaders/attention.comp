@@ -4,7 +4,8 @@
 // grouped-query heads and, on local layers, a sliding window. Token t at
 // position p attends to positions (p - WINDOW, p] on local layers, [0, p] on
 // global ones — Hugging Face's Gemma 3 masks.
-// One workgroup per (token, query head); each token row has its own position
+// One workgroup per token and QUERY_HEADS query heads of one kv group, which
+// share each key and value load; each token row has its own position
 // and stream (step.glsl). The cache's rows are (stream, kv head) pairs,
 // stream-major, split into parts of rows [head_begin, +heads): a workgroup
 // whose row lies outside the bound part exits.
@@ -18,7 +19,7 @@
 // output) meet in shared memory at the end — no barrier inside the loop, and
 // any context length in fixed shared memory.
 // PREP (decode passes): the workgroup first does attn_prep's work for its own
-// heads — RMS-normalises and rotates its query head and its kv head's key
+// heads — RMS-normalises and rotates its query heads and their kv head's key
 // from the projections, writes that key and value into the cache slot of the
 // token's position (the first query head of each kv group writes; the
 // others hold the same values) — and takes the current key from shared
@@ -31,7 +32,7 @@
 // caches; each then counts itself too, and the last of them sets the counter
 // back to 0. Only HEADS workgroups wait: they cannot keep the products'
 // workgroups, all launched before them, from running.
-// Dispatch: (n_tokens, HEADS, 1) per cache part.
+// Dispatch: (n_tokens, HEADS / QUERY_HEADS, 1) per cache part.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -81,13 +82,18 @@ layout(constant_id = 10) const float THETA = 10000.0;    // PREP: RoPE's base,
 layout(constant_id = 11) const float ROPE_SCALE = 1.0;   // its position scale,
 layout(constant_id = 12) const float EPS = 1e-6;         // and q/k norm's epsilon
 layout(constant_id = 13) const uint WAIT = 0;
+// Query heads a workgroup, of one kv group (a divisor of HEADS / KV_HEADS, at
+// most MAX_QUERY_HEADS): each key and value row is read once for all of them.
+// Every head's arithmetic is the same in any grouping (the same bits).
+layout(constant_id = 14) const uint QUERY_HEADS = 1;
+const uint MAX_QUERY_HEADS = 2;
 #include "include/rope.glsl"
 const uint BATCH = 4;
 const uint NS = THREADS / SUBGROUP_SIZE;  // subgroups
 const uint LANE_DIMS = (HEAD_DIM + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;  // head dims per lane
 shared float sg_max[NS], sg_sum[NS];
 shared float sg_out[NS * HEAD_DIM];
-shared float head_q[HEAD_DIM], head_k[HEAD_DIM], head_v[HEAD_DIM];  // PREP: this token's
+shared float head_q[MAX_QUERY_HEADS * HEAD_DIM], head_k[HEAD_DIM], head_v[HEAD_DIM];  // PREP: this token's
 // PREP: a key or value element as the cache holds it, rounded here (to
 // nearest, ties to even) so that the stored fp16 value is exactly the one in
 // head_k / head_v: the conversion of an fp16 value is exact in any rounding
@@ -105,35 +111,45 @@ float kv_round(float x) {
 #else
 float kv_round(float x) { return x; }
 #endif
-shared float head_sums[2 * NS];
+shared float head_sums[(MAX_QUERY_HEADS + 1) * NS];  // per subgroup: each query head's, then the key's
 
 float q_at(uint i) { return WAIT != 0 ? q_c[i] : q[i]; }
 float k_in_at(uint i) { return WAIT != 0 ? k_in_c[i] : k_in[i]; }
 float v_in_at(uint i) { return WAIT != 0 ? v_in_c[i] : v_in[i]; }
 
-// PREP: attn_prep's work for the workgroup's query head and its kv head (one
-// pair of each a thread: THREADS >= HEAD_DIM / 2), into head_q, head_k and
-// head_v; the key and value also into the cache when `writer`. The key and
-// value keep the cache's precision, as if read back from it.
+// PREP: attn_prep's work for the workgroup's query heads (QUERY_HEADS from qb)
+// and their kv head (one pair of each a thread: THREADS >= HEAD_DIM / 2), into
+// head_q, head_k and head_v; the key and value also into the cache when
+// `writer`. The key and value keep the cache's precision, as if read back from it.
 void prep_heads(uint qb, uint kb, uint p, uint dst, bool writer) {
   const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, half_hd = HEAD_DIM / 2;
   const bool mine = tid < half_hd;
-  float a = 0.0, b = 0.0, c = 0.0, d = 0.0;
-  if (mine) {
-    a = q_at(qb + tid), b = q_at(qb + tid + half_hd);
-    c = k_in_at(kb + tid), d = k_in_at(kb + tid + half_hd);
+  float a[MAX_QUERY_HEADS], b[MAX_QUERY_HEADS], c = 0.0, d = 0.0;
+  for (uint h = 0; h < QUERY_HEADS; ++h) {
+    a[h] = mine ? q_at(qb + h * HEAD_DIM + tid) : 0.0;
+    b[h] = mine ? q_at(qb + h * HEAD_DIM + tid + half_hd) : 0.0;
   }
-  const float sq = subgroupAdd(a * a + b * b), sk = subgroupAdd(c * c + d * d);
-  if (subgroupElect()) { head_sums[sg] = sq; head_sums[NS + sg] = sk; }
+  if (mine) c = k_in_at(kb + tid), d = k_in_at(kb + tid + half_hd);
+  for (uint h = 0; h < QUERY_HEADS; ++h) {
+    const float sq = subgroupAdd(a[h] * a[h] + b[h] * b[h]);
+    if (subgroupElect()) head_sums[h * NS + sg] = sq;
+  }
+  const float sk = subgroupAdd(c * c + d * d);
+  if (subgroupElect()) head_sums[QUERY_HEADS * NS + sg] = sk;
   barrier();
-  float tq = 0.0, tk = 0.0;
-  for (uint g = 0; g < NS; ++g) { tq += head_sums[g]; tk += head_sums[NS + g]; }
+  float tk = 0.0;
+  for (uint g = 0; g < NS; ++g) tk += head_sums[QUERY_HEADS * NS + g];
   if (mine) {
-    const float iq = inversesqrt(tq / float(HEAD_DIM) + EPS), ik = inversesqrt(tk / float(HEAD_DIM) + EPS);
-    const vec2 rq = rope_pair(a * iq * qw[tid], b * iq * qw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
+    for (uint h = 0; h < QUERY_HEADS; ++h) {
+      float tq = 0.0;
+      for (uint g = 0; g < NS; ++g) tq += head_sums[h * NS + g];
+      const float iq = inversesqrt(tq / float(HEAD_DIM) + EPS);
+      const vec2 rq = rope_pair(a[h] * iq * qw[tid], b[h] * iq * qw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
+      head_q[h * HEAD_DIM + tid] = rq.x, head_q[h * HEAD_DIM + tid + half_hd] = rq.y;
+    }
+    const float ik = inversesqrt(tk / float(HEAD_DIM) + EPS);
     const vec2 rk = rope_pair(c * ik * kw[tid], d * ik * kw[tid + half_hd], tid, p, HEAD_DIM, THETA, ROPE_SCALE);
     const float v0 = v_in_at(kb + tid), v1 = v_in_at(kb + tid + half_hd);
-    head_q[tid] = rq.x, head_q[tid + half_hd] = rq.y;
     const vec4 kv = vec4(kv_round(rk.x), kv_round(rk.y), kv_round(v0), kv_round(v1));
     head_k[tid] = kv.x, head_k[tid + half_hd] = kv.y;
     head_v[tid] = kv.z, head_v[tid + half_hd] = kv.w;
@@ -157,7 +173,7 @@ void main() {
     barrier();
   }
   const uint t = gl_WorkGroupID.x;
-  const uint head = gl_WorkGroupID.y;
+  const uint head = gl_WorkGroupID.y * QUERY_HEADS;  // the first of the workgroup's query heads
   if (t >= n_tokens) return;
   const uint cache_row = step_rows[t].stream * KV_HEADS + head / (HEADS / KV_HEADS);
   if (cache_row < pc.head_begin || cache_row >= pc.head_begin + pc.heads) return;
@@ -170,18 +186,46 @@ void main() {
   if (PREP != 0)
     prep_heads(qb, t * KV_HEADS * HEAD_DIM + (head / group) * HEAD_DIM, p, cache_base + (p % SLOTS) * HEAD_DIM,
                head % group == 0);
-  float qr[LANE_DIMS];  // this lane's query dims lane, lane + SUBGROUP_SIZE, ..., scaled
-  for (uint e = 0; e < LANE_DIMS; ++e) {
-    const uint d = lane + e * SUBGROUP_SIZE;
-    qr[e] = d < HEAD_DIM ? (PREP != 0 ? head_q[d] : q[qb + d]) * SCALE : 0.0;
+  // Per query head (0, and 1 when QUERY_HEADS is 2): this lane's query dims
+  // lane, lane + SUBGROUP_SIZE, ..., scaled; the online softmax's running max
+  // m, sum l and output dims acc. Named, not arrays of heads: NVIDIA's driver
+  // keeps arrays indexed in a loop over heads out of registers (3x slower).
+  float qr0[LANE_DIMS], qr1[LANE_DIMS], acc0[LANE_DIMS], acc1[LANE_DIMS];
+  float m0 = -1.0 / 0.0, l0 = 0.0, m1 = -1.0 / 0.0, l1 = 0.0;
+#define INIT_HEAD(h, QR, ACC)                                                      \
+  for (uint e = 0; e < LANE_DIMS; ++e) {                                          \
+    const uint d = lane + e * SUBGROUP_SIZE, i = h * HEAD_DIM + d;                \
+    QR[e] = d < HEAD_DIM ? (PREP != 0 ? head_q[i] : q[qb + i]) * SCALE : 0.0;     \
+    ACC[e] = 0.0;                                                                 \
   }
+  INIT_HEAD(0, qr0, acc0)
+  if (QUERY_HEADS > 1) { INIT_HEAD(1, qr1, acc1) }
   // Keys [lo, end) come from the cache; with PREP the token's own (position
   // p) from head_k, since another workgroup may be writing it.
   const uint end = PREP != 0 ? p : p + 1;
-  float m = -1.0 / 0.0, l = 0.0;
-  float acc[LANE_DIMS];  // dims lane, lane + SUBGROUP_SIZE, ...
-  for (uint e = 0; e < LANE_DIMS; ++e) acc[e] = 0.0;
 
+// One head's online softmax over the batch's keys kr and values vr.
+#define ATTEND_BATCH(QR, ACC, M, L)                                             \
+  {                                                                             \
+    float s[BATCH];                                                             \
+    float m_new = M;                                                            \
+    for (uint b = 0; b < BATCH; ++b) {                                          \
+      float part = 0.0;                                                         \
+      for (uint e = 0; e < LANE_DIMS; ++e) part += QR[e] * kr[b][e];            \
+      s[b] = j0 + b < end ? subgroupAdd(part) : -1.0 / 0.0;                     \
+      m_new = max(m_new, s[b]);                                                 \
+    }                                                                           \
+    const float correction = exp(M - m_new); /* 0 on the first batch (M = -inf) */ \
+    L *= correction;                                                            \
+    for (uint e = 0; e < LANE_DIMS; ++e) ACC[e] *= correction;                  \
+    for (uint b = 0; b < BATCH; ++b) {                                          \
+      if (j0 + b >= end) break;                                                 \
+      const float w = exp(s[b] - m_new);                                        \
+      L += w;                                                                   \
+      for (uint e = 0; e < LANE_DIMS; ++e) ACC[e] += w * vr[b][e];              \
+    }                                                                           \
+    M = m_new;                                                                  \
+  }
   for (uint j0 = lo + sg * BATCH; j0 < end; j0 += NS * BATCH) {
     // The batch's keys and values (past the last: the last again, weighted 0), all in flight.
     float kr[BATCH][LANE_DIMS], vr[BATCH][LANE_DIMS];
@@ -193,54 +237,54 @@ void main() {
         vr[b][e] = float(vc[rb + d]);
       }
     }
-    float s[BATCH];
-    float m_new = m;
-    for (uint b = 0; b < BATCH; ++b) {
-      float part = 0.0;
-      for (uint e = 0; e < LANE_DIMS; ++e) part += qr[e] * kr[b][e];
-      s[b] = j0 + b < end ? subgroupAdd(part) : -1.0 / 0.0;
-      m_new = max(m_new, s[b]);
-    }
-    const float correction = exp(m - m_new);  // 0 on the first batch (m = -inf)
-    l *= correction;
-    for (uint e = 0; e < LANE_DIMS; ++e) acc[e] *= correction;
-    for (uint b = 0; b < BATCH; ++b) {
-      if (j0 + b >= end) break;
-      const float w = exp(s[b] - m_new);
-      l += w;
-      for (uint e = 0; e < LANE_DIMS; ++e) acc[e] += w * vr[b][e];
-    }
-    m = m_new;
+    ATTEND_BATCH(qr0, acc0, m0, l0)
+    if (QUERY_HEADS > 1) ATTEND_BATCH(qr1, acc1, m1, l1)
   }
-  if (PREP != 0 && sg == 0) {  // the token's own key and value
-    float part = 0.0;
-    for (uint e = 0; e < LANE_DIMS; ++e) part += qr[e] * head_k[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)];
-    const float s = subgroupAdd(part), m_new = max(m, s);
-    const float correction = exp(m - m_new), w = exp(s - m_new);
-    l = l * correction + w;
-    for (uint e = 0; e < LANE_DIMS; ++e)
-      acc[e] = acc[e] * correction + w * head_v[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)];
-    m = m_new;
+// The token's own key and value (PREP), for one head.
+#define ATTEND_OWN(QR, ACC, M, L)                                                                     \
+  {                                                                                                   \
+    float part = 0.0;                                                                                 \
+    for (uint e = 0; e < LANE_DIMS; ++e) part += QR[e] * head_k[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)]; \
+    const float s = subgroupAdd(part), m_new = max(M, s);                                             \
+    const float correction = exp(M - m_new), w = exp(s - m_new);                                      \
+    L = L * correction + w;                                                                           \
+    for (uint e = 0; e < LANE_DIMS; ++e)                                                              \
+      ACC[e] = ACC[e] * correction + w * head_v[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)];         \
+    M = m_new;                                                                                        \
+  }
+  if (PREP != 0 && sg == 0) {
+    ATTEND_OWN(qr0, acc0, m0, l0)
+    if (QUERY_HEADS > 1) ATTEND_OWN(qr1, acc1, m1, l1)
   }
 
-  // Combine the subgroups: out = sum_g e^(m_g - M) acc_g / sum_g e^(m_g - M) l_g.
-  if (subgroupElect()) { sg_max[sg] = m; sg_sum[sg] = l; }
-  for (uint e = 0; e < LANE_DIMS; ++e) {
-    const uint d = lane + e * SUBGROUP_SIZE;
-    if (d < HEAD_DIM) sg_out[sg * HEAD_DIM + d] = acc[e];
+  // Combine the subgroups, a query head at a time: out = sum_g e^(m_g - M)
+  // acc_g / sum_g e^(m_g - M) l_g.
+#define COMBINE(h, ACC, M_SG, L_SG)                                                                       \
+  {                                                                                                       \
+    if (subgroupElect()) { sg_max[sg] = M_SG; sg_sum[sg] = L_SG; }                                        \
+    for (uint e = 0; e < LANE_DIMS; ++e) {                                                                \
+      const uint d = lane + e * SUBGROUP_SIZE;                                                            \
+      if (d < HEAD_DIM) sg_out[sg * HEAD_DIM + d] = ACC[e];                                               \
+    }                                                                                                     \
+    barrier();                                                                                            \
+    float M = -1.0 / 0.0;                                                                                 \
+    for (uint g = 0; g < NS; ++g) M = max(M, sg_max[g]);                                                  \
+    float total = 0.0;                                                                                    \
+    for (uint g = 0; g < NS; ++g) total += sg_max[g] == -1.0 / 0.0 ? 0.0 : exp(sg_max[g] - M) * sg_sum[g]; \
+    const uint ob = qb + h * HEAD_DIM;                                                                    \
+    for (uint d = tid; d < HEAD_DIM; d += THREADS) {                                                      \
+      float sum = 0.0;                                                                                    \
+      for (uint g = 0; g < NS; ++g)                                                                       \
+        if (sg_max[g] != -1.0 / 0.0) sum += exp(sg_max[g] - M) * sg_out[g * HEAD_DIM + d];                \
+      if (HALF_OUT != 0)                                                                                  \
+        oh[ob + d] = OPERAND_FP16(sum / total);                                                           \
+      else                                                                                                \
+        o[ob + d] = sum / total;                                                                          \
+    }                                                                                                     \
   }
-  barrier();
-  float M = -1.0 / 0.0;
-  for (uint g = 0; g < NS; ++g) M = max(M, sg_max[g]);
-  float total = 0.0;
-  for (uint g = 0; g < NS; ++g) total += sg_max[g] == -1.0 / 0.0 ? 0.0 : exp(sg_max[g] - M) * sg_sum[g];
-  for (uint d = tid; d < HEAD_DIM; d += THREADS) {
-    float sum = 0.0;
-    for (uint g = 0; g < NS; ++g)
-      if (sg_max[g] != -1.0 / 0.0) sum += exp(sg_max[g] - M) * sg_out[g * HEAD_DIM + d];
-    if (HALF_OUT != 0)
-      oh[qb + d] = OPERAND_FP16(sum / total);
-    else
-      o[qb + d] = sum / total;
+  COMBINE(0, acc0, m0, l0)
+  if (QUERY_HEADS > 1) {
+    barrier();  // every thread is done with head 0's
+    COMBINE(1, acc1, m1, l1)
   }
 }

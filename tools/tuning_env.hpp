@@ -14,7 +14,7 @@
 //   UNICORN_DECODE_ATTENTION_PREP, UNICORN_DECODE_NORM_WAIT,
 //   UNICORN_DECODE_ATTENTION_WAIT
 //   UNICORN_COOP_TILE, _WAVE, _SPLIT_STEPS    UNICORN_SPLITK_TILE
-//   UNICORN_ATTENTION_ROWS, UNICORN_ATTENTION_COOP_ROWS, _KEYS
+//   UNICORN_ATTENTION_ROWS, UNICORN_ATTENTION_COOP_ROWS, _KEYS, UNICORN_ATTENTION_QUERY_HEADS
 // Beside it, tools/ollama_env.hpp reads OLLAMA_MODELS (else HOME): where
 // --model ollama:NAME is looked up.
 #pragma once
@@ -65,6 +65,7 @@ inline Tuning tuning_from_env(Tuning t = {}) {
   if (const auto v = env_u32("UNICORN_ATTENTION_ROWS")) t.attention_rows = *v;
   set("UNICORN_ATTENTION_COOP_ROWS", t.attention_coop_rows);
   set("UNICORN_ATTENTION_COOP_KEYS", t.attention_coop_keys);
+  set("UNICORN_ATTENTION_QUERY_HEADS", t.attention_query_heads);
   return t;
 }
 

@@ -601,12 +601,13 @@ TEST(AttentionWait, WaitingAttentionGivesTheBarriersBits) {
                              {&w, &x, &y, &step, &w, &counters}, {0, rows, counter}, {groups(rows, per_group), 1, 1},
                              barrier);
       };
+      const uint32_t query_heads = kernels::attention_query_heads(heads, kvh, 1, 2);  // a pair where the group allows
       kernels::Attention spec{heads, kvh, hd, slots, 0, 0.125f, sg, 0, kernels::attention_threads(sg, hd, device().ctx.info().cpu()), 1, 1e4f, 1.f,
-                              1e-6f, waits ? 1u : 0u};
+                              1e-6f, waits ? 1u : 0u, query_heads};
       run_recorded({product(*wq, q, qd, false), product(*wk, k, kd, false), product(*wv, v, kd, !waits),
                     make_dispatch(kernels::variant("attention", kv), kernels::kAttentionBindings, spec,
                                   {&q, &kc, &vc, &o, &step, &k, &v, &qw, &kw, &counters}, {0, kvh, counter, count},
-                                  {1, heads, 1}, true)});
+                                  {1, heads / query_heads, 1}, true)});
     };
     HostBuffer q(qd * 4), k(kd * 4), v(kd * 4), kc(cache_bytes), vc(cache_bytes), o(qd * 4);
     run_step(false, q, k, v, kc, vc, o);
@@ -1566,9 +1567,14 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
   // than a GPU's: kernels::attention_threads); on a CPU device HALF_OUT below
   // runs a GPU's, so lavapipe checks both.
   const bool cpu = device().ctx.info().cpu();
+  // One query head a workgroup here; HALF_OUT below pairs them where the kv
+  // group allows (kernels::attention_query_heads, forced), PREP runs every
+  // grouping it allows, each bit for bit the one-head output.
   const kernels::Attention attn_spec{c.heads, c.kv_heads, c.hd, slots, c.window, scale,
                                      device().ctx.info().subgroup_size, 0,
-                                     kernels::attention_threads(device().ctx.info().subgroup_size, c.hd, cpu)};
+                                     kernels::attention_threads(device().ctx.info().subgroup_size, c.hd, cpu),
+                                     0, 0.f, 0.f, 0.f, 0, 1};
+  const uint32_t group = c.heads / c.kv_heads, paired_heads = kernels::attention_query_heads(c.heads, c.kv_heads, 1, 2);
   const std::string prep = kernels::variant("attn_prep", c.kv),
                     attn = kernels::variant("attention", c.kv),
                     tiled = kernels::variant("attention_tiled", c.kv);
@@ -1679,23 +1685,34 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
     if (c.index % 2 == 1) {
       auto attn_half = attn_spec;
       attn_half.half_out = 1;
+      attn_half.query_heads = paired_heads;
       if (cpu) attn_half.threads = kernels::attention_threads(device().ctx.info().subgroup_size, c.hd, false);
       o.poison();
       for (uint32_t p = 0; p < parts; ++p)
         run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
-            {part_begin[p], part_heads[p]}, {n, c.heads, 1});
+            {part_begin[p], part_heads[p]}, {n, c.heads / paired_heads, 1});
       ASSERT_TRUE(compare(at + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want, q_row, kFp16OutputTol));
     }
     if (n == 1) {  // PREP: the same output, and the same key and value in the cache
       HostBuffer q_raw((n + 1) * q_row * 4);
       q_raw.fill<float>(qs);
-      o.poison();
       auto fused = attn_spec;
       fused.prep = 1, fused.theta = theta, fused.rope_scale = rope_scale, fused.eps = eps;
-      for (uint32_t p = 0; p < parts; ++p)
-        run(attn, kernels::kAttentionBindings, fused,
-            {&q_raw, &kc_prep[p], &vc_prep[p], &o, &step, &k, &v, &qwb, &kwb}, {part_begin[p], part_heads[p]},
-            {n, c.heads, 1});
+      std::vector<uint32_t> one_head;  // the output bits with one query head a workgroup
+      for (uint32_t query_heads = 1; query_heads <= kernels::kAttentionMaxQueryHeads; query_heads *= 2) {
+        if (group % query_heads) continue;
+        fused.query_heads = query_heads;
+        o.poison();
+        for (uint32_t p = 0; p < parts; ++p)
+          run(attn, kernels::kAttentionBindings, fused,
+              {&q_raw, &kc_prep[p], &vc_prep[p], &o, &step, &k, &v, &qwb, &kwb}, {part_begin[p], part_heads[p]},
+              {n, c.heads / query_heads, 1});
+        std::vector<uint32_t> bits;
+        for (const float x : o.as<float>()) bits.push_back(std::bit_cast<uint32_t>(x));
+        if (query_heads == 1) one_head = bits;
+        else
+          ASSERT_TRUE(std::ranges::equal(bits, one_head)) << at << " PREP: " << query_heads << " query heads a workgroup differ from one";
+      }
       ASSERT_TRUE(compare(at + " PREP", o.as<float>(), want, q_row, 1e-5));
       for (uint32_t p = 0; p < parts; ++p)
         for (size_t i = 0; i < want_kc[p].size(); ++i) {
@@ -1977,12 +1994,25 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
       }
     }
 
-  for (uint32_t p = 0; p < 2; ++p)
-    run(attn, kernels::kAttentionBindings,
-        kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size, 0,
-                           kernels::attention_threads(device().ctx.info().subgroup_size, hd,
-                                                      device().ctx.info().cpu())},
-        {&q, &kc[p], &vc[p], &o, &step}, {part_begin[p], part_rows[p]}, {n, heads, 1});
+  // One query head a workgroup, then two (a kv group's both): the same bits.
+  std::vector<float> one_head;
+  for (uint32_t query_heads : {1u, 2u}) {
+    for (uint32_t p = 0; p < 2; ++p)
+      run(attn, kernels::kAttentionBindings,
+          kernels::Attention{heads, kvh, hd, slots, 0, scale, device().ctx.info().subgroup_size, 0,
+                             kernels::attention_threads(device().ctx.info().subgroup_size, hd,
+                                                        device().ctx.info().cpu()),
+                             0, 0.f, 0.f, 0.f, 0, query_heads},
+          {&q, &kc[p], &vc[p], &o, &step}, {part_begin[p], part_rows[p]}, {n, heads / query_heads, 1});
+    if (query_heads == 1) {
+      one_head.assign(o.as<float>().begin(), o.as<float>().end());
+      std::ranges::fill(o.as<float>(), 0.f);
+      continue;
+    }
+    for (size_t i = 0; i < one_head.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(o.as<float>()[i]), std::bit_cast<uint32_t>(one_head[i]))
+          << "attention output " << i << ": two query heads a workgroup differ from one";
+  }
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = rows[t].pos;
     std::vector<float> k_hist, v_hist;  // [pos + 1, kvh * hd] of the row's stream (slot = position)

@@ -346,10 +346,10 @@ struct Attention {
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, subgroup_size), (uint32_t, half_out),
                            (uint32_t, threads), (uint32_t, prep), (float, theta), (float, rope_scale),
-                           (float, eps), (uint32_t, wait));
+                           (float, eps), (uint32_t, wait), (uint32_t, query_heads));
 };
 // prep (decode passes): attention first does attn_prep's work for its own
-// query head and kv head, with AttnPrep's theta, scale (rope_scale here) and
+// query heads and kv head, with AttnPrep's theta, scale (rope_scale here) and
 // eps; attn_prep is not dispatched (shaders/attention.comp).
 // wait (with prep, one token, one cache part): recorded right after the q, k
 // and v matvecs (signal) with no barrier between them; each workgroup starts
@@ -367,6 +367,21 @@ struct Attention {
 constexpr uint32_t attention_threads(uint32_t subgroup_size, uint32_t head_dim, bool cpu) {
   if (cpu) return std::max(4 * subgroup_size, (head_dim / 2 + subgroup_size - 1) / subgroup_size * subgroup_size);
   return std::clamp(16 * subgroup_size, 128u, 1024u);
+}
+// attention: query heads a workgroup, of one kv group, reading each key and
+// value row once for all of them (shaders/attention.comp, QUERY_HEADS; the
+// same bits either way). Two where the kv group has an even count and a pass
+// of `tokens` rows still has kAttentionGroupedMinGroups workgroups, else one:
+// on the H100 pairs ran the 4B's 32-stream step 8 % faster at 1,024 positions,
+// but a step of 8 streams, one stream, or the 1B's 32 (a single kv head) 4-8 %
+// slower, with too few workgroups left to fill the GPU (notes/batched_decode.md,
+// step 13). `forced` (Tuning::attention_query_heads) wins if it divides the group.
+inline constexpr uint32_t kAttentionMaxQueryHeads = 2;
+inline constexpr uint64_t kAttentionGroupedMinGroups = 128;
+constexpr uint32_t attention_query_heads(uint32_t heads, uint32_t kv_heads, uint32_t tokens, uint32_t forced = 0) {
+  const uint32_t group = heads / kv_heads;
+  if (forced && forced <= kAttentionMaxQueryHeads && group % forced == 0) return forced;
+  return group % 2 == 0 && uint64_t(tokens) * heads / 2 >= kAttentionGroupedMinGroups ? 2 : 1;
 }
 // attention_tiled (prefill chunks): attention's constants but the subgroup
 // size, then the tile: query rows per workgroup and keys per step.

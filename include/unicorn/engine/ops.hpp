@@ -223,6 +223,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
   const auto& info = c_.ctx_.info();
   const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
   const uint32_t query_rows = n_ * (m_.heads / m_.kv_heads);
+  const uint32_t query_heads = kernels::attention_query_heads(m_.heads, m_.kv_heads, n_, c_.tuning_.attention_query_heads);
   kernels::AttentionTile coop =
       chunk && c_.tensor_units_
           ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
@@ -256,7 +257,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
                                              window, scale, info.subgroup_size, half_,
                                              kernels::attention_threads(info.subgroup_size, m_.head_dim, info.cpu()),
                                              prep_in_attention(), m_.rope_theta(kind), m_.rope_scale(kind),
-                                             m_.rms_eps, wait ? 1u : 0u});
+                                             m_.rms_eps, wait ? 1u : 0u, query_heads});
   if (wait && (tiled || c_.layout_.parts_of(kc).size() != 1))
     throw std::logic_error("unicorn: a waiting attention is a decode step's, over one cache part");
   // A tile holds tile.rows (token, query head) rows: the segments of a
@@ -278,7 +279,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
     add(k, std::span(b).first(k.bindings()),
         {uint32_t(kp[i].row_begin), part_rows, wait ? wait->counter : 0u, wait ? wait->count : 0u},
         tiled ? std::array{coop.rows && pairs ? groups(row_tiles, 2) : row_tiles, part_rows, 1u}
-              : std::array{n_, m_.heads, 1u});
+              : std::array{n_, m_.heads / query_heads, 1u});
   }
 }
 

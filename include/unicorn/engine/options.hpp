@@ -66,6 +66,8 @@ struct Tuning {
   std::optional<uint32_t> attention_rows;
   uint32_t attention_coop_rows = 64;
   uint32_t attention_coop_keys = 64;
+  // attention.comp: query heads a workgroup (0: kernels::attention_query_heads' rule).
+  uint32_t attention_query_heads = 0;
 
   kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t max_splits) const {
     if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
