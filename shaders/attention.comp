@@ -86,7 +86,7 @@ layout(constant_id = 13) const uint WAIT = 0;
 // most MAX_QUERY_HEADS): each key and value row is read once for all of them.
 // Every head's arithmetic is the same in any grouping (the same bits).
 layout(constant_id = 14) const uint QUERY_HEADS = 1;
-const uint MAX_QUERY_HEADS = 2;
+const uint MAX_QUERY_HEADS = 2;  // kernels::kAttentionMaxQueryHeads
 #include "include/rope.glsl"
 const uint BATCH = 4;
 const uint NS = THREADS / SUBGROUP_SIZE;  // subgroups

@@ -114,24 +114,16 @@ void print_header(const nlohmann::json& j) {
 }
 
 // The prompts, one a stream, prefilled as the server's scheduler does it
-// (server/scheduler.hpp, start_prefill): each pass holds the prompts still
-// prefilling, in stream order, as many as its config().prefill_chunk rows take,
-// each starting where prefill_segment_start puts it. Returns each stream's
-// first token.
+// (server/scheduler.hpp, start_prefill): each pass takes the prompts still
+// prefilling, in stream order, as AnyEngine::prefill_pass packs them.
+// Returns each stream's first token.
 std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::vector<int32_t>>& prompts) {
   std::vector<int32_t> first(prompts.size(), -1);
   std::vector<size_t> fed(prompts.size(), 0);
-  const uint32_t capacity = engine.config().prefill_chunk;
   for (size_t oldest = 0; oldest < prompts.size();) {
-    std::vector<PromptChunk> chunks;
-    uint32_t rows = 0;
-    for (size_t s = oldest; s < prompts.size(); ++s) {
-      const uint32_t start = engine.prefill_segment_start(rows);
-      if (start >= capacity) break;
-      const size_t n = std::min<size_t>(capacity - start, prompts[s].size() - fed[s]);
-      chunks.push_back({uint32_t(s), std::span(prompts[s]).subspan(fed[s], n), fed[s] + n == prompts[s].size()});
-      rows = start + uint32_t(n);
-    }
+    std::vector<PromptChunk> rest;  // each unfinished prompt's tokens still to feed
+    for (size_t s = oldest; s < prompts.size(); ++s) rest.push_back({uint32_t(s), std::span(prompts[s]).subspan(fed[s]), true});
+    const std::vector<PromptChunk> chunks = engine.prefill_pass(rest);
     const std::vector<int32_t> next = engine.prefill(chunks);
     for (size_t i = 0; i < chunks.size(); ++i) {
       fed[chunks[i].stream] += chunks[i].tokens.size();

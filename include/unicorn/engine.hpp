@@ -122,9 +122,13 @@ class AnyEngine {
   //   next = engine.decode(batch)   // batch: {stream, token} per stream, one pass over the weights
   int32_t prefill(uint32_t stream, std::span<const int32_t> tokens) { return core_.prefill(stream, tokens); }
   std::vector<int32_t> prefill(std::span<const PromptChunk> chunks) { return core_.prefill(chunks); }
-  // The row where a pass's next chunk starts after `rows` rows of others
-  // (chunks start at multiples of the prefill attention tile's tokens).
-  uint32_t prefill_segment_start(uint32_t rows) const { return core_.prefill_segment_start(rows); }
+  // One pass's chunks from `waiting` (each a stream's prompt tokens still to
+  // feed, in order): as many as config().prefill_chunk rows hold, each starting
+  // at a multiple of the prefill attention tile's tokens, the last cut short
+  // where the rows run out (then it does not end its prompt).
+  std::vector<PromptChunk> prefill_pass(std::span<const PromptChunk> waiting) const {
+    return core_.prefill_pass(waiting);
+  }
   std::vector<int32_t> decode(std::span<const StreamToken> batch) { return core_.decode(batch); }
   void reset(uint32_t stream) { core_.reset(stream); }
   uint32_t position(uint32_t stream) const { return core_.position(stream); }

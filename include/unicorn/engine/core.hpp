@@ -259,6 +259,10 @@ class EngineCore {
   uint32_t prefill_alignment() const { return prefill_->segment_tokens; }
   // Where a chunk after `rows` rows of a pass starts.
   uint32_t prefill_segment_start(uint32_t rows) const;
+  // One pass's chunks from `waiting` (each a stream's prompt tokens still to
+  // feed, in the order to take them): as many as the pass's rows hold, the
+  // last cut short where the rows run out (then it does not end its prompt).
+  std::vector<PromptChunk> prefill_pass(std::span<const PromptChunk> waiting) const;
 
   // One decode step of stream 0: feeds `token`, returns the next token.
   int32_t decode(int32_t token);

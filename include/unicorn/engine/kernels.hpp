@@ -376,7 +376,7 @@ constexpr uint32_t attention_threads(uint32_t subgroup_size, uint32_t head_dim, 
 // but a step of 8 streams, one stream, or the 1B's 32 (a single kv head) 4-8 %
 // slower, with too few workgroups left to fill the GPU (notes/batched_decode.md,
 // step 13). `forced` (Tuning::attention_query_heads) wins if it divides the group.
-inline constexpr uint32_t kAttentionMaxQueryHeads = 2;
+inline constexpr uint32_t kAttentionMaxQueryHeads = 2;  // attention.comp's MAX_QUERY_HEADS
 inline constexpr uint64_t kAttentionGroupedMinGroups = 128;
 constexpr uint32_t attention_query_heads(uint32_t heads, uint32_t kv_heads, uint32_t tokens, uint32_t forced = 0) {
   const uint32_t group = heads / kv_heads;

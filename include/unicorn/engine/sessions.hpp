@@ -190,6 +190,19 @@ UNICORN_DECL uint32_t EngineCore::prefill_segment_start(uint32_t rows) const {
   return (rows + a - 1) / a * a;
 }
 
+UNICORN_DECL std::vector<PromptChunk> EngineCore::prefill_pass(std::span<const PromptChunk> waiting) const {
+  std::vector<PromptChunk> pass;
+  uint32_t rows = 0;
+  for (const PromptChunk& c : waiting) {
+    const uint32_t start = prefill_segment_start(rows);
+    if (start >= cfg_.prefill_chunk) break;
+    const size_t n = std::min<size_t>(cfg_.prefill_chunk - start, c.tokens.size());
+    pass.push_back({c.stream, c.tokens.first(n), c.ends_prompt && n == c.tokens.size()});
+    rows = start + uint32_t(n);
+  }
+  return pass;
+}
+
 UNICORN_DECL int32_t EngineCore::decode(int32_t token) {
   const int32_t one[] = {token};
   check_tokens(0, one);

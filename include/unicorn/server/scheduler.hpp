@@ -291,19 +291,10 @@ class Scheduler {
       if (s.job && !s.generating) waiting.push_back(&s);
     if (waiting.empty()) return;
     std::ranges::sort(waiting, {}, [](const Slot* s) { return s->admitted_at; });
-    const uint32_t capacity = engine_.config().prefill_chunk;
-    std::vector<PromptChunk> chunks;
-    std::vector<Slot*> who;
-    uint32_t rows = 0;
-    for (Slot* s : waiting) {
-      const uint32_t start = engine_.prefill_segment_start(rows);
-      if (start >= capacity) break;
-      const std::vector<int32_t>& prompt = s->job->prompt;
-      const size_t n = std::min<size_t>(capacity - start, prompt.size() - s->fed);
-      chunks.push_back({stream_of(*s), std::span(prompt).subspan(s->fed, n), s->fed + n == prompt.size()});
-      who.push_back(s);
-      rows = start + uint32_t(n);
-    }
+    std::vector<PromptChunk> rest;  // each waiting prompt's tokens still to feed
+    for (const Slot* s : waiting) rest.push_back({stream_of(*s), std::span(s->job->prompt).subspan(s->fed), true});
+    const std::vector<PromptChunk> chunks = engine_.prefill_pass(rest);
+    const std::vector<Slot*> who(waiting.begin(), waiting.begin() + ptrdiff_t(chunks.size()));
     try {
       engine_.begin_prefill(chunks);
     } catch (const std::exception& e) {
