@@ -87,6 +87,12 @@ layout(constant_id = 13) const uint WAIT = 0;
 // Every head's arithmetic is the same in any grouping (the same bits).
 layout(constant_id = 14) const uint QUERY_HEADS = 1;
 const uint MAX_QUERY_HEADS = 2;  // kernels::kAttentionMaxQueryHeads
+// PREP, not WAIT: the q, k and v projections as QKV_SLICES partial sums (a
+// batched step's products split over K), Q_SLICE and KV_SLICE elements apart,
+// added here in order; 0 or 1: the projections as they are.
+layout(constant_id = 15) const uint QKV_SLICES = 1;
+layout(constant_id = 16) const uint Q_SLICE = 0;
+layout(constant_id = 17) const uint KV_SLICE = 0;
 #include "include/rope.glsl"
 const uint BATCH = 4;
 const uint NS = THREADS / SUBGROUP_SIZE;  // subgroups
@@ -113,9 +119,24 @@ float kv_round(float x) { return x; }
 #endif
 shared float head_sums[(MAX_QUERY_HEADS + 1) * NS];  // per subgroup: each query head's, then the key's
 
-float q_at(uint i) { return WAIT != 0 ? q_c[i] : q[i]; }
-float k_in_at(uint i) { return WAIT != 0 ? k_in_c[i] : k_in[i]; }
-float v_in_at(uint i) { return WAIT != 0 ? v_in_c[i] : v_in[i]; }
+float q_at(uint i) {
+  if (WAIT != 0) return q_c[i];
+  float sum = q[i];
+  for (uint z = 1; z < QKV_SLICES; ++z) sum += q[z * Q_SLICE + i];
+  return sum;
+}
+float k_in_at(uint i) {
+  if (WAIT != 0) return k_in_c[i];
+  float sum = k_in[i];
+  for (uint z = 1; z < QKV_SLICES; ++z) sum += k_in[z * KV_SLICE + i];
+  return sum;
+}
+float v_in_at(uint i) {
+  if (WAIT != 0) return v_in_c[i];
+  float sum = v_in[i];
+  for (uint z = 1; z < QKV_SLICES; ++z) sum += v_in[z * KV_SLICE + i];
+  return sum;
+}
 
 // PREP: attn_prep's work for the workgroup's query heads (QUERY_HEADS from qb)
 // and their kv head (one pair of each a thread: THREADS >= HEAD_DIM / 2), into

@@ -13,7 +13,7 @@
 //   UNICORN_MATVEC_ROWS, _LANES, _UNROLL, _INT_DOT, _DOT_SPLIT_K, _DOT_SPLIT_ROWS   UNICORN_BATCH_TILE, UNICORN_BATCH_ROWS
 //   UNICORN_DECODE_ATTENTION_PREP, UNICORN_DECODE_NORM_WAIT,
 //   UNICORN_DECODE_ATTENTION_WAIT
-//   UNICORN_COOP_TILE, _WAVE, _SPLIT_STEPS    UNICORN_SPLITK_TILE
+//   UNICORN_COOP_TILE, _WAVE, _SPLIT_STEPS    UNICORN_SPLITK_TILE, _SPLIT_STEPS
 //   UNICORN_ATTENTION_ROWS, UNICORN_ATTENTION_COOP_ROWS, _KEYS, UNICORN_ATTENTION_QUERY_HEADS
 // Beside it, tools/ollama_env.hpp reads OLLAMA_MODELS (else HOME): where
 // --model ollama:NAME is looked up.
@@ -62,6 +62,7 @@ inline Tuning tuning_from_env(Tuning t = {}) {
   set("UNICORN_COOP_WAVE", t.coop_wave);
   set("UNICORN_COOP_SPLIT_STEPS", t.coop_split_steps);
   set("UNICORN_SPLITK_TILE", t.splitk_tile_index);
+  set("UNICORN_SPLITK_SPLIT_STEPS", t.splitk_split_steps);
   if (const auto v = env_u32("UNICORN_ATTENTION_ROWS")) t.attention_rows = *v;
   set("UNICORN_ATTENTION_COOP_ROWS", t.attention_coop_rows);
   set("UNICORN_ATTENTION_COOP_KEYS", t.attention_coop_keys);

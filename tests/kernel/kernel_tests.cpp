@@ -893,8 +893,9 @@ TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
 }
 
 // matmul_coop_splitk's splits of K across workgroups: the output projections
-// of few row tiles only, never more than the consumer adds or than leave each
-// subgroup its steps, and the same for every tile of one row count.
+// and a step's q, k and v, where their row tiles leave the GPU idle, never
+// more than the consumer adds or than leave each subgroup its steps, and the
+// same for every tile of one row count.
 TEST(SplitKTile, SplitsKWhereTheRowTilesLeaveTheGpuIdle) {
   const kernels::SplitKTile small = kernels::kSplitKTiles[0], large = kernels::kSplitKTiles[1];
   EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, kProjSlices), 3u);  // 4B down: 80 tiles -> 240
@@ -905,6 +906,11 @@ TEST(SplitKTile, SplitsKWhereTheRowTilesLeaveTheGpuIdle) {
   EXPECT_EQ(kernels::splitk_splits(256, 2560, small, kProjSlices), 1u);    // 8 steps: 2 a subgroup
   EXPECT_EQ(kernels::splitk_splits(512, 1152, small, kProjSlices), 2u);    // 16 steps: two ranges of 2 a subgroup
   EXPECT_EQ(kernels::splitk_splits(512, 1152, small, 1), 1u);
+  // q, k and v of a batched step, their rows together (they share waves),
+  // into the decode lane's slices, which attention's PREP adds.
+  EXPECT_EQ(kernels::splitk_splits(2560, 2048 + 2 * 1024, small, detail::kDecodeQkvSlices), 2u);  // 4B: 128 tiles -> 256
+  EXPECT_EQ(kernels::splitk_splits(1152, 1024 + 2 * 256, small, detail::kDecodeQkvSlices), 4u);   // 1B: 48 tiles -> 192
+  EXPECT_EQ(kernels::splitk_splits(5376, 4096 + 2 * 2048, small, detail::kDecodeQkvSlices), 1u);  // 27B: 256 tiles fill a wave
   for (uint32_t K : {1024u, 2048u, 10240u, 21504u})
     for (uint32_t M : {1152u, 2560u, 5376u})
       EXPECT_EQ(kernels::splitk_splits(K, M, small, kProjSlices), kernels::splitk_splits(K, M, large, kProjSlices))
@@ -1725,6 +1731,50 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
               << at << " PREP: key cache part " << p << " element " << i << ": " << a << " against attn_prep's " << b;
           ASSERT_EQ(kv_bits(vc_prep[p], f16, i), want_vc[p][i]) << at << " PREP: value cache part " << p << " element " << i;
         }
+      // q, k and v in partial sums (a batched step's products split over K:
+      // QKV_SLICES), added in order: the same output and cache bits as PREP
+      // on their sums. The slices lie apart by strides unlike a row's, the
+      // q's unlike the k's and v's. (After the checks above: these runs
+      // rewrite the token's cache slot with the sums' key and value.)
+      {
+        constexpr uint32_t kSlices = 3;
+        const uint32_t q_slice = 2 * q_row + 3, kv_slice = 3 * kv_row + 5;
+        auto split = [&](const std::vector<float>& whole, uint32_t slice, std::vector<float>& sums) {
+          std::vector<float> pieces(size_t(kSlices) * slice, std::numeric_limits<float>::quiet_NaN());
+          const auto r0 = random_floats(whole.size(), -1.f, 1.f), r1 = random_floats(whole.size(), -1.f, 1.f);
+          sums.resize(whole.size());
+          for (size_t i = 0; i < whole.size(); ++i) {
+            pieces[i] = r0[i], pieces[slice + i] = r1[i], pieces[2 * slice + i] = whole[i] - r0[i] - r1[i];
+            sums[i] = (pieces[i] + pieces[slice + i]) + pieces[2 * slice + i];
+          }
+          return pieces;
+        };
+        std::vector<float> q_sum, k_sum, v_sum;
+        const auto q_parts = split(std::vector<float>(qs.begin(), qs.begin() + q_row), q_slice, q_sum);
+        const auto k_parts = split(ks, kv_slice, k_sum), v_parts = split(vs, kv_slice, v_sum);
+        HostBuffer q_split(q_parts.size() * 4), k_split(k_parts.size() * 4), v_split(v_parts.size() * 4);
+        q_split.fill<float>(q_parts), k_split.fill<float>(k_parts), v_split.fill<float>(v_parts);
+        HostBuffer q_whole(q_row * 4), k_whole(k_sum.size() * 4), v_whole(v_sum.size() * 4);
+        q_whole.fill<float>(q_sum), k_whole.fill<float>(k_sum), v_whole.fill<float>(v_sum);
+        auto sliced = fused;
+        sliced.query_heads = 1;
+        auto bits_of = [&](const kernels::Attention& spec, HostBuffer& qb, HostBuffer& kb, HostBuffer& vb) {
+          o.poison();
+          for (uint32_t p = 0; p < parts; ++p)
+            run(attn, kernels::kAttentionBindings, spec, {&qb, &kc_prep[p], &vc_prep[p], &o, &step, &kb, &vb, &qwb, &kwb},
+                {part_begin[p], part_heads[p]}, {n, c.heads, 1});
+          std::vector<uint32_t> bits;
+          for (const float x : o.as<float>()) bits.push_back(std::bit_cast<uint32_t>(x));
+          for (uint32_t p = 0; p < parts; ++p)
+            for (size_t i = 0; i < want_kc[p].size(); ++i)
+              bits.push_back(kv_bits(kc_prep[p], f16, i)), bits.push_back(kv_bits(vc_prep[p], f16, i));
+          return bits;
+        };
+        const auto whole_bits = bits_of(sliced, q_whole, k_whole, v_whole);
+        sliced.qkv_slices = kSlices, sliced.q_slice = q_slice, sliced.kv_slice = kv_slice;
+        ASSERT_TRUE(std::ranges::equal(bits_of(sliced, q_split, k_split, v_split), whole_bits))
+            << at << " PREP: q, k and v in " << kSlices << " partial sums differ from their sums";
+      }
     }
     // The tiled kernel on the same step (dispatched for one token more than the
     // chunk, as the Recorder does for its longest chunk: the spare row's tile

@@ -91,17 +91,26 @@ fs::path temp_dir() {
   return dir.path();
 }
 
-// unicorn-convert --hf fixtures/tiny --type <fmt>, once per format.
-fs::path tiny_gguf(const std::string& type) {
-  const fs::path out = temp_dir() / ("tiny-" + type + ".gguf");
+// unicorn-convert ARGS --out temp_dir()/NAME, once per process.
+fs::path converted(const std::string& name, const std::string& args) {
+  const fs::path out = temp_dir() / name;
   if (!fs::exists(out)) {
     const char* convert = std::getenv("UNICORN_CONVERT");
     if (!convert) throw std::runtime_error("UNICORN_CONVERT is not set (run through ctest)");
-    const std::string cmd = std::string(convert) + " --hf " + tiny_dir().string() + " --type " +
-                            type + " --out " + out.string() + " > /dev/null";
+    const std::string cmd = std::string(convert) + " " + args + " --out " + out.string() + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   }
   return out;
+}
+
+// unicorn-convert --hf fixtures/tiny --type <fmt>, once per format.
+fs::path tiny_gguf(const std::string& type) {
+  return converted("tiny-" + type + ".gguf", "--hf " + tiny_dir().string() + " --type " + type);
+}
+
+// Random weights of a test model's shapes (unicorn-convert --random), once per model and format.
+fs::path random_gguf(const std::string& model, const std::string& type) {
+  return converted(model + "-random-" + type + ".gguf", "--random " + model + " --type " + type + " --seed 7");
 }
 
 class Model : public ::testing::Test {
@@ -184,18 +193,23 @@ void expect_matches_golden(const fs::path& model, const std::string& fmt, double
     EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what(); \
   }
 
-template <Format F>
+template <Format F, const ModelDims& M = kGemma3Tiny>
 struct TinyStreams {
   static constexpr DeploymentConfig kConfig =
-      make_deployment(kGemma3Tiny, schemes::all(F, Format::F32), 256, 32).with_streams(6);
+      make_deployment(M, schemes::all(F, Format::F32), 256, 32).with_streams(6);
+};
+// One stream of model M (Tiny's for kGemma3Tiny).
+template <Format F, const ModelDims& M = kGemma3Tiny>
+struct OneStream {
+  static constexpr DeploymentConfig kConfig = make_deployment(M, schemes::all(F, Format::F32), 256, 32);
 };
 
-template <Format F>
-void expect_batched_decode_matches_single_stream(const fs::path& model) {
-  Engine<TinyStreams<F>> batched(context(), options());
+template <Format F, const ModelDims& M = kGemma3Tiny>
+void expect_batched_decode_matches_single_stream(const fs::path& model, const EngineOptions& engine_options = options()) {
+  Engine<TinyStreams<F, M>> batched(context(), engine_options);
   batched.load(model);
   const auto& g = golden();
-  const uint32_t V = kGemma3Tiny.vocab, streams = 6;
+  const uint32_t V = M.vocab, streams = 6;
   auto argmax = [&](const float* row) { return int32_t(std::max_element(row, row + V) - row); };
   struct History {
     std::vector<int32_t> prompt, fed;       // the prompt, then each token fed to a batched step
@@ -233,7 +247,7 @@ void expect_batched_decode_matches_single_stream(const fs::path& model) {
     }
   }
 
-  Engine<Tiny<F>> single(context(), options());
+  Engine<OneStream<F, M>> single(context(), engine_options);
   single.load(model);
   const bool tensor_units = single.tensor_units();
   const double tolerance = single.core().int_dot() ? kIntDotDecodeTolerance : tensor_units ? kCoopPrefillTolerance : 1e-5;
@@ -600,6 +614,33 @@ TEST_F(Model, PrefillBesideDecodeStepsIsBitExact) {
 TEST_F(Model, BatchedDecodeQ4_0) { expect_batched_decode_matches_single_stream<Format::Q4_0>(tiny_gguf("Q4_0")); }
 TEST_F(Model, BatchedDecodeQ8_0) { expect_batched_decode_matches_single_stream<Format::Q8_0>(tiny_gguf("Q8_0")); }
 TEST_F(Model, BatchedDecodeF32) { expect_batched_decode_matches_single_stream<Format::F32>(tiny_gguf("F32")); }
+
+// --- a batched step's products split over K (matmul_coop_splitk's SPLITS) ---
+// Where the device has tensor units, a batched step splits the output
+// projections over K, and q, k and v too (attention's PREP adds their
+// slices), where their row tiles leave the GPU idle. The tiny model's K (96)
+// is too short to split even at one step a range; kGemma3TinyK's (256: 8
+// steps) splits with Tuning::splitk_split_steps = 1: q, k and v in two
+// ranges, o in two, down in four. Random weights (unicorn-convert --random);
+// the batched steps must match one stream alone as the tiny model's do.
+TEST_F(Model, BatchedDecodeSplitsProductsQ4_0) {
+  constexpr const ModelDims& M = kGemma3TinyK;
+  EngineOptions split = options();
+  split.tuning.splitk_split_steps = 1;
+  static_assert(kernels::splitk_splits(M.hidden, M.q_dim() + 2 * M.kv_dim(), kernels::kSplitKTiles[0],
+                                       detail::kDecodeQkvSlices, kernels::kSplitKWaveGroups, 1) == 2);
+  const fs::path model = random_gguf(std::string(M.name), "Q4_0");
+  if (context().info().coopmat) {
+    Engine<TinyStreams<Format::Q4_0, M>> engine(context(), split);
+    engine.load(model);
+    const auto profile = engine.core().profile_batch(6);
+    const auto split_products = std::ranges::count_if(profile.dispatches, [](const auto& d) {
+      return d.kernel.starts_with("matmul_coop_splitk") && d.groups[2] > 1;
+    });
+    EXPECT_EQ(split_products, 5 * M.layers) << "q, k, v, o and down of every layer split over K";
+  }
+  expect_batched_decode_matches_single_stream<Format::Q4_0, M>(model, split);
+}
 
 // The default F16 KV cache: rounding keys and values to half precision costs
 // accuracy against the fp32 reference, but far less than a wrong kernel would.

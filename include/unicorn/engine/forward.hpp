@@ -130,6 +130,9 @@ class EngineCore::Recorder {
   // linear() for a batched decode pass on tensor units: tiles of the step's
   // token rows by weight rows, K split across each workgroup's subgroups.
   void linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier);
+  // The most partial sums q, k and v may take: the decode lane's slices where
+  // attention adds them (its PREP), else 1.
+  uint32_t qkv_slices_cap() const;
 
   // gelu(xn Wg^T) * (xn Wu^T) on matmul_coop_splitk in one dispatch per part
   // (PAIR): each tile's gate and up rows share its X loads, and the product

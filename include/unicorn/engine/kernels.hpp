@@ -206,20 +206,23 @@ inline LinearCoopSplitK linear_coop_splitk_pair(uint32_t K, uint32_t M, uint32_t
   return s;
 }
 // Ranges of K across matmul_coop_splitk's workgroups, for a product whose
-// consumer adds up to `cap` partial sums (an output projection): a matrix of
-// few row tiles and a long K — the 4B's down projection is 80 tiles of 32 rows
-// walking K = 10240 — leaves most multiprocessors idle and its chains long.
+// consumer adds up to `cap` partial sums (an output projection, or a step's
+// q, k and v, whose M is their rows together): a matrix of few row tiles and
+// a long K — the 4B's down projection is 80 tiles of 32 rows walking K =
+// 10240 — leaves most multiprocessors idle and its chains long.
 // The splits whose workgroups best fill their last wave of kSplitKWaveGroups
 // (two 256-thread workgroups on each of the H100's 132 multiprocessors), each
-// range keeping at least kSplitKMinSteps steps of 32 k for every subgroup.
+// range keeping at least min_steps (kSplitKMinSteps; Tuning::splitk_split_steps)
+// steps of 32 k for every subgroup.
 // Not a function of the step's tokens: a row's sums keep one order in every
 // batched pass (batch invariance).
 inline constexpr uint32_t kSplitKWaveGroups = 264;
 inline constexpr uint32_t kSplitKMinSteps = 2;
 constexpr uint32_t splitk_splits(uint32_t K, uint32_t M, SplitKTile t, uint32_t cap,
-                                 uint32_t wave = kSplitKWaveGroups) {
+                                 uint32_t wave = kSplitKWaveGroups, uint32_t min_steps = kSplitKMinSteps) {
   const uint64_t tiles = (M + t.rows - 1) / t.rows, steps = (K + 31) / 32;
-  const uint32_t most = uint32_t(std::clamp<uint64_t>(steps / (kSplitKMinSteps * t.split), 1, std::max(cap, 1u)));
+  const uint32_t most =
+      uint32_t(std::clamp<uint64_t>(steps / (std::max(min_steps, 1u) * t.split), 1, std::max(cap, 1u)));
   uint32_t best = 1;
   double best_fill = -1;
   for (uint32_t splits = 1; splits <= most; ++splits) {
@@ -346,11 +349,15 @@ struct Attention {
                            (uint32_t, head_dim), (uint32_t, slots), (uint32_t, window),
                            (float, scale), (uint32_t, subgroup_size), (uint32_t, half_out),
                            (uint32_t, threads), (uint32_t, prep), (float, theta), (float, rope_scale),
-                           (float, eps), (uint32_t, wait), (uint32_t, query_heads));
+                           (float, eps), (uint32_t, wait), (uint32_t, query_heads),
+                           (uint32_t, qkv_slices), (uint32_t, q_slice), (uint32_t, kv_slice));
 };
 // prep (decode passes): attention first does attn_prep's work for its own
 // query heads and kv head, with AttnPrep's theta, scale (rope_scale here) and
 // eps; attn_prep is not dispatched (shaders/attention.comp).
+// qkv_slices (with prep, not wait): q, k and v arrive as that many partial
+// sums, q_slice and kv_slice elements apart (a batched step's q, k and v
+// products split K: kernels::splitk_splits), which prep adds in order.
 // wait (with prep, one token, one cache part): recorded right after the q, k
 // and v matvecs (signal) with no barrier between them; each workgroup starts
 // when their workgroups have all counted themselves done

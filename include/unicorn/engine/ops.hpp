@@ -138,14 +138,25 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   }
 }
 
+UNICORN_DECL uint32_t EngineCore::Recorder::qkv_slices_cap() const {
+  const bool decode_lane = c_.decode_lane_ && &lane_ == &*c_.decode_lane_;
+  return decode_lane && prep_in_attention() ? detail::kDecodeQkvSlices : 1;
+}
+
 UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier) {
   const auto& info = c_.ctx_.info();
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows), rows_n = row_set ? logit_rows_ : n_;
   const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : rows_n);
   // The output projections split K across workgroups too (add_norm adds
-  // the partial sums): by the matrix's shape only, the same on every tile.
-  const uint32_t cap = out == Act::Proj ? c_.layout_.activations[size_t(out)].slices : 1;
-  uint32_t splits = kernels::splitk_splits(K, M, tile, cap);
+  // the partial sums), and so do q, k and v where attention adds theirs
+  // (their rows together, as they share waves): by the matrices' shapes
+  // only, the same on every tile.
+  const bool qkv = out == Act::Q || out == Act::K || out == Act::V;
+  const uint32_t cap = out == Act::Proj ? c_.layout_.activations[size_t(out)].slices
+                       : qkv            ? qkv_slices_cap()
+                                        : 1;
+  const uint32_t splits = kernels::splitk_splits(K, qkv && shared_waves_ ? shared_waves_ : M, tile, cap,
+                                                 kernels::kSplitKWaveGroups, c_.tuning_.splitk_split_steps);
   slices_[size_t(out)] = splits;
   const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearSplitKBindings,
                             kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
@@ -202,6 +213,8 @@ UNICORN_DECL void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind), m_.rope_theta(kind),
                                m_.rope_scale(kind), m_.rms_eps, heads_per_group};
   const auto& k = c_.kernel(kernels::variant("attn_prep", kc.format), kernels::kAttnPrepBindings, spec);
+  if (slices_[size_t(Act::Q)] != 1 || slices_[size_t(Act::K)] != 1 || slices_[size_t(Act::V)] != 1)
+    throw std::logic_error("unicorn: attn_prep takes q, k and v whole, not in partial sums");
   const TensorSlot& qn = L.weight(Role::AttnQNorm, l);
   const TensorSlot& kn = L.weight(Role::AttnKNorm, l);
   const auto kp = L.parts_of(kc), vp = L.parts_of(vc);
@@ -224,6 +237,11 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
   const bool chunk = !decode_ && n_ > 1;  // prefill: one stream, consecutive positions
   const uint32_t query_rows = n_ * (m_.heads / m_.kv_heads);
   const uint32_t query_heads = kernels::attention_query_heads(m_.heads, m_.kv_heads, n_, c_.tuning_.attention_query_heads);
+  // q, k and v as their products left them: one sum, or one partial sum per
+  // range of K (linear_splitk), the same count for the three.
+  const uint32_t qkv_slices = slices_[size_t(Act::Q)];
+  if (slices_[size_t(Act::K)] != qkv_slices || slices_[size_t(Act::V)] != qkv_slices)
+    throw std::logic_error("unicorn: q, k and v split K differently");
   kernels::AttentionTile coop =
       chunk && c_.tensor_units_
           ? kernels::attention_coop_shape(m_.head_dim, info.coop_m, info.coop_n, info.coop_k,
@@ -257,9 +275,12 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
                                              window, scale, info.subgroup_size, half_,
                                              kernels::attention_threads(info.subgroup_size, m_.head_dim, info.cpu()),
                                              prep_in_attention(), m_.rope_theta(kind), m_.rope_scale(kind),
-                                             m_.rms_eps, wait ? 1u : 0u, query_heads});
+                                             m_.rms_eps, wait ? 1u : 0u, query_heads, qkv_slices,
+                                             slice_elems(Act::Q), slice_elems(Act::K)});
   if (wait && (tiled || c_.layout_.parts_of(kc).size() != 1))
     throw std::logic_error("unicorn: a waiting attention is a decode step's, over one cache part");
+  if (qkv_slices > 1 && (tiled || coop.rows || wait || !prep_in_attention()))
+    throw std::logic_error("unicorn: q, k and v in partial sums need a decode attention that adds them (PREP)");
   // A tile holds tile.rows (token, query head) rows: the segments of a
   // chunk of several streams start at multiples of its tokens.
   if (tiled) segment_tokens_ = std::lcm(segment_tokens_, std::lcm(tile.rows, m_.heads / m_.kv_heads) /

@@ -58,8 +58,10 @@ struct Tuning {
   uint32_t coop_tile_index = 0;
   uint32_t coop_wave = kernels::kCoopWaveGroups;
   uint32_t coop_split_steps = kernels::kCoopMinSplitSteps;
-  // Batched steps on tensor units: i forces kernels::kSplitKTiles[i - 1] (0: kernels::splitk_tile).
+  // Batched steps on tensor units: i forces kernels::kSplitKTiles[i - 1] (0: kernels::splitk_tile);
+  // the fewest steps of 32 k each subgroup keeps where a product splits K across workgroups.
   uint32_t splitk_tile_index = 0;
+  uint32_t splitk_split_steps = kernels::kSplitKMinSteps;
   // Prefill attention: query rows of attention_tiled's tile (none: by chunk,
   // kernels::attention_tiled_rows; 0: attention.comp), and the most rows and
   // keys of attention_coop's.

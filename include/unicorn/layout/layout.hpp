@@ -142,7 +142,7 @@ struct ActivationSlot {
   uint64_t row_elems;  // elements per token row: f32, f16 for the operand
   uint64_t rows;       // token rows it holds (of every slice, for Proj and Up)
   uint64_t bytes;
-  uint32_t slices = 1;  // partial sums of a chunk it holds (Proj, Up)
+  uint32_t slices = 1;  // partial sums of a chunk it holds (Proj, Up; the decode lane's Q, K, V)
 };
 
 struct ArenaSummary {
@@ -334,11 +334,18 @@ constexpr uint64_t decode_lane_rows(const DeploymentConfig& c) {
   return rows < c.prefill_chunk ? rows : c.prefill_chunk;
 }
 // The decode lane's copy of activation `a` (the layout's, sized for a prefill
-// chunk): as many slices, each of decode_lane_rows rows.
+// chunk): as many slices, each of decode_lane_rows rows; q, k and v with
+// kDecodeQkvSlices, for batched steps whose q, k and v products split K
+// (their few row tiles alone leave most of the GPU idle; attention adds them).
+inline constexpr uint32_t kDecodeQkvSlices = 4;
 constexpr ActivationSlot decode_lane_slot(const DeploymentConfig& c, Act a, const ActivationSlot& chunk) {
   const uint64_t lane = decode_lane_rows(c);
-  const uint64_t rows = a == Act::Logits ? (chunk.rows < lane ? chunk.rows : lane) : chunk.rows / c.prefill_chunk * lane;
-  return {chunk.row_elems, rows, chunk.bytes / chunk.rows * rows, chunk.slices};
+  const bool qkv = a == Act::Q || a == Act::K || a == Act::V;
+  const uint32_t slices = qkv ? kDecodeQkvSlices : chunk.slices;
+  const uint64_t rows = a == Act::Logits ? (chunk.rows < lane ? chunk.rows : lane)
+                        : qkv            ? lane * slices
+                                         : chunk.rows / c.prefill_chunk * lane;
+  return {chunk.row_elems, rows, chunk.bytes / chunk.rows * rows, slices};
 }
 
 }  // namespace detail
