@@ -911,8 +911,10 @@ TEST(SplitKTile, SplitsKWhereTheRowTilesLeaveTheGpuIdle) {
   EXPECT_EQ(kernels::splitk_splits(2560, 2048 + 2 * 1024, small, detail::kDecodeQkvSlices), 2u);  // 4B: 128 tiles -> 256
   EXPECT_EQ(kernels::splitk_splits(1152, 1024 + 2 * 256, small, detail::kDecodeQkvSlices), 4u);   // 1B: 48 tiles -> 192
   EXPECT_EQ(kernels::splitk_splits(5376, 4096 + 2 * 2048, small, detail::kDecodeQkvSlices), 1u);  // 27B: 256 tiles fill a wave
-  for (uint32_t K : {1024u, 2048u, 10240u, 21504u})
-    for (uint32_t M : {1152u, 2560u, 5376u})
+  // M: hidden sizes (the output projections) and q + k + v rows together
+  // (the 1B's 1,536, the 4B's 4,096, the 12B's and 27B's 8,192).
+  for (uint32_t K : {1024u, 1152u, 2048u, 2560u, 5376u, 10240u, 21504u})
+    for (uint32_t M : {1152u, 1536u, 2560u, 4096u, 5376u, 8192u})
       EXPECT_EQ(kernels::splitk_splits(K, M, small, kProjSlices), kernels::splitk_splits(K, M, large, kProjSlices))
           << K << " x " << M << ": the small-step tile must sum a row in the large one's order";
 }
