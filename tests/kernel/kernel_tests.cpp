@@ -1700,6 +1700,17 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
         run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
             {part_begin[p], part_heads[p]}, {n, c.heads / paired_heads, 1});
       ASSERT_TRUE(compare(at + " HALF_OUT", widen_fp16(o.as<_Float16>(), want.size()), want, q_row, kFp16OutputTol));
+      if (paired_heads > 1) {  // and one head a workgroup writes the same fp16 bits (a server's fixed passes pair by rows)
+        const std::vector<_Float16> paired(o.as<_Float16>().begin(), o.as<_Float16>().begin() + n * q_row);
+        attn_half.query_heads = 1;
+        o.poison();
+        for (uint32_t p = 0; p < parts; ++p)
+          run(attn, kernels::kAttentionBindings, attn_half, {&q, &kc[p], &vc[p], &o, &step},
+              {part_begin[p], part_heads[p]}, {n, c.heads, 1});
+        for (size_t i = 0; i < paired.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint16_t>(o.as<_Float16>()[i]), std::bit_cast<uint16_t>(paired[i]))
+              << at << " HALF_OUT element " << i << ": two query heads a workgroup differ from one";
+      }
     }
     if (n == 1) {  // PREP: the same output, and the same key and value in the cache
       HostBuffer q_raw((n + 1) * q_row * 4);
