@@ -119,24 +119,17 @@ float kv_round(float x) { return x; }
 #endif
 shared float head_sums[(MAX_QUERY_HEADS + 1) * NS];  // per subgroup: each query head's, then the key's
 
-float q_at(uint i) {
-  if (WAIT != 0) return q_c[i];
-  float sum = q[i];
-  for (uint z = 1; z < QKV_SLICES; ++z) sum += q[z * Q_SLICE + i];
-  return sum;
-}
-float k_in_at(uint i) {
-  if (WAIT != 0) return k_in_c[i];
-  float sum = k_in[i];
-  for (uint z = 1; z < QKV_SLICES; ++z) sum += k_in[z * KV_SLICE + i];
-  return sum;
-}
-float v_in_at(uint i) {
-  if (WAIT != 0) return v_in_c[i];
-  float sum = v_in[i];
-  for (uint z = 1; z < QKV_SLICES; ++z) sum += v_in[z * KV_SLICE + i];
-  return sum;
-}
+// A projection's element i: as WAIT reads it, or its QKV_SLICES partial sums added in order.
+#define PROJECTION_AT(NAME, BUF, BUF_C, SLICE)                            \
+  float NAME(uint i) {                                                    \
+    if (WAIT != 0) return BUF_C[i];                                       \
+    float sum = BUF[i];                                                   \
+    for (uint z = 1; z < QKV_SLICES; ++z) sum += BUF[z * SLICE + i];      \
+    return sum;                                                           \
+  }
+PROJECTION_AT(q_at, q, q_c, Q_SLICE)
+PROJECTION_AT(k_in_at, k_in, k_in_c, KV_SLICE)
+PROJECTION_AT(v_in_at, v_in, v_in_c, KV_SLICE)
 
 // PREP: attn_prep's work for the workgroup's query heads (QUERY_HEADS from qb)
 // and their kv head (one pair of each a thread: THREADS >= HEAD_DIM / 2), into

@@ -151,7 +151,7 @@ UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const Ten
   // the partial sums), and so do q, k and v where attention adds theirs
   // (their rows together, as they share waves): by the matrices' shapes
   // only, the same on every tile.
-  const bool qkv = out == Act::Q || out == Act::K || out == Act::V;
+  const bool qkv = is_qkv(out);
   const uint32_t cap = out == Act::Proj ? c_.layout_.activations[size_t(out)].slices
                        : qkv            ? qkv_slices_cap()
                                         : 1;

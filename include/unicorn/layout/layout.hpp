@@ -135,6 +135,8 @@ struct TensorPart {
 // gelu(gate) * up), written once by the kernel that produces it.
 enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, Operand, kCount };
 inline constexpr uint32_t kProjSlices = 4, kUpSlices = 2;
+// The attention projections' outputs (a decode lane may hold them in partial sums).
+constexpr bool is_qkv(Act a) { return a == Act::Q || a == Act::K || a == Act::V; }
 inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn", "proj",
                                                  "gate", "up", "logits", "operand"};
 
@@ -340,7 +342,7 @@ constexpr uint64_t decode_lane_rows(const DeploymentConfig& c) {
 inline constexpr uint32_t kDecodeQkvSlices = 4;
 constexpr ActivationSlot decode_lane_slot(const DeploymentConfig& c, Act a, const ActivationSlot& chunk) {
   const uint64_t lane = decode_lane_rows(c);
-  const bool qkv = a == Act::Q || a == Act::K || a == Act::V;
+  const bool qkv = is_qkv(a);
   const uint32_t slices = qkv ? kDecodeQkvSlices : chunk.slices;
   const uint64_t rows = a == Act::Logits ? (chunk.rows < lane ? chunk.rows : lane)
                         : qkv            ? lane * slices
