@@ -29,7 +29,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -62,6 +64,7 @@ struct Options {
   std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
   Products products = Products::by_scheme;
   bool sample = false;  // decode with llama.cpp's default sampling instead of greedy
+  bool invariance = false;  // with --batch: check bits instead of timing (run_invariance)
 };
 
 struct Stats {
@@ -132,6 +135,106 @@ std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::
     while (oldest < prompts.size() && fed[oldest] == prompts[oldest].size()) ++oldest;
   }
   return first;
+}
+
+// --batch N --invariance: whether a stream's logits are the same bits run
+// after run, and alone or among N streams, on this file and device: what the
+// server's batch invariance (EngineCore::BatchPasses::Fixed) rests on. Each
+// check compares raw logits rows; one line each, and an exit status of 1 if
+// any differs. Prompts of o.prompt random tokens, then o.generate steps.
+int run_invariance(AnyEngine& engine, const Options& o, std::mt19937& rng) {
+  const uint32_t n = o.batch, V = engine.config().model.vocab;
+  if (n < 2 || n > engine.config().streams)
+    throw Error("--invariance: --batch between 2 and " + std::to_string(engine.config().streams));
+  auto& core = engine.core();
+  core.set_batch_passes(AnyEngine::BatchPasses::Fixed);
+  std::uniform_int_distribution<int32_t> token(3, int32_t(V) - 1);
+  std::vector<std::vector<int32_t>> prompts(n, std::vector<int32_t>(o.prompt));
+  for (auto& p : prompts)
+    for (auto& t : p) t = token(rng);
+  int failures = 0;
+  // Rows of a and b that differ, and the largest difference relative to the logits' scale.
+  const auto report = [&](const char* what, const float* a, const float* b, size_t rows) {
+    size_t differing = 0;
+    double diff = 0, scale = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      differing += std::memcmp(a + r * V, b + r * V, size_t(V) * 4) != 0;
+      for (size_t i = r * V; i < (r + 1) * V; ++i)
+        diff = std::max(diff, double(std::fabs(a[i] - b[i]))), scale = std::max(scale, double(std::fabs(b[i])));
+    }
+    failures += differing != 0;
+    std::printf("%-58s %s", what, differing ? "DIFFER" : "same bits");
+    if (differing) std::printf(" (%zu of %zu rows, worst %.2e of the scale)", differing, rows, diff / scale);
+    std::printf("\n");
+  };
+  // Prefill: stream 0's prompt alone, twice; then every prompt packed into
+  // passes as the server packs waiting prompts.
+  const auto alone = [&] {
+    core.reset(0);
+    std::vector<float> last;
+    for (size_t done = 0; done < prompts[0].size(); done += engine.config().prefill_chunk) {
+      const size_t len = std::min<size_t>(engine.config().prefill_chunk, prompts[0].size() - done);
+      const PromptChunk c{0, std::span(prompts[0]).subspan(done, len), done + len == prompts[0].size()};
+      last = core.forward_logits(std::span(&c, 1));
+    }
+    return last;
+  };
+  const auto prefill_alone = alone(), prefill_again = alone();
+  report("prefill: a prompt alone, run twice", prefill_again.data(), prefill_alone.data(), 1);
+  engine.reset();
+  std::vector<float> prefill_shared;  // each prompt's last row, stream order
+  std::vector<size_t> fed(n, 0);
+  for (size_t oldest = 0; oldest < n;) {
+    std::vector<PromptChunk> rest;
+    for (size_t s = oldest; s < n; ++s) rest.push_back({uint32_t(s), std::span(prompts[s]).subspan(fed[s]), true});
+    const std::vector<PromptChunk> chunks = engine.prefill_pass(rest);
+    const std::vector<float> logits = core.forward_logits(chunks);
+    prefill_shared.insert(prefill_shared.end(), logits.begin(), logits.end());
+    for (const PromptChunk& c : chunks) fed[c.stream] += c.tokens.size();
+    while (oldest < n && fed[oldest] == prompts[oldest].size()) ++oldest;
+  }
+  report("prefill: a prompt alone, and packed with others", prefill_shared.data(), prefill_alone.data(), 1);
+  // Decode: each step of all n streams, then (rewound) the same tokens again,
+  // then stream 0 alone and in steps of at most 16 (the small pass), all fixed.
+  std::vector<StreamToken> batch(n);
+  for (uint32_t s = 0; s < n; ++s)
+    batch[s] = {s, int32_t(std::max_element(prefill_shared.begin() + size_t(s) * V,
+                                            prefill_shared.begin() + size_t(s + 1) * V) -
+                           (prefill_shared.begin() + size_t(s) * V))};
+  std::vector<float> whole, again, one, small;
+  for (uint32_t step = 0; step < o.generate; ++step) {
+    const auto rerun = [&](std::span<const StreamToken> part) {
+      for (const StreamToken& t : part) core.rewind(t.stream, core.position(t.stream) - 1);
+      return core.forward_logits(part);
+    };
+    const auto w = core.forward_logits(batch);
+    const auto a = rerun(batch);
+    const auto s1 = rerun(std::span(batch).first(1));
+    std::vector<float> parts;
+    for (uint32_t s = 0; s < n; s += 16) {
+      const auto p = rerun(std::span(batch).subspan(s, std::min(16u, n - s)));
+      parts.insert(parts.end(), p.begin(), p.end());
+    }
+    whole.insert(whole.end(), w.begin(), w.end()), again.insert(again.end(), a.begin(), a.end());
+    one.insert(one.end(), s1.begin(), s1.end());
+    small.insert(small.end(), parts.begin(), parts.end());
+    for (uint32_t s = 0; s < n; ++s)
+      batch[s].token = int32_t(std::max_element(w.begin() + size_t(s) * V, w.begin() + size_t(s + 1) * V) -
+                               (w.begin() + size_t(s) * V));
+  }
+  std::vector<float> whole0;  // stream 0's row of each step of all
+  for (uint32_t step = 0; step < o.generate; ++step)
+    whole0.insert(whole0.end(), whole.begin() + size_t(step) * n * V, whole.begin() + (size_t(step) * n + 1) * V);
+  char line[96];
+  std::snprintf(line, sizeof line, "decode: %u steps of %u streams, run twice", o.generate, n);
+  report(line, again.data(), whole.data(), size_t(o.generate) * n);
+  std::snprintf(line, sizeof line, "decode: stream 0 alone, and among %u", n);
+  report(line, one.data(), whole0.data(), o.generate);
+  std::snprintf(line, sizeof line, "decode: steps of at most 16, and of all %u", n);
+  report(line, small.data(), whole.data(), size_t(o.generate) * n);
+  std::printf("fixed passes: %s for %u streams, %s for 16 and 1\n", engine.batch_linear_path(n).c_str(), n,
+              engine.batch_linear_path(16).c_str());
+  return failures ? 1 : 0;
 }
 
 // --batch: o.batch streams, each with its own random prompt of o.prompt
@@ -288,6 +391,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
     engine.set_sampling(p);
   }
   j["sampling"] = o.sample ? "temperature 0.8, top-k 40, top-p 0.95, min-p 0.05" : "greedy";
+  if (o.batch && o.invariance) return run_invariance(engine, o, rng);
   if (o.batch) return run_batch(engine, o, rng, roofline, j);
 
   // Warm-up (driver shader compilation, caches), then timed repetitions.
@@ -406,6 +510,9 @@ int main(int argc, char** argv) {
   app.add_flag("--sample", o.sample,
                "decode with llama-cli's default sampling (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05) "
                "instead of greedy");
+  app.add_flag("--invariance", o.invariance,
+               "with --batch N: instead of timing, check that each stream's logits are the same bits run after "
+               "run and alone or among N streams (the server's batch invariance); exit 1 if any differ");
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)

@@ -650,6 +650,28 @@ TEST(Cli, BenchBatchJson) {
   EXPECT_CONTAINS(bad.out, "--batch");
 }
 
+// --batch N --invariance: the bench checks bits instead of timing (run to
+// run, alone and among N, prompts alone and packed) and exits 0 only when
+// every line says "same bits"; the device scripts run it on the real shapes
+// (tools/device_invariance.sh), where a race in the batched step showed.
+TEST(Cli, BenchInvariance) {
+  const fs::path model = tmp() / "tiny-q4_0-invariance.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q4_0 --out " + model.string()).code, 0);
+  const Result r = run(env("UNICORN_BENCH") + " -m " + model.string() + " -p 40 -n 3 --batch 5 --invariance");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* line : {"prefill: a prompt alone, run twice", "prefill: a prompt alone, and packed with others",
+                           "decode: 3 steps of 5 streams, run twice", "decode: stream 0 alone, and among 5",
+                           "decode: steps of at most 16, and of all 5"})
+    EXPECT_CONTAINS(r.out, std::string(line));
+  EXPECT_EQ(r.out.find("DIFFER"), std::string::npos) << r.out;
+  size_t same = 0;
+  for (size_t at = r.out.find("same bits"); at != std::string::npos; at = r.out.find("same bits", at + 1)) ++same;
+  EXPECT_EQ(same, 5u) << r.out;
+  const Result one = run(env("UNICORN_BENCH") + " -m " + model.string() + " -p 8 -n 2 --batch 1 --invariance");
+  EXPECT_NE(one.code, 0);
+  EXPECT_CONTAINS(one.out, "--invariance: --batch between 2 and");
+}
+
 // --placement gtt: every weight in host-visible memory; the bench measures
 // that memory's read bandwidth too and names the placement.
 TEST(Cli, BenchGttPlacement) {
