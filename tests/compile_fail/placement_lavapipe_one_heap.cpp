@@ -1,5 +1,5 @@
 // expect: unicorn: the Vram and Gtt pools overflow the one heap of system memory they share
-// expect-also: vram_and_gtt_overflow_one_heap<20941319168, 17179869184>
+// expect-also: vram_and_gtt_overflow_one_heap<20941362176, 17179869184>
 // Lavapipe: Vram and Gtt are the same 16 GiB of system memory; each pool alone
 // fits, together (27B Q4_0 split between them) they do not.
 #include <unicorn/diag.hpp>

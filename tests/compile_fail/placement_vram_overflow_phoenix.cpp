@@ -1,6 +1,6 @@
 // expect: unicorn: the Vram pool overflows: the placement needs more bytes in Vram than the
 // expect: hardware profile has (template arguments: bytes needed, bytes available)
-// expect-also: vram_overflow<20941319168, 536870912>
+// expect-also: vram_overflow<20941362176, 536870912>
 // Gemma 3 27B Q4_0, everything in Vram, on a Phoenix laptop whose BIOS carve-out
 // is the smallest (512 MiB): 19 GiB of weights, KV cache and activations.
 #include <unicorn/diag.hpp>

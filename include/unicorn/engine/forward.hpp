@@ -73,9 +73,9 @@ class EngineCore::Recorder {
     // proj = attn Wo [n, H]; x += norm(proj); xn = norm(x)
     output_projection(operand(Act::Attn), L.weight(Role::AttnOut, l), L.weight(Role::PostAttnNorm, l),
                       &L.weight(Role::FfnNorm, l));
-    gate_up(l);                                // gate = gelu(xn Wg) * (xn Wu)  [n, F]
+    const Act gate = gate_up(l);               // gate = gelu(xn Wg) * (xn Wu)  [n, F]
     // proj = gate Wd [n, H]; x += norm(proj); and, but after the last layer, the next layer's xn = norm(x)
-    output_projection(operand(Act::Gate), L.weight(Role::FfnDown, l), L.weight(Role::PostFfnNorm, l),
+    output_projection(gate, L.weight(Role::FfnDown, l), L.weight(Role::PostFfnNorm, l),
                       last ? nullptr : &L.weight(Role::AttnNorm, l + 1));
   }
 
@@ -135,14 +135,20 @@ class EngineCore::Recorder {
   uint32_t qkv_slices_cap() const;
 
   // gelu(xn Wg^T) * (xn Wu^T) on matmul_coop_splitk in one dispatch per part
-  // (PAIR): each tile's gate and up rows share its X loads, and the product
-  // goes straight into the down projection's operand.
-  void gate_up_splitk(const TensorSlot& gate, const TensorSlot& up);
+  // (PAIR): each tile's gate and up rows share its X loads. The product goes
+  // into Act::FfnOperand (fp16), not into the Operand that holds xn: tiles
+  // that finish first would overwrite rows of xn that later tiles still read
+  // (a 4B's steps differed run to run on the H200: unicorn-bench --invariance).
+  // Returns where it went.
+  Act gate_up_splitk(const TensorSlot& gate, const TensorSlot& up);
+  // std::logic_error where a product would write the activation it reads.
+  static void reads_not_written(Act in, Act out);
 
   // gate = gelu(xn W_gate^T) * (xn W_up^T): one fused dispatch when decoding
   // block-format weights split alike (matrix-vector, or split-K tiles for a
-  // batched step), else gate, up, geglu.
-  void gate_up(int l);
+  // batched step), else gate, up, geglu. Returns where the product is: the
+  // down projection's input.
+  Act gate_up(int l);
 
   // q/k norm, RoPE, and the cache write, per part of the layer's cache (ranges
   // of (stream, kv head) rows; the first part's dispatch also does the query heads).

@@ -51,7 +51,14 @@ UNICORN_DECL void EngineCore::Recorder::output_projection(Act in, const TensorSl
   add_norm(norm, next, end_signal());
 }
 
+UNICORN_DECL void EngineCore::Recorder::reads_not_written(Act in, Act out) {
+  if (in == out)
+    throw std::logic_error("unicorn: a product reads and writes activation " + std::string(kActNames[size_t(in)]) +
+                           ": workgroups that finish first would overwrite rows that others still read");
+}
+
 UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
+  reads_not_written(in, out);
   if (splitk(row_set)) return linear_splitk(in, out, w, row_set, barrier);
   const bool vec = decode_ || row_set == 1;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
@@ -99,7 +106,7 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   // GPU idle, and the up projection where it fills the last wave it shares
   // with the gate's (same tile).
   const uint32_t max_splits = coop ? kernels::coop_max_splits(K, slice_cap, c_.tuning_.coop_split_steps) : 1;
-  kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, in == Act::Operand,
+  kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, is_fp16(in),
                                                 out == Act::Up ? 1 : max_splits);
   if (out == Act::Up)
     tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, std::max(1u, c_.tuning_.coop_wave),
@@ -161,7 +168,7 @@ UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const Ten
   const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearSplitKBindings,
                             kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
                                                         info.coop_k, info.subgroup_size, tile,
-                                                        in == Act::Operand, splits, slice_elems(out)));
+                                                        is_fp16(in), splits, slice_elems(out)));
   const auto parts = c_.layout_.parts_of(w);
   for (size_t i = 0; i < parts.size(); ++i) {
     const TensorPart& p = parts[i];
@@ -172,15 +179,15 @@ UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const Ten
   }
 }
 
-UNICORN_DECL void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const TensorSlot& up) {
+UNICORN_DECL Act EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, const TensorSlot& up) {
   const auto& info = c_.ctx_.info();
   const uint32_t K = uint32_t(gate.cols), M = uint32_t(gate.rows);
   const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : n_);
-  const Act in = operand(Act::Xn), out = operand(Act::Gate);
+  const Act in = operand(Act::Xn), out = half_ ? Act::FfnOperand : Act::Gate;  // never in (layout.hpp)
+  reads_not_written(in, out);
   const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", gate.format), kernels::kLinearSplitKBindings,
                             kernels::linear_coop_splitk_pair(K, M, info.coop_m, info.coop_n, info.coop_k,
-                                                             info.subgroup_size, tile, in == Act::Operand,
-                                                             out == Act::Operand));
+                                                             info.subgroup_size, tile, is_fp16(in), is_fp16(out)));
   const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
   for (size_t i = 0; i < gp.size(); ++i) {
     const vk::DescriptorBufferInfo b[] = {c_.part(gate, gp[i]), lane_.act(in), lane_.act(out), lane_.step(),
@@ -188,9 +195,10 @@ UNICORN_DECL void EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, c
     add(k, b, {uint32_t(gp[i].row_begin), uint32_t(gp[i].rows)},
         {groups(uint32_t(gp[i].rows), tile.rows / 2), groups(n_, tile.tokens), 1}, i + 1 == gp.size());
   }
+  return out;
 }
 
-UNICORN_DECL void EngineCore::Recorder::gate_up(int l) {
+UNICORN_DECL Act EngineCore::Recorder::gate_up(int l) {
   const TensorSlot& gate = c_.layout_.weight(Role::FfnGate, l);
   const TensorSlot& up = c_.layout_.weight(Role::FfnUp, l);
   const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
@@ -199,10 +207,11 @@ UNICORN_DECL void EngineCore::Recorder::gate_up(int l) {
   for (size_t i = 0; alike && i < gp.size(); ++i)
     alike = gp[i].row_begin == upp[i].row_begin && gp[i].rows == upp[i].rows;
   if (alike && splitk(0)) return gate_up_splitk(gate, up);
-  if (alike) return linear(Act::Xn, Act::Gate, gate, 0, true, &up);
+  if (alike) return linear(Act::Xn, Act::Gate, gate, 0, true, &up), Act::Gate;
   linear(operand(Act::Xn), Act::Gate, gate, 0, false);  // gate [n, F]
   linear(operand(Act::Xn), Act::Up, up);                 // up   [n, F]
   geglu();  // gate = gelu(gate) * up, or into the fp16 operand
+  return operand(Act::Gate);
 }
 
 UNICORN_DECL void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {

@@ -133,12 +133,18 @@ struct TensorPart {
 // projection's split fills the waves that gate and up leave partly idle.
 // Operand: the fp16 input of prefill's tensor-unit products (norm(x), attn,
 // gelu(gate) * up), written once by the kernel that produces it.
-enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, Operand, kCount };
+// FfnOperand: the fp16 input of a batched step's down projection where gate
+// and up are one product (matmul_coop_splitk's PAIR): that product reads xn
+// from Operand, so it cannot write there (tiles that finish first would
+// overwrite rows that others still read). Decode lanes only: a chunk's lane
+// holds one row of it.
+enum class Act : uint8_t { X, Xn, Q, K, V, Attn, Proj, Gate, Up, Logits, Operand, FfnOperand, kCount };
+constexpr bool is_fp16(Act a) { return a == Act::Operand || a == Act::FfnOperand; }
 inline constexpr uint32_t kProjSlices = 4, kUpSlices = 2;
 // The attention projections' outputs (a decode lane may hold them in partial sums).
 constexpr bool is_qkv(Act a) { return a == Act::Q || a == Act::K || a == Act::V; }
 inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn", "proj",
-                                                 "gate", "up", "logits", "operand"};
+                                                 "gate", "up", "logits", "operand", "ffn_operand"};
 
 struct ActivationSlot {
   uint64_t row_elems;  // elements per token row: f32, f16 for the operand
@@ -344,9 +350,10 @@ constexpr ActivationSlot decode_lane_slot(const DeploymentConfig& c, Act a, cons
   const uint64_t lane = decode_lane_rows(c);
   const bool qkv = is_qkv(a);
   const uint32_t slices = qkv ? kDecodeQkvSlices : chunk.slices;
-  const uint64_t rows = a == Act::Logits ? (chunk.rows < lane ? chunk.rows : lane)
-                        : qkv            ? lane * slices
-                                         : chunk.rows / c.prefill_chunk * lane;
+  const uint64_t rows = a == Act::Logits       ? (chunk.rows < lane ? chunk.rows : lane)
+                        : qkv                  ? lane * slices
+                        : a == Act::FfnOperand ? lane
+                                               : chunk.rows / c.prefill_chunk * lane;
   return {chunk.row_elems, rows, chunk.bytes / chunk.rows * rows, slices};
 }
 
@@ -422,11 +429,11 @@ constexpr void fill_layout(const DeploymentConfig& c, Tables& L) {
     return uint32_t(std::clamp<uint64_t>(kMaxBindingBytes / (n * elems * 4), 1, most));
   };
   const uint32_t proj_slices = slices(m.hidden, kProjSlices), up_slices = slices(m.ffn, kUpSlices);
-  const uint64_t rows[] = {n, n, n, n, n, n, n * proj_slices, n, n * up_slices, detail::logit_rows(c), n};
+  const uint64_t rows[] = {n, n, n, n, n, n, n * proj_slices, n, n * up_slices, detail::logit_rows(c), n, 1};
   const uint64_t elems[] = {m.hidden, m.hidden, m.q_dim(), m.kv_dim(), m.kv_dim(),
-                            m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab, operand_elems};
+                            m.q_dim(), m.hidden, m.ffn, m.ffn, m.vocab, operand_elems, m.ffn};
   for (size_t a = 0; a < size_t(Act::kCount); ++a)
-    L.activations[a] = {elems[a], rows[a], elems[a] * rows[a] * (Act(a) == Act::Operand ? 2 : 4)};
+    L.activations[a] = {elems[a], rows[a], elems[a] * rows[a] * (is_fp16(Act(a)) ? 2 : 4)};
   L.activations[size_t(Act::Proj)].slices = proj_slices;
   L.activations[size_t(Act::Up)].slices = up_slices;
   L.logit_rows = detail::logit_rows(c);

@@ -86,9 +86,9 @@ UNICORN_DECL void print_layout(std::ostream& os, const DeploymentConfig& c, cons
       os << line;
     }
   }
-  os << "\nactivations (float32 but the fp16 operand, per prefill chunk; in " << pool_name(L.activation_pool) << "):\n";
+  os << "\nactivations (float32 but the fp16 operands, per prefill chunk; in " << pool_name(L.activation_pool) << "):\n";
   for (size_t a = 0; a < L.activations.size(); ++a) {
-    std::snprintf(line, sizeof line, "  %-8s %6llu x %-7llu %10s\n",
+    std::snprintf(line, sizeof line, "  %-11s %6llu x %-7llu %10s\n",
                   std::string(kActNames[a]).c_str(), (unsigned long long)L.activations[a].rows,
                   (unsigned long long)L.activations[a].row_elems,
                   human_bytes(L.activations[a].bytes).c_str());
