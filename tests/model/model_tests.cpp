@@ -468,40 +468,56 @@ TEST_F(Model, RewindNeverReadsKeysTheRingLost) {
 
 // The server's batch invariance (EngineCore::BatchPasses::Fixed): a stream's
 // logits are the same bits whatever the size of the step it runs in. One step
-// of 18 streams, then (each stream rewound one position) the same tokens in
-// steps of 9 and of 1: on a device with tensor units the 32-token split-K
-// tile, then the 16-token one; elsewhere matvec throughout.
-template <Format F>
-struct TinyWide {
+// of every stream, then (each stream rewound one position) the same tokens in
+// steps of 9 and of 1: on a device with tensor units the split-K pass of all
+// the streams, then the 16-token one; elsewhere matvec throughout. With 64
+// streams the pass of all of them pairs query heads in decode attention and
+// the 16-token one does not (kernels::attention_query_heads), as the 4B's
+// 32- and 16-stream passes do.
+template <Format F, uint32_t Streams>
+struct TinyWide {  // a step holds every stream's token: chunks of at least Streams rows
   static constexpr DeploymentConfig kConfig =
-      make_deployment(kGemma3Tiny, schemes::all(F, Format::F16), 256, 32).with_streams(18);
+      make_deployment(kGemma3Tiny, schemes::all(F, Format::F16), 256, std::max(32u, Streams)).with_streams(Streams);
 };
-TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
-  Engine<TinyWide<Format::Q4_0>> engine(context(), options());
+template <uint32_t Streams>
+void expect_fixed_batch_passes_invariant() {
+  Engine<TinyWide<Format::Q4_0, Streams>> engine(context(), options());
   engine.load(tiny_gguf("Q4_0"));
   auto& core = engine.core();
   core.set_batch_passes(detail::EngineCore::BatchPasses::Fixed);
   const auto& g = golden();
-  const uint32_t V = kGemma3Tiny.vocab, streams = 18;
+  const uint32_t V = kGemma3Tiny.vocab;
   std::vector<StreamToken> all;
-  for (uint32_t s = 0; s < streams; ++s)
-    all.push_back({s, engine.prefill(s, std::span(g.prompt).subspan(s, 10 + s))});
+  for (uint32_t s = 0; s < Streams; ++s)
+    all.push_back({s, engine.prefill(s, std::span(g.prompt).subspan(s % 40, 10 + s % 23))});
   const auto whole = core.forward_logits(all);
   const auto again = [&](std::span<const StreamToken> part) {
     for (const StreamToken& t : part) core.rewind(t.stream, core.position(t.stream) - 1);
     return core.forward_logits(part);
   };
-  std::vector<float> parts = again(std::span(all).first(9));
-  const auto rest = again(std::span(all).subspan(9));
-  parts.insert(parts.end(), rest.begin(), rest.end());
+  std::vector<float> parts;
+  for (uint32_t s = 0; s < Streams; s += 9) {
+    const auto step = again(std::span(all).subspan(s, std::min(9u, Streams - s)));
+    parts.insert(parts.end(), step.begin(), step.end());
+  }
   const auto one = again(std::span(all).subspan(3, 1));
   size_t differing = 0;
-  for (uint32_t s = 0; s < streams; ++s)
+  for (uint32_t s = 0; s < Streams; ++s)
     differing += std::memcmp(whole.data() + s * V, parts.data() + s * V, V * 4) != 0;
-  EXPECT_EQ(differing, 0u) << differing << " of 18 streams' logits differ between a step of 18 and steps of 9";
-  EXPECT_EQ(std::memcmp(whole.data() + 3 * V, one.data(), V * 4), 0) << "stream 3 alone differs from a step of 18";
-  std::printf("[ batch  ] fixed passes: %s for 18, %s for 9 and 1\n", core.batch_linear_path(18).c_str(),
-              core.batch_linear_path(9).c_str());
+  EXPECT_EQ(differing, 0u) << differing << " of " << Streams << " streams' logits differ between a step of "
+                           << Streams << " and steps of 9";
+  EXPECT_EQ(std::memcmp(whole.data() + 3 * V, one.data(), V * 4), 0)
+      << "stream 3 alone differs from a step of " << Streams;
+  std::printf("[ batch  ] fixed passes: %s for %u, %s for 9 and 1\n", core.batch_linear_path(Streams).c_str(),
+              Streams, core.batch_linear_path(9).c_str());
+}
+TEST_F(Model, FixedBatchPassesAreBatchInvariant) { expect_fixed_batch_passes_invariant<18>(); }
+TEST_F(Model, FixedBatchPassesAreBatchInvariantWherePassesPairHeads) {
+  static_assert(kernels::attention_query_heads(kGemma3Tiny.heads, kGemma3Tiny.kv_heads, 64) == 2 &&
+                kernels::attention_query_heads(kGemma3Tiny.heads, kGemma3Tiny.kv_heads,
+                                               kernels::kSplitKSmallTokens) == 1,
+                "the premise: the 64-stream pass pairs query heads, the 16-token one does not");
+  expect_fixed_batch_passes_invariant<64>();
 }
 
 // The server prefills several requests' prompts in one pass
@@ -509,9 +525,10 @@ TEST_F(Model, FixedBatchPassesAreBatchInvariant) {
 // of the same chunk prefilled alone. Four streams, one with a prefix fed
 // before, one whose chunk does not end its prompt (its next chunk, alone,
 // must then give the logits of the whole prompt fed alone).
-TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
-  Engine<TinyWide<Format::Q8_0>> engine(context(), options());
-  engine.load(tiny_gguf("Q8_0"));
+template <Format F>
+void expect_prompts_prefilled_together_bit_exact(const std::string& type) {
+  Engine<TinyWide<F, 18>> engine(context(), options());
+  engine.load(tiny_gguf(type));
   auto& core = engine.core();
   const auto& p = golden().prompt;
   const uint32_t V = kGemma3Tiny.vocab;
@@ -545,13 +562,19 @@ TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
   EXPECT_THROW(core.prefill(too_many), Error);
   EXPECT_EQ(core.position(5), 0u) << "a refused pass moved a stream";
 }
+// Q4_0: the LM head on integer dot products where the device has them, for
+// one row of logits (a prompt alone) and for several (prompts together).
+TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
+  expect_prompts_prefilled_together_bit_exact<Format::Q8_0>("Q8_0");
+  expect_prompts_prefilled_together_bit_exact<Format::Q4_0>("Q4_0");
+}
 
 // A server starts a prefill pass and keeps decoding other streams while it
 // runs (EngineCore::begin_prefill; on the second queue where the device has
 // one). Both streams must get the bits they get when nothing overlaps, and
 // while the pass is in flight its stream takes no other work.
 TEST_F(Model, PrefillBesideDecodeStepsIsBitExact) {
-  Engine<TinyWide<Format::Q8_0>> engine(context(), options());
+  Engine<TinyWide<Format::Q8_0, 18>> engine(context(), options());
   engine.load(tiny_gguf("Q8_0"));
   auto& core = engine.core();
   const auto& p = golden().prompt;
@@ -998,7 +1021,7 @@ TEST_F(Model, ShorterContextAllocatesLessAndComputesTheSame) {
 // Several streams with a shorter context: each stream's rows shrink, and a
 // batched step's logits are the bits of the full-context engine's.
 TEST_F(Model, ShorterContextBatchedDecode) {
-  using D = TinyWide<Format::Q8_0>;
+  using D = TinyWide<Format::Q8_0, 18>;
   const auto& prompt = golden().prompt;
   const auto step_logits = [&](Engine<D>& engine) {
     std::vector<StreamToken> batch;
