@@ -201,23 +201,20 @@ int run_invariance(AnyEngine& engine, const Options& o, std::mt19937& rng) {
     batch[s] = {s, int32_t(std::max_element(prefill_shared.begin() + size_t(s) * V,
                                             prefill_shared.begin() + size_t(s + 1) * V) -
                            (prefill_shared.begin() + size_t(s) * V))};
+  const auto rerun = [&](std::span<const StreamToken> part) {  // the same tokens, each stream rewound one
+    for (const StreamToken& t : part) core.rewind(t.stream, core.position(t.stream) - 1);
+    return core.forward_logits(part);
+  };
+  const auto append = [](std::vector<float>& to, const std::vector<float>& rows) {
+    to.insert(to.end(), rows.begin(), rows.end());
+  };
   std::vector<float> whole, again, one, small;
   for (uint32_t step = 0; step < o.generate; ++step) {
-    const auto rerun = [&](std::span<const StreamToken> part) {
-      for (const StreamToken& t : part) core.rewind(t.stream, core.position(t.stream) - 1);
-      return core.forward_logits(part);
-    };
     const auto w = core.forward_logits(batch);
-    const auto a = rerun(batch);
-    const auto s1 = rerun(std::span(batch).first(1));
-    std::vector<float> parts;
-    for (uint32_t s = 0; s < n; s += 16) {
-      const auto p = rerun(std::span(batch).subspan(s, std::min(16u, n - s)));
-      parts.insert(parts.end(), p.begin(), p.end());
-    }
-    whole.insert(whole.end(), w.begin(), w.end()), again.insert(again.end(), a.begin(), a.end());
-    one.insert(one.end(), s1.begin(), s1.end());
-    small.insert(small.end(), parts.begin(), parts.end());
+    append(whole, w);
+    append(again, rerun(batch));
+    append(one, rerun(std::span(batch).first(1)));
+    for (uint32_t s = 0; s < n; s += 16) append(small, rerun(std::span(batch).subspan(s, std::min(16u, n - s))));
     for (uint32_t s = 0; s < n; ++s)
       batch[s].token = int32_t(std::max_element(w.begin() + size_t(s) * V, w.begin() + size_t(s + 1) * V) -
                                (w.begin() + size_t(s) * V));
@@ -491,7 +488,7 @@ int main(int argc, char** argv) {
   app.add_option("-p,--n-prompt", o.prompt, "prompt tokens (pp)")->capture_default_str();
   app.add_option("-n,--n-gen", o.generate, "generated tokens (tg)")->capture_default_str();
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions")->capture_default_str();
-  app.add_option("--batch", o.batch,
+  auto* batch = app.add_option("--batch", o.batch,
                  "N streams decoding together (1 to " + std::to_string(kBatchStreams) +
                      "): each prefilled with -p tokens, then -n steps of all; aggregate tokens/s")
       ->check(CLI::Range(1u, kBatchStreams));
@@ -512,7 +509,8 @@ int main(int argc, char** argv) {
                "instead of greedy");
   app.add_flag("--invariance", o.invariance,
                "with --batch N: instead of timing, check that each stream's logits are the same bits run after "
-               "run and alone or among N streams (the server's batch invariance); exit 1 if any differ");
+               "run and alone or among N streams (the server's batch invariance); exit 1 if any differ")
+      ->needs(batch);
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)

@@ -670,6 +670,9 @@ TEST(Cli, BenchInvariance) {
   const Result one = run(env("UNICORN_BENCH") + " -m " + model.string() + " -p 8 -n 2 --batch 1 --invariance");
   EXPECT_NE(one.code, 0);
   EXPECT_CONTAINS(one.out, "--invariance: --batch between 2 and");
+  const Result alone = run(env("UNICORN_BENCH") + " -m " + model.string() + " --invariance");
+  EXPECT_NE(alone.code, 0);
+  EXPECT_CONTAINS(alone.out, "--invariance requires --batch");
 }
 
 // --placement gtt: every weight in host-visible memory; the bench measures
