@@ -526,9 +526,9 @@ TEST_F(Model, FixedBatchPassesAreBatchInvariantWherePassesPairHeads) {
 // before, one whose chunk does not end its prompt (its next chunk, alone,
 // must then give the logits of the whole prompt fed alone).
 template <Format F>
-void expect_prompts_prefilled_together_bit_exact(const std::string& type) {
+void expect_prompts_prefilled_together_bit_exact() {
   Engine<TinyWide<F, 18>> engine(context(), options());
-  engine.load(tiny_gguf(type));
+  engine.load(tiny_gguf(std::string(format_name(F))));
   auto& core = engine.core();
   const auto& p = golden().prompt;
   const uint32_t V = kGemma3Tiny.vocab;
@@ -565,8 +565,8 @@ void expect_prompts_prefilled_together_bit_exact(const std::string& type) {
 // Q4_0: the LM head on integer dot products where the device has them, for
 // one row of logits (a prompt alone) and for several (prompts together).
 TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
-  expect_prompts_prefilled_together_bit_exact<Format::Q8_0>("Q8_0");
-  expect_prompts_prefilled_together_bit_exact<Format::Q4_0>("Q4_0");
+  expect_prompts_prefilled_together_bit_exact<Format::Q8_0>();
+  expect_prompts_prefilled_together_bit_exact<Format::Q4_0>();
 }
 
 // A server starts a prefill pass and keeps decoding other streams while it

@@ -147,7 +147,7 @@ inline constexpr std::string_view kActNames[] = {"x", "xn", "q", "k", "v", "attn
                                                  "gate", "up", "logits", "operand", "ffn_operand"};
 
 struct ActivationSlot {
-  uint64_t row_elems;  // elements per token row: f32, f16 for the operand
+  uint64_t row_elems;  // elements per token row: f32, f16 for the operands (is_fp16)
   uint64_t rows;       // token rows it holds (of every slice, for Proj and Up)
   uint64_t bytes;
   uint32_t slices = 1;  // partial sums of a chunk it holds (Proj, Up; the decode lane's Q, K, V)
