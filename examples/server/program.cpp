@@ -25,6 +25,7 @@
 int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeployment& deployment,
                                   const ProgramInfo& program) {
   using Invariance = unicorn::server::BatchInvariance;
+  using Overlap = unicorn::server::PrefillOverlap;
   const char* const name = program.name;
   const uint32_t compiled_slots = deployment.config.streams, compiled_context = deployment.config.max_context;
   CLI::App app{std::string(name) + ": an OpenAI-compatible server for " +
@@ -60,11 +61,13 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
           {"always", Invariance::Always},
           {"off", Invariance::Off}}))
       ->default_str("deterministic");
-  app.add_option("--prefill-overlap", opt.prefill_beside_decode,
-                 "'on': decode steps go on while a prefill pass runs, on the GPU's second queue where it has one; "
-                 "'off': every step waits for the pass before it")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
-      ->default_str("on");
+  app.add_option("--prefill-overlap", opt.prefill_overlap,
+                 "decode steps while a prefill pass runs on the GPU's second queue (where it has one): 'one' "
+                 "step beside each pass, then the next waits for it (the most tokens/s); 'all' steps until the "
+                 "pass is done (the shortest inter-token latency); 'off': every step waits for the pass")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Overlap>{
+          {"one", Overlap::OneStep}, {"all", Overlap::AllSteps}, {"off", Overlap::Off}}))
+      ->default_str("one");
   auto args = unicorn::examples::llama_cpp_args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   try {
     app.parse(args);

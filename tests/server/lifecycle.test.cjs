@@ -97,8 +97,12 @@ test("flags may lower the compiled slots and context, never raise them", async (
   const mode = run(["--batch-invariance", "sometimes"]);
   assert.equal(mode.status, 2);
   assert.match(mode.stderr, /batch-invariance/);
+  const overlap = run(["--prefill-overlap", "on"]);  // one, all or off
+  assert.equal(overlap.status, 2);
+  assert.match(overlap.stderr, /prefill-overlap/);
   // Lowered: 2 slots of 64 tokens; a 70-token prompt no longer fits.
-  const s = await h.start(binary(), [...h.tinyArgs(), "-np", "2", "-c", "64", "--batch-invariance", "always"]);
+  const s = await h.start(binary(), [...h.tinyArgs(), "-np", "2", "-c", "64", "--batch-invariance", "always",
+                                     "--prefill-overlap", "all"]);
   try {
     assert.match(s.log, /2 slots of 64 tokens/);
     assert.equal((await h.metrics(s)).unicorn_slots, 2);

@@ -106,7 +106,7 @@ class Server {
       model.engine.set_context_limit(context_);
       const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
       scheduler_.emplace(model.engine, model.tokenizer,
-                         SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariance, opt_.prefill_beside_decode}, metrics_);
+                         SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariance, opt_.prefill_overlap}, metrics_);
       metrics_.ready(true);
       ready_ = true;
       std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens; decode steps %s)\n",

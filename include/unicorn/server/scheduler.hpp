@@ -11,9 +11,10 @@
 //      prefilling, oldest first: several new requests share one pass over the
 //      weights, and a long prompt is fed one pass at a time;
 //   4. runs one batched decode step: one token of every slot that is generating.
-// A prefill pass runs on the engine's second queue while the decode steps go
-// on (EngineCore::begin_prefill), so the running streams do not wait for new
-// prompts; on a device with one queue each step waits for the pass before it.
+// A prefill pass runs on the engine's second queue while a decode step goes
+// on beside it (EngineCore::begin_prefill); the next step waits for the pass
+// (PrefillOverlap: one step, all steps, or none beside a pass). On a device
+// with one queue each step waits for the pass before it.
 // Jobs beyond the slots wait in a bounded queue; past it submit() refuses.
 //
 // Sampling parameters and seeds are per slot and applied on the GPU; a seed's
@@ -111,11 +112,17 @@ class Job {
   Progress out_;
 };
 
+// Whether a decode step may run while the prefill pass in flight is
+// unfinished, `steps` having run beside it already.
+constexpr bool step_beside_prefill(PrefillOverlap overlap, uint32_t steps) {
+  return overlap == PrefillOverlap::AllSteps || (overlap == PrefillOverlap::OneStep && steps == 0);
+}
+
 struct SchedulerOptions {
   uint32_t slots = 1;         // streams used, at most the engine's compiled streams
   uint32_t queue_limit = 64;  // jobs waiting for a slot before submit() refuses
   BatchInvariance batch_invariance = BatchInvariance::Deterministic;
-  bool prefill_beside_decode = true;  // false: collect each prefill pass before the next decode step
+  PrefillOverlap prefill_overlap = PrefillOverlap::OneStep;  // decode steps beside a prefill pass
 };
 
 class Scheduler {
@@ -198,7 +205,7 @@ class Scheduler {
       drop_cancelled();
       collect_prefill();
       start_prefill();
-      if (!opt_.prefill_beside_decode) collect_prefill();
+      if (opt_.prefill_overlap == PrefillOverlap::Off) collect_prefill();
       decode_step();
       publish_gauges();
     }
@@ -301,6 +308,7 @@ class Scheduler {
       return engine_failed(std::string("prefill: ") + e.what(), who);
     }
     in_flight_.clear();
+    steps_beside_pass_ = 0;
     for (size_t i = 0; i < chunks.size(); ++i) {
       in_flight_.push_back({who[i], uint32_t(chunks[i].tokens.size()), chunks[i].ends_prompt});
       who[i]->in_prefill = true;
@@ -308,7 +316,8 @@ class Scheduler {
   }
 
   // The prefill pass in flight, once it has finished; waits for it when no
-  // slot is generating (nothing else would run meanwhile).
+  // slot is generating (nothing else would run meanwhile) or when the steps
+  // that PrefillOverlap lets run beside it have run.
   void collect_prefill() {
     if (!engine_.prefill_in_flight()) return;
     const bool decoding = std::ranges::any_of(slots_, [](const Slot& s) { return s.job && s.generating; });
@@ -316,7 +325,8 @@ class Scheduler {
     std::vector<Slot*> who;
     for (const InFlightChunk& c : in_flight_) who.push_back(c.slot);
     try {
-      if (decoding && opt_.prefill_beside_decode && !engine_.prefill_ready()) return;
+      if (decoding && step_beside_prefill(opt_.prefill_overlap, steps_beside_pass_) && !engine_.prefill_ready())
+        return;
       first = engine_.finish_prefill();
       engine_failures_ = 0;
     } catch (const std::exception& e) {
@@ -369,6 +379,7 @@ class Scheduler {
       return engine_failed(std::string("decode: ") + e.what(), who);
     }
     metrics_.decode_step(uint32_t(batch.size()), engine_.prefill_in_flight());
+    if (engine_.prefill_in_flight()) steps_beside_pass_++;
     for (size_t i = 0; i < batch.size(); ++i)
       if (fixed && invariant_[batch[i].stream] == positions[i]) invariant_[batch[i].stream]++;
     const auto now = Clock::now();
@@ -464,6 +475,7 @@ class Scheduler {
     bool ends_prompt;
   };
   std::vector<InFlightChunk> in_flight_;
+  uint32_t steps_beside_pass_ = 0;  // decode steps run since the pass in flight began
   // Per stream: how many tokens at the start of its cache were written by
   // prefill or by batch-invariant decode steps (what a deterministic job may reuse).
   std::vector<uint32_t> invariant_;
