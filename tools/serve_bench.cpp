@@ -12,6 +12,10 @@
 // request sent to the last token received, the prefills included, as a user
 // of the server sees it. The client is C++ on Asio (one thread), so it is not
 // what limits the figures.
+// The prompts are drawn from a seed (--seed; by default a random one, printed):
+// two runs that drew the same prompts against one server would find them in
+// its slots' prompt cache, and prefill less. Each row counts the prompt tokens
+// the server took from its cache (usage.prompt_tokens_details.cached_tokens).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <boost/asio.hpp>
@@ -20,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +46,7 @@ struct Options {
   std::vector<uint32_t> clients{1, 8, 32, 64};
   uint32_t prompt = 128, tokens = 128, requests = 2, vocab = 262144;
   uint32_t chat_cache = 0;  // > 0: the prompt-cache test with a system prompt of about this many tokens
+  std::optional<uint32_t> seed;  // of the random prompts; none: a random one
   std::string json_out;
 };
 
@@ -144,7 +150,7 @@ Json run_clients(const Options& opt, uint32_t n, std::mt19937& rng) {
   ioc.run();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> ttft, itl;
-  uint64_t tokens = 0, failed = 0;
+  uint64_t tokens = 0, cached = 0, failed = 0;
   std::string first_error;
   for (const Timeline& t : all) {
     if (!t.ok) {
@@ -155,11 +161,13 @@ Json run_clients(const Options& opt, uint32_t n, std::mt19937& rng) {
     ttft.push_back(std::chrono::duration<double>(t.first - t.sent).count());
     itl.insert(itl.end(), t.gaps.begin(), t.gaps.end());
     tokens += t.tokens;
+    cached += t.cached;
   }
   Json row = {{"clients", n},
               {"requests", all.size()},
               {"failed", failed},
               {"generated_tokens", tokens},
+              {"cached_prompt_tokens", cached},
               {"seconds", wall},
               {"tokens_per_second", double(tokens) / wall},
               {"ttft_p50_ms", 1e3 * percentile(ttft, 0.5)},
@@ -224,25 +232,30 @@ int main(int argc, char** argv) {
   app.add_option("--requests", opt.requests, "requests per client, one after another")->capture_default_str();
   app.add_option("--vocab", opt.vocab, "vocabulary size the random prompt ids are drawn from")->capture_default_str();
   app.add_option("--chat-cache", opt.chat_cache, "run the second-chat-turn test with a system prompt of ~N tokens");
+  app.add_option("--seed", opt.seed, "seed of the random prompts (default: a random one, printed)");
   app.add_option("--json", opt.json_out, "also write the results as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
   try {
     Json results = Json::object();
-    std::mt19937 rng(1234);
+    const uint32_t seed = opt.seed ? *opt.seed : std::random_device{}();
+    std::mt19937 rng(seed);
     if (opt.chat_cache) {
       results["chat_cache"] = run_chat_cache(opt);
       std::printf("%s\n", results["chat_cache"].dump(2).c_str());
     } else {
-      std::printf("%8s %9s %12s %10s %10s %10s %10s\n", "clients", "requests", "tokens/s", "TTFT p50", "TTFT p99",
-                  "ITL p50", "ITL p99");
+      std::printf("prompts of seed %u\n", seed);
+      std::printf("%8s %9s %12s %10s %10s %10s %10s %8s\n", "clients", "requests", "tokens/s", "TTFT p50", "TTFT p99",
+                  "ITL p50", "ITL p99", "cached");
+      results["seed"] = seed;
       results["runs"] = Json::array();
       for (uint32_t n : opt.clients) {
         const Json row = run_clients(opt, n, rng);
         results["runs"].push_back(row);
-        std::printf("%8u %9u %12.1f %8.1fms %8.1fms %8.2fms %8.2fms%s\n", n, row["requests"].get<uint32_t>(),
+        std::printf("%8u %9u %12.1f %8.1fms %8.1fms %8.2fms %8.2fms %8llu%s\n", n, row["requests"].get<uint32_t>(),
                     row["tokens_per_second"].get<double>(), row["ttft_p50_ms"].get<double>(),
                     row["ttft_p99_ms"].get<double>(), row["itl_p50_ms"].get<double>(), row["itl_p99_ms"].get<double>(),
+                    static_cast<unsigned long long>(row["cached_prompt_tokens"].get<uint64_t>()),
                     row["failed"].get<uint64_t>() ? (" FAILED " + row["first_error"].get<std::string>()).c_str() : "");
         std::fflush(stdout);
       }

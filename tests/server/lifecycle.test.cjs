@@ -4,6 +4,9 @@
 const { test } = require("node:test");
 const assert = require("node:assert/strict");
 const { spawnSync } = require("node:child_process");
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
 const h = require("./harness.cjs");
 
 const binary = () => h.env("UNICORN_TINY_SERVER");
@@ -122,6 +125,34 @@ test("flags may lower the compiled slots and context, never raise them", async (
     const busy = spawnSync(binary(), [...h.tinyArgs(), "--port", String(s.port)], { encoding: "utf8", timeout: 60000 });
     assert.equal(busy.status, 1);
     assert.match(busy.stderr, /cannot listen on 127\.0\.0\.1:\d+/);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+// tools/serve_bench.cpp, the speed table's client: prompts drawn again from
+// one seed come from the slots' prompt cache, and it says so; by default each
+// run draws from a seed of its own.
+test("unicorn-serve-bench counts the prompt tokens the server took from its cache",
+     { skip: !process.env.UNICORN_SERVE_BENCH && "unicorn-serve-bench not built (UNICORN_BUILD_TOOLS)" }, async () => {
+  const s = await h.start(binary(), h.tinyArgs());
+  try {
+    const json = path.join(os.tmpdir(), `serve-bench-${process.pid}.json`);
+    const bench = (args) => {
+      const r = spawnSync(h.env("UNICORN_SERVE_BENCH"), ["--port", String(s.port), "--clients", "4", "--requests", "1",
+        "--prompt", "40", "--tokens", "4", "--vocab", "512", "--json", json, ...args], { encoding: "utf8", timeout: 120000 });
+      assert.equal(r.status, 0, r.stderr);
+      const out = JSON.parse(fs.readFileSync(json, "utf8"));
+      fs.rmSync(json);
+      return out;
+    };
+    const first = bench(["--seed", "7"]), again = bench(["--seed", "7"]), other = bench([]);
+    assert.equal(first.seed, 7);
+    assert.equal(first.runs[0].generated_tokens, 16);
+    assert.ok(first.runs[0].cached_prompt_tokens <= 4, JSON.stringify(first.runs[0]));  // <bos> at most
+    assert.equal(again.runs[0].cached_prompt_tokens, 4 * 39, "the same prompts again: all but each last token cached");
+    assert.notEqual(other.seed, 7);
+    assert.ok(other.runs[0].cached_prompt_tokens < 20, JSON.stringify(other.runs[0]));
   } finally {
     assert.equal((await h.stop(s)).code, 0);
   }
