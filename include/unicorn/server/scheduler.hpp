@@ -6,10 +6,11 @@
 //   1. drops jobs whose client went away (their slots are free at once);
 //   2. gives waiting jobs free slots, preferring a slot whose KV cache already
 //      holds a prefix of the job's prompt (then only the rest is prefilled);
-//   3. collects the prefill pass in flight once it has finished (at once when
-//      no slot is generating), and starts the next one over the prompts still
-//      prefilling, oldest first: several new requests share one pass over the
-//      weights, and a long prompt is fed one pass at a time;
+//   3. collects the prefill pass in flight once it has finished (waiting for
+//      it when no slot is generating, or when the decode steps PrefillOverlap
+//      lets run beside it have run), and starts the next one over the
+//      prompts still prefilling, oldest first: several new requests share one
+//      pass over the weights, and a long prompt is fed one pass at a time;
 //   4. runs one batched decode step: one token of every slot that is generating.
 // A prefill pass runs on the engine's second queue while a decode step goes
 // on beside it (EngineCore::begin_prefill); the next step waits for the pass

@@ -42,7 +42,7 @@ enum class PrefillOverlap {
   // Steps go on until the pass is done: the shortest inter-token latency, but
   // the steps slow the pass, so new prompts wait longer, and streams that
   // started early finish early, leaving steps of few streams at the end
-  // (5-7 % fewer tokens/s in a burst of 32 prompts, notes/server.md).
+  // (4-7 % fewer tokens/s in a burst of 32 prompts, notes/server.md).
   AllSteps,
   Off,  // every step waits for the pass before it
 };
