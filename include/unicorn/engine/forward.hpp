@@ -40,7 +40,7 @@ class EngineCore::Recorder {
     embed();                                                   // x  [n, H]
     for (uint32_t l = 0; l < m_.layers; ++l) layer(int(l));
     final_norm();                                              // xn [logit rows, H]
-    linear(Act::Xn, Act::Logits, c_.layout_.weight(Role::LmHead), 1);    // [logit rows, V]
+    linear(head_input(), Act::Logits, c_.layout_.weight(Role::LmHead), 1);  // [logit rows, V]
     sample();                                                  // next token ids
     return std::move(d_);
   }
@@ -111,7 +111,11 @@ class EngineCore::Recorder {
   // (can_wait, Tuning::decode_norm_wait).
   bool norm_waits() const { return can_wait() && c_.tuning_.decode_norm_wait != 0; }
 
-  void final_norm() { norm(Act::X, Act::Xn, c_.layout_.weight(Role::OutputNorm), 1); }
+  void final_norm() { norm(Act::X, head_input(), c_.layout_.weight(Role::OutputNorm), 1); }
+  // The LM head's input: on split-K with fp16 operands, the final norm writes
+  // it as fp16 (the values the head's kernel would round it to), as the
+  // layers' norms do for their products; else the fp32 norm (matrix-vector).
+  Act head_input() const { return half_ && splitk(1) ? Act::Operand : Act::Xn; }
 
   // Whether this pass's products over `row_set` run on matmul_coop_splitk.
   bool splitk(uint32_t row_set) const { return splitk_ && (row_set ? logit_rows_ : n_) > 1; }
