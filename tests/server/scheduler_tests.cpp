@@ -114,6 +114,16 @@ std::vector<std::shared_ptr<Job>> mixed_jobs() {
   return jobs;
 }
 
+// The value of an unlabelled counter in /metrics' text; a missing one fails the test.
+double counter(const std::string& metrics_text, const std::string& name) {
+  const size_t at = metrics_text.find("\n" + name + " ");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << name << " is not in the metrics";
+    return -1;
+  }
+  return std::stod(metrics_text.substr(at + name.size() + 2));
+}
+
 std::vector<std::shared_ptr<Job>> copies(const std::vector<std::shared_ptr<Job>>& jobs) {
   std::vector<std::shared_ptr<Job>> out;
   for (const auto& j : jobs) {
@@ -199,13 +209,9 @@ TEST(Scheduler, WaitingPromptsSharePrefillPasses) {
     EXPECT_EQ(got[i].usage.completion_tokens, alone[i].usage.completion_tokens) << "job " << i;
     prompt_tokens += jobs[i]->prompt.size();
   }
-  const std::string text = metrics.text();
-  const auto counter = [&](const std::string& name) {
-    const size_t at = text.find("\n" + name + " ");
-    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
-  };
-  const double passes = counter("unicorn_prefill_passes_total"), chunks = counter("unicorn_prefill_chunks_total");
-  EXPECT_EQ(counter("unicorn_prefill_tokens_total"), double(prompt_tokens));
+  const std::string m = metrics.text();
+  const double passes = counter(m, "unicorn_prefill_passes_total"), chunks = counter(m, "unicorn_prefill_chunks_total");
+  EXPECT_EQ(counter(m, "unicorn_prefill_tokens_total"), double(prompt_tokens));
   EXPECT_GE(passes, 1.0);
   EXPECT_LT(passes, chunks) << "no pass held two prompts' chunks";
   EXPECT_LE(passes, double((prompt_tokens + 31) / 32 + 3)) << "prompts of " << prompt_tokens
@@ -242,15 +248,10 @@ TEST(Scheduler, DecodeStepsGoOnBesidePrefillPasses) {
     EXPECT_EQ(second.text, alone[1].text) << name;
     EXPECT_EQ(second.usage.completion_tokens, alone[1].usage.completion_tokens);
     const std::string m = r.metrics.text();
-    const auto counter = [&](const std::string& key) {
-      const size_t at = m.find("\n" + key + " ");
-      EXPECT_NE(at, std::string::npos) << key;
-      return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size() + 2));
-    };
     // The first request's prompt is one pass; the long prompt's passes follow
     // while the first decodes.
-    const double beside = counter("unicorn_decode_steps_beside_prefill_total");
-    const double passes_while_decoding = counter("unicorn_prefill_passes_total") - 1;
+    const double beside = counter(m, "unicorn_decode_steps_beside_prefill_total");
+    const double passes_while_decoding = counter(m, "unicorn_prefill_passes_total") - 1;
     ASSERT_GE(passes_while_decoding, 2.0) << "the long prompt took two passes (premise)";
     if (overlap == PrefillOverlap::Off) {
       EXPECT_EQ(beside, 0.0);
