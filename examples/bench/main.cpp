@@ -26,6 +26,8 @@
 // the prefill; aggregate tokens/s = N * n / the steps' time (its roofline reads
 // the weights once per step: N times the single-stream one); and N * n / the
 // whole run's time, prefill included: the same work as N clients of a server.
+// The JSON also lists the prefill's passes (chunks, prompt tokens, the rows
+// computed with the padding that aligns each stream's segment, time).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -120,14 +122,34 @@ void print_header(const nlohmann::json& j) {
 // (server/scheduler.hpp, start_prefill): each pass takes the prompts still
 // prefilling, in stream order, as AnyEngine::prefill_pass packs them.
 // Returns each stream's first token.
-std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::vector<int32_t>>& prompts) {
+// One pass of prefill_together: its chunks, their prompt tokens, the rows it
+// computes (each chunk after the first starts at a multiple of the engine's
+// prefill_alignment(), so the rows between hold padding) and its time.
+struct PrefillPass {
+  uint32_t chunks = 0, tokens = 0, rows = 0;
+  double ms = 0;
+};
+
+std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                      std::vector<PrefillPass>* passes = nullptr) {
+  if (passes) passes->clear();
+  const uint32_t align = engine.core().prefill_alignment();
   std::vector<int32_t> first(prompts.size(), -1);
   std::vector<size_t> fed(prompts.size(), 0);
   for (size_t oldest = 0; oldest < prompts.size();) {
     std::vector<PromptChunk> rest;  // each unfinished prompt's tokens still to feed
     for (size_t s = oldest; s < prompts.size(); ++s) rest.push_back({uint32_t(s), std::span(prompts[s]).subspan(fed[s]), true});
     const std::vector<PromptChunk> chunks = engine.prefill_pass(rest);
+    const auto start = Clock::now();
     const std::vector<int32_t> next = engine.prefill(chunks);
+    if (passes) {
+      PrefillPass p{uint32_t(chunks.size()), 0, 0, std::chrono::duration<double, std::milli>(Clock::now() - start).count()};
+      for (const PromptChunk& c : chunks) {
+        p.rows = (p.rows + align - 1) / align * align + uint32_t(c.tokens.size());
+        p.tokens += uint32_t(c.tokens.size());
+      }
+      passes->push_back(p);
+    }
     for (size_t i = 0; i < chunks.size(); ++i) {
       fed[chunks[i].stream] += chunks[i].tokens.size();
       if (chunks[i].ends_prompt) first[chunks[i].stream] = next[i];
@@ -246,11 +268,12 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   for (auto& p : prompts)
     for (auto& t : p) t = token(rng);
   std::vector<double> pp, agg, whole;
+  std::vector<PrefillPass> passes;  // the last repetition's
   std::vector<StreamToken> batch(n);
   for (uint32_t r = 0; r <= o.repetitions; ++r) {  // a warm-up, then timed repetitions
     engine.reset();
     const auto a = Clock::now();
-    const std::vector<int32_t> first = prefill_together(engine, prompts);
+    const std::vector<int32_t> first = prefill_together(engine, prompts, &passes);
     const auto b = Clock::now();
     for (uint32_t s = 0; s < n; ++s) batch[s] = {s, first[s]};
     for (uint32_t i = 0; i < o.generate; ++i) {
@@ -276,6 +299,15 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
                 {"roofline_percent", 100.0 * st.median / (roofline * n)},
                 {"prefill_tokens_per_s", pst.median},
                 {"whole_run_tokens_per_s", wst.median}};
+  // The prefill's passes (the last repetition's): where the prompts' rows
+  // went, alignment padding included.
+  uint32_t pass_tokens = 0, pass_rows = 0;
+  j["batch"]["prefill_alignment"] = engine.core().prefill_alignment();
+  j["batch"]["prefill_passes"] = nlohmann::json::array();
+  for (const PrefillPass& p : passes) {
+    j["batch"]["prefill_passes"].push_back({{"chunks", p.chunks}, {"tokens", p.tokens}, {"rows", p.rows}, {"ms", p.ms}});
+    pass_tokens += p.tokens, pass_rows += p.rows;
+  }
   if (o.profile) {
     const auto p = engine.profile_batch(n);
     for (const auto& k : p.kernels)
@@ -298,6 +330,9 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
               fmt_stats(st).c_str(), st.median / n, roofline * n, 100.0 * st.median / (roofline * n));
   std::printf("| batch%-3u pp%-4u+tg%-4u | %s | %10.1f |          |            |\n", n, o.prompt, o.generate,
               fmt_stats(wst).c_str(), wst.median / n);
+  std::printf("prefill: %zu passes of up to %u rows; %u prompt tokens in %u rows (segments start at multiples of %u)\n",
+              passes.size(), engine.config().prefill_chunk, pass_tokens, pass_rows,
+              engine.core().prefill_alignment());
   if (o.profile)
     for (const auto& k : j["profile"]["batch"])
       std::printf("  %-16s %9.3f ms  (%u dispatches)\n", k["kernel"].template get<std::string>().c_str(),

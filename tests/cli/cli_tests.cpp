@@ -613,13 +613,14 @@ TEST(Cli, BenchPipelineCacheOnDisk) {
 
 // --batch 4: four streams decoding together; the JSON has the batch figures
 // (the prompts' prefill, the steps' aggregate and per stream, the whole run's
-// generated tokens/s, below the steps' since it includes the prefill) and
-// --batch beyond the compiled streams is refused.
+// generated tokens/s, below the steps' since it includes the prefill) and the
+// prefill's passes with their alignment padding; --batch beyond the compiled
+// streams is refused.
 TEST(Cli, BenchBatchJson) {
   const fs::path model = tmp() / "tiny-q8_0-batch.gguf";
   ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
   const std::string out = stdout_of(env("UNICORN_BENCH") + " -m " + model.string() +
-                                    " -p 8 -n 8 -r 2 --batch 4 --json --profile");
+                                    " -p 5 -n 8 -r 2 --batch 4 --json --profile");
   const auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
   EXPECT_EQ(j["model"], "gemma3-tiny");
@@ -627,13 +628,23 @@ TEST(Cli, BenchBatchJson) {
   const auto& b = j["batch"];
   EXPECT_EQ(b["streams"], 4);
   EXPECT_EQ(b["tokens"], 8);
-  EXPECT_EQ(b["prompt_tokens"], 8);
+  EXPECT_EQ(b["prompt_tokens"], 5);
   EXPECT_GT(b["tokens_per_s"].get<double>(), 0);
   EXPECT_NEAR(b["per_stream_tokens_per_s"].get<double>() * 4, b["tokens_per_s"].get<double>(), 1e-6);
   EXPECT_GT(b["roofline_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(b["prefill_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(b["whole_run_tokens_per_s"].get<double>(), 0);
   EXPECT_LT(b["whole_run_tokens_per_s"].get<double>(), b["tokens_per_s"].get<double>());
+  // The four 5-token prompts share one pass; each chunk after the first
+  // starts at a multiple of the alignment, the rows between being padding.
+  const uint32_t align = b["prefill_alignment"].get<uint32_t>();
+  ASSERT_GE(align, 1u);
+  ASSERT_EQ(b["prefill_passes"].size(), 1u) << b["prefill_passes"].dump();
+  const auto& pass = b["prefill_passes"][0];
+  EXPECT_EQ(pass["chunks"], 4);
+  EXPECT_EQ(pass["tokens"], 4 * 5);
+  EXPECT_EQ(pass["rows"], 3 * ((5 + align - 1) / align * align) + 5) << "alignment " << align;
+  EXPECT_GT(pass["ms"].get<double>(), 0);
   EXPECT_FALSE(j["profile"]["batch"].empty());
   EXPECT_FALSE(j["profile_batch_dispatches"].empty());
   // 4 streams: matmul_coop_splitk on a device with tensor units (kernels::kSplitKFromStreams), else matvec.
@@ -645,6 +656,7 @@ TEST(Cli, BenchBatchJson) {
   EXPECT_CONTAINS(table.out, "| batch3   pp8   ");
   EXPECT_CONTAINS(table.out, "| batch3   tg4   ");
   EXPECT_CONTAINS(table.out, "| batch3   pp8   +tg4   ");
+  EXPECT_CONTAINS(table.out, "24 prompt tokens in ");
   const Result bad = run(env("UNICORN_BENCH") + " -m " + model.string() + " --batch 33");
   EXPECT_NE(bad.code, 0);
   EXPECT_CONTAINS(bad.out, "--batch");
