@@ -118,10 +118,6 @@ void print_header(const nlohmann::json& j) {
                                                         : "empty, written");
 }
 
-// The prompts, one a stream, prefilled as the server's scheduler does it
-// (server/scheduler.hpp, start_prefill): each pass takes the prompts still
-// prefilling, in stream order, as AnyEngine::prefill_pass packs them.
-// Returns each stream's first token.
 // One pass of prefill_together: its chunks, their prompt tokens, the rows it
 // computes (each chunk after the first starts at a multiple of the engine's
 // prefill_alignment(), so the rows between hold padding) and its time.
@@ -130,10 +126,13 @@ struct PrefillPass {
   double ms = 0;
 };
 
+// The prompts, one a stream, prefilled as the server's scheduler does it
+// (server/scheduler.hpp, start_prefill): each pass takes the prompts still
+// prefilling, in stream order, as AnyEngine::prefill_pass packs them.
+// Returns each stream's first token; fills `passes`, where given, with each pass.
 std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
                                       std::vector<PrefillPass>* passes = nullptr) {
   if (passes) passes->clear();
-  const uint32_t align = engine.core().prefill_alignment();
   std::vector<int32_t> first(prompts.size(), -1);
   std::vector<size_t> fed(prompts.size(), 0);
   for (size_t oldest = 0; oldest < prompts.size();) {
@@ -145,7 +144,7 @@ std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::
     if (passes) {
       PrefillPass p{uint32_t(chunks.size()), 0, 0, std::chrono::duration<double, std::milli>(Clock::now() - start).count()};
       for (const PromptChunk& c : chunks) {
-        p.rows = (p.rows + align - 1) / align * align + uint32_t(c.tokens.size());
+        p.rows = engine.core().prefill_segment_start(p.rows) + uint32_t(c.tokens.size());
         p.tokens += uint32_t(c.tokens.size());
       }
       passes->push_back(p);
