@@ -13,7 +13,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -369,6 +375,35 @@ TEST(TokenizerErrors, BadFilesThrowOneLineErrors) {
       << R"({"added_tokens": [], "normalizer": null, "pre_tokenizer": null, "decoder": null,
              "model": {"type": "BPE", "vocab": {"a": 0}}})";
   expect_error(dir / "nomerges.json", "unexpected structure");
+}
+
+// from_tokenizer_json reads a file at its size in one go, and a pipe (no
+// size) as a stream: the same tokenizer either way.
+TEST(TokenizerJson, ReadFromAFileOrAPipe) {
+  const std::string text =
+      R"({"added_tokens": [{"id": 0, "content": "<bos>", "special": true}], "normalizer": null,
+          "pre_tokenizer": null, "decoder": null,
+          "model": {"type": "BPE", "vocab": {"<bos>": 0, "a": 1, "b": 2, "ab": 3}, "merges": ["a b"]}})";
+  const unicorn::test::TempDir tmp("unicorn-tokenizer-read");
+  const fs::path file = tmp.path() / "tokenizer.json", fifo = tmp.path() / "pipe.json";
+  std::ofstream(file, std::ios::binary) << text;
+  const std::vector<int32_t> want{0, 3, 1};  // <bos> ab a
+  EXPECT_EQ(Tokenizer::from_tokenizer_json(file).encode("aba", true), want);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << "mkfifo " << fifo;
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << text; });
+  std::optional<Tokenizer> piped;
+  try {
+    piped = Tokenizer::from_tokenizer_json(fifo);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "through a pipe: " << e.what();
+    const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // lets a writer still waiting finish
+    writer.join();
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  writer.join();
+  EXPECT_EQ(piped->encode("aba", true), want);
+  EXPECT_EQ(piped->vocab_size(), 4u);
 }
 
 // tokenizer.json is read in one streaming pass (tokenizer_json.hpp): the
