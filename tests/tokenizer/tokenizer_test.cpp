@@ -365,6 +365,7 @@ TEST(TokenizerErrors, BadFilesThrowOneLineErrors) {
     }
   };
   expect_error(dir / "missing.json", "cannot open");
+  expect_error(dir, "is a directory");
   std::ofstream(dir / "malformed.json") << "{\"model\": [1, 2";
   expect_error(dir / "malformed.json", "not valid JSON");
   std::ofstream(dir / "unigram.json")

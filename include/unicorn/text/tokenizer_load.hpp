@@ -15,24 +15,26 @@
 namespace unicorn::text {
 
 UNICORN_DECL Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("tokenizer: " + path.string() + " is a directory, not a tokenizer.json file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("tokenizer: cannot open " + path.string());
   // Gemma 3's file is 33 MB: read at its size in one go, not through a
-  // stringstream's growing buffer and the copy str() makes (a third of a
-  // start-up's time went to that copying). A pipe has no size: streamed.
+  // stringstream's growing buffer and the copy str() makes (most of the
+  // copying a start-up did). A pipe has no size: streamed.
   std::string text;
-  in.seekg(0, std::ios::end);
-  if (const std::streamoff size = in.tellg(); size >= 0) {
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec) throw Error("tokenizer: cannot read " + path.string() + ": " + ec.message());
     text.resize(size_t(size));
-    in.seekg(0);
-    in.read(text.data(), size);
+    if (!in.read(text.data(), std::streamsize(size))) throw Error("tokenizer: cannot read " + path.string());
   } else {
-    in.clear();
     std::ostringstream buf;
     buf << in.rdbuf();
+    if (in.bad()) throw Error("tokenizer: cannot read " + path.string());
     text = std::move(buf).str();
   }
-  if (in.bad()) throw Error("tokenizer: cannot read " + path.string());
   return from_tokenizer_json_text(text, path.string());
 }
 
