@@ -129,10 +129,10 @@ struct PrefillPass {
 // The prompts, one a stream, prefilled as the server's scheduler does it
 // (server/scheduler.hpp, start_prefill): each pass takes the prompts still
 // prefilling, in stream order, as AnyEngine::prefill_pass packs them.
-// Returns each stream's first token; fills `passes`, where given, with each pass.
+// Returns each stream's first token; fills `passes` with each pass.
 std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                                      std::vector<PrefillPass>* passes = nullptr) {
-  if (passes) passes->clear();
+                                      std::vector<PrefillPass>& passes) {
+  passes.clear();
   std::vector<int32_t> first(prompts.size(), -1);
   std::vector<size_t> fed(prompts.size(), 0);
   for (size_t oldest = 0; oldest < prompts.size();) {
@@ -141,14 +141,12 @@ std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::
     const std::vector<PromptChunk> chunks = engine.prefill_pass(rest);
     const auto start = Clock::now();
     const std::vector<int32_t> next = engine.prefill(chunks);
-    if (passes) {
-      PrefillPass p{uint32_t(chunks.size()), 0, 0, std::chrono::duration<double, std::milli>(Clock::now() - start).count()};
-      for (const PromptChunk& c : chunks) {
-        p.rows = engine.core().prefill_segment_start(p.rows) + uint32_t(c.tokens.size());
-        p.tokens += uint32_t(c.tokens.size());
-      }
-      passes->push_back(p);
+    PrefillPass p{uint32_t(chunks.size()), 0, 0, std::chrono::duration<double, std::milli>(Clock::now() - start).count()};
+    for (const PromptChunk& c : chunks) {
+      p.rows = engine.core().prefill_segment_start(p.rows) + uint32_t(c.tokens.size());
+      p.tokens += uint32_t(c.tokens.size());
     }
+    passes.push_back(p);
     for (size_t i = 0; i < chunks.size(); ++i) {
       fed[chunks[i].stream] += chunks[i].tokens.size();
       if (chunks[i].ends_prompt) first[chunks[i].stream] = next[i];
@@ -272,7 +270,7 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   for (uint32_t r = 0; r <= o.repetitions; ++r) {  // a warm-up, then timed repetitions
     engine.reset();
     const auto a = Clock::now();
-    const std::vector<int32_t> first = prefill_together(engine, prompts, &passes);
+    const std::vector<int32_t> first = prefill_together(engine, prompts, passes);
     const auto b = Clock::now();
     for (uint32_t s = 0; s < n; ++s) batch[s] = {s, first[s]};
     for (uint32_t i = 0; i < o.generate; ++i) {

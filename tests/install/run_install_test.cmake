@@ -10,7 +10,7 @@
 # 5. configure host_app headers-only with CLI11 hidden (must work), and with its
 #    engine and CLI11 hidden (must fail, naming CLI11)
 # The host defines no Vulkan-Hpp mode (Vulkan-Hpp's constructors);
-# install.add_subdirectory builds the engine under VULKAN_HPP_NO_CONSTRUCTORS.
+# install.fetchcontent builds the engine under VULKAN_HPP_NO_CONSTRUCTORS.
 cmake_minimum_required(VERSION 3.25)
 foreach(var BUILD_DIR SOURCE_DIR HOST_APP_DIR WORK_DIR FIXTURE_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var})
