@@ -82,8 +82,12 @@ foreach(fmt ${UNICORN_WEIGHT_FORMATS})
   unicorn_coop_shader(matmul_coop_${f} matmul_coop.comp DEFINES FMT_${fmt})
   unicorn_coop_shader(matmul_coop_splitk_${f} matmul_coop_splitk.comp DEFINES FMT_${fmt})
 endforeach()
-# Decode's matvec on integer dot products (q8 inputs), where the device has them.
-unicorn_shader(matvec_dot_q4_0 matvec.comp DEFINES FMT_Q4_0 INT_DOT)
+# Decode's matvec on integer dot products (q8 inputs), where the device has them
+# (kernels::matvec_dot_formats).
+foreach(fmt Q4_0 Q4_K Q5_0 Q5_1 Q5_K Q6_K Q8_0)
+  string(TOLOWER ${fmt} f)
+  unicorn_shader(matvec_dot_${f} matvec.comp DEFINES FMT_${fmt} INT_DOT)
+endforeach()
 foreach(kv F16 F32)
   string(TOLOWER ${kv} f)
   unicorn_shader(attn_prep_${f} attn_prep.comp DEFINES KV_${kv})

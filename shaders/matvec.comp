@@ -32,8 +32,9 @@
 // row's sums are the same operations in the same order whatever TOKENS, TILE
 // and ROWS_PER_GROUP are (only LANES_PER_GROUP and UNROLL change them), so stream i's outputs in a
 // batch are bit for bit those of a single-token pass.
-// INT_DOT (the matvec_dot_q4_0 module): Q4_0 against the inputs rounded to
-// bytes per block of 32, in integer dot products (below).
+// INT_DOT (the matvec_dot_* modules, kernels::kMatVecDotFormats): the weights'
+// quants as bytes against the inputs rounded to bytes per block of 32, in
+// integer dot products (below).
 // Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS) or SPLITS), where
 // G = ceil(rows / (ROWS_PER_GROUP * 128 / LANES_PER_GROUP)).
 layout(local_size_x = 128) in;
@@ -119,6 +120,8 @@ float int_to_float(int v) { return uintBitsToFloat(uint(0x4B400000 + v)) - kRoun
 // Block `xb` (in vec4s) of a token's inputs as bytes: lo holds elements 0..15
 // (word k: 4k .. 4k+3), hi 16..31; scale = (d, 8 * d * sum(q)) with d = amax / 127,
 // so that d * dot(q, w - 8) = scale.x * dot(q, w) - scale.y for Q4_0's nibbles w.
+// Q4_K's min meets the inputs' sum as the kernel rounded them, d * sum(q) =
+// scale.y / 8 (exact), as llama.cpp's q8_1 sum does.
 void quantize_inputs(uint xb, out uvec4 lo, out uvec4 hi, out vec2 scale) {
   vec4 v[8];
   for (uint k = 0; k < 8; ++k) v[k] = x4[xb + k];
@@ -144,7 +147,15 @@ void quantize_inputs(uint xb, out uvec4 lo, out uvec4 hi, out vec2 scale) {
 const uint kStagedBlocks = TOKENS == 1 ? (IN_FEATURES / 32 + SPLITS - 1) / SPLITS : 1;
 shared uvec4 staged_lo[kStagedBlocks], staged_hi[kStagedBlocks];
 shared vec2 staged_scale[kStagedBlocks];
-// Q4_0's 32 nibbles (unsigned, 0..15) against the inputs' bytes.
+// Token t's inputs of block b as bytes: a decode step's from shared memory,
+// a batched workgroup's quantized here.
+void inputs_as_bytes(uint t, uint b, uint kb_begin, out uvec4 lo, out uvec4 hi, out vec2 scale) {
+  if (TOKENS == 1)
+    lo = staged_lo[b - kb_begin], hi = staged_hi[b - kb_begin], scale = staged_scale[b - kb_begin];
+  else
+    quantize_inputs((t * IN_FEATURES + b * 32) / 4, lo, hi, scale);
+}
+// Q4_0's and Q4_K's 32 nibbles (unsigned, 0..15) against the inputs' bytes.
 int block_dot(uvec4 q, uvec4 lo, uvec4 hi) {
   int s = 0;
   for (uint k = 0; k < 4; ++k)
@@ -306,12 +317,14 @@ void main() {
           if (j >= tn) break;
           uvec4 lo, hi;
           vec2 scale;
-          if (TOKENS == 1)
-            lo = staged_lo[b - kb_begin], hi = staged_hi[b - kb_begin], scale = staged_scale[b - kb_begin];
-          else
-            quantize_inputs(((t0 + j) * IN_FEATURES + b * 32) / 4, lo, hi, scale);
+          inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
           for (uint i = 0; i < NR; ++i)
+#if defined(SCALE_MIN_BLOCKS)  // Q4_K: (d * sc) * dot(q, x) - (dmin * m) * sum(x)
+            acc[j][i] += d[u][i].x * (int_to_float(block_dot(q[u][i], lo, hi)) * scale.x) -
+                         d[u][i].y * (scale.y * 0.125);
+#else
             acc[j][i] += d[u][i] * (int_to_float(block_dot(q[u][i], lo, hi)) * scale.x - scale.y);
+#endif
         }
       }
 #else
@@ -370,6 +383,33 @@ void main() {
           d[u][i] = i < ROWS_PER_GROUP ? block_scale_min(blk) : block_scale_min2(blk);
 #endif
         }
+#if defined(INT_DOT)
+      // 5-bit bytes (0..31) against the inputs' bytes; Q5_0's zero point of 16,
+      // and Q5_K's and Q5_1's min, meet the bytes' sum (d * sum(q) = scale.y / 8).
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          uvec4 lo, hi;
+          vec2 scale;
+          inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
+          for (uint i = 0; i < NR; ++i) {
+            int s = 0;
+            for (uint k = 0; k < 4; ++k) {
+              uint c0, c1;
+              q5_words(q[u][i][k], h[u][i] >> k, c0, c1);
+              s += dot_bytes(c0, lo[k], 0) + dot_bytes(c1, hi[k], 0);
+            }
+#if defined(FMT_Q5_0)
+            acc[j][i] += d[u][i] * (int_to_float(s) * scale.x - 2.0 * scale.y);
+#else
+            acc[j][i] += d[u][i].x * (int_to_float(s) * scale.x) - d[u][i].y * (scale.y * 0.125);
+#endif
+          }
+        }
+      }
+#else
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
         if (b >= kb_end) break;
@@ -402,6 +442,7 @@ void main() {
             acc[j][i] += d[u][i].x * part[j][i] - d[u][i].y * xsum[j];
 #endif
       }
+#endif  // INT_DOT
 #elif defined(FMT_Q6_K)
       uvec4 q[UNROLL][NR];
       uvec2 h[UNROLL][NR];
@@ -413,6 +454,34 @@ void main() {
           h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
           d[u][i] = i < ROWS_PER_GROUP ? block_scales(blk) : block_scales2(blk);
         }
+#if defined(INT_DOT)
+      // Each half's 6-bit bytes (0..63, the same as signed bytes) against the
+      // inputs' bytes, less 32 times the half's sum of them: d * (dot(q, x) -
+      // 32 * sum(x)) per half, every sum an exact integer.
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          uvec4 lo, hi;
+          vec2 scale;
+          inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
+          int sum0 = 0, sum1 = 0;
+          for (uint k = 0; k < 4; ++k)
+            sum0 += dot_bytes(lo[k], 0x01010101u, 0), sum1 += dot_bytes(hi[k], 0x01010101u, 0);
+          for (uint i = 0; i < NR; ++i) {
+            int s0 = -32 * sum0, s1 = -32 * sum1;
+            for (uint k = 0; k < 4; ++k) {
+              uint c0, c1;
+              q6_words(q[u][i][k], h[u][i][k >> 1] >> (4 * (k & 1)), c0, c1);
+              s0 += dot_bytes(c0, lo[k], 0);
+              s1 += dot_bytes(c1, hi[k], 0);
+            }
+            acc[j][i] += d[u][i].x * (int_to_float(s0) * scale.x) + d[u][i].y * (int_to_float(s1) * scale.x);
+          }
+        }
+      }
+#else
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
         if (b >= kb_end) break;
@@ -435,6 +504,7 @@ void main() {
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i].x * part0[j][i] + d[u][i].y * part1[j][i];
       }
+#endif  // INT_DOT
 #else  // Q8_0
       uvec4 q0[UNROLL][NR], q1[UNROLL][NR];
       float d[UNROLL][NR];
@@ -445,6 +515,24 @@ void main() {
           q1[u][i] = i < ROWS_PER_GROUP ? block_quants(blk, 1) : block_quants2(blk, 1);
           d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
         }
+#if defined(INT_DOT)
+      // The signed bytes against the inputs' bytes: no zero point, no min.
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          uvec4 lo, hi;
+          vec2 scale;
+          inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
+          for (uint i = 0; i < NR; ++i) {
+            int s = 0;
+            for (uint k = 0; k < 4; ++k) s += dot_bytes(q0[u][i][k], lo[k], 0) + dot_bytes(q1[u][i][k], hi[k], 0);
+            acc[j][i] += d[u][i] * (int_to_float(s) * scale.x);
+          }
+        }
+      }
+#else
       for (uint u = 0; u < UNROLL; ++u) {
         const uint b = b0 + u * LANES_PER_GROUP;
         if (b >= kb_end) break;
@@ -462,6 +550,7 @@ void main() {
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i] * part[j][i];
       }
+#endif  // INT_DOT
 #endif
     }
 #else

@@ -113,7 +113,7 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
                                              max_splits);
   slices_[size_t(out)] = vec ? splits : tile.splits;  // 1 unless split above
   const auto& k =
-      vec ? c_.kernel(int_dot ? std::string("matvec_dot_q4_0") : kernels::variant("matvec", w.format),
+      vec ? c_.kernel(kernels::variant(int_dot ? "matvec_dot" : "matvec", w.format),
                       kernels::kMatVecBindings,
                       kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
                                       tokens, token_tile, splits, slice_elems(out), signal_ ? 1u : 0u})

@@ -28,7 +28,7 @@ struct Tuning {
   uint32_t matvec_rows = kernels::kMatVecRows;
   uint32_t matvec_lanes = 0;
   uint32_t matvec_unroll = kernels::kMatVecUnroll;
-  // Decode's Q4_0 matrices on matvec_dot (inputs as bytes, integer dot
+  // Decode's block-format matrices on matvec_dot (inputs as bytes, integer dot
   // products, kernels::matvec_dot_takes): 2 where the device runs them in
   // hardware, 1 wherever it has them (lavapipe emulates them), 0 nowhere.
   uint32_t matvec_int_dot = 2;
@@ -88,7 +88,8 @@ struct Tuning {
 // The arithmetic of prefill's products and attention (and of batched decode
 // steps' products) where the device has tensor units
 // (gpu::DeviceInfo::coopmat), which take fp16 operands and accumulate in fp32.
-// Decode's matrix-vector products are fp32, except that Q4_0 matrices take
+// Decode's matrix-vector products are fp32, except that block-format matrices
+// (kernels::kMatVecDotFormats: all but Q4_1) take
 // their inputs as bytes (q8, llama.cpp's MMVQ) where the device has hardware
 // integer dot products (Tuning::matvec_int_dot), unless products is fp32.
 enum class Products : uint32_t {
