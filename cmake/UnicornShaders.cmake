@@ -82,9 +82,11 @@ foreach(fmt ${UNICORN_WEIGHT_FORMATS})
   unicorn_coop_shader(matmul_coop_${f} matmul_coop.comp DEFINES FMT_${fmt})
   unicorn_coop_shader(matmul_coop_splitk_${f} matmul_coop_splitk.comp DEFINES FMT_${fmt})
 endforeach()
-# Decode's matvec on integer dot products (q8 inputs), where the device has them
-# (kernels::matvec_dot_formats).
-foreach(fmt Q4_0 Q4_K Q5_0 Q5_1 Q5_K Q6_K Q8_0)
+# Decode's matvec on integer dot products (q8 inputs), where the device has them:
+# every block format (kernels::matvec_dot_takes).
+set(_block_formats ${UNICORN_WEIGHT_FORMATS})
+list(FILTER _block_formats EXCLUDE REGEX "^(F32|F16|BF16)$")
+foreach(fmt ${_block_formats})
   string(TOLOWER ${fmt} f)
   unicorn_shader(matvec_dot_${f} matvec.comp DEFINES FMT_${fmt} INT_DOT)
 endforeach()

@@ -32,7 +32,7 @@
 // row's sums are the same operations in the same order whatever TOKENS, TILE
 // and ROWS_PER_GROUP are (only LANES_PER_GROUP and UNROLL change them), so stream i's outputs in a
 // batch are bit for bit those of a single-token pass.
-// INT_DOT (the matvec_dot_* modules, kernels::kMatVecDotFormats): the weights'
+// INT_DOT (the matvec_dot_* modules, one per block format): the weights'
 // quants as bytes against the inputs rounded to bytes per block of 32, in
 // integer dot products (below).
 // Dispatch: (min(G, 65535), ceil(G / 65535), ceil(token rows / TOKENS) or SPLITS), where
@@ -120,8 +120,9 @@ float int_to_float(int v) { return uintBitsToFloat(uint(0x4B400000 + v)) - kRoun
 // Block `xb` (in vec4s) of a token's inputs as bytes: lo holds elements 0..15
 // (word k: 4k .. 4k+3), hi 16..31; scale = (d, 8 * d * sum(q)) with d = amax / 127,
 // so that d * dot(q, w - 8) = scale.x * dot(q, w) - scale.y for Q4_0's nibbles w.
-// Q4_K's min meets the inputs' sum as the kernel rounded them, d * sum(q) =
-// scale.y / 8 (exact), as llama.cpp's q8_1 sum does.
+// A min (Q4_K, Q5_K, Q4_1, Q5_1) meets the inputs' sum as the kernel rounded them,
+// d * sum(q) = scale.y / 8 (exact), as llama.cpp's q8_1 sum does; Q5_0's zero
+// point of 16, 2 * scale.y.
 void quantize_inputs(uint xb, out uvec4 lo, out uvec4 hi, out vec2 scale) {
   vec4 v[8];
   for (uint k = 0; k < 8; ++k) v[k] = x4[xb + k];
@@ -155,7 +156,7 @@ void inputs_as_bytes(uint t, uint b, uint kb_begin, out uvec4 lo, out uvec4 hi, 
   else
     quantize_inputs((t * IN_FEATURES + b * 32) / 4, lo, hi, scale);
 }
-// Q4_0's and Q4_K's 32 nibbles (unsigned, 0..15) against the inputs' bytes.
+// Q4_0's, Q4_K's and Q4_1's 32 nibbles (unsigned, 0..15) against the inputs' bytes.
 int block_dot(uvec4 q, uvec4 lo, uvec4 hi) {
   int s = 0;
   for (uint k = 0; k < 4; ++k)
@@ -319,7 +320,7 @@ void main() {
           vec2 scale;
           inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
           for (uint i = 0; i < NR; ++i)
-#if defined(SCALE_MIN_BLOCKS)  // Q4_K: (d * sc) * dot(q, x) - (dmin * m) * sum(x)
+#if defined(SCALE_MIN_BLOCKS)  // Q4_K: (d * sc) * dot(q, x) - (dmin * m) * sum(x); Q4_1: d.y = -m
             acc[j][i] += d[u][i].x * (int_to_float(block_dot(q[u][i], lo, hi)) * scale.x) -
                          d[u][i].y * (scale.y * 0.125);
 #else

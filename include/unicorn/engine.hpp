@@ -164,7 +164,7 @@ class AnyEngine {
   bool tensor_units() const { return core_.tensor_units(); }
   // What a decode step's block-format products run on, in words (unicorn-bench).
   std::string decode_linear_path() const {
-    return core_.int_dot() ? "matvec_dot: Q4_0, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K and Q8_0 on integer dot products, inputs as bytes (q8) per block of 32"
+    return core_.int_dot() ? "matvec_dot: block formats on integer dot products, inputs as bytes (q8) per block of 32"
                            : "matvec: fp32";
   }
   gpu::PipelineCache::Stats pipeline_cache() const { return core_.pipeline_cache(); }

@@ -437,19 +437,19 @@ std::vector<LinearCase> linear_cases() {
   v.push_back({"matvec_dot", Format::Q4_0, 96, 37, 3, 1, 2});
   v.push_back({"matvec_dot", Format::Q4_0, 768, 130, 7, 0, 0, 4, 4});
   v.push_back({"matvec_dot", Format::Q4_0, 768, 37, 6, 1, 5, 6, 4});
-  // The other formats on bytes: Q4_K and Q5_K (the sub-blocks' mins against
-  // the bytes' sums), Q5_0 (a zero point) and Q5_1 (a min), Q6_K (two scales a
-  // block), Q8_0 (signed bytes): one row, an odd count, more than a
-  // workgroup; the LM head's logit rows; a batched step.
-  for (Format f : kernels::kMatVecDotFormats) {
+  // The other block formats on bytes: Q4_K, Q5_K, Q4_1 and Q5_1 (mins against
+  // the bytes' sums), Q5_0 (a zero point), Q6_K (two scales a block), Q8_0
+  // (signed bytes). Each format's arithmetic in both of the kernel's input
+  // paths, which the Q4_0 shapes above run in every shape: one token a
+  // workgroup (its inputs staged once), and a batched step (inputs quantized
+  // per block); the Q4_K_M file's Q6_K LM head over logit rows.
+  for (Format f : kBlockFormats) {
     if (f == Format::Q4_0) continue;
-    const uint32_t k1 = row_k(f, 0, 96, 256), k2 = row_k(f, 0, 160, 768);
-    v.push_back({"matvec_dot", f, k1, 1, 1});
-    v.push_back({"matvec_dot", f, k2, 37, 3});
-    v.push_back({"matvec_dot", f, k1, 130, 3});
-    v.push_back({"matvec_dot", f, k1, 37, 3, 1, 2});
-    v.push_back({"matvec_dot", f, k2, 130, 7, 0, 0, 4, 4});
+    const uint32_t K = row_k(f, 0, 160, 768);
+    v.push_back({"matvec_dot", f, K, 37, 3});
+    v.push_back({"matvec_dot", f, K, 130, 7, 0, 0, 4, 4});
   }
+  v.push_back({"matvec_dot", Format::Q6_K, 256, 37, 3, 1, 2});
   // Batched decode: several token rows per workgroup, a last pass of fewer than
   // TILE, two workgroups' runs of tokens, and the LM head's logit rows. Every
   // format runs the last (logit rows, a last pass of 2 of TILE 4); the first
@@ -469,41 +469,46 @@ std::vector<LinearCase> linear_cases() {
 // matvec_dot with K split over workgroups (long rows, one token): each split
 // writes its partial sums to its own slice of the output, and the slices add up
 // to the product. Rows in two parts, as above; 25 or 40 blocks in 3 uneven splits;
-// the engine's rows per row group for split products, and kMatVecRows.
+// the engine's rows per row group for split products (and for Q4_0 kMatVecRows).
 TEST(MatVecDot, SplitKSlicesAddUpToTheProduct) {
   if (!device().ctx.info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
   // 25 blocks; the K-quants (a K file's long rows, the down projections, are
-  // Q4_K, Q5_K or Q6_K): 40.
-  for (auto [format, K] : {std::pair{Format::Q4_0, 800u}, {Format::Q8_0, 800u}, {Format::Q4_K, 1280u},
-                           {Format::Q5_K, 1280u}, {Format::Q6_K, 1280u}})
-    for (uint32_t rows_per_group : {kernels::kMatVecDotSplitRows, kernels::kMatVecRows}) {
-      const std::string module = kernels::variant("matvec_dot", format);
-      SCOPED_TRACE(module + " rows per row group " + std::to_string(rows_per_group));
-      const uint32_t M = 130, splits = 3, lanes = kernels::kMatVecDotLanes;
-      const auto bytes = random_weights(format, M, K);
-      const auto W = reference::dequantize(format, bytes, size_t(M) * K);
-      const auto xs = random_floats(K);
-      const auto x_met = as_q8_blocks(xs);
-      const auto full = reference::linear(x_met, W, K, M);
-      HostBuffer x(K * 4), y(size_t(splits) * M * 4);
-      x.fill<float>(xs);
-      const auto step = step_buffer({1, 7, 0, 0});
-      const uint32_t split = 50, begins[] = {split, 0}, counts[] = {M - split, split};
-      const uint64_t rbytes = row_bytes(format, K);
-      for (int p = 0; p < 2; ++p) {
-        HostBuffer w(counts[p] * rbytes);
-        w.fill<std::byte>(reference::to_device_layout(
-            format, std::span(bytes).subspan(begins[p] * rbytes, counts[p] * rbytes)));
-        run(module, kernels::kMatVecBindings,
-            kernels::MatVec{K, M, 0, rows_per_group, lanes, 1, 0, 1, 1, splits, M}, {&w, &x, &y, &step, &w},
-            {begins[p], counts[p]}, {groups(counts[p], rows_per_group * 128 / lanes), 1, splits});
-      }
-      std::vector<float> sum(M, 0.0f);
-      for (uint32_t s = 0; s < splits; ++s)
-        for (uint32_t r = 0; r < M; ++r) sum[r] += y.as<float>()[size_t(s) * M + r];
-      std::vector<double> want(full.begin(), full.end());
-      EXPECT_TRUE(compare(module + " K=" + std::to_string(K) + " in 3 splits", sum, want, M, 1e-5));
+  // Q4_K, Q5_K or Q6_K): 40. Q4_0 also with kMatVecRows.
+  struct Case {
+    Format format;
+    uint32_t K, rows_per_group;
+  };
+  const uint32_t split_rows = kernels::kMatVecDotSplitRows;
+  for (auto [format, K, rows_per_group] :
+       {Case{Format::Q4_0, 800, split_rows}, {Format::Q4_0, 800, kernels::kMatVecRows}, {Format::Q8_0, 800, split_rows},
+        {Format::Q4_K, 1280, split_rows}, {Format::Q5_K, 1280, split_rows}, {Format::Q6_K, 1280, split_rows}}) {
+    const std::string module = kernels::variant("matvec_dot", format);
+    SCOPED_TRACE(module + " rows per row group " + std::to_string(rows_per_group));
+    const uint32_t M = 130, splits = 3, lanes = kernels::kMatVecDotLanes;
+    const auto bytes = random_weights(format, M, K);
+    const auto W = reference::dequantize(format, bytes, size_t(M) * K);
+    const auto xs = random_floats(K);
+    const auto x_met = as_q8_blocks(xs);
+    const auto full = reference::linear(x_met, W, K, M);
+    HostBuffer x(K * 4), y(size_t(splits) * M * 4);
+    x.fill<float>(xs);
+    const auto step = step_buffer({1, 7, 0, 0});
+    const uint32_t split = 50, begins[] = {split, 0}, counts[] = {M - split, split};
+    const uint64_t rbytes = row_bytes(format, K);
+    for (int p = 0; p < 2; ++p) {
+      HostBuffer w(counts[p] * rbytes);
+      w.fill<std::byte>(reference::to_device_layout(
+          format, std::span(bytes).subspan(begins[p] * rbytes, counts[p] * rbytes)));
+      run(module, kernels::kMatVecBindings,
+          kernels::MatVec{K, M, 0, rows_per_group, lanes, 1, 0, 1, 1, splits, M}, {&w, &x, &y, &step, &w},
+          {begins[p], counts[p]}, {groups(counts[p], rows_per_group * 128 / lanes), 1, splits});
     }
+    std::vector<float> sum(M, 0.0f);
+    for (uint32_t s = 0; s < splits; ++s)
+      for (uint32_t r = 0; r < M; ++r) sum[r] += y.as<float>()[size_t(s) * M + r];
+    std::vector<double> want(full.begin(), full.end());
+    EXPECT_TRUE(compare(module + " K=" + std::to_string(K) + " in 3 splits", sum, want, M, 1e-5));
+  }
 }
 
 // A one-token decode step's output projection and its add_norm with no

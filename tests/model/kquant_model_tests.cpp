@@ -165,11 +165,11 @@ void expect_close(const Run& got, const Run& want, const std::string& what) {
 }
 
 template <Format F>
-void expect_matches_dequantized() {
+void expect_matches_dequantized(const EngineOptions& options = tools::engine_options_from_env()) {
   const auto [quantized, dequantized] = model_pair(F);
   std::vector<int32_t> prompt(24);  // two 16-token chunks; the 16-position window wraps
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
-  expect_close(run<TinyK<F>>(quantized, prompt), run<TinyK<Format::F32>>(dequantized, prompt),
+  expect_close(run<TinyK<F>>(quantized, prompt, options), run<TinyK<Format::F32>>(dequantized, prompt),
                std::string(format_name(F)));
 }
 
@@ -231,8 +231,8 @@ TEST_F(KQuantModel, Q4_K_MMixMatchesItsDequantization) {
 }
 
 // Q5_K_M: the same rule over Q5_K.
-using TinyQ5KMix = TinyKMixOf<schemes::kQ5_K_M>;
 TEST_F(KQuantModel, Q5_K_MMixMatchesItsDequantization) {
+  using TinyQ5KMix = TinyKMixOf<schemes::kQ5_K_M>;
   const Formats mix = formats_of<TinyQ5KMix>();
   ASSERT_EQ(mix.at("blk.0.attn_v.weight"), Format::Q5_K);
   ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q6_K);
@@ -261,11 +261,12 @@ TEST_F(KQuantModel, Q4_K_MFallbacksMatchTheirDequantization) {
   expect_mix_matches<TinyFallbackQ4_K_M, kGemma3TinyKFallback>(mix, "Q4_K_M-fallback", "gemma3-tiny-k-fallback");
 }
 
-// The four mixes with their block-format products on integer dot products
-// (matvec_dot: decode's, and the LM head in either pass), as a device that
-// runs them in hardware takes them: Q4_K, Q6_K, Q5_K, and the fallbacks'
-// Q5_0, Q5_1 and Q8_0. Lavapipe emulates them, so the test asks for them
-// (Tuning::matvec_int_dot = 1).
+// Block-format products on integer dot products (matvec_dot: decode's, and
+// the LM head in either pass), as a device that runs them in hardware takes
+// them: the Q4_K_M mix (Q4_K, Q6_K, its Q6_K head), the two fallback mixes
+// (Q5_0, Q5_1, Q8_0 beside Q4_K, Q5_K, Q6_K) and an all-Q4_1 engine: every
+// block format but Q4_0 (model_tests). Lavapipe emulates them, so the test
+// asks for them (Tuning::matvec_int_dot = 1).
 TEST_F(KQuantModel, MixesOnIntegerDotProducts) {
   if (!context().info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
   EngineOptions o = tools::engine_options_from_env();
@@ -275,11 +276,11 @@ TEST_F(KQuantModel, MixesOnIntegerDotProducts) {
     ASSERT_TRUE(engine.core().int_dot()) << "the Q5_K_M engine keeps the float kernels";
   }
   expect_mix_matches<TinyKMix, kGemma3TinyK>(formats_of<TinyKMix>(), "Q4_K_M-int-dot", "gemma3-tiny-k", o);
-  expect_mix_matches<TinyQ5KMix, kGemma3TinyK>(formats_of<TinyQ5KMix>(), "Q5_K_M-int-dot", "gemma3-tiny-k", o);
   expect_mix_matches<TinyFallbackQ4_K_M, kGemma3TinyKFallback>(formats_of<TinyFallbackQ4_K_M>(),
                                                                "Q4_K_M-fallback-int-dot", "gemma3-tiny-k-fallback", o);
   expect_mix_matches<TinyFallbackQ5_K_M, kGemma3TinyKFallback>(formats_of<TinyFallbackQ5_K_M>(),
                                                                "Q5_K_M-fallback-int-dot", "gemma3-tiny-k-fallback", o);
+  expect_matches_dequantized<Format::Q4_1>(o);
 }
 
 // unicorn-convert --type Q4_K_M writes every tensor in the format the Q4_K_M

@@ -110,13 +110,11 @@ class EngineCore {
   // Whether prefill's products and attention (and batched steps' products)
   // run on the device's tensor units with fp16 operands (EngineOptions::products).
   bool tensor_units() const { return tensor_units_; }
-  // Whether some of this deployment's matrix-vector products (kernels::kMatVecDotFormats)
-  // (decode's, and the LM head's in either pass) take their inputs as bytes
-  // (matvec_dot).
+  // Whether this deployment's block-format matrix-vector products (decode's,
+  // and the LM head's in either pass) take their inputs as bytes (matvec_dot).
   bool int_dot() const {
     const auto layers = cfg_.scheme.layer_matrix_formats();
-    return int_dot_ && (std::ranges::any_of(layers, kernels::matvec_dot_format) ||
-                        kernels::matvec_dot_format(cfg_.scheme.lm_head));
+    return int_dot_ && (std::ranges::any_of(layers, is_block_quantized) || is_block_quantized(cfg_.scheme.lm_head));
   }
   // What they run on, in words (unicorn-bench, the golden tests).
   std::string products_path() const {
@@ -523,7 +521,7 @@ class EngineCore {
       prefill_all_logits_;
   Tuning tuning_;  // kernel shapes (EngineOptions::tuning)
   bool tensor_units_;  // prefill and batched products, prefill attention on fp16 tensor units
-  bool int_dot_;       // decode's products on matvec_dot (kernels::kMatVecDotFormats) (Tuning::matvec_int_dot, Products)
+  bool int_dot_;       // decode's block-format products on matvec_dot (Tuning::matvec_int_dot, Products)
   uint32_t context_limit_ = kv_context_;
   bool raw_logits_ = false;  // RawLogits: greedy rows, no penalty
   BatchPasses batch_passes_ = BatchPasses::BySize;

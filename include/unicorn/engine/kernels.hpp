@@ -286,12 +286,9 @@ constexpr uint32_t matvec_lanes(Format format, uint32_t in_features, uint32_t ou
   return lanes;
 }
 // matvec_dot (a block format's quants as bytes against inputs quantized to
-// bytes, integer dot products): the formats it has a module for
-// (cmake/UnicornShaders.cmake), and its shared memory for one token's inputs of `in_features`, each block of 32
-// as 32 bytes and two floats, beside the reductions' 512 floats.
-inline constexpr Format kMatVecDotFormats[] = {Format::Q4_0, Format::Q4_K, Format::Q5_0, Format::Q5_1,
-                                               Format::Q5_K, Format::Q6_K, Format::Q8_0};
-constexpr bool matvec_dot_format(Format f) { return std::ranges::find(kMatVecDotFormats, f) != std::end(kMatVecDotFormats); }
+// bytes, integer dot products; a module per block format): its shared memory
+// for one token's inputs of `in_features`, each block of 32 as 32 bytes and two
+// floats, beside the reductions' 512 floats.
 constexpr uint32_t matvec_dot_shared_bytes(uint32_t in_features) { return in_features / 32 * 40 + 512 * 4; }
 // Its lanes per row group: 32, so a workgroup's 16 rows share the inputs it
 // quantized (the float kernel's rule, up to 128 lanes and 4 rows a workgroup,
@@ -322,7 +319,7 @@ constexpr uint32_t matvec_dot_splits(uint32_t in_features, uint32_t split_in_fea
 constexpr bool matvec_dot_takes(Format format, uint32_t in_features, uint32_t tokens, uint32_t max_shared,
                                 uint32_t splits = 1) {
   const uint32_t blocks = (in_features / 32 + splits - 1) / splits;
-  return matvec_dot_format(format) && (tokens > 1 || matvec_dot_shared_bytes(blocks * 32) <= max_shared);
+  return is_block_quantized(format) && (tokens > 1 || matvec_dot_shared_bytes(blocks * 32) <= max_shared);
 }
 // Whether a lanes count fits the kernel: it divides the subgroup, or is a
 // multiple of it within the 128-lane workgroup; rows fit its shared memory.

@@ -88,8 +88,7 @@ struct Tuning {
 // The arithmetic of prefill's products and attention (and of batched decode
 // steps' products) where the device has tensor units
 // (gpu::DeviceInfo::coopmat), which take fp16 operands and accumulate in fp32.
-// Decode's matrix-vector products are fp32, except that block-format matrices
-// (kernels::kMatVecDotFormats: all but Q4_1) take
+// Decode's matrix-vector products are fp32, except that block-format matrices take
 // their inputs as bytes (q8, llama.cpp's MMVQ) where the device has hardware
 // integer dot products (Tuning::matvec_int_dot), unless products is fp32.
 enum class Products : uint32_t {
