@@ -309,7 +309,7 @@ std::vector<float> clear_of_byte_ties(std::vector<float> x) {
 }
 
 struct LinearCase {
-  std::string kernel;  // "matvec", "matvec_dot" (Q4_0, integer dot products) or "matmul"
+  std::string kernel;  // "matvec", "matvec_dot" (block formats, integer dot products) or "matmul"
   Format format;
   uint32_t K, M, n;
   uint32_t row_set = 0;      // 1: rows counted by step.logit_count
