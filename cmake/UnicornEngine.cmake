@@ -171,6 +171,19 @@ function(unicorn_add_perplexity target)
   unicorn_link_engine_code(${target})
 endfunction()
 
+# The server program and its HTTP front end (Boost.Beast) do not depend on
+# the deployment: one object library, unicorn_server_program, for every server
+# of the build (unicorn_add_server's, and unicorn-server with its many engines).
+function(_unicorn_server_program)
+  if(NOT TARGET unicorn_server_program)
+    add_library(unicorn_server_program OBJECT ${UNICORN_SERVER_PROGRAM_SOURCE} ${UNICORN_SERVER_SERVE_SOURCE})
+    target_link_libraries(unicorn_server_program PUBLIC unicorn::unicorn CLI11::CLI11)
+    unicorn_link_engine_code(unicorn_server_program PUBLIC)
+    target_compile_options(unicorn_server_program PRIVATE ${UNICORN_PROGRAM_OPTIMIZATION})
+    target_include_directories(unicorn_server_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
+  endif()
+endfunction()
+
 function(unicorn_add_server target)
   _unicorn_find_cli11("unicorn_add_server(${target})")
   cmake_parse_arguments(S "" "HEADER;TYPE;CONFIG;QUANT;STREAMS;CONTEXT;KV;PREFILL_CHUNK" "" ${ARGN})
@@ -185,15 +198,7 @@ function(unicorn_add_server target)
   elseif(NOT S_HEADER OR NOT S_TYPE)
     message(FATAL_ERROR "unicorn_add_server(${target}): give HEADER and TYPE, or CONFIG, QUANT and STREAMS")
   endif()
-  # The server program and its HTTP front end (Boost.Beast) do not depend on
-  # the deployment: one object library for every server of the build.
-  if(NOT TARGET unicorn_server_program)
-    add_library(unicorn_server_program OBJECT ${UNICORN_SERVER_PROGRAM_SOURCE} ${UNICORN_SERVER_SERVE_SOURCE})
-    target_link_libraries(unicorn_server_program PUBLIC unicorn::unicorn CLI11::CLI11)
-    unicorn_link_engine_code(unicorn_server_program PUBLIC)
-    target_compile_options(unicorn_server_program PRIVATE ${UNICORN_PROGRAM_OPTIMIZATION})
-    target_include_directories(unicorn_server_program PRIVATE ${UNICORN_TOOLS_INCLUDE_DIR})
-  endif()
+  _unicorn_server_program()
   _unicorn_add_binary(${target} ${UNICORN_SERVER_MAIN_SOURCE} "${S_HEADER}" ${S_TYPE})
   target_link_libraries(${target} PRIVATE unicorn_server_program)
 endfunction()

@@ -6,5 +6,6 @@
 #include "program.hpp"
 
 int main(int argc, char** argv) {
-  return unicorn::examples::serve_main(argc, argv, unicorn::compiled_deployment<UNICORN_DEPLOYMENT>(), this_program());
+  const unicorn::CompiledDeployment deployment = unicorn::compiled_deployment<UNICORN_DEPLOYMENT>();
+  return unicorn::examples::serve_main(argc, argv, {&deployment, 1}, this_program());
 }

@@ -1,18 +1,24 @@
 // The OpenAI-compatible server program: one binary per deployment
 // (unicorn_add_server), all sharing this code, which a build compiles once; a
 // binary's own translation unit (main.cpp) names its deployment, whose streams
-// are the server's slots and whose context is each slot's.
+// are the server's slots and whose context is each slot's. unicorn-server
+// holds several (any_file.cpp: the demo model's, and every official size in
+// the formats people download): --model's file picks the one that serves it
+// (engine/pick.hpp), as in unicorn-generate.
 //
 //   unicorn-server                                         # the built-in demo model on 127.0.0.1:8080
+//   unicorn-server -m gemma-3-4b-it-Q4_K_M.gguf             # any official file; --engines lists them
 //   unicorn-gemma3-27b-server -m gemma-3-27b-it-q4_0.gguf --port 8000 --api-key $KEY
 //   curl http://127.0.0.1:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
 //
-// Exit codes: 0 after SIGINT/SIGTERM once running requests ended; 1 a run-time
-// error (bad file, device, port in use, a failed engine); 2 bad command line.
+// Exit codes: 0 after SIGINT/SIGTERM once running requests ended (or after
+// --engines, --layout); 1 a run-time error (bad file, no engine for it,
+// device, port in use, a failed engine); 2 bad command line.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <optional>
 
@@ -20,31 +26,40 @@
 #include "ollama_env.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/engine.hpp"
+#include "unicorn/engine/pick.hpp"
+#include "unicorn/io/file_output.hpp"
+#include "unicorn/layout/print.hpp"
 #include "unicorn/server/serve.hpp"
 
-int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeployment& deployment,
+int unicorn::examples::serve_main(int argc, char** argv, std::span<const CompiledDeployment> engines,
                                   const ProgramInfo& program) {
   using Invariance = unicorn::server::BatchInvariance;
   using Overlap = unicorn::server::PrefillOverlap;
   const char* const name = program.name;
-  const uint32_t compiled_slots = deployment.config.streams, compiled_context = deployment.config.max_context;
-  CLI::App app{std::string(name) + ": an OpenAI-compatible server for " +
-               std::string(deployment.config.model.name) + " (" + std::to_string(compiled_slots) + " slots of " +
-               std::to_string(compiled_context) + " tokens, compiled in)"};
+  const bool several = engines.size() > 1;
+  // One engine: its slots and context are the flags' limits and defaults. Several:
+  // those of the one the file picks, checked once it is picked.
+  const std::string limit = several ? "the picked engine's compiled " : "the compiled ";
+  const auto& first = engines.front().config;
+  CLI::App app{several ? std::string(name) + ": an OpenAI-compatible server; serves a model file in the one of its " +
+                             std::to_string(engines.size()) + " compiled engines that matches it (--engines lists them)"
+                       : std::string(name) + ": an OpenAI-compatible server for " + std::string(first.model.name) +
+                             " (" + std::to_string(first.streams) + " slots of " +
+                             std::to_string(first.max_context) + " tokens, compiled in)"};
   std::string model, tokenizer;
   unicorn::server::ServerOptions opt;
-  uint32_t slots = compiled_slots, context = compiled_context;
+  std::optional<uint32_t> slots, context;
   unsigned timeout = 60, grace = 30;
-  bool quiet = false, check_tensors = false;
+  bool quiet = false, check_tensors = false, show_engines = false, show_layout = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
   app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
   app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
   app.add_option("--port", opt.port, "port to listen on (0: any free port, printed)")->capture_default_str();
   app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' (not on /health and /metrics)");
-  app.add_option("--parallel", slots, "(also -np) slots: requests decoded together (at most the compiled " +
-                                              std::to_string(compiled_slots) + ")")->capture_default_str();
-  app.add_option("-c,--ctx-size", context, "tokens per slot, prompt and answer (at most the compiled " +
-                                               std::to_string(compiled_context) + ")")->capture_default_str();
+  app.add_option("--parallel", slots, "(also -np) slots: requests decoded together (at most " + limit +
+                                          (several ? "slots" : std::to_string(first.streams)) + ")");
+  app.add_option("-c,--ctx-size", context, "tokens per slot, prompt and answer (at most " + limit +
+                                               (several ? "context" : std::to_string(first.max_context)) + ")");
   app.add_option("--queue", opt.queue_limit, "requests that may wait for a slot; more get 503")->capture_default_str();
   app.add_option("--alias", opt.model_id, "the model's name in /v1/models and requests (default: the file's name)");
   app.add_option("--max-body", opt.max_body_bytes, "largest request body in bytes (413 past it)")->capture_default_str();
@@ -52,6 +67,9 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
   app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
   app.add_flag("--quiet", quiet, "no line per request on stderr");
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
+  app.add_flag("--layout", show_layout, "print the compile-time layout of the engine that serves --model's file, and exit");
+  if (several)
+    app.add_flag("--engines", show_engines, "list the compiled engines a model file is matched against, and exit");
   app.add_option("--batch-invariance", opt.batch_invariance,
                  "which decode steps run the same kernels at any batch size, so that a request's text does not "
                  "depend on other traffic: 'deterministic' (steps holding a seeded or greedy request), 'always', "
@@ -69,39 +87,81 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
           {"one", Overlap::OneStep}, {"all", Overlap::AllSteps}, {"off", Overlap::Off}}))
       ->default_str("one");
   auto args = unicorn::examples::llama_cpp_args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
-  try {
-    app.parse(args);
-    // Slots and context are compiled in; flags may lower them, never raise them.
-    if (slots == 0 || slots > compiled_slots)
-      throw CLI::ValidationError("--parallel", std::to_string(slots) + ": this server is compiled for " +
-                                                   std::to_string(compiled_slots) + " slots (STREAMS of unicorn_add_server); "
-                                                   "a flag may lower that, never raise it");
-    if (context < 2 || context > compiled_context)
-      throw CLI::ValidationError("--ctx-size", std::to_string(context) + ": this server is compiled for " +
-                                                   std::to_string(compiled_context) + " tokens per slot (CONTEXT of "
-                                                   "unicorn_add_server); a flag may lower that, never raise it");
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+  const auto usage_error = [&](const CLI::Error& e) {
     std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
     return 2;
+  };
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    return usage_error(e);
   }
-  opt.slots = slots;
-  opt.context = context;
-  opt.idle_timeout = std::chrono::seconds(timeout);
-  opt.shutdown_grace = std::chrono::seconds(grace);
-  opt.log_requests = !quiet;
+  if (show_engines) {
+    for (const CompiledDeployment& e : engines) std::cout << unicorn::engine_text(e) << "\n";
+    unicorn::io::check_stdout();
+    return 0;
+  }
 
+  // Slots and context are compiled in; flags may lower them, never raise them.
+  // With one engine that is checked before anything is read; with several,
+  // against the one the file picks.
+  const auto check_limits = [&](const CompiledDeployment& d) {
+    const std::string whose = several ? "the engine that serves this file is" : "this server is";
+    const auto compiled_for = [&](uint32_t n, const char* what, const char* argument) {
+      return whose + " compiled for " + std::to_string(n) + " " + what +
+             (several ? "" : std::string(" (") + argument + " of unicorn_add_server)") +
+             "; a flag may lower that, never raise it";
+    };
+    if (slots && (*slots == 0 || *slots > d.config.streams))
+      return usage_error(CLI::ValidationError(
+          "--parallel", std::to_string(*slots) + ": " + compiled_for(d.config.streams, "slots", "STREAMS")));
+    if (context && (*context < 2 || *context > d.config.max_context))
+      return usage_error(CLI::ValidationError(
+          "--ctx-size", std::to_string(*context) + ": " +
+                            compiled_for(d.config.max_context, "tokens per slot", "CONTEXT")));
+    return 0;
+  };
+  if (!several)
+    if (const int status = check_limits(engines.front())) return status;
+
+  size_t chosen = 0;  // with no --model, the first engine: the built-in demo model's, where there is one
+  const bool demo = model.empty() && program.default_model;
   try {
     if (model.empty()) {
       if (!program.default_model) throw unicorn::Error("--model is required (a GGUF file or a Hugging Face directory)");
       model = program.default_model;
       if (tokenizer.empty()) tokenizer = program.default_tokenizer;
-      std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
-                   program.default_model_about);
     }
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
-    model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
+    if (!demo) {
+      model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
+      if (several) chosen = unicorn::pick_engine(engines, model, name);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+  const CompiledDeployment& deployment = engines[chosen];
+  if (several)
+    if (const int status = check_limits(deployment)) return status;
+  if (show_layout) {
+    unicorn::print_layout(std::cout, deployment.config, deployment.layout);
+    unicorn::io::check_stdout();
+    return 0;
+  }
+  if (demo)
+    std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
+                 program.default_model_about);
+  else if (several)
+    std::fprintf(stderr, "%s: engine %s\n", name, unicorn::engine_text(deployment).c_str());
+  opt.slots = slots.value_or(deployment.config.streams);
+  opt.context = context.value_or(deployment.config.max_context);
+  opt.idle_timeout = std::chrono::seconds(timeout);
+  opt.shutdown_grace = std::chrono::seconds(grace);
+  opt.log_requests = !quiet;
 
+  try {
     std::optional<unicorn::gpu::Context> device;
     std::optional<AnyEngine> engine;
     return unicorn::server::serve(opt, [&] {
@@ -109,7 +169,7 @@ int unicorn::examples::serve_main(int argc, char** argv, const CompiledDeploymen
       unicorn::tools::inject_faults_from_env();
       device.emplace(unicorn::tools::device_from_env());
       // The KV cache holds `context` positions per slot.
-      engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = context}));
+      engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = opt.context}));
       const auto report = engine->load(model, {.tokenizer = tokenizer});
       engine->tokenizer();  // a model without a vocabulary fails here, before serving
       if (check_tensors) {

@@ -347,17 +347,16 @@ TEST(Cli, FileForAnotherSizeNamesTheBinary) {
   EXPECT_CONTAINS(any.out, "The nearest, gemma3-1b, Q4_0_QAT");
 }
 
-// unicorn-generate runs every official size in the formats people download:
-// the file picks the engine (--layout shows which, with no device work).
-// The files are sparse: the real size, holes for data.
-TEST(Cli, GenerateRunsEveryOfficialFile) {
-  struct Case {
-    const unicorn::ModelDims& model;
-    const char* scheme;
-    const char* layout;  // the scheme as --layout prints it, written out
-  };
+// The official files the any-file binaries run, each with its scheme as
+// --layout prints it, written out.
+struct OfficialFile {
+  const unicorn::ModelDims& model;
+  const char* scheme;
+  const char* layout;
+};
+std::vector<OfficialFile> official_files() {
   using namespace unicorn;
-  std::vector<Case> cases;
+  std::vector<OfficialFile> cases;
   for (const ModelDims* m : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B}) {
     cases.push_back({*m, "Q4_0_QAT", "scheme: embedding F16, attention Q4_0, ffn Q4_0, KV cache F16"});
     cases.push_back({*m, "Q8_0", "scheme: embedding Q8_0, attention Q8_0, ffn Q8_0, KV cache F16"});
@@ -369,16 +368,62 @@ TEST(Cli, GenerateRunsEveryOfficialFile) {
   cases.push_back({kGemma3_12B, "Q5_K_M", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K; attn_v Q6_K and ffn_down Q6_K in 24 of 48 layers"});
   cases.push_back({kGemma3_27B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 30 of 62 layers"});
   cases.push_back({kGemma3_27B, "Q6_K", "scheme: embedding Q6_K, attention Q6_K, ffn Q6_K, KV cache F16"});
-  for (const Case& c : cases) {
+  return cases;
+}
+
+// `binary --model FILE --layout` for every official file: the file picks the
+// engine, whose layout names the file's model, scheme and `context`, with no
+// device work. The files are sparse: the real size, holes for data.
+void expect_runs_every_official_file(const std::string& binary, const std::string& context) {
+  for (const OfficialFile& c : official_files()) {
     const fs::path f = tmp() / (std::string(c.model.name) + "-" + c.scheme + ".gguf");
-    write_sparse_gguf(f, c.model, *named_scheme(c.scheme, Format::F16));
-    const Result r = run(gen() + " --model " + f.string() + " --layout");
+    write_sparse_gguf(f, c.model, *unicorn::named_scheme(c.scheme, unicorn::Format::F16));
+    const Result r = run(binary + " --model " + f.string() + " --layout");
     EXPECT_EQ(r.code, 0) << f << "\n" << r.out;
     EXPECT_CONTAINS(r.out, "model " + std::string(c.model.name) + ": hidden");
     EXPECT_CONTAINS(r.out, c.layout);
-    EXPECT_CONTAINS(r.out, "context 32768");
+    EXPECT_CONTAINS(r.out, context);
     fs::remove(f);
   }
+}
+
+// unicorn-generate runs every official size in the formats people download.
+TEST(Cli, GenerateRunsEveryOfficialFile) { expect_runs_every_official_file(gen(), "context 32768"); }
+
+// unicorn-server serves them too, each in an engine of the per-size servers'
+// 4 slots of 8K tokens; the demo model's engine, first, serves with no --model.
+TEST(Cli, ServerServesEveryOfficialFile) {
+  const std::string server = env("UNICORN_SERVER");
+  expect_runs_every_official_file(server, "context 8192");
+  const Result engines = run(server + " --engines");
+  EXPECT_EQ(engines.code, 0) << engines.out;
+  EXPECT_CONTAINS(engines.out, "gemma3-demo, embedding Q4_0, attention F16, ffn F16, context 1024, 8 streams\n"
+                               "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
+  EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
+  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 31) << engines.out;
+  const Result demo = run(server + " --layout");
+  EXPECT_EQ(demo.code, 0) << demo.out;
+  EXPECT_CONTAINS(demo.out, "model gemma3-demo: hidden");
+  // Slots and context are the picked engine's limits: lowered, never raised.
+  const fs::path f = tmp() / "gemma3-4b-Q4_K_M.gguf";
+  write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K_M);
+  EXPECT_EQ(run(server + " --model " + f.string() + " --parallel 4 -c 8192 --layout").code, 0);
+  const Result slots = run(server + " --model " + f.string() + " --parallel 5 --layout");
+  EXPECT_EQ(slots.code, 2) << slots.out;
+  EXPECT_CONTAINS(slots.out, "--parallel: 5: the engine that serves this file is compiled for 4 slots");
+  const Result context = run(server + " --model " + f.string() + " -c 8193 --layout");
+  EXPECT_EQ(context.code, 2) << context.out;
+  EXPECT_CONTAINS(context.out, "--ctx-size: 8193: the engine that serves this file is compiled for 8192 tokens per slot");
+  const Result refused = run(server + " --model " + (tmp() / "gemma3-4b-all-q4_k.gguf").string() + " --layout");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_CONTAINS(refused.out, "no such file");
+  write_sparse_gguf(tmp() / "gemma3-4b-all-q4_k.gguf", unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
+  const Result none = run(server + " --model " + (tmp() / "gemma3-4b-all-q4_k.gguf").string());
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_CONTAINS(none.out, "none of the 31 engines compiled into unicorn-server runs this file");
+  EXPECT_CONTAINS(none.out, "The nearest, gemma3-4b, Q4_K_M");
+  fs::remove(f);
+  fs::remove(tmp() / "gemma3-4b-all-q4_k.gguf");
 }
 
 // A file no compiled engine runs: refused, naming the nearest engine, how it

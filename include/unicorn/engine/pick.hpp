@@ -23,12 +23,14 @@
 
 namespace unicorn {
 
-// An engine in words: "gemma3-27b, Q4_K_M (embedding Q6_K, ...), context 32768".
+// An engine in words: "gemma3-27b, Q4_K_M (embedding Q6_K, ...), context 32768",
+// and ", 4 streams" where it has several (a server's slots).
 inline std::string engine_text(const CompiledDeployment& d) {
   const DeploymentConfig& c = d.config;
   const std::string_view name = scheme_name(c.scheme);
   return std::string(c.model.name) + ", " + (name.empty() ? "" : std::string(name) + " (") + scheme_text(c) +
-         (name.empty() ? "" : ")") + ", context " + std::to_string(c.max_context);
+         (name.empty() ? "" : ")") + ", context " + std::to_string(c.max_context) +
+         (c.streams > 1 ? ", " + std::to_string(c.streams) + " streams" : "");
 }
 
 // The unicorn_add_engine call that compiles an engine for the file at `path`.

@@ -1,6 +1,0 @@
-// unicorn-generate's engines for kGemma3_1B (engines.hpp says why a file of their own).
-#include "engines.hpp"
-
-std::vector<unicorn::CompiledDeployment> unicorn::examples::generate::engines_1b() {
-  return compiled<Formats<kGemma3_1B>>();
-}

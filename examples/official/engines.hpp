@@ -1,0 +1,66 @@
+// The official Gemma 3 sizes' engines in the formats their files come in, for
+// the binaries that pick an engine by the file they are given (engine/pick.hpp):
+// unicorn-generate (one stream, a 32K-token KV cache) and unicorn-server (the
+// per-size servers' slots and context, unicorn/gemma3.hpp). The formats are
+// Google's QAT Q4_0, llama-quantize's Q4_K_M, Q5_K_M, Q6_K and Q8_0, and BF16
+// (Hugging Face directories, and GGUF files converted without quantizing).
+// Each size's engines are computed in a translation unit of their own
+// (engines_<size>.cpp), so their constexpr layouts compile in parallel; they
+// include compiled_deployment.hpp, not the engine.
+#pragma once
+
+#include <tuple>
+#include <vector>
+
+#include "unicorn/compiled_deployment.hpp"
+#include "unicorn/gemma3.hpp"
+
+namespace unicorn::examples::official {
+
+// Which binary the engines are for: the KV cache's shape differs.
+enum class Shape { Generator, Server };
+
+inline constexpr uint32_t kGeneratorContext = 32768;
+
+template <const ModelDims& M, Scheme S>
+struct ForGenerator {
+  static constexpr DeploymentConfig kConfig = make_deployment(M, S, kGeneratorContext);
+};
+template <const ModelDims& M, Scheme S>
+struct ForServer {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(M, S, deployments::kServerContext).with_streams(deployments::kServerSlots);
+};
+
+// Every size runs llama-quantize's K mixes: where a matrix's rows are not whole
+// 256-element superblocks (the 270M's and 1B's) they hold the fallbacks it
+// writes there, Q5_0, Q5_1 and Q8_0 (quant/scheme.hpp).
+template <template <const ModelDims&, Scheme> class For, const ModelDims& M>
+using Formats = std::tuple<For<M, schemes::kQ4_0_QAT>, For<M, schemes::kQ4_K_M>, For<M, schemes::kQ5_K_M>,
+                           For<M, schemes::kQ6_K>, For<M, schemes::kQ8_0>, For<M, schemes::kBF16>>;
+
+template <class... D>
+std::vector<CompiledDeployment> compiled(std::tuple<D...>*) {
+  return {compiled_deployment<D>()...};
+}
+template <const ModelDims& M>
+std::vector<CompiledDeployment> compiled(Shape shape) {
+  return shape == Shape::Server ? compiled(static_cast<Formats<ForServer, M>*>(nullptr))
+                                : compiled(static_cast<Formats<ForGenerator, M>*>(nullptr));
+}
+
+std::vector<CompiledDeployment> engines_270m(Shape shape);
+std::vector<CompiledDeployment> engines_1b(Shape shape);
+std::vector<CompiledDeployment> engines_4b(Shape shape);
+std::vector<CompiledDeployment> engines_12b(Shape shape);
+std::vector<CompiledDeployment> engines_27b(Shape shape);
+
+// Every size's, smallest first.
+inline std::vector<CompiledDeployment> engines(Shape shape) {
+  std::vector<CompiledDeployment> all;
+  for (auto* size : {engines_270m, engines_1b, engines_4b, engines_12b, engines_27b})
+    for (const CompiledDeployment& e : size(shape)) all.push_back(e);
+  return all;
+}
+
+}  // namespace unicorn::examples::official

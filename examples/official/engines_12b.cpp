@@ -1,0 +1,6 @@
+// The official engines for kGemma3_12B, both shapes (engines.hpp says why a file of their own).
+#include "engines.hpp"
+
+std::vector<unicorn::CompiledDeployment> unicorn::examples::official::engines_12b(Shape shape) {
+  return compiled<kGemma3_12B>(shape);
+}
