@@ -7,7 +7,8 @@
 #   convert_tests       unicorn-convert's GGUF output: vocabulary, chat template, metadata
 #   tokenizer_*         the tokenizer against the npm oracle, and unicorn-tokenize
 #   server_api_tests    request parsing and responses
-#   cli_tests.shard*    the generator binaries as a user runs them: end-to-end
+#   cli_tests.shard*    the generator binaries as a user runs them (and unicorn-server
+#                       picking its engine): end-to-end
 #                       generation on lavapipe, bad files, write failures,
 #                       signals, --check-tensors, injected device faults
 #   binary_golden_test  the tiny engine's logits through --logits-out
@@ -37,7 +38,7 @@ fuzzers=$(sed -n 's/^UNICORN_FUZZ_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" 
 # long to compile under the sanitizers; the release step (ctest in build/) runs them.
 cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
       unicorn-generate unicorn-chat unicorn-host-app unicorn-convert unicorn-tiny-q8_0 binary_golden_test \
-      unicorn-tiny-server unicorn-demo-from-gguf $fuzzers
+      unicorn-tiny-server unicorn-server unicorn-demo-from-gguf $fuzzers
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
