@@ -124,6 +124,12 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   };
   if (!several)
     if (const int status = check_limits(engines.front())) return status;
+  const auto show_layout_of = [](const CompiledDeployment& d) {
+    unicorn::print_layout(std::cout, d.config, d.layout);
+    unicorn::io::check_stdout();
+    return 0;
+  };
+  if (show_layout && model.empty()) return show_layout_of(engines.front());  // the demo model's, where there is one
 
   size_t chosen = 0;  // with no --model, the first engine: the built-in demo model's, where there is one
   const bool demo = model.empty() && program.default_model;
@@ -145,11 +151,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   const CompiledDeployment& deployment = engines[chosen];
   if (several)
     if (const int status = check_limits(deployment)) return status;
-  if (show_layout) {
-    unicorn::print_layout(std::cout, deployment.config, deployment.layout);
-    unicorn::io::check_stdout();
-    return 0;
-  }
+  if (show_layout) return show_layout_of(deployment);
   if (demo)
     std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
                  program.default_model_about);

@@ -103,6 +103,11 @@ test("flags may lower the compiled slots and context, never raise them", async (
   const overlap = run(["--prefill-overlap", "on"]);  // one, all or off
   assert.equal(overlap.status, 2);
   assert.match(overlap.stderr, /prefill-overlap/);
+  // --layout: the compiled engine's layout, with or without --model, nothing served.
+  for (const layout of [run(["--layout"]), spawnSync(binary(), ["--layout"], { encoding: "utf8", timeout: 60000 })]) {
+    assert.equal(layout.status, 0, layout.stderr);
+    assert.match(layout.stdout, /context 256, prefill chunk 32/);
+  }
   // Lowered: 2 slots of 64 tokens; a 70-token prompt no longer fits.
   const s = await h.start(binary(), [...h.tinyArgs(), "-np", "2", "-c", "64", "--batch-invariance", "always",
                                      "--prefill-overlap", "all"]);
