@@ -1,7 +1,8 @@
 // The official Gemma 3 sizes' engines in the formats their files come in, for
 // the binaries that pick an engine by the file they are given (engine/pick.hpp):
 // unicorn-generate (one stream, a 32K-token KV cache) and unicorn-server (the
-// per-size servers' slots and context, unicorn/gemma3.hpp). The formats are
+// per-size servers' slots and context): the shapes of unicorn/gemma3.hpp's
+// official deployments, in every format. The formats are
 // Google's QAT Q4_0, llama-quantize's Q4_K_M, Q5_K_M, Q6_K and Q8_0, and BF16
 // (Hugging Face directories, and GGUF files converted without quantizing).
 // Each size's engines are computed in a translation unit of their own
@@ -20,11 +21,9 @@ namespace unicorn::examples::official {
 // Which binary the engines are for: the KV cache's shape differs.
 enum class Shape { Generator, Server };
 
-inline constexpr uint32_t kGeneratorContext = 32768;
-
 template <const ModelDims& M, Scheme S>
 struct ForGenerator {
-  static constexpr DeploymentConfig kConfig = make_deployment(M, S, kGeneratorContext);
+  static constexpr DeploymentConfig kConfig = make_deployment(M, S, deployments::kGeneratorContext);
 };
 template <const ModelDims& M, Scheme S>
 struct ForServer {

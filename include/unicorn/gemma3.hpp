@@ -13,12 +13,14 @@
 
 namespace unicorn::deployments {
 
-// Google's QAT Q4_0 GGUF releases (Q4_0 weights, F16 embedding), 32K-token KV cache.
-struct Gemma3_270M_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_270M, schemes::kQ4_0_QAT, 32768); };
-struct Gemma3_1B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_1B, schemes::kQ4_0_QAT, 32768); };
-struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, 32768); };
-struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, 32768); };
-struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, 32768); };
+// Google's QAT Q4_0 GGUF releases (Q4_0 weights, F16 embedding), a KV cache of
+// kGeneratorContext tokens (32K), as every official engine of a generator.
+inline constexpr uint32_t kGeneratorContext = 32768;
+struct Gemma3_270M_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_270M, schemes::kQ4_0_QAT, kGeneratorContext); };
+struct Gemma3_1B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_1B, schemes::kQ4_0_QAT, kGeneratorContext); };
+struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kGeneratorContext); };
+struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, kGeneratorContext); };
+struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kGeneratorContext); };
 
 // The built-in demo (unicorn-generate with no --model): models/gemma3-demo.gguf, a
 // small Gemma 3 trained on English (tools/train_demo) with the real tokenizer. Its
