@@ -1,6 +1,7 @@
 // config.json for Gemma 3: the official layout, the newer transformers layout,
 // multimodal text_config nesting with transformers' defaults, and bad input.
 #include "unicorn/io/hf_config.hpp"
+#include "unicorn/model/from_hf.hpp"
 
 #include "io_test_util.hpp"
 
@@ -239,6 +240,21 @@ TEST(HfConfig, BadValuesNameTheKey) {
   json nested = json::parse(kGemma3_4B);
   nested["text_config"]["hidden_size"] = "wide";
   expect_error([&] { parse_hf_config_json(nested); }, "'text_config.hidden_size' must be an integer");
+}
+
+// Values no Gemma 3 has are refused by name when they become dimensions
+// (model/hparams.hpp's ranges), before any engine is compared with them.
+TEST(HfConfig, ValuesOutsideEveryGemma3AreRefused) {
+  const auto dims_with = [](const char* key, json value) {
+    json j = json::parse(kGemma3_1B);
+    j[key] = std::move(value);
+    return dims_from_hf(parse_hf_config_json(j), ModelDims{}, "config.json");
+  };
+  expect_error([&] { dims_with("rms_norm_eps", 0.5); },
+               "config.json: rms_norm_eps is 0.5; a Gemma 3 model's is a finite number from 1e-12 to 0.01");
+  expect_error([&] { dims_with("rope_theta", 1e300); }, "config.json: rope_theta is inf; a Gemma 3 model's is a finite number");
+  expect_error([&] { dims_with("max_position_embeddings", 1e9); }, "config.json: max_position_embeddings is 1000000000");
+  EXPECT_EQ(dims_from_hf(parse_hf_config_json(json::parse(kGemma3_1B)), ModelDims{}, "config.json").rms_eps, 1e-6f);
 }
 
 TEST(HfConfig, SoftcappingIsReportedAndRefused) {

@@ -34,6 +34,7 @@
 #include "unicorn/model/from_gguf.hpp"
 #include "unicorn/model/from_hf.hpp"
 #include "unicorn/model/hparams.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
 
 namespace unicorn::detail {
 
@@ -101,8 +102,13 @@ class WeightFile {
 
 class GgufWeights final : public WeightFile {
  public:
+  // The file's metadata that no engine compares (its vocabulary's) is checked
+  // here, once: a file that fails is refused whichever engine is asked.
   explicit GgufWeights(const std::filesystem::path& path)
-      : g_(io::GgufFile::open(path)), path_(path), label_(path.filename().string()) {}
+      : g_(io::GgufFile::open(path)), path_(path), label_(path.filename().string()) {
+    const io::GgufTensor* embd = g_.find_tensor("token_embd.weight");
+    text::check_gguf_vocabulary(g_, embd && embd->dims.size() == 2 ? embd->dims[1] : 0);
+  }
   const char* format() const override { return "GGUF"; }
   const std::string& label() const override { return label_; }
   ModelDims dims(const ModelDims& engine) const override { return dims_from_gguf(g_, engine); }
@@ -272,7 +278,7 @@ UNICORN_DECL std::vector<std::string> dims_differences(const ModelDims& file, co
     const auto b = hana::second(pair)(engine);
     bool same;
     if constexpr (std::is_floating_point_v<decltype(a)>)
-      same = std::fabs(a - b) <= 1e-5f * std::max(std::fabs(a), std::fabs(b));
+      same = std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= 1e-5f * std::max(std::fabs(a), std::fabs(b));
     else
       same = a == b;
     if (!same)

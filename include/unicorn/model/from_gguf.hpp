@@ -96,7 +96,21 @@ UNICORN_DECL ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& ba
   const io::GgufTensor* embd = g.find_tensor("token_embd.weight");
   if (!embd || embd->dims.size() != 2)
     throw Error(g.name() + ": tensor 'token_embd.weight' is missing or not 2-D");
+  if (embd->dims[1] > UINT32_MAX)
+    throw Error(g.name() + ": token_embd.weight has " + std::to_string(embd->dims[1]) + " rows, more than any vocabulary");
   d.vocab = uint32_t(embd->dims[1]);
+  check_dims_in_range(d, g.name(), /*gguf=*/true);
+  // Keys with no ModelDims field of their own that still change what runs.
+  if (const auto v = g.try_u32(kGgufValueLengthKey); v && *v != d.head_dim)
+    throw Error(g.name() + ": " + std::string(kGgufValueLengthKey) + " is " + std::to_string(*v) + " but " +
+                std::string(gguf_key("head_dim")) + " is " + std::to_string(d.head_dim) +
+                ": Gemma 3's values have the keys' length");
+  if (const auto t = g.try_string(kGgufRopeScalingTypeKey); t && *t != "linear" && *t != "none")
+    throw Error(g.name() + ": " + std::string(kGgufRopeScalingTypeKey) + " is '" + *t +
+                "'; this engine scales RoPE linearly, as Gemma 3 does ('linear' or 'none')");
+  if (const auto q = g.try_u32("general.quantization_version"); q && *q != kGgufQuantizationVersion)
+    throw Error(g.name() + ": general.quantization_version is " + std::to_string(*q) + "; this engine reads version " +
+                std::to_string(kGgufQuantizationVersion) + " block layouts (llama.cpp's since 2023)");
   // A vocabulary in the file must have a row of the embedding per token, as
   // llama.cpp requires: ids past the rows would read beyond the table.
   if (const io::GgufValue* tokens = g.find("tokenizer.ggml.tokens"); tokens && tokens->array())
@@ -111,6 +125,7 @@ UNICORN_DECL ModelDims dims_from_gguf(const io::GgufFile& g) {
   ModelDims base{};
   base.global_every = g.try_u32(hparam("global_every").gguf).value_or(6);
   base.rope_theta_local = g.try_f32(hparam("rope_theta_local").gguf).value_or(10000.f);
+  base.query_pre_attn_scalar = float(hparam("query_pre_attn_scalar").hf_default);  // llama.cpp's rule below
   ModelDims d = dims_from_gguf(g, base);
   d.query_pre_attn_scalar = d.layers == kGemma3_27B.layers && d.heads ? float(d.hidden / d.heads) : float(d.head_dim);
   return d;

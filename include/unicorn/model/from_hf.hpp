@@ -45,6 +45,7 @@ inline ModelDims dims_from_hf(const io::HfTextConfig& c, const ModelDims& base,
       throw Error(source + ": layer " + std::to_string(i) + " breaks the every-" +
                   std::to_string(d.global_every) +
                   "th-layer-global pattern, which is the only one this engine supports");
+  check_dims_in_range(d, source, /*gguf=*/false);
   return d;
 }
 

@@ -14,9 +14,16 @@
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/length.hpp>
+#include <cmath>
 #include <cstdint>
+#include <iomanip>
 #include <iterator>
+#include <sstream>
+#include <string>
 #include <string_view>
+#include <type_traits>
+
+#include "unicorn/error.hpp"
 
 #include "unicorn/model/dims.hpp"
 
@@ -32,6 +39,10 @@ struct Hparam {
   // their entries name where they are, for messages.
   std::string_view hf;
   double hf_default;  // transformers' Gemma3TextConfig default, for a key config.json omits
+  // The values a file may give at all, whatever engine runs it (a finite value
+  // in [min, max]): what a file says outside them is refused by name before it
+  // is compared with an engine or compiled into one (check_dims_in_range).
+  double min, max;
 };
 
 // The GGUF loader reads every key below that has one except
@@ -40,22 +51,22 @@ struct Hparam {
 // (10000), so a file's values of those, like its query scale, are taken from
 // the compiled engine. unicorn-convert writes them anyway, for what differs.
 inline constexpr Hparam kHparams[] = {
-    // field                 GGUF key                                    config.json key            default
-    {"hidden",               "gemma3.embedding_length",                  "hidden_size",             2304},
-    {"layers",               "gemma3.block_count",                       "num_hidden_layers",       26},
-    {"heads",                "gemma3.attention.head_count",              "num_attention_heads",     8},
-    {"kv_heads",             "gemma3.attention.head_count_kv",           "num_key_value_heads",     4},
-    {"head_dim",             "gemma3.attention.key_length",              "head_dim",                256},
-    {"ffn",                  "gemma3.feed_forward_length",               "intermediate_size",       9216},
-    {"vocab",                "",                                         "vocab_size",              262208},
-    {"sliding_window",       "gemma3.attention.sliding_window",          "sliding_window",          4096},
-    {"global_every",         "gemma3.attention.sliding_window_pattern",  "sliding_window_pattern / layer_types", 6},
-    {"rope_theta_local",     "gemma3.rope.freq_base_swa",                "rope_local_base_freq",    10000},
-    {"rope_theta_global",    "gemma3.rope.freq_base",                    "rope_theta",              1000000},
-    {"rope_scale_global",    "gemma3.rope.scaling.factor",               "rope_scaling.factor",     1},
-    {"query_pre_attn_scalar", "",                                        "query_pre_attn_scalar",   256},
-    {"rms_eps",              "gemma3.attention.layer_norm_rms_epsilon",  "rms_norm_eps",            1e-6},
-    {"max_context",          "gemma3.context_length",                    "max_position_embeddings", 131072},
+    // field                 GGUF key                                    config.json key            default  min    max
+    {"hidden",               "gemma3.embedding_length",                  "hidden_size",             2304,    1,     65536},
+    {"layers",               "gemma3.block_count",                       "num_hidden_layers",       26,      1,     1024},
+    {"heads",                "gemma3.attention.head_count",              "num_attention_heads",     8,       1,     1024},
+    {"kv_heads",             "gemma3.attention.head_count_kv",           "num_key_value_heads",     4,       1,     1024},
+    {"head_dim",             "gemma3.attention.key_length",              "head_dim",                256,     1,     1024},
+    {"ffn",                  "gemma3.feed_forward_length",               "intermediate_size",       9216,    1,     1 << 20},
+    {"vocab",                "",                                         "vocab_size",              262208,  1,     1 << 24},
+    {"sliding_window",       "gemma3.attention.sliding_window",          "sliding_window",          4096,    1,     1 << 24},
+    {"global_every",         "gemma3.attention.sliding_window_pattern",  "sliding_window_pattern / layer_types", 6, 1, 1025},
+    {"rope_theta_local",     "gemma3.rope.freq_base_swa",                "rope_local_base_freq",    10000,   1,     1e12},
+    {"rope_theta_global",    "gemma3.rope.freq_base",                    "rope_theta",              1000000, 1,     1e12},
+    {"rope_scale_global",    "gemma3.rope.scaling.factor",               "rope_scaling.factor",     1,       1,     1024},
+    {"query_pre_attn_scalar", "",                                        "query_pre_attn_scalar",   256,     1,     1 << 20},
+    {"rms_eps",              "gemma3.attention.layer_norm_rms_epsilon",  "rms_norm_eps",            1e-6,    1e-12, 1e-2},
+    {"max_context",          "gemma3.context_length",                    "max_position_embeddings", 131072,  1,     1 << 24},
 };
 
 // GGUF keys with no ModelDims field of their own.
@@ -96,6 +107,32 @@ consteval std::string_view gguf_key(std::string_view field) {
   return hparam(field).gguf;
 }
 consteval std::string_view hf_key(std::string_view field) { return hparam(field).hf; }
+
+// A GGUF file's general.quantization_version: llama.cpp's GGML_QNT_VERSION, the
+// block layouts this engine's kernels read. Another version is another layout.
+inline constexpr uint32_t kGgufQuantizationVersion = 2;
+
+// Throws naming the first field of `d` that is not finite or lies outside its
+// row's [min, max], by the key it comes from in `source` (GGUF or config.json).
+// A value outside every Gemma 3's range is refused here, before it is compared
+// with an engine: comparisons with inf or NaN hold or fail by accident.
+inline void check_dims_in_range(const ModelDims& d, const std::string& source, bool gguf) {
+  namespace hana = boost::hana;
+  hana::for_each(hana::accessors<ModelDims>(), [&](auto pair) {
+    const auto value = hana::second(pair)(d);
+    if constexpr (std::is_arithmetic_v<decltype(value)>) {  // every field but the name
+      const std::string_view field = hana::to<char const*>(hana::first(pair));
+      const Hparam& h = *find_hparam(field);
+      const double v = static_cast<double>(value);
+      if (std::isfinite(v) && v >= h.min && v <= h.max) return;
+      const std::string_view key = !gguf ? h.hf : field == "vocab" ? kGgufVocabSource : h.gguf;
+      std::ostringstream text;
+      text << std::setprecision(10) << source << ": " << key << " is " << v << "; a Gemma 3 model's is a finite number from " << h.min
+           << " to " << h.max;
+      throw Error(text.str());
+    }
+  });
+}
 
 namespace detail {
 // One row per ModelDims field but its name (Hana's list of the fields).

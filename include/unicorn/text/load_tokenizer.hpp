@@ -5,6 +5,8 @@
 // reader; the engine and the CLIs (unicorn-tokenize) call load_tokenizer.
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,33 @@
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::text {
+
+// A special token id a GGUF file may name, and the token texts this engine
+// takes it to be: the engine finds <bos>, <eos>, <end_of_turn>, <unk> and
+// <pad> by their text, so a file whose id names another token would be run
+// with a meaning it did not intend. No texts: any token of the vocabulary.
+struct GgufSpecialToken {
+  std::string_view key;
+  std::array<std::string_view, 2> texts;
+};
+inline constexpr GgufSpecialToken kGgufSpecialTokens[] = {
+    {"tokenizer.ggml.bos_token_id", {"<bos>"}},
+    {"tokenizer.ggml.eos_token_id", {"<eos>", "<end_of_turn>"}},  // -it files may end on the turn
+    {"tokenizer.ggml.unknown_token_id", {"<unk>"}},
+    {"tokenizer.ggml.padding_token_id", {"<pad>"}},
+    {"tokenizer.ggml.seperator_token_id", {}},  // (llama.cpp's spelling)
+    {"tokenizer.ggml.cls_token_id", {}},
+    {"tokenizer.ggml.mask_token_id", {}},
+};
+
+// Throws naming the first tokenizer.ggml.* value of `gguf` that this engine
+// would run with another meaning than the file's: a model other than "llama";
+// an entry check_gguf_entries refuses; a special token id (kGgufSpecialTokens) past the
+// vocabulary (its size: the tokens, else `rows`, the embedding's) or naming
+// another token; add_bos_token false or add_eos_token true (Gemma 3's prompts
+// start with <bos> and end without <eos>, and the engine builds them so).
+// A file without these keys passes: it carries no vocabulary.
+void check_gguf_vocabulary(const io::GgufFile& gguf, uint64_t rows);
 
 // The vocabulary of an opened GGUF file. llama.cpp writes Gemma 3 as
 // tokenizer.ggml.model = "llama" (SentencePiece: tokens, scores, token_type);
@@ -42,11 +71,48 @@ Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesyste
 
 namespace unicorn::text {
 
+UNICORN_DECL void check_gguf_vocabulary(const io::GgufFile& gguf, uint64_t rows) {
+  const std::string& file = gguf.name();
+  if (const auto model = gguf.try_string("tokenizer.ggml.model"); model && *model != "llama")
+    throw Error(file + ": tokenizer.ggml.model is '" + *model +
+                "'; only SentencePiece vocabularies (\"llama\", as Gemma 3 GGUFs use) are supported");
+  const std::vector<std::string>* tokens = nullptr;
+  if (const io::GgufValue* v = gguf.find("tokenizer.ggml.tokens")) {
+    const io::GgufArray* a = v->array();
+    tokens = a ? std::get_if<std::vector<std::string>>(&a->items) : nullptr;
+    if (!tokens) throw Error(file + ": tokenizer.ggml.tokens has type " + v->type_description() + ", expected array of string");
+  }
+  check_gguf_entries(tokens ? std::span<const std::string>(*tokens) : std::span<const std::string>(),
+                     gguf.try_i32_array("tokenizer.ggml.token_type").value_or(std::vector<int32_t>{}),
+                     gguf.try_f32_array("tokenizer.ggml.scores").value_or(std::vector<float>{}), file + ":");
+  const uint64_t size = tokens ? tokens->size() : rows;
+  for (const GgufSpecialToken& s : kGgufSpecialTokens) {
+    const auto id = gguf.try_u32(s.key);
+    if (!id) continue;
+    if (*id >= size)
+      throw Error(file + ": " + std::string(s.key) + " is " + std::to_string(*id) + ", past the vocabulary's " +
+                  std::to_string(size) + " tokens");
+    if (!tokens || s.texts[0].empty()) continue;
+    const std::string& text = (*tokens)[*id];
+    if (text != s.texts[0] && text != s.texts[1])
+      throw Error(file + ": " + std::string(s.key) + " is " + std::to_string(*id) + ", the token '" + text +
+                  "'; this engine takes it to be " + std::string(s.texts[0]) +
+                  (s.texts[1].empty() ? "" : " or " + std::string(s.texts[1])));
+  }
+  if (gguf.try_bool("tokenizer.ggml.add_bos_token") == false)
+    throw Error(file + ": tokenizer.ggml.add_bos_token is false; Gemma 3's prompts begin with <bos>, "
+                "and this engine's do");
+  if (gguf.try_bool("tokenizer.ggml.add_eos_token") == true)
+    throw Error(file + ": tokenizer.ggml.add_eos_token is true; Gemma 3's prompts end without <eos>, "
+                "and this engine's do");
+}
+
 UNICORN_DECL Tokenizer tokenizer_from_gguf(const io::GgufFile& gguf) {
   const std::string model = gguf.try_string("tokenizer.ggml.model").value_or("");
   if (model != "llama")
     throw Error(gguf.name() + ": tokenizer.ggml.model is '" + model +
                 "'; only SentencePiece vocabularies (\"llama\", as Gemma 3 GGUFs use) are supported");
+  check_gguf_vocabulary(gguf, 0);
   return Tokenizer::from_gguf_vocab(gguf.get_string_array("tokenizer.ggml.tokens"),
                                     gguf.try_f32_array("tokenizer.ggml.scores").value_or(std::vector<float>{}),
                                     gguf.try_i32_array("tokenizer.ggml.token_type").value_or(std::vector<int32_t>{}),

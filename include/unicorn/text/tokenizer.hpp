@@ -65,6 +65,15 @@ enum class GgufTokenType : int32_t {
   kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
 };
 
+// Throws naming the first entry of a GGUF vocabulary (tokenizer.ggml.tokens,
+// .token_type, .scores; either of the last two may be empty) that would be
+// misread: a token that is not UTF-8, a type outside llama.cpp's 1 to 6, a
+// score that is not finite (it would break the merge order's sort). `where`
+// starts the message. Tokenizer::from_gguf_vocab checks them, and so does the
+// loader (check_gguf_vocabulary) when a model file carries a vocabulary.
+void check_gguf_entries(std::span<const std::string> tokens, std::span<const int32_t> types,
+                        std::span<const float> scores, const std::string& where);
+
 class Tokenizer {
  public:
   // From a Hugging Face tokenizer.json (Gemma 3's, or one built the same way).

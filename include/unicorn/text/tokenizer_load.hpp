@@ -4,6 +4,7 @@
 // tokenizer.hpp where its code is compiled (unicorn/linkage.hpp).
 #pragma once
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +48,19 @@ UNICORN_DECL Tokenizer Tokenizer::from_tokenizer_json_text(std::string_view text
   }
 }
 
+UNICORN_DECL void check_gguf_entries(std::span<const std::string> tokens, std::span<const int32_t> types,
+                                     std::span<const float> scores, const std::string& where) {
+  for (size_t id = 0; id < tokens.size(); ++id)
+    if (!is_valid_utf8(tokens[id])) throw Error(where + " token " + std::to_string(id) + " is not valid UTF-8");
+  for (size_t id = 0; id < types.size(); ++id)
+    if (types[id] < int32_t(GgufTokenType::kNormal) || types[id] > int32_t(GgufTokenType::kByte))
+      throw Error(where + " token " + std::to_string(id) + " has type " + std::to_string(types[id]) +
+                  "; llama.cpp's token types are 1 to 6");
+  for (size_t id = 0; id < scores.size(); ++id)
+    if (!std::isfinite(scores[id]))
+      throw Error(where + " token " + std::to_string(id) + " has a score that is not a finite number");
+}
+
 UNICORN_DECL Tokenizer Tokenizer::from_gguf_vocab(std::vector<std::string> tokens, std::vector<float> scores,
                                                   std::vector<int32_t> token_types,
                                                   std::vector<std::string> merges) {
@@ -59,6 +73,7 @@ UNICORN_DECL Tokenizer Tokenizer::from_gguf_vocab(std::vector<std::string> token
                 " entries for " + std::to_string(tokens.size()) + " tokens");
   if (merges.empty() && scores.empty())
     throw Error("tokenizer: GGUF vocabulary has neither merges nor scores");
+  check_gguf_entries(tokens, token_types, scores, "tokenizer: GGUF");
 
   Tokenizer t;
   t.byte_fallback_ = true;

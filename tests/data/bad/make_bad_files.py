@@ -13,12 +13,20 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # GGUF value type ids (gguf.hpp's GgufType).
-U32, F32, STRING, ARRAY = 4, 6, 8, 9
+U32, I32, F32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9
 
 
-def s(text):  # a GGUF string: u64 length, bytes
-    b = text.encode()
+def s(text):  # a GGUF string: u64 length, bytes (text, or bytes as they are)
+    b = text if isinstance(text, bytes) else text.encode()
     return struct.pack("<Q", len(b)) + b
+
+
+def kv_bool(key, v):
+    return s(key) + struct.pack("<IB", BOOL, v)
+
+
+def kv_i32_array(key, items):
+    return s(key) + struct.pack("<IIQ", ARRAY, I32, len(items)) + b"".join(struct.pack("<i", i) for i in items)
 
 
 def kv_u32(key, v):
@@ -68,6 +76,16 @@ EMBEDDING_DATA = struct.pack("<8f", *range(8))
 VALID = gguf(GEMMA3_KEYS, [EMBEDDING], EMBEDDING_DATA)
 
 
+def with_keys(*kvs, replace=()):
+    """The valid file with `kvs` added and the keys named in `replace` left out."""
+    keys = [k for k in GEMMA3_KEYS if not any(r.encode() in k for r in replace)]
+    return gguf(keys + list(kvs), [EMBEDDING], EMBEDDING_DATA)
+
+
+# A vocabulary of the embedding's two rows, as the loader checks it.
+TOKENS = kv_str_array("tokenizer.ggml.tokens", ["<pad>", "<eos>"])
+
+
 def f32_tensor(name, n, offset):
     return tensor_info(name, [n], 0, offset)
 
@@ -107,6 +125,36 @@ CASES = {
                                   "metadata key 'gemma3.embedding_length' is missing"),
     "wrong-architecture.gguf": (gguf([kv_str("general.architecture", "llama")], [EMBEDDING], EMBEDDING_DATA),
                                 "general.architecture is 'llama'; this engine runs Gemma 3"),
+    # Values a Gemma 3 never has, each refused by name (the loader's rules: model/hparams.hpp's
+    # ranges, model/from_gguf.hpp's and text/load_tokenizer.hpp's key checks).
+    "rope-freq-base-infinite.gguf": (with_keys(kv_f32("gemma3.rope.freq_base", float("inf"))),
+                                     "gemma3.rope.freq_base is inf; a Gemma 3 model's is a finite number from 1 to"),
+    "rms-epsilon-negative-infinite.gguf": (
+        with_keys(kv_f32("gemma3.attention.layer_norm_rms_epsilon", float("-inf")), replace=["rms_epsilon"]),
+        "gemma3.attention.layer_norm_rms_epsilon is -inf; a Gemma 3 model's is a finite number"),
+    "rope-freq-base-nan.gguf": (with_keys(kv_f32("gemma3.rope.freq_base", float("nan"))),
+                                "gemma3.rope.freq_base is nan"),
+    "value-length-differs.gguf": (with_keys(kv_u32("gemma3.attention.value_length", 65)),
+                                  "gemma3.attention.value_length is 65 but gemma3.attention.key_length is 4"),
+    "value-length-max.gguf": (with_keys(kv_u32("gemma3.attention.value_length", 0xFFFFFFFF)),
+                              "gemma3.attention.value_length is 4294967295 but"),
+    "rope-scaling-yarn.gguf": (with_keys(kv_str("gemma3.rope.scaling.type", "yarn")),
+                               "gemma3.rope.scaling.type is 'yarn'; this engine scales RoPE linearly"),
+    "quantization-version-31.gguf": (with_keys(kv_u32("general.quantization_version", 31)),
+                                     "general.quantization_version is 31; this engine reads version 2"),
+    "bos-token-id-past-vocabulary.gguf": (with_keys(TOKENS, kv_u32("tokenizer.ggml.bos_token_id", 0xFFFFFFFF)),
+                                          "tokenizer.ggml.bos_token_id is 4294967295, past the vocabulary's 2 tokens"),
+    "pad-token-id-past-embedding.gguf": (with_keys(kv_u32("tokenizer.ggml.padding_token_id", 2)),
+                                         "tokenizer.ggml.padding_token_id is 2, past the vocabulary's 2 tokens"),
+    "eos-token-id-names-another-token.gguf": (
+        with_keys(TOKENS, kv_u32("tokenizer.ggml.eos_token_id", 0)),
+        "tokenizer.ggml.eos_token_id is 0, the token '<pad>'; this engine takes it to be <eos> or <end_of_turn>"),
+    "add-bos-token-false.gguf": (with_keys(TOKENS, kv_bool("tokenizer.ggml.add_bos_token", 0)),
+                                 "tokenizer.ggml.add_bos_token is false"),
+    "token-type-out-of-range.gguf": (with_keys(TOKENS, kv_i32_array("tokenizer.ggml.token_type", [3, 0x85])),
+                                     "token 1 has type 133; llama.cpp's token types are 1 to 6"),
+    "token-not-utf8.gguf": (with_keys(kv_str_array("tokenizer.ggml.tokens", ["<pad>", b"\xff\xfe"])),
+                            "token 1 is not valid UTF-8"),
     "truncated-in-header.gguf": (VALID[:12], "truncated header: tensor count at byte 8 needs 8 bytes"),
     # Cut inside the fifth key's name: late enough that ten keys still fit the count check.
     "truncated-in-metadata.gguf": (VALID[:24 + sum(map(len, GEMMA3_KEYS[:4])) + 12],
