@@ -83,7 +83,8 @@ function(unicorn_link_engine_code target)
 endfunction()
 
 # tools/tuning_env.hpp, through which these programs read UNICORN_* variables
-# into the values the library takes, and tools/model_dims.cpp (unicorn-model-dims):
+# into the values the library takes, tools/program_exit.hpp (how they end), and
+# tools/model_dims.cpp (unicorn-model-dims):
 # in the source tree, or beside this file.
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/../tools/tuning_env.hpp)
   set(UNICORN_TOOLS_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/../tools CACHE INTERNAL "")

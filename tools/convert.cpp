@@ -36,6 +36,7 @@
 
 #include "ggml_quantize.hpp"
 #include "gguf_metadata.hpp"
+#include "program_exit.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/gguf_writer.hpp"
@@ -397,7 +398,8 @@ int main(int argc, char** argv) {
                  "(default: DIR's own for --hf; else Gemma 3's for a model of its vocabulary size, else a dummy one)");
   app.add_option("--out", out, "output .gguf file")->required();
   app.add_option("--seed", seed, "seed for --random")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = tools::parse(app, argc, argv, "unicorn-convert")) return *status;
+  tools::remove_temporaries_on_signals("unicorn-convert");
   try {
     const FileScheme scheme = parse_scheme(type, embedding);
     if (!hf_dir.empty()) convert_hf(hf_dir, scheme, tokenizer, out);
@@ -407,8 +409,7 @@ int main(int argc, char** argv) {
       std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
       return 2;
     }
-    io::check_stdout();
-    return 0;
+    return tools::finish_stdout("unicorn-convert");
   } catch (const std::exception& e) {
     std::cerr << "unicorn-convert: " << e.what() << "\n";
     return 1;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "unicorn/io/file_output.hpp"
+#include "program_exit.hpp"
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -234,7 +235,7 @@ int main(int argc, char** argv) {
   app.add_option("--chat-cache", opt.chat_cache, "run the second-chat-turn test with a system prompt of ~N tokens");
   app.add_option("--seed", opt.seed, "seed of the random prompts (default: a random one, printed)");
   app.add_option("--json", opt.json_out, "also write the results as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = unicorn::tools::parse(app, argc, argv, "unicorn-serve-bench")) return *status;
 
   try {
     Json results = Json::object();

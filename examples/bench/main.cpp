@@ -45,6 +45,7 @@
 #include "unicorn/engine.hpp"
 #include "unicorn/engine/pick.hpp"
 #include "unicorn/io/file_output.hpp"
+#include "program_exit.hpp"
 #include "unicorn/layout/print.hpp"
 #include "unicorn/model/hparams.hpp"
 #include "unicorn/gpu/timing.hpp"
@@ -543,7 +544,8 @@ int main(int argc, char** argv) {
                "with --batch N: instead of timing, check that each stream's logits are the same bits run after "
                "run and alone or among N streams (the server's batch invariance); exit 1 if any differ")
       ->needs(batch);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = unicorn::tools::parse(app, argc, argv, "unicorn-bench")) return *status;
+  unicorn::tools::remove_temporaries_on_signals("unicorn-bench");  // the pipeline cache file's
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
       throw Error("-p, -n and -r must be at least 1");

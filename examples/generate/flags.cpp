@@ -8,6 +8,7 @@
 
 #include "flags.hpp"
 #include "options.hpp"
+#include "program_exit.hpp"
 
 std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_generate_flags(
     int argc, char** argv, std::span<const CompiledDeployment> engines, const examples::ProgramInfo& program) {
@@ -68,8 +69,11 @@ std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_gen
                      {"-ngl", "--n-gpu-layers"}});
     app.parse(args);
     check_sampling_flags(f.sampling);
+    // (Empty, it would read as no --tokens, and the prompt would come from standard input.)
+    if (app.count("--tokens") && f.tokens.empty())
+      throw CLI::ValidationError("--tokens", "is empty: give comma-separated token ids");
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return tools::exit_for(app, e, name);  // --help
     std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
     return 2;
   } catch (const Error& e) {

@@ -16,10 +16,14 @@
 //
 // Exit codes: 0 success (also when the reader of standard output goes away,
 // `| head`); 1 a run-time error (bad file, device, context, a write that
-// failed); 2 bad command line; 130 stopped by SIGINT (Ctrl-C), after the token
-// being generated and the timings line. Errors are one line on stderr.
+// failed); 2 bad command line; 130 stopped by SIGINT (Ctrl-C), 143 by SIGTERM:
+// after the token being generated and the timings line, between two passes of
+// the prompt, or between two tensors of the load, with a line that says so.
+// Errors are one line on stderr.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -28,12 +32,14 @@
 #include <iterator>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <unistd.h>
 #include <variant>
 
 #include "flags.hpp"
 #include "program.hpp"
 #include "ollama_env.hpp"
+#include "program_exit.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/engine/check_tensors.hpp"
@@ -59,24 +65,45 @@ std::string read_all(std::istream& in) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Ctrl-C during an answer stops that answer at the next token (the chat then
-// takes the next message; a one-shot generation prints its timings and exits
-// 130). A second Ctrl-C before that ends the process at once.
+// SIGINT (Ctrl-C) and SIGTERM stop the run at the next point that can stop:
+// a load between tensors, a prompt between passes, an answer after the token
+// being made. Ctrl-C in the chat stops that answer and the chat takes the next
+// message; otherwise the run says what stopped it and exits 128 + the signal.
+// A second signal before that ends the process at once, its temporary files
+// (--logits-out's) removed.
 std::atomic<bool> g_interrupt{false};
-extern "C" void on_sigint(int) {
-  g_interrupt = true;
-  std::signal(SIGINT, SIG_DFL);
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) {
+  if (g_interrupt.exchange(true)) {
+    unicorn::io::remove_open_temporaries();
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_signal = sig;
 }
-// Catches the next Ctrl-C with on_sigint. `interrupt_reads`: a read from the
-// terminal that is waiting when it comes fails (no SA_RESTART), so the chat's
-// prompt sees it and leaves; otherwise the read goes on.
-void catch_sigint(bool interrupt_reads) {
+// Catches the next SIGINT and SIGTERM with on_stop_signal. `interrupt_reads`:
+// a read from the terminal that is waiting when one comes fails (no
+// SA_RESTART), so the chat's prompt sees it and leaves; otherwise the read goes on.
+void catch_stop_signals(bool interrupt_reads) {
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = interrupt_reads ? 0 : SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
+// What a signal stopped, for the exit: thrown where the run stops (the load's
+// progress, between steps), caught by generate_main.
+struct Stopped : std::exception {
+  std::string during;
+  explicit Stopped(std::string d) : during(std::move(d)) {}
+};
+void stop_if_signalled(const char* during) {
+  if (g_interrupt) throw Stopped(during);
+}
+const char* signal_words(int sig) { return sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)"; }
+int signal_status(int sig) { return 128 + (sig ? sig : SIGINT); }  // as a shell reports a process a signal ended
 
 // Generated text, as it comes: a failed write ends the run (io::OutputError).
 void print(std::string_view text) { unicorn::io::write_stdout(text); }
@@ -117,15 +144,20 @@ int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::Gener
                        "ends; Ctrl-C stops an answer\n");
   while (true) {
     print("\n");
+    if (g_signal == SIGTERM) {  // the answer it stopped is closed
+      std::fprintf(stderr, "%s\n", signal_words(SIGTERM));
+      return signal_status(SIGTERM);
+    }
     g_interrupt = false;
-    catch_sigint(/*interrupt_reads=*/true);  // Ctrl-C at the prompt leaves the chat
+    catch_stop_signals(/*interrupt_reads=*/true);  // Ctrl-C at the prompt leaves the chat
     const std::optional<std::string> read = read_line("> ");
     if (!read) {
       print("\n");
+      if (g_signal == SIGTERM) return signal_status(SIGTERM);
       break;
     }
     const std::string& line = *read;
-    catch_sigint(/*interrupt_reads=*/false);  // from here, Ctrl-C stops the answer
+    catch_stop_signals(/*interrupt_reads=*/false);  // from here, Ctrl-C stops the answer
     if (line == "/quit") break;
     if (line == "/reset") {
       session.reset();
@@ -164,6 +196,7 @@ void print_timings(double load_s, const unicorn::text::GenerateResult& r) {
 void progress_bar(uint64_t done, uint64_t total) {
   static int shown = -1;
   const int pct = total ? int(100 * done / total) : 100;
+  stop_if_signalled("while loading");
   if (pct == shown || !isatty(2)) return;  // redraw only when it changes, only on a terminal
   shown = pct;
   const int width = 30, filled = width * pct / 100;
@@ -186,12 +219,13 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
   if (flags.threads) std::fprintf(stderr, "%s: -t %d ignored: no inference work runs on the CPU\n", name, *flags.threads);
   // A reader that goes away (`| head`) is a failed write we handle, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
+  catch_stop_signals(/*interrupt_reads=*/false);
 
   try {
     if (flags.show_engines) {
-      for (const CompiledDeployment& e : engines) std::cout << unicorn::engine_text(e) << "\n";
-      unicorn::io::check_stdout();
-      return 0;
+      std::string list;
+      for (const CompiledDeployment& e : engines) list += unicorn::engine_text(e) + "\n";
+      return unicorn::tools::print_and_finish(name, list);
     }
     // The engine that runs --model (the first one without: the built-in demo
     // model's, where there is one); --layout and --placement show it.
@@ -202,15 +236,11 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     }
     const CompiledDeployment& deployment = engines[chosen];
     const DeploymentConfig& config = deployment.config;
-    if (flags.show_layout) {
-      unicorn::print_layout(std::cout, config, deployment.layout);
-      unicorn::io::check_stdout();
-      return 0;
-    }
-    if (flags.show_placement) {
-      unicorn::print_placement(std::cout, config, deployment.budget);
-      unicorn::io::check_stdout();
-      return 0;
+    if (flags.show_layout || flags.show_placement) {
+      std::ostringstream text;
+      if (flags.show_layout) unicorn::print_layout(text, config, deployment.layout);
+      else unicorn::print_placement(text, config, deployment.budget);
+      return unicorn::tools::print_and_finish(name, text.str());
     }
     if (flags.ctx && *flags.ctx > config.max_context) {
       std::fprintf(stderr, "%s: -c %u: engine %s is compiled for a context of 1 to %u tokens; "
@@ -248,13 +278,19 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
 
     const auto ids_forced =
         flags.tokens.empty() ? std::vector<int32_t>{} : unicorn::generate::parse_token_ids(flags.tokens);
+    // Opened now, so that an unwritable path is refused before the model is
+    // loaded and run; written whole or not at all once the logits are in.
+    std::optional<unicorn::io::AtomicFile> logits_file;
+    if (!flags.logits_out.empty()) logits_file.emplace(flags.logits_out);
     const auto t0 = Clock::now();
     unicorn::tools::inject_faults_from_env();
     unicorn::gpu::Context device(unicorn::tools::device_from_env());
     if (flags.max_device_memory) device.limit_memory(*flags.max_device_memory);
+    stop_if_signalled("while opening the device");
     AnyEngine engine(device, deployment,
                      unicorn::tools::engine_options_from_env({.context = context, .products = flags.products}));
     const auto report = engine.load(flags.model, {.tokenizer = flags.tokenizer, .progress = progress_bar});
+    stop_if_signalled("while loading");
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", flags.model.c_str(),
                  report.format.c_str(), report.bytes / 1048576.0, load_s,
@@ -271,9 +307,21 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     if (!flags.tokens.empty()) {
       const auto& ids = ids_forced;
       const auto logits = engine.forward_logits(ids);
-      if (!flags.logits_out.empty())
-        unicorn::io::write_file(flags.logits_out, std::string_view(reinterpret_cast<const char*>(logits.data()),
-                                                             logits.size() * sizeof(float)));
+      stop_if_signalled("while running the tokens");
+      // Logits that are not finite are a model that computes nothing (a weight
+      // of NaN: --check-tensors names it), never a result to hand on.
+      const auto bad = std::find_if(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); });
+      if (bad != logits.end()) {
+        const size_t at = size_t(bad - logits.begin());
+        throw unicorn::Error("the logits at position " + std::to_string(at / config.model.vocab) + " (token " +
+                             std::to_string(at % config.model.vocab) + ") are " + (std::isnan(*bad) ? "NaN" : "infinite") +
+                             ": the model's weights or the device computed no number there (--check-tensors "
+                             "scans the weights)" + (logits_file ? "; " + flags.logits_out + " was not written" : ""));
+      }
+      if (logits_file) {
+        logits_file->write(std::string_view(reinterpret_cast<const char*>(logits.data()), logits.size() * sizeof(float)));
+        logits_file->commit();
+      }
       std::fprintf(stderr, "%zu positions x %u logits%s%s\n", ids.size(), config.model.vocab,
                    flags.logits_out.empty() ? "" : " written to ", flags.logits_out.c_str());
       return 0;
@@ -293,16 +341,20 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
                              std::to_string(context) + " (raise --ctx, up to " + std::to_string(config.max_context) + ")");
       print(flags.prompt);
     }
-    catch_sigint(/*interrupt_reads=*/false);
     const auto r = flags.chat ? engine.chat(flags.system_prompt).answer(flags.prompt, request, print)
                               : engine.generate(flags.prompt, request, print);
     print("\n");  // out before the stats line on stderr
     const bool interrupted = r.stopped_by == "cancelled";
     print_timings(load_s, r);
-    std::fprintf(stderr, "stopped: %s; seed %u\n", interrupted ? "interrupted" : r.stopped_by.c_str(), *seed);
-    return interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports a process Ctrl-C ended
+    std::fprintf(stderr, "stopped: %s%s; seed %u\n", interrupted ? signal_words(g_signal) : r.stopped_by.c_str(),
+                 interrupted && r.pending < 0 ? " during the prompt" : "", *seed);
+    return interrupted ? signal_status(g_signal) : 0;
   } catch (const unicorn::io::StdoutClosed&) {
     return 0;  // the reader has what it wanted (`| head`)
+  } catch (const Stopped& s) {
+    std::fprintf(stderr, "%s: %s %s%s\n", name, signal_words(g_signal), s.during.c_str(),
+                 flags.logits_out.empty() ? "" : ("; " + flags.logits_out + " was not written").c_str());
+    return signal_status(g_signal);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());
     return 1;

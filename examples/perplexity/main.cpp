@@ -22,7 +22,10 @@
 //
 // Exit codes: 0 success; 1 a run-time error (bad file, device, text); 2 bad command line.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -37,7 +40,9 @@
 #include "unicorn/engine.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
+#include "program_exit.hpp"
 #include "tuning_env.hpp"
+#include "unicorn/io/file_output.hpp"
 
 namespace {
 
@@ -129,35 +134,48 @@ json report_json(const Totals& t) {
   return j;
 }
 
-void print_report(const Totals& t) {
+// printf into `out`.
+__attribute__((format(printf, 2, 3))) void appendf(std::string& out, const char* format, ...) {
+  char line[256];
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  out.append(line, size_t(std::clamp(n, 0, int(sizeof line) - 1)));
+}
+
+// The report as llama-perplexity prints it.
+std::string report_text(const Totals& t) {
+  std::string out;
   const auto ppl = t.ppl();
-  std::printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl.value, ppl.uncertainty);
-  if (!t.against_base) return;
+  appendf(out, "Final estimate: PPL = %.4f +/- %.5f\n", ppl.value, ppl.uncertainty);
+  if (!t.against_base) return out;
   const auto base = t.ppl_base(), ratio = t.log_ppl_ratio(), kld = t.kld(), top = t.same_top(), dp = t.p_diff();
   const auto klds = t.sorted(&RowScore::kld), dps = t.sorted(&RowScore::p_diff);
-  std::printf("\n====== Perplexity statistics ======\n");
-  std::printf("Mean PPL(Q)                   : %10.6f ± %10.6f\n", ppl.value, ppl.uncertainty);
-  std::printf("Mean PPL(base)                : %10.6f ± %10.6f\n", base.value, base.uncertainty);
-  std::printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", ratio.value, ratio.uncertainty);
-  std::printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", std::exp(ratio.value),
+  appendf(out, "\n====== Perplexity statistics ======\n");
+  appendf(out, "Mean PPL(Q)                   : %10.6f ± %10.6f\n", ppl.value, ppl.uncertainty);
+  appendf(out, "Mean PPL(base)                : %10.6f ± %10.6f\n", base.value, base.uncertainty);
+  appendf(out, "Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", ratio.value, ratio.uncertainty);
+  appendf(out, "Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", std::exp(ratio.value),
               std::exp(ratio.value) * ratio.uncertainty);
-  std::printf("\n====== KL divergence statistics ======\n");
-  std::printf("Mean    KLD: %12.8f ± %12.8f\n", kld.value, kld.uncertainty);
-  std::printf("Maximum KLD: %12.8f\n", klds.back());
-  for (double f : {0.999, 0.99, 0.95, 0.9}) std::printf("%4.1f%%   KLD: %12.8f\n", 100 * f, percentile(klds, f));
-  std::printf("Median  KLD: %12.8f\n", percentile(klds, 0.5));
-  for (double f : {0.1, 0.05, 0.01}) std::printf("%4.1f%%   KLD: %12.8f\n", 100 * f, percentile(klds, f));
-  std::printf("Minimum KLD: %12.8f\n", klds.front());
-  std::printf("\n====== Token probability statistics ======\n");
-  std::printf("Mean    Δp: %6.3f ± %5.3f %%\n", 100 * dp.value, 100 * dp.uncertainty);
-  std::printf("Maximum Δp: %6.3f%%\n", 100 * dps.back());
-  for (double f : {0.999, 0.99, 0.95, 0.9, 0.75}) std::printf("%4.1f%%   Δp: %6.3f%%\n", 100 * f, 100 * percentile(dps, f));
-  std::printf("Median  Δp: %6.3f%%\n", 100 * percentile(dps, 0.5));
+  appendf(out, "\n====== KL divergence statistics ======\n");
+  appendf(out, "Mean    KLD: %12.8f ± %12.8f\n", kld.value, kld.uncertainty);
+  appendf(out, "Maximum KLD: %12.8f\n", klds.back());
+  for (double f : {0.999, 0.99, 0.95, 0.9}) appendf(out, "%4.1f%%   KLD: %12.8f\n", 100 * f, percentile(klds, f));
+  appendf(out, "Median  KLD: %12.8f\n", percentile(klds, 0.5));
+  for (double f : {0.1, 0.05, 0.01}) appendf(out, "%4.1f%%   KLD: %12.8f\n", 100 * f, percentile(klds, f));
+  appendf(out, "Minimum KLD: %12.8f\n", klds.front());
+  appendf(out, "\n====== Token probability statistics ======\n");
+  appendf(out, "Mean    Δp: %6.3f ± %5.3f %%\n", 100 * dp.value, 100 * dp.uncertainty);
+  appendf(out, "Maximum Δp: %6.3f%%\n", 100 * dps.back());
+  for (double f : {0.999, 0.99, 0.95, 0.9, 0.75}) appendf(out, "%4.1f%%   Δp: %6.3f%%\n", 100 * f, 100 * percentile(dps, f));
+  appendf(out, "Median  Δp: %6.3f%%\n", 100 * percentile(dps, 0.5));
   for (double f : {0.25, 0.1, 0.05, 0.01, 0.001})
-    std::printf("%4.1f%%   Δp: %6.3f%%\n", 100 * f, 100 * percentile(dps, f));
-  std::printf("Minimum Δp: %6.3f%%\n", 100 * dps.front());
-  std::printf("RMS Δp    : %6.3f %%\n", 100 * t.rms_p_diff());
-  std::printf("Same top p: %6.3f ± %5.3f %%\n", 100 * top.value, 100 * top.uncertainty);
+    appendf(out, "%4.1f%%   Δp: %6.3f%%\n", 100 * f, 100 * percentile(dps, f));
+  appendf(out, "Minimum Δp: %6.3f%%\n", 100 * dps.front());
+  appendf(out, "RMS Δp    : %6.3f %%\n", 100 * t.rms_p_diff());
+  appendf(out, "Same top p: %6.3f ± %5.3f %%\n", 100 * top.value, 100 * top.uncertainty);
+  return out;
 }
 
 // Compiled once for every deployment of the binary (AnyEngine).
@@ -249,7 +267,11 @@ int run(const CompiledDeployment& d, const Options& o) {
     }
     const Totals so_far{{totals.rows.begin(), totals.rows.begin() + size_t(c + 1) * scored}, false};
     chunk_ppl.push_back(so_far.ppl().value);
-    if (!o.json && !isatty(2)) std::printf("[%u]%.4f,%s", c + 1, chunk_ppl.back(), c + 1 == chunks ? "\n" : "");
+    if (!o.json && !isatty(2)) {  // llama-perplexity's line of windows so far, where no bar is drawn
+      std::string line;
+      appendf(line, "[%u]%.4f,%s", c + 1, chunk_ppl.back(), c + 1 == chunks ? "\n" : "");
+      io::write_stdout(line);
+    }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (writer) writer->finish();
@@ -268,9 +290,9 @@ int run(const CompiledDeployment& d, const Options& o) {
     j["seconds"] = seconds;
     j["tokens_per_second"] = double(tokens.size()) / seconds;
     if (writer) j["kl_divergence_base"] = o.kld_base;
-    std::cout << j.dump(1) << std::endl;
+    io::write_stdout(j.dump(1) + "\n");
   } else {
-    print_report(totals);
+    io::write_stdout(report_text(totals));
     std::fprintf(stderr, "%zu tokens in %.2f s (%.1f tokens/s)%s%s\n", tokens.size(), seconds,
                  double(tokens.size()) / seconds, writer ? "; log-probabilities saved to " : "",
                  writer ? o.kld_base.c_str() : "");
@@ -326,10 +348,12 @@ int main(int argc, char** argv) {
     if (o.kld && o.kld_base.empty()) throw CLI::ValidationError("--kl-divergence needs --kl-divergence-base FILE");
     if (!o.kld && o.text_file.empty()) throw CLI::ValidationError("give the text with -f FILE");
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return unicorn::tools::exit_for(app, e, UNICORN_BINARY_NAME);  // --help
     std::fprintf(stderr, "%s: %s (see --help)\n", UNICORN_BINARY_NAME, e.what());
     return 2;
   }
+  unicorn::tools::remove_temporaries_on_signals(UNICORN_BINARY_NAME);  // --kl-divergence-base's file
+  std::signal(SIGPIPE, SIG_IGN);  // a reader that goes away (`| head`) is a write we handle
   try {
     if (o.model.empty()) {
 #ifdef UNICORN_DEFAULT_MODEL
@@ -342,7 +366,10 @@ int main(int argc, char** argv) {
     }
     std::optional<io::GgufFile> g;
     if (!std::filesystem::is_directory(o.model)) g = io::GgufFile::open(o.model);
-    return dispatch(o, g);
+    if (const int status = dispatch(o, g)) return status;
+    return unicorn::tools::finish_stdout(UNICORN_BINARY_NAME);
+  } catch (const io::StdoutClosed&) {
+    return 0;  // the reader has what it wanted (`| head`)
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", UNICORN_BINARY_NAME, e.what());
     return 1;

@@ -21,9 +21,11 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "program.hpp"
 #include "ollama_env.hpp"
+#include "program_exit.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/engine/pick.hpp"
@@ -94,13 +96,13 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return unicorn::tools::exit_for(app, e, name);  // --help
     return usage_error(e);
   }
   if (show_engines) {
-    for (const CompiledDeployment& e : engines) std::cout << unicorn::engine_text(e) << "\n";
-    unicorn::io::check_stdout();
-    return 0;
+    std::string list;
+    for (const CompiledDeployment& e : engines) list += unicorn::engine_text(e) + "\n";
+    return unicorn::tools::print_and_finish(name, list);
   }
 
   // Slots and context are compiled in; flags may lower them, never raise them.
@@ -124,10 +126,10 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   };
   if (!several)
     if (const int status = check_limits(engines.front())) return status;
-  const auto show_layout_of = [](const CompiledDeployment& d) {
-    unicorn::print_layout(std::cout, d.config, d.layout);
-    unicorn::io::check_stdout();
-    return 0;
+  const auto show_layout_of = [&](const CompiledDeployment& d) {
+    std::ostringstream text;
+    unicorn::print_layout(text, d.config, d.layout);
+    return unicorn::tools::print_and_finish(name, text.str());
   };
   if (show_layout && model.empty()) return show_layout_of(engines.front());  // the demo model's, where there is one
 

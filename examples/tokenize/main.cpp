@@ -29,6 +29,7 @@
 
 #include "unicorn/error.hpp"
 #include "unicorn/io/file_output.hpp"
+#include "program_exit.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
                "input is an array of conversations ([{\"role\": ..., \"content\": ...}, ...]); "
                "print their rendered text (Gemma 3 chat template) as strings");
   app.add_flag("--generation-prompt", generation_prompt, "with --chat: end with an open model turn");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = unicorn::tools::parse(app, argc, argv, "unicorn-tokenize")) return *status;
 
   try {
     if (chat && !json) throw unicorn::Error("--chat reads conversations as JSON: add --json");

@@ -1088,7 +1088,7 @@ namespace {
 struct Signalled {
   int status = -1;
   long ms = -1;
-  std::string err;
+  std::string out, err;
 };
 Signalled signal_mid_generation(const std::string& signal) {
   const fs::path dir = tmp() / ("signal-" + signal), script = dir / "run.sh";
@@ -1106,8 +1106,43 @@ echo "$rc $(( ($(date +%s%N) - start) / 1000000 ))" > status
   Signalled s;
   if (std::system(("bash " + script.string()).c_str()) != 0) return s;
   std::ifstream(dir / "status") >> s.status >> s.ms;
+  s.out = read_text(dir / "out");
   s.err = read_text(dir / "err");
   return s;
+}
+
+// Runs `cmd` in `dir` (stdout and stderr to out and err there), waits until
+// `ready` holds (a bash condition, run in `dir`), sends `signal`, and returns
+// the exit status as a shell sees it, how long the process took to end after
+// the signal (ms), and its output. A status of -1: `ready` never held.
+Signalled signal_when(const fs::path& dir, const std::string& cmd, const std::string& ready, const std::string& signal) {
+  fs::create_directories(dir);
+  const fs::path script = dir / "signal.sh";
+  std::ofstream(script) << "cd " << dir.string() << " && : > out && : > err\n"
+                        << cmd << " > out 2> err &\n"
+                        << "pid=$!\n"
+                        << "for i in $(seq 6000); do { " << ready << "; } && break; kill -0 $pid 2>/dev/null || break; sleep 0.005; done\n"
+                        << "if ! { " << ready << "; }; then wait $pid; echo '-1 0' > status; exit 0; fi\n"
+                        << "kill -" << signal << R"sh( $pid
+start=$(date +%s%N)
+wait $pid
+rc=$?
+echo "$rc $(( ($(date +%s%N) - start) / 1000000 ))" > status
+)sh";
+  Signalled s;
+  if (std::system(("bash " + script.string()).c_str()) != 0) return s;
+  std::ifstream(dir / "status") >> s.status >> s.ms;
+  s.out = read_text(dir / "out");
+  s.err = read_text(dir / "err");
+  return s;
+}
+
+// The files in `dir` whose names contain ".tmp." (io::AtomicFile's temporaries).
+std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(e.path().filename().string());
+  return found;
 }
 
 }  // namespace
@@ -1122,10 +1157,157 @@ TEST(Cli, SigintStopsAtTheNextTokenWithTimings) {
   EXPECT_LT(s.ms, 5000) << "it must stop at the next token";
 }
 
+// SIGTERM during generation: the same, with its own words and status (143),
+// and the text ends with its line, not in the middle of a token.
 TEST(Cli, SigtermEndsPromptly) {
   const Signalled s = signal_mid_generation("TERM");
   EXPECT_EQ(s.status, 128 + 15) << s.err;
+  EXPECT_CONTAINS(s.err, "stopped: terminated (SIGTERM)");
+  EXPECT_CONTAINS(s.err, "tokens/s");
+  EXPECT_TRUE(s.out.ends_with("\n")) << s.out;
   EXPECT_LT(s.ms, 5000);
+}
+
+// Ctrl-C during a long prompt stops it between two passes of the prompt (the
+// demo's passes are 128 tokens), not after the whole prompt.
+TEST(Cli, SigintDuringALongPromptStopsWithinAPass) {
+  const fs::path dir = tmp() / "signal-prompt";
+  fs::create_directories(dir);
+  {
+    std::ofstream prompt(dir / "prompt.txt");
+    for (int i = 0; i < 100; ++i) prompt << "And it came to pass in those days. ";  // 902 tokens
+  }
+  const Signalled s = signal_when(dir, gen() + " -f prompt.txt -n 4 --temp 0", "grep -q '^loaded' err", "INT");
+  EXPECT_EQ(s.status, 130) << s.err;
+  EXPECT_CONTAINS(s.err, "stopped: interrupted (SIGINT) during the prompt");
+  // The timings count what went in: whole passes, fewer than the prompt's 902 tokens.
+  const size_t timings = s.err.find("\nprompt ");
+  ASSERT_NE(timings, std::string::npos) << s.err;
+  int fed = -1;
+  std::istringstream(s.err.substr(timings + 8)) >> fed;
+  EXPECT_EQ(fed % 128, 0) << s.err;
+  EXPECT_LT(fed, 902) << s.err;
+  EXPECT_LT(s.ms, 30000) << s.err;  // one pass: 1.6 s on an idle 2-core machine, 4.1 s beside a build
+}
+
+// A signal while the model loads: a line says so, and the status is the signal's.
+TEST(Cli, SigintDuringLoadSaysSo) {
+  const Signalled s = signal_when(tmp() / "signal-load", gen() + " -p hi -n 4 --temp 0",
+                                  "grep -q 'built-in demo model' err", "INT");
+  EXPECT_EQ(s.status, 130) << s.err;
+  EXPECT_CONTAINS(s.err, "interrupted (SIGINT) while");
+  EXPECT_EQ(s.out, "") << "nothing is generated";
+}
+
+// SIGINT or SIGTERM while unicorn-convert writes removes its temporary file:
+// nothing is left beside the target, and the target is not made.
+TEST(Cli, SignalDuringConvertLeavesNoTemporary) {
+  for (const std::string signal : {"INT", "TERM"}) {
+    SCOPED_TRACE(signal);
+    const fs::path dir = tmp() / ("convert-" + signal);
+    const Signalled s = signal_when(dir, env("UNICORN_CONVERT") + " --random gemma3-270m --type F16 --out model.gguf",
+                                    "compgen -G 'model.gguf.tmp.*' > /dev/null", signal);
+    ASSERT_NE(s.status, -1) << "no temporary file appeared: " << s.err;
+    EXPECT_EQ(s.status, 128 + (signal == "INT" ? 2 : 15)) << s.err;
+    EXPECT_CONTAINS(s.err, signal == "INT" ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+    EXPECT_EQ(temporaries(dir), std::vector<std::string>{});
+    EXPECT_FALSE(fs::exists(dir / "model.gguf"));
+  }
+}
+
+// A writer killed outright (SIGKILL) leaves its temporary; the next write to
+// the same target removes those of processes that are gone, and no other.
+TEST(Cli, OrphanedTemporariesAreRemovedAtTheNextWrite) {
+  const fs::path dir = tmp() / "orphans";
+  fs::create_directories(dir);
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  waitpid(gone, nullptr, 0);
+  const std::string dead = "model.gguf.tmp." + std::to_string(gone) + ".0";
+  const std::string alive = "model.gguf.tmp." + std::to_string(::getpid()) + ".0";  // this test's own
+  const std::string other = "other.gguf.tmp." + std::to_string(gone) + ".0";        // another target's
+  for (const std::string& f : {dead, alive, other}) std::ofstream(dir / f) << "partial";
+  const Result r = run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + (dir / "model.gguf").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(dir / dead));
+  EXPECT_TRUE(fs::exists(dir / alive));
+  EXPECT_TRUE(fs::exists(dir / other));
+}
+
+// A symbolic link given as the output is followed, as the shell's `>` follows
+// it, even when the file it names does not exist yet: the link stays a link.
+TEST(Cli, OutputThroughADanglingLinkWritesTheFileItNames) {
+  const fs::path dir = tmp() / "dangling";
+  fs::create_directories(dir);
+  fs::create_symlink("target.gguf", dir / "link.gguf");
+  const Result r = run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + (dir / "link.gguf").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.gguf"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "target.gguf"));
+  EXPECT_GT(fs::file_size(dir / "target.gguf"), 1000u);
+}
+
+// What the programs print alone (--help, --layout, --placement, --engines) to
+// a full device is exit 1 with the reason, in every program.
+TEST(Cli, ListsAndHelpToAFullDeviceFail) {
+  const std::string server = env("UNICORN_SERVER");
+  for (const std::string& cmd :
+       {gen() + " --help", gen() + " --layout", gen() + " --placement", gen() + " --engines", server + " --help",
+        server + " --engines", server + " --layout", env("UNICORN_CONVERT") + " --help",
+        env("UNICORN_TOKENIZE") + " --help"}) {
+    SCOPED_TRACE(cmd);
+    const Result r = run("bash -c '" + cmd + " > /dev/full'");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, "cannot write: No space left on device");
+  }
+}
+
+// The same for unicorn-bench (apart: the sanitizer step does not build it).
+TEST(Cli, BenchHelpToAFullDeviceFails) {
+  const Result r = run("bash -c '" + env("UNICORN_BENCH") + " --help > /dev/full'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "cannot write: No space left on device");
+}
+
+// --tokens with no ids is an error, not a prompt read from standard input.
+TEST(Cli, EmptyTokensIsAnError) {
+  const Result r = run(gen() + " --tokens '' < /dev/null");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_CONTAINS(r.out, "--tokens: is empty: give comma-separated token ids");
+}
+
+// An --logits-out that cannot be written is refused before the model is loaded.
+TEST(Cli, UnwritableLogitsOutIsRefusedFirst) {
+  const Result r = run(gen() + " --tokens 2,17 --logits-out " + (tmp() / "no-such-dir" / "x.f32").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "x.f32: cannot create");
+  EXPECT_EQ(r.out.find("loaded"), std::string::npos) << "refused before loading:\n" << r.out;
+}
+
+// Teacher forcing refuses logits that are not numbers (a NaN weight), as
+// generation does, and writes nothing.
+TEST(Cli, LogitsOutRefusesNaNLogits) {
+  if (env("UNICORN_TINY_ENGINE").empty()) GTEST_SKIP() << "the tiny engine binary is not built";
+  const fs::path clean = tmp() / "tiny-nan-logits.gguf", bad = tmp() / "tiny-nan-logits-bad.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + clean.string()).code, 0);
+  fs::copy_file(clean, bad, fs::copy_options::overwrite_existing);
+  {
+    const auto g = unicorn::io::GgufFile::open(clean);
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(g.find_tensor("output_norm.weight")->offset));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int i = 0; i < 4; ++i) f.write(reinterpret_cast<const char*>(&nan), 4);
+  }
+  const fs::path out = tmp() / "nan.f32";
+  const Result r = run(env("UNICORN_TINY_ENGINE") + " --model " + bad.string() + " --tokens 2,17 --logits-out " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "the logits at position 0");
+  EXPECT_CONTAINS(r.out, "are NaN");
+  EXPECT_FALSE(fs::exists(out));
+  const Result ok = run(env("UNICORN_TINY_ENGINE") + " --model " + clean.string() + " --tokens 2,17 --logits-out " + out.string());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_TRUE(fs::exists(out));
 }
 
 // A model larger than the device memory it may use is refused at start-up,

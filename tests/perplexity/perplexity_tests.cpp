@@ -192,6 +192,50 @@ TEST(PerplexityCli, CommandLineErrors) {
   EXPECT_NE(r.err.find("551 tokens; windows of 1024 need at least 2048"), std::string::npos) << r.err;
 }
 
+// Results that standard output cannot take are exit 1 with the reason, in
+// either form; --help too.
+TEST(PerplexityCli, StandardOutputThatCannotBeWrittenIsAnError) {
+  const std::string ppl = env("UNICORN_PERPLEXITY") + " -m " + model("Q4_0") + " --tokenizer " +
+                          env("UNICORN_TOKENIZER_JSON") + " -f " + excerpt() + " -c 16 --chunks 2";
+  for (const std::string& more : {"", " --json", " --help"}) {
+    SCOPED_TRACE(more);
+    const Result r = run("bash -c '" + ppl + more + " > /dev/full'");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot write: No space left on device"), std::string::npos) << r.err;
+  }
+}
+
+// SIGTERM while --kl-divergence-base writes its file: the temporary beside it
+// is removed, nothing is made, and the status is the signal's.
+TEST(PerplexityCli, SignalWhileWritingTheBaseLeavesNothing) {
+  const fs::path dir = work() / "signal";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path script = dir / "run.sh";
+  std::ofstream(script) << "cd " << dir.string() << "\n"
+                        << env("UNICORN_PERPLEXITY") << " -m " << model("Q4_0") << " --tokenizer "
+                        << env("UNICORN_TOKENIZER_JSON") << " -f " << excerpt()
+                        << " -c 128 --kl-divergence-base base.kld > out 2> err &\n"
+                        << R"sh(pid=$!
+for i in $(seq 6000); do compgen -G 'base.kld.tmp.*' > /dev/null && break; kill -0 $pid 2>/dev/null || break; sleep 0.005; done
+compgen -G 'base.kld.tmp.*' > /dev/null || { wait $pid; echo -1 > status; exit 0; }
+kill -TERM $pid
+wait $pid
+echo $? > status
+)sh";
+  ASSERT_EQ(std::system(("bash " + script.string()).c_str()), 0);
+  int status = 0;
+  std::ifstream(dir / "status") >> status;
+  std::ifstream e(dir / "err");
+  const std::string err(std::istreambuf_iterator<char>(e), {});
+  ASSERT_NE(status, -1) << "no temporary file appeared:\n" << err;
+  EXPECT_EQ(status, 128 + 15) << err;
+  EXPECT_NE(err.find("terminated (SIGTERM)"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "base.kld"));
+  for (const auto& f : fs::directory_iterator(dir))
+    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << f.path();
+}
+
 TEST(PerplexityCli, BrokenBaseFilesAreRefused) {
   const fs::path bad = work() / "not-a-base.kld";
   std::ofstream(bad) << "hello";

@@ -11,15 +11,25 @@
 // and is not a regular file (/dev/null, /dev/full, a pipe, a terminal) holds
 // nothing to protect: it is written in place, with the same checks.
 //
+// The temporary file is removed on every way out that runs code: an error, a
+// C++ exception, and SIGINT/SIGTERM where the program's handler calls
+// remove_open_temporaries() (tools/program_exit.hpp installs one). A process
+// killed outright (SIGKILL, a power cut) leaves its temporary behind: the next
+// AtomicFile for the same target removes those of processes that are gone.
+// A target that is a symbolic link is followed, as the shell's `>` follows it:
+// the file it names (even one that does not exist yet) is written, the link stays.
+//
 // Standard output goes through write_stdout: a failed write is an OutputError
 // (the generator exits 1 on a full disk), and a reader that went away (EPIPE,
 // `| head`) is StdoutClosed, so that callers can stop quietly, as coreutils do.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <span>
@@ -29,6 +39,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,7 +66,66 @@ inline int write_fully(int fd, const char* data, size_t size) {
   return 0;
 }
 
+// The temporary files this process has open, for a signal handler: fixed
+// slots, lock-free atomics and unlink(2) are all it may touch.
+struct TemporarySlot {
+  enum State : int { kFree, kFilling, kOpen };
+  std::atomic<int> state{kFree};
+  char path[4096];
+};
+inline TemporarySlot g_temporaries[64];
+
+// A slot for `path`, or -1 when every slot is taken (the file is then only
+// not removed by a signal) or the path is too long for one.
+inline int register_temporary(const std::string& path) noexcept {
+  if (path.size() >= sizeof(TemporarySlot::path)) return -1;
+  for (int i = 0; i < int(std::size(g_temporaries)); ++i) {
+    int expected = TemporarySlot::kFree;
+    if (!g_temporaries[i].state.compare_exchange_strong(expected, TemporarySlot::kFilling)) continue;
+    std::memcpy(g_temporaries[i].path, path.c_str(), path.size() + 1);
+    g_temporaries[i].state.store(TemporarySlot::kOpen);
+    return i;
+  }
+  return -1;
+}
+inline void unregister_temporary(int slot) noexcept {
+  if (slot >= 0) g_temporaries[slot].state.store(TemporarySlot::kFree);
+}
+
+// `name` is `base`.tmp.<pid>.<n> (AtomicFile's temporary names) of a process
+// that no longer exists.
+inline bool is_orphaned_temporary(std::string_view name, std::string_view base) {
+  const std::string prefix = std::string(base) + ".tmp.";
+  if (!name.starts_with(prefix)) return false;
+  name.remove_prefix(prefix.size());
+  const size_t dot = name.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot > 9) return false;
+  const std::string_view pid_text = name.substr(0, dot), counter = name.substr(dot + 1);
+  const auto digits = [](std::string_view t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(pid_text) || !digits(counter)) return false;
+  const pid_t pid = pid_t(std::stol(std::string(pid_text)));
+  return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+// Removes the temporaries that killed writers of `target` left beside it.
+inline void remove_orphaned_temporaries(const std::filesystem::path& target) noexcept {
+  std::error_code ec;
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string base = target.filename().string();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (is_orphaned_temporary(it->path().filename().string(), base)) std::filesystem::remove(it->path(), ec);
+}
+
 }  // namespace detail
+
+// Removes every temporary file an AtomicFile of this process has open. Safe in
+// a signal handler (async-signal-safe); the AtomicFiles are left to the exit.
+inline void remove_open_temporaries() noexcept {
+  for (detail::TemporarySlot& t : detail::g_temporaries)
+    if (t.state.load() == detail::TemporarySlot::kOpen) ::unlink(t.path);
+}
 
 class AtomicFile {
  public:
@@ -63,10 +133,12 @@ class AtomicFile {
   // device, pipe or terminal). Throws unicorn::Error when it cannot be created.
   explicit AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
     std::error_code ec;
-    std::filesystem::path real = target_;
-    if (std::filesystem::is_symlink(target_, ec)) {  // replace the file it points to, keep the link
-      const auto resolved = std::filesystem::canonical(target_, ec);
-      if (!ec) real = resolved;
+    std::filesystem::path real = target_;  // a link is followed to the file it names
+    for (int hops = 0; std::filesystem::is_symlink(real, ec); ++hops) {
+      if (hops == 40) fail("cannot follow the symbolic link", ELOOP);
+      const std::filesystem::path to = std::filesystem::read_symlink(real, ec);
+      if (ec) fail("cannot read the symbolic link", ec.value());
+      real = to.is_absolute() ? to : real.parent_path() / to;
     }
     struct stat st {};
     const bool exists = ::stat(real.c_str(), &st) == 0;
@@ -80,9 +152,11 @@ class AtomicFile {
     final_ = real;
     // Unique among this process's writers and any other process's: pid and a counter.
     static std::atomic<unsigned> counter{0};
+    detail::remove_orphaned_temporaries(real);
     temp_ = real.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0) fail("cannot create " + temp_.string(), errno);
+    slot_ = detail::register_temporary(temp_.string());
     if (exists) (void)::fchmod(fd_, st.st_mode & 07777);  // a replaced file keeps its permissions
   }
   AtomicFile(const AtomicFile&) = delete;
@@ -110,6 +184,7 @@ class AtomicFile {
     if (::close(fd) != 0) fail_and_remove("cannot write", errno);
     if (in_place_) return;
     if (::rename(temp_.c_str(), final_.c_str()) != 0) fail_and_remove("cannot rename " + temp_.string() + " into place", errno);
+    detail::unregister_temporary(std::exchange(slot_, -1));  // after the rename: a signal before it still removes it
     temp_.clear();
   }
 
@@ -136,11 +211,13 @@ class AtomicFile {
   void abandon() noexcept {
     if (fd_ >= 0) ::close(std::exchange(fd_, -1));
     if (!temp_.empty()) ::unlink(temp_.c_str());
+    detail::unregister_temporary(std::exchange(slot_, -1));
     temp_.clear();
   }
 
   std::filesystem::path target_, final_, temp_;
   int fd_ = -1;
+  int slot_ = -1;  // in detail::g_temporaries
   bool in_place_ = false;
   std::string buffer_;
 };

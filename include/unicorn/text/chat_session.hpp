@@ -51,7 +51,13 @@ class ChatSession {
                               : "the conversation no longer fits the context of " +
                                     std::to_string(engine_.context_limit()) + " tokens: start a new one (/reset)");
     cancel_ = false;
+    const uint32_t turn_start = engine_.position(stream_);
     GenerateResult r = detail::generate(engine_, tok_, stream_, ids, opt, on_text, &cancel_);
+    if (r.pending < 0) {  // cancelled inside the prompt: the turn did not happen
+      if (turns_ > 0 && engine_.can_rewind(stream_, turn_start)) engine_.rewind(stream_, turn_start);
+      else reset();  // the first turn, or the earlier turns' positions are overwritten: start over
+      return r;
+    }
     // The last chosen token was not fed: an answer cut at the limit or by a stop
     // string keeps it (it was shown); every answer then ends with <end_of_turn>.
     closing_.clear();

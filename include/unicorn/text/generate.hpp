@@ -36,13 +36,14 @@ struct GenerateOptions {
 };
 
 struct GenerateResult {
-  int prompt_tokens = 0;
+  int prompt_tokens = 0;     // fed: the whole prompt, unless cancelled inside it
   int generated = 0;          // tokens produced (the stop token not counted)
   double prefill_seconds = 0;
   double decode_seconds = 0;
   std::string text;           // what was streamed
   std::string stopped_by;     // "eos", "end_of_turn", "stop string", "limit", "context full", "cancelled"
-  int32_t pending = -1;       // the last token produced, not yet fed to the model
+  int32_t pending = -1;       // the last token produced, not yet fed to the model; -1: cancelled
+                              // before the prompt was all in (the stream holds a part of it)
 };
 
 namespace detail {
@@ -88,9 +89,21 @@ UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const 
   // of a chat) continues them, as one sampler would.
   if (engine.sampling(stream) != opt.sampling) engine.set_sampling(stream, opt.sampling);
   auto t0 = Clock::now();
-  int32_t next = step("prefill of " + std::to_string(prompt.size()) + " prompt tokens at position " +
-                          std::to_string(engine.position(stream)),
-                      [&] { return engine.prefill(stream, prompt); });
+  // The prompt goes in a pass at a time, so that a cancel is seen within one
+  // pass (a long prompt is many), not after the whole prompt.
+  const std::string prefill_what = "prefill of " + std::to_string(prompt.size()) + " prompt tokens at position " +
+                                   std::to_string(engine.position(stream));
+  const size_t chunk = engine.config().prefill_chunk, last = (prompt.size() - 1) / chunk * chunk;
+  for (size_t at = 0; at < last; at += chunk) {
+    if (cancelled()) {
+      r.stopped_by = "cancelled";  // with no pending token: the prompt is not all in
+      r.prompt_tokens = int(at);    // what went in
+      r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      return r;
+    }
+    step(prefill_what, [&] { engine.feed(stream, prompt.subspan(at, chunk)); });
+  }
+  int32_t next = step(prefill_what, [&] { return engine.prefill(stream, prompt.subspan(last)); });
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   TextStream text(tok, opt.stop);
