@@ -7,7 +7,7 @@
 // it for random weights; unicorn-convert does not write K-quants). Their
 // dequantization is ggml's definition, bit for bit. This is file
 // preparation, not inference: the engine itself quantizes on the GPU
-// (shaders/convert.comp) and has no CPU path (DESIGN.md decision 5).
+// (shaders/convert.comp) and has no CPU path.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The second step of .ci/run: the CPU-side tests under AddressSanitizer (with
 # LeakSanitizer) and UndefinedBehaviorSanitizer, with the test-only device-fault
-# hook compiled in (DESIGN.md decision 11). Builds only what those tests run,
+# hook compiled in. Builds only what those tests run,
 # into BUILD_DIR (default build-asan), then runs them:
 #   io_tests            GGUF, safetensors, config.json, files written whole (label loader)
 #   convert_tests       unicorn-convert's GGUF output: vocabulary, chat template, metadata

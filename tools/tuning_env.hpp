@@ -1,6 +1,6 @@
 // tools/tuning_env.hpp — the one place the programs, the benchmark and the
 // tests read UNICORN_* variables for what the library takes as values
-// (DESIGN.md decision 8: the library reads none of them itself).
+// (the library reads none of them itself).
 //
 //   UNICORN_PIPELINE_CACHE=DIR|off      the pipeline cache folder (EngineOptions::pipeline_cache);
 //                                       unset: $XDG_CACHE_HOME/unicorn, else ~/.cache/unicorn

@@ -47,7 +47,7 @@ inline void add_memory_flag(CLI::App& app, std::optional<uint64_t>& bytes) {
 }
 
 // --products auto|fp16|fp32: the arithmetic of prefill's matrix products on
-// tensor units (EngineOptions::products; README "Precision").
+// tensor units (EngineOptions::products; docs/precision.md).
 inline void add_products_flag(CLI::App& app, Products& products) {
   app.add_option("--products", products,
                  "prefill's matrix products on tensor units: auto (fp16 operands unless every matrix is F32), "

@@ -2,7 +2,7 @@
 // scored position's logits, and the totals it reports.
 //
 // This is evaluation on the host, over logits the engine read back, as
-// llama-perplexity does it: not an inference op (DESIGN.md decision 5).
+// llama-perplexity does it: not an inference op, which the engine runs on the GPU only.
 // Rows are scored on threads into per-row results that are summed in row
 // order, so a report does not depend on the number of threads.
 #pragma once

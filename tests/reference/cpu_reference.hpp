@@ -1,6 +1,6 @@
 // tests/reference/cpu_reference.hpp — scalar CPU reference of every engine op.
 //
-// The engine has no CPU inference path (DESIGN.md decision 5); this one lives
+// The engine has no CPU inference path; this one lives
 // in tests/ only, as the yardstick the shaders are measured against. Each op is
 // written from its definition (Hugging Face's Gemma 3, ggml's block layouts in
 // quant/formats.hpp), not from the shader: straightforward loops, results in

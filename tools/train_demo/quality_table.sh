@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's quality table: the demo model in every format the engine runs,
+# The quality table of docs/demo_model.md: the demo model in every format the engine runs,
 # its perplexity on held-out text and its KL divergence from the F16 run,
 # beside the file's size (unicorn-perplexity, llama-perplexity's method).
 #   tools/train_demo/quality_table.sh BIN_DIR TEXT CTX OUT_DIR [unicorn-perplexity flags...]

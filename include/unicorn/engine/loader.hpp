@@ -1,9 +1,9 @@
 // unicorn/engine/loader.hpp — fill an engine's weights from a GGUF file or a
 // Hugging Face directory, after checking the file against the compiled layout.
 //
-// Decision 2 of DESIGN.md: every hyperparameter, and every tensor's name, shape
-// and type, must match the engine; the first mismatch is an error that names
-// the key or tensor, both values, and — when the file is another official
+// Every hyperparameter, and every tensor's name, shape and type, must match
+// the engine; the first mismatch is an error that names the key or tensor,
+// both values, and — when the file is another official
 // Gemma 3 size — the binary to use instead. Nothing is uploaded before the
 // whole file has been checked.
 //

@@ -1,5 +1,5 @@
 // unicorn/engine/options.hpp — what is chosen when an engine is created, as
-// values (DESIGN.md decision 8: the library reads no environment for them;
+// values (the library reads no environment for them;
 // the tools fill these from flags, or from UNICORN_* variables through
 // tools/tuning_env.hpp).
 //

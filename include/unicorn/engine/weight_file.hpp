@@ -1,9 +1,9 @@
 // unicorn/engine/weight_file.hpp — a model file as the loader reads it, and
 // every way it differs from a compiled engine.
 //
-// Decision 2 of DESIGN.md: every hyperparameter, and every tensor's name, shape
-// and type, must match the engine. check_file() lists each difference in
-// words (the key or tensor, both values); the loader refuses a file with any
+// Every hyperparameter, and every tensor's name, shape and type, must match
+// the engine. check_file() lists each difference in words (the key or tensor,
+// both values); the loader refuses a file with any
 // (the first is its error), and a binary holding several engines runs a file
 // in the one with none (engine/pick.hpp). Both kinds of file are a WeightFile
 // that yields each tensor's (name, type, shape, bytes): a GGUF file, whose

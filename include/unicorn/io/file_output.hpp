@@ -1,5 +1,5 @@
 // unicorn/io/file_output.hpp — every byte the project writes, written so that
-// nothing is lost silently (DESIGN.md decision 11).
+// nothing is lost silently.
 //
 // Files (GGUF from unicorn-convert, --logits-out, benchmark results, the
 // pipeline cache) go through AtomicFile: the bytes land in a temporary file

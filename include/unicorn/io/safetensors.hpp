@@ -8,7 +8,7 @@
 //
 // Sharded checkpoints add model.safetensors.index.json, whose "weight_map"
 // names the shard file of every tensor. The loader quantizes these tensors on
-// the GPU (DESIGN.md, decision 1); this header only maps and validates them.
+// the GPU; this header only maps and validates them.
 #pragma once
 
 #include <algorithm>

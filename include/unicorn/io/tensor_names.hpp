@@ -16,7 +16,7 @@
 // "language_model.model." (multimodal, transformers < 4.52) or
 // "model.language_model." (multimodal, newer). Vision tensors ("vision_tower.",
 // "multi_modal_projector.", with or without a leading "model.") are skipped:
-// this engine runs the text model only (DESIGN.md, decision 1).
+// this engine runs the text model only.
 //
 // Conventions that differ between the two files of the same weights:
 //  - Shapes: GGUF dims list ne[0] first, the innermost (contiguous) dimension;

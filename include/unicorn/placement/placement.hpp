@@ -27,7 +27,7 @@ namespace unicorn {
 // memory). Gtt: system memory the GPU reads through its page tables (host-visible;
 // on a discrete GPU, read over PCIe). NpuSram: the NPU's on-chip tile memory.
 // Cpu: memory only the CPU would use — no inference op runs there, so a
-// placement naming it never compiles (DESIGN.md decision 5).
+// placement naming it never compiles (no inference op has a CPU path).
 enum class Pool : uint8_t { Vram, Gtt, NpuSram, Cpu };
 inline constexpr Pool kPools[] = {Pool::Vram, Pool::Gtt, Pool::NpuSram, Pool::Cpu};
 inline constexpr size_t kPoolCount = std::size(kPools);
@@ -163,7 +163,7 @@ template <Pool P> using KvCache = Default::KvCache<P>;
 template <Pool P> using Activations = Default::Activations<P>;
 template <Pool P> using Weights = Default::Weights<P>;
 
-// The NPU-offload plan of DESIGN.md: the first `layers` layers' attention
+// The NPU-offload plan of the design: the first `layers` layers' attention
 // weights in NPU SRAM, everything else in Vram.
 constexpr Placement npu_attention_first_layers(uint32_t layers) {
   return everything_in(Pool::Vram).with(Group::Attention, Layers{0, layers}, Pool::NpuSram);

@@ -4,7 +4,8 @@
 // The KV cache is kept across turns: each turn feeds only the new text (the
 // close of the previous model turn and the new user turn), never the earlier
 // turns again. A cancelled answer (cancel(), from any thread) is closed like a
-// finished one, so the conversation goes on.
+// finished one, so the conversation goes on; a cancel inside the prompt undoes
+// the turn.
 #pragma once
 
 #include <atomic>
