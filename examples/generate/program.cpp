@@ -38,6 +38,7 @@
 
 #include "flags.hpp"
 #include "program.hpp"
+#include "model_tokenizer.hpp"
 #include "ollama_env.hpp"
 #include "program_exit.hpp"
 #include "tuning_env.hpp"
@@ -289,6 +290,8 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     stop_if_signalled("while opening the device");
     AnyEngine engine(device, deployment,
                      unicorn::tools::engine_options_from_env({.context = context, .products = flags.products}));
+    if (ids_forced.empty())  // --tokens needs none
+      flags.tokenizer = unicorn::tools::tokenizer_for_model(flags.model, flags.tokenizer, program.default_tokenizer);
     const auto report = engine.load(flags.model, {.tokenizer = flags.tokenizer, .progress = progress_bar});
     stop_if_signalled("while loading");
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -332,7 +335,8 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     flags.sampling.params.seed = *seed;
     const unicorn::text::GenerateOptions request{
         .max_tokens = flags.n_predict, .stop = flags.stop, .sampling = flags.sampling.params, .cancel = &g_interrupt};
-    engine.tokenizer();  // a model without a vocabulary fails here
+    unicorn::tools::require_tokenizer(engine, flags.model);  // a model without a vocabulary fails here
+    engine.tokenizer();
     if (flags.interactive) return chat_loop(engine, flags.system_prompt, request);
     if (!flags.chat) {  // the prompt is echoed, so it is checked first
       const size_t n = engine.tokenizer().encode(flags.prompt, /*add_bos=*/true).size();

@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 
+#include "model_tokenizer.hpp"
 #include "program.hpp"
 #include "ollama_env.hpp"
 #include "program_exit.hpp"
@@ -58,6 +59,9 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
   app.add_option("--port", opt.port, "port to listen on (0: any free port, printed)")->capture_default_str();
   app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' (not on /health and /metrics)");
+  app.add_option("--cors-origin", opt.cors_origins,
+                 "let scripts of this web origin call the server (e.g. https://app.example; '*' for any; "
+                 "repeat for several); default: none");
   app.add_option("--parallel", slots, "(also -np) slots: requests decoded together (at most " + limit +
                                           (several ? "slots" : std::to_string(first.streams)) + ")");
   app.add_option("-c,--ctx-size", context, "tokens per slot, prompt and answer (at most " + limit +
@@ -174,8 +178,10 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
       device.emplace(unicorn::tools::device_from_env());
       // The KV cache holds `context` positions per slot.
       engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = opt.context}));
-      const auto report = engine->load(model, {.tokenizer = tokenizer});
-      engine->tokenizer();  // a model without a vocabulary fails here, before serving
+      const auto report = engine->load(
+          model, {.tokenizer = unicorn::tools::tokenizer_for_model(model, tokenizer, program.default_tokenizer)});
+      unicorn::tools::require_tokenizer(*engine, model);
+      engine->tokenizer();  // built now: a vocabulary that does not read fails before serving
       if (check_tensors) {
         const auto c = engine->check_tensors();
         std::fprintf(stderr, "%s: check-tensors: %zu tensors hold no NaN or Inf (%.3f s)\n", name,

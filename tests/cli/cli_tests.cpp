@@ -280,11 +280,26 @@ TEST(Cli, ChatTemplate) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
+// The demo model's file, named: it holds Gemma 3's weights without the
+// vocabulary, so the Gemma 3 tokenizer the build carries goes with it.
 TEST(Cli, GgufFile) {
-  const Result r = run(gen() + " --model " + env("UNICORN_DEMO_GGUF") + " --tokenizer " +
-                    env("UNICORN_TOKENIZER_JSON") + " -p 'Hi' -n 4 --temp 0");
+  const Result r = run(gen() + " --model " + env("UNICORN_DEMO_GGUF") + " -p 'Hi' -n 4 --temp 0");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_CONTAINS(r.out, "GGUF");
+  const std::string with_flag = stdout_of(gen() + " --model " + env("UNICORN_DEMO_GGUF") + " --tokenizer " +
+                                          env("UNICORN_TOKENIZER_JSON") + " -p 'Hi' -n 4 --temp 0");
+  EXPECT_EQ(stdout_of(gen() + " --model " + env("UNICORN_DEMO_GGUF") + " -p 'Hi' -n 4 --temp 0"), with_flag)
+      << "the same tokenizer";
+}
+
+// A model without a vocabulary (a directory without tokenizer.json) is
+// refused in the words of the flags, not the library's.
+TEST(Cli, ModelWithoutVocabularyNamesTheFlag) {
+  if (env("UNICORN_TINY_ENGINE").empty()) GTEST_SKIP() << "the tiny engine binary is not built";
+  const Result r = run(env("UNICORN_TINY_ENGINE") + " --model " + env("UNICORN_FIXTURES") + "/tiny -p 'Hi' -n 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "carries no vocabulary: give --tokenizer FILE");
+  EXPECT_EQ(r.out.find("LoadOptions"), std::string::npos) << r.out;
 }
 
 // --model ollama:NAME: the demo model's file where Ollama's store keeps a

@@ -67,6 +67,9 @@ TEST(Request, ChatDefaultsAndFields) {
   const auto dev = parse_completion_request(
       R"({"messages":[{"role":"developer","content":"x"},{"role":"user","content":"y"}]})", Kind::Chat);
   EXPECT_EQ(dev.messages[0].role, "system");
+  // {"type": "text"} is the API's default response format (LangChain and others send it).
+  EXPECT_NO_THROW(parse_completion_request("{" + kHi + R"(,"response_format":{"type":"text"}})", Kind::Chat));
+  EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"}})", Kind::Text));
   // A JavaScript client may send 16.0 for 16.
   EXPECT_EQ(parse_completion_request("{" + kHi + R"(,"max_tokens":16.0})", Kind::Chat).max_tokens, 16u);
 }
@@ -118,7 +121,11 @@ TEST(Request, RefusalsNameTheField) {
       {"{" + kHi + R"(,"logprobs":true})", "logprobs"}, {"{" + kHi + R"(,"top_logprobs":3})", "top_logprobs"},
       {"{" + kHi + R"(,"tools":[{"type":"function"}]})", "tools"},
       {"{" + kHi + R"(,"tool_choice":"auto"})", "tool_choice"},
-      {"{" + kHi + R"(,"response_format":{"type":"json_object"}})", "response_format"},
+      {"{" + kHi + R"(,"response_format":{"type":"json_object"}})", "response_format.type"},
+      {"{" + kHi + R"(,"response_format":{"type":"json_schema","json_schema":{}}})", "response_format.type"},
+      {"{" + kHi + R"(,"response_format":{"type":"text","json_schema":{}}})", "response_format.json_schema"},
+      {"{" + kHi + R"(,"response_format":{}})", "response_format.type"},
+      {"{" + kHi + R"(,"response_format":"text"})", "response_format"},
       {"{" + kHi + R"(,"logit_bias":{"5":10}})", "logit_bias"}, {"{" + kHi + R"(,"foo":1})", "foo"},
       {"{" + kHi + R"(,"stream":"yes"})", "stream"},
       {"{" + kHi + R"(,"stream_options":{"include_usage":true}})", "stream_options"},

@@ -144,14 +144,15 @@ function raw(server, bytes, { end = true, timeoutMs = 10000 } = {}) {
 
 // Sends a whole JSON POST on a raw connection and closes it after `ms`
 // milliseconds, unread: a client that gives up on an unstreamed request (the
-// server has the request, whatever the timing).
-function postThenLeave(server, route, body, ms) {
+// server has the request, whatever the timing). With reset, the connection
+// ends with a reset (a killed process, SO_LINGER 0) rather than a close.
+function postThenLeave(server, route, body, ms, { reset = false } = {}) {
   return new Promise((resolve) => {
     const payload = JSON.stringify(body);
     const socket = net.connect(server.port, "127.0.0.1", () => {
       socket.write(`POST ${route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
                    `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-      setTimeout(() => { socket.destroy(); resolve(); }, ms);
+      setTimeout(() => { if (reset) socket.resetAndDestroy(); else socket.destroy(); resolve(); }, ms);
     });
     socket.on("error", () => {});
   });

@@ -65,6 +65,121 @@ test("a client that leaves mid-stream, or while waiting unstreamed, frees its sl
   }
 });
 
+test("a client that left frees its place in the queue at once", async () => {
+  const s = await h.start(binary(), [...h.tinyArgs(), "--parallel", "1", "--queue", "2"]);
+  try {
+    let first;
+    const started = new Promise((resolve) => {
+      first = h.streamEvents(s, "/v1/chat/completions", { ...long, max_tokens: 240, ignore_eos: true },
+                             { onChunk: () => resolve() });
+    });
+    await started;  // it holds the one slot
+    const untilQueued = async (n) => {
+      for (const t0 = Date.now(); Date.now() - t0 < 20000;) {
+        if ((await h.metrics(s)).unicorn_queue_depth === n) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.fail(`the queue never held ${n}`);
+    };
+    // Two clients wait in the queue, then leave (one closes, one resets).
+    await Promise.all([h.postThenLeave(s, "/v1/chat/completions", long, 100),
+                       h.postThenLeave(s, "/v1/chat/completions", long, 100, { reset: true })]);
+    await untilQueued(0);
+    // Their places are free: two more wait, not a 503.
+    const a = h.post(s, "/v1/chat/completions", { ...long, max_tokens: 2 });
+    const b = h.post(s, "/v1/chat/completions", { ...long, max_tokens: 2 });
+    await untilQueued(2);
+    const third = await h.post(s, "/v1/chat/completions", { ...long, max_tokens: 2 });
+    assert.equal(third.status, 503, "past the queue of 2");
+    assert.equal((await a).status, 200);
+    assert.equal((await b).status, 200);
+    assert.ok((await first).done);
+    const m = await h.metrics(s);
+    assert.equal(m['unicorn_completions_total{outcome="cancelled"}'], 2, "the two that left");
+    assert.equal(m['unicorn_rejected_total{reason="queue_full"}'], 1);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("a client that half-closes after its request (nc -N) gets its answer", async () => {
+  const s = await h.start(binary(), h.tinyArgs());
+  try {
+    const body = (extra) => JSON.stringify({ ...long, max_tokens: 8, ...extra });
+    const request = (version, b) => `POST /v1/chat/completions HTTP/${version}\r\nHost: x\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
+    for (let i = 0; i < 4; i++) {
+      for (const version of ["1.1", "1.0"]) {
+        const whole = await h.raw(s, request(version, body({ seed: i })));  // written, then shut for sending
+        const answer = whole.text.slice(whole.text.lastIndexOf("HTTP/1."));  // past an interim 100 Continue
+        assert.match(answer, /^HTTP\/1\.[01] 200/, `HTTP/${version}: ${whole.text.slice(0, 200)}`);
+        assert.equal(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)).choices[0].index, 0);
+      }
+      const streamed = await h.raw(s, request("1.1", body({ seed: i, stream: true })));
+      assert.equal(streamed.status, 200);
+      assert.match(streamed.text, /data: \[DONE\]/);
+    }
+    const m = await h.metrics(s);
+    assert.equal(m['unicorn_completions_total{outcome="cancelled"}'] ?? 0, 0);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("--cors-origin: preflights are granted to the named origin only; answers carry the grant", async () => {
+  const origin = "http://page.example";
+  const s = await h.start(binary(), [...h.tinyArgs(), "--cors-origin", origin, "--api-key", "k"]);
+  const plain = await h.start(binary(), h.tinyArgs());
+  try {
+    const preflight = (server, from, route = "/v1/chat/completions") => fetch(server.url + route, {
+      method: "OPTIONS",
+      headers: { origin: from, "access-control-request-method": "POST",
+                 "access-control-request-headers": "authorization,content-type" },
+    });
+    const granted = await preflight(s, origin);  // a preflight carries no key
+    assert.equal(granted.status, 204);
+    assert.equal(granted.headers.get("access-control-allow-origin"), origin);
+    assert.match(granted.headers.get("access-control-allow-methods"), /POST/);
+    assert.equal(granted.headers.get("access-control-allow-headers"), "authorization,content-type");
+    assert.equal((await preflight(s, origin, "/v1/models")).headers.get("access-control-allow-methods"), "GET, OPTIONS");
+    const other = await preflight(s, "http://elsewhere.example");
+    assert.equal(other.status, 204);
+    assert.equal(other.headers.get("access-control-allow-origin"), null);
+    assert.equal((await preflight(s, origin, "/nowhere")).status, 404);
+    const post = (server, from, extra = {}) => h.post(server, "/v1/chat/completions", { ...long, max_tokens: 2 },
+                                                      { origin: from, authorization: "Bearer k", ...extra });
+    const answered = await post(s, origin);
+    assert.equal(answered.status, 200);
+    assert.equal(answered.headers.get("access-control-allow-origin"), origin);
+    const refused = await post(s, origin, { authorization: "Bearer no" });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.headers.get("access-control-allow-origin"), origin, "the page can read why");
+    const stream = await fetch(s.url + "/v1/chat/completions", {
+      method: "POST", headers: { origin, authorization: "Bearer k", "content-type": "application/json" },
+      body: JSON.stringify({ ...long, max_tokens: 2, stream: true }),
+    });
+    assert.equal(stream.headers.get("access-control-allow-origin"), origin);
+    await stream.text();
+    assert.equal((await post(s, "http://elsewhere.example")).headers.get("access-control-allow-origin"), null);
+    // Without --cors-origin: OPTIONS says what is allowed and grants nothing.
+    const off = await preflight(plain, origin);
+    assert.equal(off.status, 204);
+    assert.equal(off.headers.get("allow"), "POST, OPTIONS");
+    assert.equal(off.headers.get("access-control-allow-origin"), null);
+    assert.equal((await post(plain, origin)).headers.get("access-control-allow-origin"), null);
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+    assert.equal((await h.stop(plain)).code, 0);
+  }
+});
+
+test("a model without a vocabulary is refused naming --tokenizer", () => {
+  const r = spawnSync(binary(), ["--model", h.env("UNICORN_TINY_MODEL"), "--port", "0"], { encoding: "utf8", timeout: 60000 });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /carries no vocabulary: give --tokenizer FILE/);
+  assert.doesNotMatch(r.stderr, /LoadOptions/);
+});
+
 test("--api-key: completions and models need the Bearer key; /health and /metrics do not", async () => {
   const s = await h.start(binary(), [...h.tinyArgs(), "--api-key", "s3cret"]);
   try {
@@ -75,6 +190,15 @@ test("--api-key: completions and models need the Bearer key; /health and /metric
     assert.equal(wrong.status, 401);
     const right = await h.post(s, "/v1/completions", { prompt: "a", max_tokens: 2 }, { authorization: "Bearer s3cret" });
     assert.equal(right.status, 200);
+    // The scheme is case-insensitive, and one or more spaces follow it (RFC 9110 11.4).
+    for (const authorization of ["bearer s3cret", "BEARER  s3cret"]) {
+      const ok = await h.post(s, "/v1/completions", { prompt: "a", max_tokens: 2 }, { authorization });
+      assert.equal(ok.status, 200, authorization);
+    }
+    for (const authorization of ["Basic s3cret", "Bearer", "Bearers3cret", "Bearer  s3cre"]) {
+      const no = await h.post(s, "/v1/completions", { prompt: "a", max_tokens: 2 }, { authorization });
+      assert.equal(no.status, 401, authorization);
+    }
     assert.equal((await fetch(s.url + "/health")).status, 200);
     assert.equal((await fetch(s.url + "/metrics")).status, 200);
     const OpenAI = h.npm("openai").OpenAI;

@@ -7,6 +7,7 @@
 const { test, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const { execFileSync } = require("node:child_process");
+const path = require("node:path");
 const h = require("./harness.cjs");
 
 const mod = h.npm("openai");
@@ -15,7 +16,10 @@ let server, client;
 
 before(async () => {
   // /health answers 503 while the model loads (the demo takes seconds), then 200.
-  server = await h.start(h.env("UNICORN_SERVER"), [], { until: "listening" });
+  // The demo model's file named as the README's users name it (-m models/gemma3-demo.gguf):
+  // it carries no vocabulary, and the Gemma 3 tokenizer the build carries goes with it.
+  const demo = path.resolve(h.env("UNICORN_TINY_MODEL"), "../../../../models/gemma3-demo.gguf");
+  server = await h.start(h.env("UNICORN_SERVER"), ["-m", demo], { until: "listening" });
   const early = await fetch(server.url + "/health");
   const body = await early.json();
   assert.ok(early.status === 503 || early.status === 200, `health while loading: ${early.status}`);

@@ -203,6 +203,22 @@ inline std::vector<std::string> stop_strings(const Json& v) {
   return out;
 }
 
+// response_format: {"type": "text"}, the API's default, is plain text; the
+// JSON formats need constrained sampling, which this server does not have.
+inline void response_format(const Json& v) {
+  if (!v.is_object()) throw wrong_type("response_format", v, "an object");
+  if (!v.contains("type") || !v["type"].is_string())
+    throw wrong_type("response_format.type", v.value("type", Json()), "a string");
+  if (v["type"] != "text")
+    throw bad_request("'response_format.type' = " + brief(v["type"]) + " is not supported by this server (only "
+                          "\"text\": JSON output needs constrained sampling, which it does not have)",
+                      "response_format.type", "unsupported_value");
+  for (const auto& [k, _] : v.items())
+    if (k != "type")
+      throw bad_request("'response_format." + k + "' is not supported by this server (only {\"type\": \"text\"})",
+                        "response_format." + k, "unsupported_parameter");
+}
+
 // The prompt of a text completion: a string, token ids, or a one-element
 // array of either (the API's batch form, which asks for one completion per
 // element: only one is served).
@@ -315,7 +331,9 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
       only_default(v, key, 1);
     } else if (key == "logprobs") {
       only_default(v, key, chat ? Json(false) : Json(0));
-    } else if (key == "top_logprobs" || key == "suffix" || key == "logit_bias" || key == "response_format" ||
+    } else if (key == "response_format") {
+      if (!v.is_null()) response_format(v);
+    } else if (key == "top_logprobs" || key == "suffix" || key == "logit_bias" ||
                key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
       only_default(v, key, Json(nullptr));
     } else if (!chat && key == "echo") {

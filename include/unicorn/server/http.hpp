@@ -8,6 +8,7 @@
 //   GET  /v1/models, /v1/models/{id}
 //   GET  /health, /metrics                        (no API key needed)
 //   POST /tokenize, /detokenize
+//   OPTIONS on any of them: a CORS preflight (ServerOptions::cors_origins)
 // Every error is an OpenAI error object with a 4xx (the client's fault) or 5xx
 // (ours) status. A client that goes away, mid-stream or while waiting, frees
 // its slot at the scheduler's next step: each completion watches its socket.
@@ -22,8 +23,10 @@
 #include "unicorn/text/chat_template.hpp"
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
+#include <sys/socket.h>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -31,6 +34,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 
@@ -56,6 +60,18 @@ inline std::string random_hex(std::mt19937_64& rng, int digits) {
   std::string s;
   for (int i = 0; i < digits; ++i) s += kHex[rng() % 16];
   return s;
+}
+
+// The credentials of an "Authorization: Bearer <token>" header, or nothing:
+// the scheme is case-insensitive and followed by one or more spaces (RFC 9110 11.4).
+inline std::optional<std::string_view> bearer_token(std::string_view auth) {
+  constexpr std::string_view kScheme = "bearer";
+  if (auth.size() <= kScheme.size() || auth[kScheme.size()] != ' ') return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(auth[i])) != kScheme[i]) return std::nullopt;
+  const size_t token = auth.find_first_not_of(' ', kScheme.size());
+  if (token == std::string_view::npos) return std::nullopt;
+  return auth.substr(token);
 }
 
 // Equal strings in time that does not depend on where they differ.
@@ -140,15 +156,49 @@ class Server {
  private:
   using Stream = beast::tcp_stream;
   using Request = http::request<http::string_body>;
+  using Headers = std::vector<std::pair<http::field, std::string>>;
   struct Reply {
     http::status status;
     std::string body;
     std::string content_type = "application/json";
-    std::vector<std::pair<http::field, std::string>> headers;
+    Headers headers;
   };
+
+  // CORS: the headers that let a page of the request's Origin read the
+  // answer, when that origin is allowed; none otherwise (and none for a
+  // request without Origin: not a browser's cross-origin call).
+  Headers cors_headers(const Request& req) const {
+    const std::string origin(req[http::field::origin]);
+    if (origin.empty()) return {};
+    for (const std::string& allowed : opt_.cors_origins) {
+      if (allowed == "*") return {{http::field::access_control_allow_origin, "*"}};
+      if (allowed == origin)
+        return {{http::field::access_control_allow_origin, origin}, {http::field::vary, "Origin"}};
+    }
+    return {};
+  }
+  // The answer to OPTIONS: what the route allows, and for an allowed origin
+  // the preflight's grant (methods, the headers it asked for, 10 minutes).
+  Reply preflight(const Request& req, const std::string& allowed) const {
+    Reply r{http::status::no_content, "", "text/plain", {{http::field::allow, allowed}}};
+    Headers cors = cors_headers(req);
+    if (!cors.empty()) {
+      cors.push_back({http::field::access_control_allow_methods, allowed});
+      const std::string asked(req[http::field::access_control_request_headers]);
+      cors.push_back({http::field::access_control_allow_headers,
+                      asked.empty() ? std::string("authorization, content-type") : asked});
+      cors.push_back({http::field::access_control_max_age, "600"});
+    }
+    r.headers.insert(r.headers.end(), cors.begin(), cors.end());
+    return r;
+  }
 
   static Reply json_reply(int status, const Json& j) {
     return {http::status(status), detail_http::dump(j) + "\n"};
+  }
+  static Reply with_headers(Reply r, const Headers& more) {
+    r.headers.insert(r.headers.end(), more.begin(), more.end());
+    return r;
   }
   static Reply error_reply(const ApiError& e) {
     Reply r = json_reply(e.status, e.body());
@@ -272,12 +322,15 @@ class Server {
   // Answers one request; returns its status (499: the client went away first).
   net::awaitable<int> handle(Stream& stream, Request& req, bool& keep_alive) {
     Routed r = route(req);
+    const Headers cors = cors_headers(req);
     if (r.reply) {
+      if (r.reply->status != http::status::no_content)  // a preflight has its own
+        r.reply->headers.insert(r.reply->headers.end(), cors.begin(), cors.end());
       metrics_.request(r.endpoint, int(r.reply->status));
       co_await send(stream, *r.reply, keep_alive, req.version());
       co_return int(r.reply->status);
     }
-    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(r.job), r.endpoint);
+    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(r.job), r.endpoint, cors);
   }
 
   // Where a request goes: an answer made at once, or a completion to run.
@@ -298,6 +351,15 @@ class Server {
       return answer(std::move(endpoint), std::move(r));
     };
 
+    const bool chat = path == "/v1/chat/completions" || path == "/chat/completions";
+    const bool text = path == "/v1/completions" || path == "/completions";
+    const bool models_path = path == "/v1/models" || path.starts_with("/v1/models/");
+    if (method == http::verb::options) {  // before the API key: a preflight carries none
+      const bool get = path == "/health" || path == "/metrics" || models_path;
+      if (!get && !chat && !text && path != "/tokenize" && path != "/detokenize")
+        return answer("other", error_reply({404, "no route " + path, "not_found_error", "", "not_found"}));
+      return answer("preflight", preflight(req, get ? "GET, OPTIONS" : "POST, OPTIONS"));
+    }
     if (path == "/health") {
       if (method != http::verb::get) return wrong_method("GET", "health");
       return answer("health", ready_ ? json_reply(200, {{"status", "ok"}}) : loading());
@@ -306,16 +368,14 @@ class Server {
       if (method != http::verb::get) return wrong_method("GET", "metrics");
       return answer("metrics", {http::status::ok, metrics_.text(), "text/plain; version=0.0.4; charset=utf-8"});
     }
-    const bool chat = path == "/v1/chat/completions" || path == "/chat/completions";
-    const bool text = path == "/v1/completions" || path == "/completions";
-    const bool models_path = path == "/v1/models" || path.starts_with("/v1/models/");
     if (!chat && !text && !models_path && path != "/tokenize" && path != "/detokenize")
       return answer("other", error_reply({404, "no route " + path, "not_found_error", "", "not_found"}));
     const std::string endpoint = chat ? "chat_completions" : text ? "completions" : models_path ? "models"
                                                                                                : path.substr(1);
     if (!opt_.api_key.empty()) {
       const std::string auth(req[http::field::authorization]);
-      if (!auth.starts_with("Bearer ") || !detail_http::same_secret(auth.substr(7), opt_.api_key))
+      const auto token = detail_http::bearer_token(auth);
+      if (!token || !detail_http::same_secret(*token, opt_.api_key))
         return answer("auth", error_reply({401, "invalid API key: send 'Authorization: Bearer <key>'",
                                            "authentication_error", "", "invalid_api_key"}));
     }
@@ -419,11 +479,53 @@ class Server {
     explicit Waker(net::any_io_executor ex) : timer(ex) {}
     net::steady_timer timer;
     bool signalled = false;  // the I/O thread's
+    bool answering = false;  // the answer is being written: no probe may go between its bytes
     void signal() {
       signalled = true;
       timer.cancel();
     }
   };
+  // Watches a running completion's socket, so that a client that goes away
+  // frees its slot. A reset is a client gone. An end of stream is ambiguous:
+  // a client that closed the connection sends the same FIN as one that only
+  // shut its sending side and still reads (nc -N, some proxies). A streamed
+  // answer lets a failed write tell them apart; for an unstreamed HTTP/1.1 one
+  // the watch sends the interim "100 Continue" (which every HTTP/1.1 client
+  // reads past), and a closed socket answers it with the reset that ends the
+  // job. An HTTP/1.0 client gets its answer either way.
+  void watch_client(tcp::socket& socket, std::shared_ptr<Job> job, const std::shared_ptr<Waker>& waker,
+                    bool can_probe, tcp::socket::wait_type what) {
+    socket.async_wait(what, [this, &socket, job, weak = std::weak_ptr<Waker>(waker), can_probe,
+                             what](const boost::system::error_code& ec) {
+      const auto w = weak.lock();  // gone: the completion (and maybe the socket) has ended
+      if (!w || ec == net::error::operation_aborted) return;
+      char byte;
+      boost::system::error_code peek_ec;
+      const size_t n = socket.receive(net::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+      if (peek_ec == net::error::would_block) return watch_client(socket, job, w, can_probe, what);  // spurious
+      const bool end_of_stream = peek_ec == net::error::eof;  // Asio's word for a receive of 0 bytes
+      // A reset that came after the end of stream: a receive reports the end
+      // first, the socket's pending error says it.
+      int pending = 0;
+      socklen_t size = sizeof pending;
+      ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &pending, &size);
+      if (ec || pending || (peek_ec && !end_of_stream)) {  // reset: the client is gone
+        job->cancelled = true;
+        return w->signal();
+      }
+      if ((n > 0 && !end_of_stream) || what == tcp::socket::wait_error) return;  // a pipelined request waits its turn
+      if (!can_probe || w->answering) return;
+      static constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
+      boost::system::error_code send_ec;
+      socket.send(net::buffer(kProbe.data(), kProbe.size()), 0, send_ec);
+      if (send_ec) {
+        job->cancelled = true;
+        return w->signal();
+      }
+      watch_client(socket, job, w, false, tcp::socket::wait_error);  // for the reset a closed socket sends back
+    });
+  }
+
   net::awaitable<void> wait(Waker& w) {
     if (!w.signalled) {
       w.timer.expires_at(net::steady_timer::time_point::max());
@@ -435,16 +537,16 @@ class Server {
 
   // Runs a completion and answers it, streamed or whole.
   net::awaitable<int> complete(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
-                               std::shared_ptr<Job> job, const std::string& endpoint) {
+                               std::shared_ptr<Job> job, const std::string& endpoint, const Headers& cors) {
     metrics_.answering(+1);
-    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(job));
+    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(job), cors);
     metrics_.request(endpoint, status);
     metrics_.answering(-1);
     co_return status;
   }
 
   net::awaitable<int> run_completion(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
-                                     std::shared_ptr<Job> job) {
+                                     std::shared_ptr<Job> job, const Headers& cors) {
     auto waker = std::make_shared<Waker>(co_await net::this_coro::executor);
     job->notify = [weak = std::weak_ptr<Waker>(waker), ex = waker->timer.get_executor()] {
       net::post(ex, [weak] {
@@ -459,26 +561,12 @@ class Server {
                                   std::to_string(opt_.queue_limit) + " is full; retry later",
                          "unavailable_error", "", "queue_full"};
       metrics_.rejected(refusal.code);
-      co_await send(stream, error_reply(refusal), keep_alive, req.version());
+      co_await send(stream, with_headers(error_reply(refusal), cors), keep_alive, req.version());
       co_return 503;
     }
-    // Watch the socket while the job runs: readable with nothing to read means
-    // the client closed, and the job is cancelled.
     stream.expires_never();
     auto& socket = stream.socket();
-    socket.async_wait(tcp::socket::wait_read, [job, weak = std::weak_ptr<Waker>(waker), &socket](
-                                                  const boost::system::error_code& ec) {
-      const auto w = weak.lock();  // gone: the completion (and maybe the socket) has ended
-      if (!w || ec == net::error::operation_aborted) return;
-      char byte;
-      boost::system::error_code peek_ec;
-      const size_t n = socket.receive(net::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
-      if (peek_ec == net::error::would_block) return;
-      if (ec || peek_ec || n == 0) {
-        job->cancelled = true;
-        w->signal();
-      }
-    });
+    watch_client(socket, job, waker, /*can_probe=*/!r.stream && req.version() == 11, tcp::socket::wait_read);
 
     const ResponseHead head{r.kind, std::string(r.kind == CompletionRequest::Kind::Chat ? "chatcmpl-" : "cmpl-") +
                                         detail_http::random_hex(rng_, 24),
@@ -486,8 +574,8 @@ class Server {
                                 std::chrono::system_clock::now().time_since_epoch()).count(),
                             opt_.model_id, "unicorn-" + std::string(model_->engine.config().model.name)};
     int status = 0;
-    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage);
-    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive);
+    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage, cors);
+    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive, cors);
     boost::system::error_code ignored;
     socket.cancel(ignored);  // ends the watch
     if (job->cancelled) keep_alive = false;
@@ -499,14 +587,16 @@ class Server {
   }
 
   net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                       const ResponseHead& head, bool keep_alive) {
+                                       const ResponseHead& head, bool keep_alive, const Headers& cors) {
     std::string text;
     while (true) {
       Job::Progress p = job.take();
       text += p.text;
       if (p.ended) {
         if (p.error && p.error->status == 499) co_return 0;  // the client is gone
-        const Reply r = p.error ? error_reply(*p.error) : json_reply(200, head.response(text, *p.finish, p.usage));
+        waker.answering = true;
+        const Reply r = with_headers(p.error ? error_reply(*p.error) : json_reply(200, head.response(text, *p.finish, p.usage)),
+                                     cors);
         co_await send(stream, r, keep_alive && !job.cancelled, req.version());
         co_return int(r.status);
       }
@@ -518,7 +608,7 @@ class Server {
   // usage (when asked), then "data: [DONE]". An error before the first chunk
   // is an ordinary error response; after it, an error event ends the stream.
   net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                        const ResponseHead& head, bool include_usage) {
+                                        const ResponseHead& head, bool include_usage, const Headers& cors) {
     bool started = false, first = true;
     boost::system::error_code ec;
     const auto event = [&](const Json& j) -> net::awaitable<bool> {
@@ -530,7 +620,7 @@ class Server {
       Job::Progress p = job.take();
       if (p.ended && p.error && p.error->status == 499) co_return 0;
       if (!started && p.ended && p.error) {
-        co_await send(stream, error_reply(*p.error), false, req.version());
+        co_await send(stream, with_headers(error_reply(*p.error), cors), false, req.version());
         co_return int(p.error->status);
       }
       if (!started && (p.ended || !p.text.empty())) {
@@ -538,6 +628,7 @@ class Server {
         res.set(http::field::server, "unicorn");
         res.set(http::field::content_type, "text/event-stream");
         res.set(http::field::cache_control, "no-cache");
+        for (const auto& [f, v] : cors) res.set(f, v);
         res.keep_alive(false);  // the stream ends with the connection's close
         res.chunked(true);
         http::response_serializer<http::empty_body> sr{res};

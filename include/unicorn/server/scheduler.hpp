@@ -3,7 +3,8 @@
 //
 // One thread owns the engine and runs the loop (Scheduler::run); HTTP sessions
 // on other threads submit Jobs and read their output. Each turn of the loop:
-//   1. drops jobs whose client went away (their slots are free at once);
+//   1. drops jobs whose client went away (their slots and queue places are
+//      free at once);
 //   2. gives waiting jobs free slots, preferring a slot whose KV cache already
 //      holds a prefix of the job's prompt (then only the rest is prefilled);
 //   3. collects the prefill pass in flight once it has finished (waiting for
@@ -142,9 +143,10 @@ class Scheduler {
   bool submit(std::shared_ptr<Job> job) {
     {
       std::lock_guard lock(m_);
-      if (stopping_ || failed_ || queue_.size() >= opt_.queue_limit) return false;
+      // A place held by a client that left is free: the loop's next turn ends its job.
+      if (stopping_ || failed_ || waiting() >= opt_.queue_limit) return false;
       queue_.push_back(std::move(job));
-      metrics_.gauges(uint32_t(queue_.size()), busy_);
+      metrics_.gauges(waiting(), busy_);
     }
     cv_.notify_one();
     return true;
@@ -182,11 +184,16 @@ class Scheduler {
   // The engine's thread: steps until shutdown() and every job has ended.
   void run() {
     while (true) {
-      std::vector<std::shared_ptr<Job>> admitted, refused;
+      std::vector<std::shared_ptr<Job>> admitted, refused, departed;
       bool cancel_all, done;
       {
         std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return stopping_ || busy_ > 0 || (!queue_.empty() && busy_ < opt_.slots); });
+        for (auto it = queue_.begin(); it != queue_.end();) {  // places held by clients that left
+          if (!(*it)->cancelled) { ++it; continue; }
+          departed.push_back(std::move(*it));
+          it = queue_.erase(it);
+        }
         if (stopping_) refused.assign(queue_.begin(), queue_.end()), queue_.clear();
         while (!queue_.empty() && busy_ + admitted.size() < opt_.slots) {
           admitted.push_back(std::move(queue_.front()));
@@ -198,6 +205,7 @@ class Scheduler {
       // Jobs still queued when the scheduler stops are answered (503) even on
       // its last turn: a job taken by submit() always ends.
       for (auto& job : refused) finish_unstarted(*job, shutting_down());
+      for (auto& job : departed) end_departed(*job);
       if (done) break;
       for (auto& job : admitted) place(std::move(job));
       if (cancel_all)
@@ -285,7 +293,7 @@ class Scheduler {
   void drop_cancelled() {
     for (Slot& s : slots_)
       if (s.job && s.job->cancelled && !s.in_prefill)
-        end(s, std::nullopt, ApiError{499, "the request was cancelled", "cancelled", "", "cancelled"});
+        end(s, std::nullopt, cancelled());
   }
 
   // Starts one prefill pass: the prompts still prefilling, oldest first, each
@@ -415,12 +423,20 @@ class Scheduler {
     {  // the slot is free in /metrics before the client can see its answer end
       std::lock_guard lock(m_);
       busy_--;
-      metrics_.gauges(uint32_t(queue_.size()), busy_);
+      metrics_.gauges(waiting(), busy_);
     }
     s.job->end(finish, std::move(error), usage);
     s.job.reset();
     s.generating = false;
   }
+
+  // A queued job whose client went away: ended as a running one would be.
+  void end_departed(Job& job) {
+    const Usage usage{uint32_t(job.prompt.size()), 0, 0};
+    metrics_.completion(usage.prompt_tokens, 0, 0, "cancelled");
+    job.end(std::nullopt, cancelled(), usage);
+  }
+  static ApiError cancelled() { return {499, "the request was cancelled", "cancelled", "", "cancelled"}; }
 
   void finish_unstarted(Job& job, ApiError error) {
     metrics_.rejected(error.code.empty() ? "error" : error.code);
@@ -459,7 +475,11 @@ class Scheduler {
 
   void publish_gauges() {
     std::lock_guard lock(m_);
-    metrics_.gauges(uint32_t(queue_.size()), busy_);
+    metrics_.gauges(waiting(), busy_);
+  }
+  // Queued jobs whose clients are still there (m_ held).
+  uint32_t waiting() const {
+    return uint32_t(std::ranges::count_if(queue_, [](const auto& job) { return !job->cancelled; }));
   }
 
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }

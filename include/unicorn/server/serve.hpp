@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace unicorn::detail {
 class EngineCore;
@@ -63,6 +64,10 @@ struct ServerOptions {
   BatchInvariance batch_invariance = BatchInvariance::Deterministic;  // see scheduler.hpp
   PrefillOverlap prefill_overlap = PrefillOverlap::OneStep;  // see above
   std::string model_id;                     // the name /v1/models lists and requests may give
+  // Web pages whose scripts may call the server (CORS): their origins
+  // ("https://app.example"), or "*" for any. Empty: no CORS headers, so a
+  // browser lets no page of another origin read an answer.
+  std::vector<std::string> cors_origins;
 };
 
 // What serve() runs on, made by the loader it is given from a loaded engine
