@@ -3,7 +3,8 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 // logits_max — the first step of choosing a token, spread over many
-// workgroups: apply the penalties to the history tokens in this workgroup's
+// workgroups: apply the logit biases (OpenAI's: added; -100 or less bans the
+// token), then the penalties, to the tokens in this workgroup's
 // slice of the row (repetition as CTRL/llama.cpp: positive logits divided,
 // negative multiplied; then OpenAI's frequency penalty per occurrence and
 // presence penalty once), then write the slice's largest logit and its lowest
@@ -32,6 +33,18 @@ void main() {
   const uint base = row * VOCAB, lo = part * SLICE, hi = min(VOCAB, lo + SLICE);
   const float repeat_penalty = sampling[row].repeat_penalty;
   const float presence = sampling[row].presence_penalty, frequency = sampling[row].frequency_penalty;
+  const uint bias_len = sampling[row].bias_len;
+  if (bias_len > 0) {
+    for (uint b = tid; b < bias_len; b += 256) {
+      const uint id = sampling[row].bias_id[b];
+      if (id >= lo && id < hi) {
+        const float v = sampling[row].bias[b];
+        logits[base + id] = v <= -100.0 ? -1.0 / 0.0 : logits[base + id] + v;
+      }
+    }
+    memoryBarrierBuffer();
+    barrier();  // a biased token may be in the history too: another thread penalises it next
+  }
   if (repeat_penalty != 1.0 || presence != 0.0 || frequency != 0.0) {
     for (uint h = tid; h < sampling[row].history_len; h += 256) {
       const uint id = sampling[row].history[h];

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace unicorn {
 
-// Defaults are greedy decoding. Applied in Hugging Face's order: penalties
-// (repetition, then OpenAI's frequency and presence), temperature, top-k,
-// top-p, min-p, then a seeded draw. The penalties look at the last
+// Defaults are greedy decoding. Applied in llama.cpp's order: the logit
+// biases, then Hugging Face's: penalties (repetition, then OpenAI's frequency
+// and presence), temperature, top-k, top-p, min-p, then a seeded draw. The penalties look at the last
 // repeat_last_n tokens of the stream, prompt included (as llama.cpp's do).
 struct SamplingParams {
   float temperature = 0.0f;     // 0: greedy
@@ -21,12 +23,33 @@ struct SamplingParams {
   uint32_t seed = 0;            // same seed, same prompt, same device: same tokens, on any stream
   float presence_penalty = 0.0f;   // 0: off; subtracted once from each token in the window
   float frequency_penalty = 0.0f;  // 0: off; subtracted per occurrence in the window
+  // OpenAI's logit_bias: (token id, bias) added to the token's logit; a bias
+  // of -100 or less bans the token (its logit becomes -inf). Distinct ids.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   bool operator==(const SamplingParams&) const = default;
 };
 
 // The longest penalty window (repeat_last_n) the sampler's history holds.
 inline constexpr uint32_t kMaxRepeatLastN = 1024;
+// The most logit biases one stream's sampler holds.
+inline constexpr uint32_t kMaxLogitBias = 1024;
+
+// Whether the biases are ids of a vocabulary of `vocab` tokens, distinct,
+// finite and at most kMaxLogitBias; the reason they are not, or empty.
+inline std::string logit_bias_problem(const std::vector<std::pair<int32_t, float>>& bias, uint32_t vocab) {
+  if (bias.size() > kMaxLogitBias)
+    return "logit_bias: " + std::to_string(bias.size()) + " tokens; at most " + std::to_string(kMaxLogitBias);
+  for (size_t i = 0; i < bias.size(); ++i) {
+    const auto [id, value] = bias[i];
+    if (id < 0 || uint32_t(id) >= vocab)
+      return "logit_bias: token " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+    if (!std::isfinite(value)) return "logit_bias: token " + std::to_string(id) + "'s bias is not a finite number";
+    for (size_t j = 0; j < i; ++j)
+      if (bias[j].first == id) return "logit_bias: token " + std::to_string(id) + " is biased twice";
+  }
+  return "";
+}
 
 // The values the sampler takes (the engine refuses others with
 // sampling_params_rule's sentence): finite numbers, temperature >= 0,

@@ -2783,6 +2783,57 @@ TEST(Sample, PenaltyAppliesToDraws) {
   EXPECT_EQ(seen, (std::set<uint32_t>{3, 4}));
 }
 
+// Logit biases (OpenAI's logit_bias) on the GPU, before the penalties: -100
+// bans the greedy choice and every draw of it, +80 makes a far token the only
+// one drawn at T = 1, and a token both biased and in the penalty history gets
+// both (the bias first). Tokens at both ends of the row and in several
+// slices, in a row of Gemma 3's 262,144 tokens.
+TEST(Sample, LogitBias) {
+  const uint32_t V = 262144;
+  std::vector<float> row(V, -60.f);
+  row[3] = 4.f, row[V - 1] = 3.9f, row[100000] = 3.8f;
+  const auto with_bias = [&](detail::SamplerState st, std::vector<std::pair<uint32_t, float>> bias,
+                             std::span<const uint32_t> history = {}) {
+    st.bias_len = uint32_t(bias.size());
+    const uint32_t rows = 8;
+    std::vector<float> logits;
+    for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
+    HostBuffer l(logits.size() * 4), out(rows * 4);
+    l.fill<float>(logits);
+    // The engine's row: the state, the history, then the biases (ids, then values).
+    std::vector<std::byte> bytes(detail::kSamplerRowBytes * rows);
+    for (uint32_t r = 0; r < rows; ++r) {
+      st.key = r;
+      st.history_len = uint32_t(history.size());
+      std::byte* p = bytes.data() + r * detail::kSamplerRowBytes;
+      std::memcpy(p, &st, sizeof st);
+      if (!history.empty()) std::memcpy(p + sizeof st, history.data(), history.size_bytes());
+      for (size_t i = 0; i < bias.size(); ++i) {
+        std::memcpy(p + detail::kSamplerBiasOffset + 4 * i, &bias[i].first, 4);
+        std::memcpy(p + detail::kSamplerBiasOffset + 4ull * kMaxLogitBias + 4 * i, &bias[i].second, 4);
+      }
+    }
+    HostBuffer params(bytes.size());
+    params.fill<std::byte>(bytes);
+    logits_max_then_sample(l, out, params, V, kernels::kLogitParts, rows, rows);
+    const auto ids = out.as<uint32_t>();
+    return std::vector<uint32_t>(ids.begin(), ids.end());
+  };
+  for (uint32_t id : with_bias(greedy_state(), {})) EXPECT_EQ(id, 3u);
+  for (uint32_t id : with_bias(greedy_state(), {{3, -100.f}})) EXPECT_EQ(id, V - 1) << "3 is banned";
+  for (uint32_t id : with_bias(greedy_state(), {{3, -100.f}, {V - 1, -0.2f}})) EXPECT_EQ(id, 100000u);
+  for (uint32_t id : with_bias(greedy_state(), {{7, 70.f}})) EXPECT_EQ(id, 7u);
+  detail::SamplerState warm{1.f, 0, 1.f, 0.f, 1.f, 5, 0, 0, 0};
+  for (uint32_t id : with_bias(warm, {{3, -100.f}, {V - 1, -100.f}})) EXPECT_EQ(id, 100000u) << "only one left near the top";
+  for (uint32_t id : with_bias(warm, {{50000, 80.f}})) EXPECT_EQ(id, 50000u);
+  // Biased to 6 (first), then a repetition penalty of 3 on positive logits: 2, below 3.9.
+  const uint32_t hist[] = {7};
+  detail::SamplerState penalised = greedy_state();
+  penalised.repeat_penalty = 3.f;
+  for (uint32_t id : with_bias(penalised, {{7, 66.f}}, hist)) EXPECT_EQ(id, 3u);
+  for (uint32_t id : with_bias(penalised, {{7, 75.f}}, hist)) EXPECT_EQ(id, 7u) << "(-60 + 75) / 3 = 5 > 4";
+}
+
 // ---------------------------------------------------------- SPIR-V vs structs
 
 // What the engine knows of a module: its constants struct's fields (is each a

@@ -67,7 +67,11 @@ TEST(Request, ChatDefaultsAndFields) {
   const auto dev = parse_completion_request(
       R"({"messages":[{"role":"developer","content":"x"},{"role":"user","content":"y"}]})", Kind::Chat);
   EXPECT_EQ(dev.messages[0].role, "system");
-  // {"type": "text"} is the API's default response format (LangChain and others send it).
+  const auto biased = parse_completion_request("{" + kHi + R"(,"logit_bias":{"5":-100,"262143":2.5}})", Kind::Chat);
+  EXPECT_EQ(biased.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{262143, 2.5f}, {5, -100.f}}))
+      << "in the order of the keys (as strings)";
+  EXPECT_TRUE(parse_completion_request("{" + kHi + R"(,"logit_bias":null})", Kind::Chat).sampling.logit_bias.empty());
+    // {"type": "text"} is the API's default response format (LangChain and others send it).
   EXPECT_NO_THROW(parse_completion_request("{" + kHi + R"(,"response_format":{"type":"text"}})", Kind::Chat));
   EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"}})", Kind::Text));
   // A JavaScript client may send 16.0 for 16.
@@ -126,7 +130,13 @@ TEST(Request, RefusalsNameTheField) {
       {"{" + kHi + R"(,"response_format":{"type":"text","json_schema":{}}})", "response_format.json_schema"},
       {"{" + kHi + R"(,"response_format":{}})", "response_format.type"},
       {"{" + kHi + R"(,"response_format":"text"})", "response_format"},
-      {"{" + kHi + R"(,"logit_bias":{"5":10}})", "logit_bias"}, {"{" + kHi + R"(,"foo":1})", "foo"},
+      {"{" + kHi + R"(,"logit_bias":[5]})", "logit_bias"}, {"{" + kHi + R"(,"logit_bias":{"x":1}})", "logit_bias.x"},
+      {"{" + kHi + R"(,"logit_bias":{"-1":1}})", "logit_bias.-1"},
+      {"{" + kHi + R"(,"logit_bias":{"99999999999":1}})", "logit_bias.99999999999"},
+      {"{" + kHi + R"(,"logit_bias":{"5":101}})", "logit_bias.5"},
+      {"{" + kHi + R"(,"logit_bias":{"5":"up"}})", "logit_bias.5"},
+      {"{" + kHi + R"(,"logit_bias":{"5":1,"05":2}})", "logit_bias.5"},
+      {"{" + kHi + R"(,"foo":1})", "foo"},
       {"{" + kHi + R"(,"stream":"yes"})", "stream"},
       {"{" + kHi + R"(,"stream_options":{"include_usage":true}})", "stream_options"},
       {"{" + kHi + R"(,"stream":true,"stream_options":{"include_usage":"yes"}})", "stream_options.include_usage"},

@@ -173,6 +173,31 @@ test("--cors-origin: preflights are granted to the named origin only; answers ca
   }
 });
 
+test("logit_bias: +100 makes a token the answer, -100 bans tokens; an id past the vocabulary is a 400", async () => {
+  const s = await h.start(binary(), h.tinyArgs());
+  try {
+    const ask = (extra) => h.post(s, "/v1/completions", { prompt: [2, 300, 301], max_tokens: 6, ignore_eos: true, ...extra });
+    const piece = async (ids) => (await h.post(s, "/detokenize", { tokens: ids })).json.content;
+    const forced = await ask({ temperature: 0, logit_bias: { 300: 100 } });
+    assert.equal(forced.status, 200, forced.text);
+    assert.equal(forced.json.choices[0].text, await piece([300, 300, 300, 300, 300, 300]));
+    // Every token but 300 and 301 banned: a sampled answer is made of those two.
+    const banned = Object.fromEntries(Array.from({ length: 512 }, (_, id) => [id, -100]).filter(([id]) => id !== 300 && id !== 301));
+    const escape = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const only = new RegExp(`^(?:${escape(await piece([300]))}|${escape(await piece([301]))})+$`);
+    for (const seed of [1, 2, 3]) {
+      const r = await ask({ temperature: 1.5, seed, logit_bias: banned });
+      assert.equal(r.status, 200, r.text);
+      assert.match(r.json.choices[0].text, only, `seed ${seed}`);
+    }
+    const past = await ask({ logit_bias: { 600: 1 } });
+    assert.equal(past.status, 400);
+    assert.equal(past.json.error.param, "logit_bias.600");
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
 test("a model without a vocabulary is refused naming --tokenizer", () => {
   const r = spawnSync(binary(), ["--model", h.env("UNICORN_TINY_MODEL"), "--port", "0"], { encoding: "utf8", timeout: 60000 });
   assert.equal(r.status, 1);

@@ -48,6 +48,8 @@ UNICORN_DECL void EngineCore::set_sampling(const SamplingParams& p) {
 
 UNICORN_DECL void EngineCore::set_sampling(uint32_t stream, const SamplingParams& p) {
   if (!sampling_params_valid(p, kMaxPenaltyHistory)) throw Error(sampling_params_rule(kMaxPenaltyHistory));
+  if (const std::string problem = logit_bias_problem(p.logit_bias, cfg_.model.vocab); !problem.empty())
+    throw Error(problem);
   check_not_in_flight(stream, "set_sampling");
   StreamState& s = stream_state(stream);
   s.sampling = p;
@@ -345,7 +347,8 @@ UNICORN_DECL void EngineCore::submit(const Graph& graph, size_t stream_tokens_be
 
 UNICORN_DECL void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t stream) {
   StreamState& st = streams_[stream];
-  const SamplingParams p = raw_logits_ ? SamplingParams{} : st.sampling;
+  static const SamplingParams kRaw;  // teacher forcing reads the logits as the model made them
+  const SamplingParams& p = raw_logits_ ? kRaw : st.sampling;
   std::vector<uint32_t> history, counts;
   if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
     const size_t n = std::min<size_t>(p.repeat_last_n, st.tokens.size());
@@ -362,9 +365,14 @@ UNICORN_DECL void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t s
   }
   const SamplerState s{p.temperature,      p.top_k,    p.top_p, p.min_p, p.repeat_penalty,
                        p.seed,             st.counter++, uint32_t(history.size()), 0,
-                       p.presence_penalty, p.frequency_penalty};
+                       p.presence_penalty, p.frequency_penalty, uint32_t(p.logit_bias.size())};
   std::byte* out = lane.host[2].mapped + row * kSamplerRowBytes;
   std::memcpy(out, &s, sizeof s);
+  for (size_t i = 0; i < p.logit_bias.size(); ++i) {
+    const uint32_t id = uint32_t(p.logit_bias[i].first);
+    std::memcpy(out + kSamplerBiasOffset + 4 * i, &id, 4);
+    std::memcpy(out + kSamplerBiasOffset + 4ull * kMaxLogitBias + 4 * i, &p.logit_bias[i].second, 4);
+  }
   if (history.empty()) return;
   std::memcpy(out + sizeof s, history.data(), history.size() * 4);
   std::memcpy(out + sizeof s + 4ull * kMaxPenaltyHistory, counts.data(), counts.size() * 4);

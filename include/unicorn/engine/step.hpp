@@ -42,7 +42,8 @@ struct StepRow {
 };
 
 // Mirrors SamplerRow in shaders/include/sampler.glsl: one per logit row, each
-// followed by its history (kMaxPenaltyHistory distinct ids, then as many counts).
+// followed by its history (kMaxPenaltyHistory distinct ids, then as many
+// counts) and its logit biases (kMaxLogitBias ids, then as many biases).
 struct SamplerState {
   float temperature;
   uint32_t top_k;
@@ -55,8 +56,10 @@ struct SamplerState {
   uint32_t key;  // which random stream the draw takes (the engine writes 0: see write_sampler)
   float presence_penalty;
   float frequency_penalty;
+  uint32_t bias_len;  // logit biases after the history (kMaxLogitBias ids, then as many biases)
 };
 inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/sampling.hpp
-inline constexpr uint64_t kSamplerRowBytes = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
+inline constexpr uint64_t kSamplerBiasOffset = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
+inline constexpr uint64_t kSamplerRowBytes = kSamplerBiasOffset + 8ull * kMaxLogitBias;
 
 }  // namespace unicorn::detail

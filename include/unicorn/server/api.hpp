@@ -219,6 +219,31 @@ inline void response_format(const Json& v) {
                         "response_format." + k, "unsupported_parameter");
 }
 
+// logit_bias: {"token id": bias in [-100, 100]}, as OpenAI's (-100 bans the
+// token). Ids are checked against the vocabulary with the prompt (make_job).
+inline std::vector<std::pair<int32_t, float>> logit_bias(const Json& v) {
+  if (!v.is_object()) throw wrong_type("logit_bias", v, "an object of token ids and biases");
+  if (v.size() > kMaxLogitBias)
+    throw bad_request("'logit_bias' holds " + std::to_string(v.size()) + " tokens; at most " +
+                          std::to_string(kMaxLogitBias), "logit_bias", "invalid_value");
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [k, b] : v.items()) {
+    const std::string field = "logit_bias." + k.substr(0, 32);
+    int64_t id = -1;
+    if (!k.empty() && k.size() <= 10 && std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      id = std::stoll(k);
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      throw bad_request("'logit_bias' keys are token ids (decimal integers), not '" + k.substr(0, 32) + "'", field,
+                        "invalid_value");
+    const float bias = float(number_in(b, field, -100, 100));
+    for (const auto& [seen, _] : out)
+      if (seen == id)
+        throw bad_request("'logit_bias' names token " + std::to_string(id) + " twice", field, "invalid_value");
+    out.push_back({int32_t(id), bias});
+  }
+  return out;
+}
+
 // The prompt of a text completion: a string, token ids, or a one-element
 // array of either (the API's batch form, which asks for one completion per
 // element: only one is served).
@@ -333,7 +358,9 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
       only_default(v, key, chat ? Json(false) : Json(0));
     } else if (key == "response_format") {
       if (!v.is_null()) response_format(v);
-    } else if (key == "top_logprobs" || key == "suffix" || key == "logit_bias" ||
+    } else if (key == "logit_bias") {
+      if (!v.is_null()) r.sampling.logit_bias = logit_bias(v);
+    } else if (key == "top_logprobs" || key == "suffix" ||
                key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
       only_default(v, key, Json(nullptr));
     } else if (!chat && key == "echo") {

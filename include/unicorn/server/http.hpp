@@ -460,6 +460,11 @@ class Server {
                             " resulted in " + std::to_string(job->prompt.size()) + " tokens.",
                         r.kind == CompletionRequest::Kind::Chat ? "messages" : "prompt", "context_length_exceeded");
     job->sampling = r.sampling;
+    for (const auto& [id, _] : r.sampling.logit_bias)
+      if (uint32_t(id) >= model_->engine.config().model.vocab)
+        throw bad_request("'logit_bias' names token " + std::to_string(id) + "; the vocabulary has " +
+                              std::to_string(model_->engine.config().model.vocab) + " tokens",
+                          "logit_bias." + std::to_string(id), "invalid_value");
     if (!r.seeded) job->sampling.seed = uint32_t(rng_());
     job->max_tokens = r.max_tokens.value_or(UINT32_MAX);
     job->stop = r.stop;
