@@ -26,12 +26,20 @@ struct SamplingParams {
   // OpenAI's logit_bias: (token id, bias) added to the token's logit; a bias
   // of -100 or less bans the token (its logit becomes -inf). Distinct ids.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // OpenAI's logprobs: each chosen token's log-probability, and the
+  // top_logprobs most likely tokens' (EngineCore::logprobs). Of the logits
+  // the sampler chose from (biases and penalties applied), before the
+  // temperature; computed on the GPU, only those numbers read back.
+  bool logprobs = false;
+  uint32_t top_logprobs = 0;  // at most kMaxTopLogprobs
 
   bool operator==(const SamplingParams&) const = default;
 };
 
 // The longest penalty window (repeat_last_n) the sampler's history holds.
 inline constexpr uint32_t kMaxRepeatLastN = 1024;
+// The most alternatives a token's log-probabilities name (OpenAI's limit).
+inline constexpr uint32_t kMaxTopLogprobs = 20;
 // The most logit biases one stream's sampler holds.
 inline constexpr uint32_t kMaxLogitBias = 1024;
 
@@ -58,12 +66,13 @@ inline std::string logit_bias_problem(const std::vector<std::pair<int32_t, float
 inline bool sampling_params_valid(const SamplingParams& p, uint32_t max_history = kMaxRepeatLastN) {
   return std::isfinite(p.temperature) && p.temperature >= 0 && p.top_p > 0 && p.top_p <= 1 && p.min_p >= 0 &&
          p.min_p <= 1 && std::isfinite(p.repeat_penalty) && p.repeat_penalty > 0 && p.repeat_last_n <= max_history &&
-         std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty);
+         std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty) &&
+         p.top_logprobs <= kMaxTopLogprobs && (p.logprobs || p.top_logprobs == 0);
 }
 inline std::string sampling_params_rule(uint32_t max_history = kMaxRepeatLastN) {
   return "sampling: a finite temperature >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, a finite repeat penalty > 0, "
-         "finite presence and frequency penalties and repeat-last-n <= " + std::to_string(max_history) +
-         " are required";
+         "finite presence and frequency penalties, repeat-last-n <= " + std::to_string(max_history) +
+         " and top-logprobs <= " + std::to_string(kMaxTopLogprobs) + " (with logprobs on) are required";
 }
 
 }  // namespace unicorn

@@ -2834,6 +2834,70 @@ TEST(Sample, LogitBias) {
   for (uint32_t id : with_bias(penalised, {{7, 75.f}}, hist)) EXPECT_EQ(id, 7u) << "(-60 + 75) / 3 = 5 > 4";
 }
 
+// logprobs after sample, as the Recorder dispatches it: per row, the chosen
+// token's log-probability and the `top` most likely (largest first, the lower
+// id first among equals) against a log-softmax in double on the host; a row
+// that asks for none is left as it was. Gemma 3's vocabulary and a small one,
+// ties at the top, greedy and drawn rows.
+TEST(Sample, Logprobs) {
+  for (const uint32_t V : {262144u, 512u}) {
+    const uint32_t parts = kernels::logit_parts(V), rows = 3;
+    std::vector<float> logits(size_t(rows) * V);
+    uint32_t x = 12345;
+    for (float& l : logits) {
+      x = x * 1664525u + 1013904223u;
+      l = float(x >> 8) / float(1u << 24) * 20.f - 10.f;
+    }
+    for (uint32_t r = 0; r < rows; ++r) {  // three tokens tie at the top
+      logits[size_t(r) * V + 9] = logits[size_t(r) * V + 4] = logits[size_t(r) * V + V - 2] = 12.5f;
+      logits[size_t(r) * V + 200] = 12.25f;
+    }
+    HostBuffer l(logits.size() * 4), chosen(rows * 4), out(size_t(rows) * detail::kLogprobRowFloats * 4);
+    l.fill<float>(logits);
+    out.fill<float>(std::vector<float>(size_t(rows) * detail::kLogprobRowFloats, 7.f));
+    const uint32_t asked[rows] = {0, 1 + 5, 1 + 20};
+    std::vector<std::byte> bytes(detail::kSamplerRowBytes * rows);
+    for (uint32_t r = 0; r < rows; ++r) {
+      detail::SamplerState st = greedy_state();
+      if (r == 2) st.temperature = 1.f, st.seed = 3;
+      st.key = r;
+      st.logprobs = asked[r];
+      std::memcpy(bytes.data() + r * detail::kSamplerRowBytes, &st, sizeof st);
+    }
+    HostBuffer params(bytes.size());
+    params.fill<std::byte>(bytes);
+    const HostBuffer partials = logits_max_then_sample(l, chosen, params, V, parts, rows, rows);
+    const auto step = step_buffer({rows, 0, 0, rows});
+    run("logprobs", kernels::kLogprobsBindings, kernels::Logprobs{V, parts},
+        {&l, &partials, &params, &step, &chosen, &out}, {}, {rows, 1, 1});
+    const auto got = out.as<float>();
+    for (uint32_t j = 0; j < detail::kLogprobRowFloats; ++j) ASSERT_EQ(got[j], 7.f) << "row 0 asked for none";
+    for (uint32_t r = 1; r < rows; ++r) {
+      const std::span<const float> row(logits.data() + size_t(r) * V, V);
+      double m = -INFINITY, sum = 0;
+      for (float v : row) m = std::max<double>(m, v);
+      for (float v : row) sum += std::exp(double(v) - m);
+      const double log_z = m + std::log(sum);
+      const uint32_t c = chosen.as<uint32_t>()[r];
+      const float* g = got.data() + size_t(r) * detail::kLogprobRowFloats;
+      EXPECT_NEAR(g[0], row[c] - log_z, 2e-4) << "V " << V << " row " << r << " chosen " << c;
+      uint32_t top;
+      std::memcpy(&top, &g[1], 4);
+      ASSERT_EQ(top, asked[r] - 1);
+      std::vector<uint32_t> order(V);
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return row[a] > row[b]; });
+      for (uint32_t j = 0; j < top; ++j) {
+        uint32_t id;
+        std::memcpy(&id, &g[2 + 2 * j], 4);
+        EXPECT_EQ(id, order[j]) << "V " << V << " row " << r << " alternative " << j;
+        EXPECT_NEAR(g[3 + 2 * j], row[order[j]] - log_z, 2e-4);
+      }
+      EXPECT_EQ(std::vector<uint32_t>(order.begin(), order.begin() + 4), (std::vector<uint32_t>{4, 9, V - 2, 200}));
+    }
+  }
+}
+
 // ---------------------------------------------------------- SPIR-V vs structs
 
 // What the engine knows of a module: its constants struct's fields (is each a
@@ -2874,6 +2938,7 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"geglu", contract<k::Geglu>(k::kGegluBindings)},
       {"logits_max", contract<k::LogitsMax>(k::kLogitsMaxBindings)},
       {"sample", contract<k::Sample>(k::kSampleBindings)},
+      {"logprobs", contract<k::Logprobs>(k::kLogprobsBindings)},
       {"bandwidth", ModuleContract{{}, 2}},
       {"check_finite", contract<k::CheckFinite>(k::kCheckFiniteBindings)},
   };

@@ -569,6 +569,58 @@ TEST_F(Model, PromptsPrefilledTogetherAreBitExact) {
   expect_prompts_prefilled_together_bit_exact<Format::Q4_0>();
 }
 
+// SamplingParams::logprobs through the engine: after the prefill that ends
+// two prompts and after a batched decode step, each stream's log-probabilities
+// (computed on the GPU) are the log-softmax of the logits the same passes
+// give under teacher forcing: the chosen token's, and the most likely ones in
+// order. A stream that did not ask has none to read.
+TEST_F(Model, LogprobsAreTheLogSoftmaxOfTheChosenRow) {
+  Engine<TinyWide<Format::Q8_0, 18>> engine(context(), options());
+  engine.load(tiny_gguf("Q8_0"));
+  auto& core = engine.core();
+  const uint32_t V = engine.config().model.vocab;
+  const auto& p = golden().prompt;
+  const auto a = std::span(p).subspan(0, 12), b = std::span(p).subspan(20, 9);
+  SamplingParams greedy5;
+  greedy5.logprobs = true, greedy5.top_logprobs = 5;
+  SamplingParams drawn20 = greedy5;
+  drawn20.top_logprobs = 20, drawn20.temperature = 1.0f, drawn20.seed = 4;
+  const auto expect_log_softmax = [&](const TokenLogprobs& got, const float* row, int32_t chosen, uint32_t top,
+                                      const std::string& what) {
+    double m = -INFINITY, sum = 0;
+    for (uint32_t i = 0; i < V; ++i) m = std::max<double>(m, row[i]);
+    for (uint32_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - m);
+    const double log_z = m + std::log(sum);
+    EXPECT_NEAR(got.logprob, row[chosen] - log_z, 1e-4) << what;
+    std::vector<int32_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return row[x] > row[y]; });
+    ASSERT_EQ(got.top.size(), top) << what;
+    for (uint32_t j = 0; j < top; ++j) {
+      EXPECT_EQ(got.top[j].token, order[j]) << what << ", alternative " << j;
+      EXPECT_NEAR(got.top[j].logprob, row[order[j]] - log_z, 1e-4) << what << ", alternative " << j;
+    }
+  };
+  core.set_sampling(0, greedy5);
+  core.set_sampling(1, drawn20);
+  const PromptChunk both[] = {{0, a, true}, {1, b, true}};
+  const auto first = core.prefill(both);
+  const TokenLogprobs first0 = core.logprobs(0), first1 = core.logprobs(1);
+  const StreamToken step[] = {{0, first[0]}, {1, first[1]}};
+  const auto second = core.decode(step);
+  const TokenLogprobs second0 = core.logprobs(0), second1 = core.logprobs(1);
+  EXPECT_THROW((void)core.logprobs(2), Error) << "stream 2's sampling asked for none";
+
+  core.reset();  // the same passes, teacher-forced
+  const auto prompt_rows = core.forward_logits(both);
+  const auto step_rows = core.forward_logits(step);
+  expect_log_softmax(first0, prompt_rows.data(), first[0], 5, "stream 0's prompt");
+  expect_log_softmax(first1, prompt_rows.data() + V, first[1], 20, "stream 1's prompt");
+  expect_log_softmax(second0, step_rows.data(), second[0], 5, "stream 0's step");
+  expect_log_softmax(second1, step_rows.data() + V, second[1], 20, "stream 1's step");
+  EXPECT_EQ(first0.top[0].token, first[0]) << "greedy: the chosen token is the most likely";
+}
+
 // A server starts a prefill pass and keeps decoding other streams while it
 // runs (EngineCore::begin_prefill; on the second queue where the device has
 // one). Both streams must get the bits they get when nothing overlaps, and

@@ -272,6 +272,11 @@ class EngineCore {
   // next tokens, in the same order. Every weight is read once for the whole
   // step; each stream's result is the one decode() would give it alone.
   std::vector<int32_t> decode(std::span<const StreamToken> batch);
+  // The log-probabilities of the token last chosen for `stream` (by decode()
+  // or by the prefill that ended its prompt), where its sampling asks for
+  // them (SamplingParams::logprobs): read back from the pass that chose it,
+  // so call it before the stream's lane runs its next pass.
+  TokenLogprobs logprobs(uint32_t stream) const;
 
   // Device time per kernel of one pass, from timestamp queries: the decode pass
   // for one token, else the prefill pass. The sequence position is unchanged.
@@ -349,7 +354,7 @@ class EngineCore {
     // layer: q, k and v together (attention), o and down (their add_norm).
     static uint32_t wait_counters(const DeploymentConfig& cfg) { return 3 * cfg.model.layers; }
     gpu::BufferSet acts;
-    gpu::BufferSet host;      // the step's rows, the chosen tokens, the sampler rows
+    gpu::BufferSet host;      // the step's rows, the chosen tokens, the sampler rows, the log-probabilities
     gpu::BufferSet partials;  // per-slice logit maxima, [logit rows, kLogitParts]
     gpu::BufferSet counters;  // finished workgroups, per product whose consumer waits for it
     gpu::Stream stream;
@@ -430,6 +435,11 @@ class EngineCore {
     // sequence that wrapped the ring, rewound to a shared prefix and stopped
     // short of the ring's length has lost its first positions all the same.)
     uint32_t ring_from = 0;
+    // Where its last chosen token's log-probabilities are (logprobs()).
+    struct Sampled {
+      const Lane* lane = nullptr;
+      uint32_t row = 0;
+    } sampled;
   };
   // Tokens were appended to a stream (before the pass that writes their keys
   // runs, so that a failed pass counts as written): the ring now lacks every

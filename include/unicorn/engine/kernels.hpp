@@ -544,6 +544,9 @@ struct LogitsMax {
 struct Sample {
   BOOST_HANA_DEFINE_STRUCT(Sample, (uint32_t, vocab), (uint32_t, parts));
 };
+struct Logprobs {
+  BOOST_HANA_DEFINE_STRUCT(Logprobs, (uint32_t, vocab), (uint32_t, parts));
+};
 // Workgroups logits_max splits a row into (their maxima feed the sampler):
 // 128 for Gemma 3's 262,144 logits, fewer for a small vocabulary, so that a
 // slice is at least 2,048 logits (8 a thread). A workgroup with little to scan
@@ -575,7 +578,8 @@ inline std::string variant(const char* kernel, Format f) {
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 7, kLinearBindings = 4,
                           kMatVecBindings = 6, kAttnPrepBindings = 8, kAttentionBindings = 10,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
-                           kLogitsMaxBindings = 4, kSampleBindings = 5, kConvertBindings = 2,
+                           kLogitsMaxBindings = 4, kSampleBindings = 5, kLogprobsBindings = 6,
+                           kConvertBindings = 2,
                            kCheckFiniteBindings = 2;
 // matmul_coop_splitk binds what matmul and matmul_coop bind, and as matvec
 // binding 4: the fused pair's second tensor (the first again otherwise).

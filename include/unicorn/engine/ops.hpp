@@ -332,6 +332,11 @@ UNICORN_DECL void EngineCore::Recorder::sample() {
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Logits), lane_.host[1].whole(),
                                         lane_.host[2].whole(), lane_.step(), lane_.partials[0].whole()};
   add(k, b, {}, {logit_rows_, 1, 1});
+  // Rows whose sampling asks for log-probabilities; the others exit at once.
+  const auto& kl = c_.kernel("logprobs", kernels::kLogprobsBindings, kernels::Logprobs{m_.vocab, parts});
+  const vk::DescriptorBufferInfo bl[] = {lane_.act(Act::Logits), lane_.partials[0].whole(), lane_.host[2].whole(),
+                                         lane_.step(), lane_.host[1].whole(), lane_.host[3].whole()};
+  add(kl, bl, {}, {logit_rows_, 1, 1});
 }
 
 UNICORN_DECL uint32_t EngineCore::Recorder::slots_of(AttentionKind kind) const {

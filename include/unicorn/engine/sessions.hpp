@@ -19,6 +19,7 @@ UNICORN_DECL void EngineCore::reset(uint32_t stream) {
   s.tokens.clear();
   s.counter = 0;
   s.ring_from = 0;
+  s.sampled = {};
 }
 
 UNICORN_DECL bool EngineCore::can_rewind(uint32_t stream, uint32_t pos) const {
@@ -54,6 +55,7 @@ UNICORN_DECL void EngineCore::set_sampling(uint32_t stream, const SamplingParams
   StreamState& s = stream_state(stream);
   s.sampling = p;
   s.counter = 0;
+  s.sampled = {};
 }
 
 UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32_t> tokens, Pass pass) {
@@ -365,7 +367,9 @@ UNICORN_DECL void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t s
   }
   const SamplerState s{p.temperature,      p.top_k,    p.top_p, p.min_p, p.repeat_penalty,
                        p.seed,             st.counter++, uint32_t(history.size()), 0,
-                       p.presence_penalty, p.frequency_penalty, uint32_t(p.logit_bias.size())};
+                       p.presence_penalty, p.frequency_penalty, uint32_t(p.logit_bias.size()),
+                       p.logprobs ? 1 + p.top_logprobs : 0};
+  st.sampled = p.logprobs ? StreamState::Sampled{&lane, row} : StreamState::Sampled{};
   std::byte* out = lane.host[2].mapped + row * kSamplerRowBytes;
   std::memcpy(out, &s, sizeof s);
   for (size_t i = 0; i < p.logit_bias.size(); ++i) {
@@ -389,6 +393,24 @@ UNICORN_DECL void EngineCore::read_logits(Lane& lane, uint32_t n, float* out) {
     cb.copyBuffer(logits.handle, (*lane.logits_readback)[0].handle, vk::BufferCopy{0, 0, bytes});
   });
   std::memcpy(out, (*lane.logits_readback)[0].mapped, bytes);
+}
+
+UNICORN_DECL TokenLogprobs EngineCore::logprobs(uint32_t stream) const {
+  const StreamState& s = stream_state(stream);
+  if (!s.sampling.logprobs)
+    throw Error("logprobs: stream " + std::to_string(stream) + "'s sampling does not ask for them (SamplingParams::logprobs)");
+  if (!s.sampled.lane) throw Error("logprobs: stream " + std::to_string(stream) + " has chosen no token yet");
+  float row[kLogprobRowFloats];
+  std::memcpy(row, s.sampled.lane->host[3].mapped + uint64_t(s.sampled.row) * sizeof row, sizeof row);
+  TokenLogprobs out{row[0], {}};
+  uint32_t top;
+  std::memcpy(&top, &row[1], 4);
+  for (uint32_t j = 0; j < std::min(top, kMaxTopLogprobs); ++j) {
+    uint32_t id;
+    std::memcpy(&id, &row[2 + 2 * j], 4);
+    out.top.push_back({int32_t(id), row[3 + 2 * j]});
+  }
+  return out;
 }
 
 UNICORN_DECL int32_t EngineCore::chosen_token(const Lane& lane, uint32_t row) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "unicorn/sampling.hpp"
 
@@ -23,6 +24,18 @@ struct PromptChunk {
   uint32_t stream;
   std::span<const int32_t> tokens;  // fed from the stream's position on
   bool ends_prompt = false;         // choose the stream's next token from the last one's logits
+};
+
+// A chosen token's log-probability and the most likely tokens' (largest
+// first), as SamplingParams::logprobs and top_logprobs ask.
+struct TokenLogprobs {
+  struct Alternative {
+    int32_t token;
+    float logprob;
+    bool operator==(const Alternative&) const = default;
+  };
+  float logprob = 0.0f;
+  std::vector<Alternative> top;
 };
 
 }  // namespace unicorn
@@ -57,9 +70,13 @@ struct SamplerState {
   float presence_penalty;
   float frequency_penalty;
   uint32_t bias_len;  // logit biases after the history (kMaxLogitBias ids, then as many biases)
+  uint32_t logprobs;  // 0: none; else 1 + the alternatives wanted (shaders/logprobs.comp)
 };
 inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/sampling.hpp
 inline constexpr uint64_t kSamplerBiasOffset = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
 inline constexpr uint64_t kSamplerRowBytes = kSamplerBiasOffset + 8ull * kMaxLogitBias;
+// shaders/logprobs.comp's row: the chosen token's log-probability, the
+// alternatives' count, then (id bits, log-probability) per alternative.
+inline constexpr uint32_t kLogprobRowFloats = 2 + 2 * kMaxTopLogprobs;
 
 }  // namespace unicorn::detail
