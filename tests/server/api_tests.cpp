@@ -71,7 +71,14 @@ TEST(Request, ChatDefaultsAndFields) {
   EXPECT_EQ(biased.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{262143, 2.5f}, {5, -100.f}}))
       << "in the order of the keys (as strings)";
   EXPECT_TRUE(parse_completion_request("{" + kHi + R"(,"logit_bias":null})", Kind::Chat).sampling.logit_bias.empty());
-    // {"type": "text"} is the API's default response format (LangChain and others send it).
+    const auto lp = parse_completion_request("{" + kHi + R"(,"logprobs":true,"top_logprobs":3})", Kind::Chat);
+  EXPECT_TRUE(lp.sampling.logprobs);
+  EXPECT_EQ(lp.sampling.top_logprobs, 3u);
+  const auto legacy = parse_completion_request(R"({"prompt":"x","logprobs":2})", Kind::Text);
+  EXPECT_TRUE(legacy.sampling.logprobs);
+  EXPECT_EQ(legacy.sampling.top_logprobs, 2u);
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","logprobs":null})", Kind::Text).sampling.logprobs);
+  // {"type": "text"} is the API's default response format (LangChain and others send it).
   EXPECT_NO_THROW(parse_completion_request("{" + kHi + R"(,"response_format":{"type":"text"}})", Kind::Chat));
   EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"}})", Kind::Text));
   // A JavaScript client may send 16.0 for 16.
@@ -122,7 +129,12 @@ TEST(Request, RefusalsNameTheField) {
       {"{" + kHi + R"(,"max_tokens":1e12})", "max_tokens"},
       {"{" + kHi + R"(,"max_completion_tokens":true})", "max_completion_tokens"},
       {"{" + kHi + R"(,"n":2})", "n"}, {"{" + kHi + R"(,"n":[[[[1]]]]})", "n"},
-      {"{" + kHi + R"(,"logprobs":true})", "logprobs"}, {"{" + kHi + R"(,"top_logprobs":3})", "top_logprobs"},
+      {"{" + kHi + R"(,"logprobs":"yes"})", "logprobs"}, {"{" + kHi + R"(,"top_logprobs":3})", "top_logprobs"},
+      {"{" + kHi + R"(,"logprobs":false,"top_logprobs":3})", "top_logprobs"},
+      {"{" + kHi + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs"},
+      {R"({"prompt":"x","logprobs":6})", "logprobs", Kind::Text},
+      {R"({"prompt":"x","logprobs":true})", "logprobs", Kind::Text},
+      {R"({"prompt":"x","top_logprobs":2})", "top_logprobs", Kind::Text},
       {"{" + kHi + R"(,"tools":[{"type":"function"}]})", "tools"},
       {"{" + kHi + R"(,"tool_choice":"auto"})", "tool_choice"},
       {"{" + kHi + R"(,"response_format":{"type":"json_object"}})", "response_format.type"},
@@ -304,4 +316,46 @@ TEST_F(Stream, Utf8IsCompletedAcrossByteTokens) {
   auto [pieces, stopped] = run("caf\xc3\xa9 \xe2\x82\xac", {});  // byte tokens for é and €
   EXPECT_EQ(joined(pieces), "caf\xc3\xa9 \xe2\x82\xac");
   for (const auto& p : pieces) EXPECT_TRUE(text::is_valid_utf8(p)) << "a piece split a character";
+}
+
+// The logprobs objects in OpenAI's shapes: chat's content entries with bytes
+// and alternatives, the legacy API's parallel arrays with text offsets that
+// continue across stream chunks.
+TEST_F(Stream, LogprobsShapes) {
+  const auto ids = tok().encode("hello world");
+  ASSERT_GE(ids.size(), 2u);
+  std::vector<TokenLogprobEntry> entries;
+  for (size_t i = 0; i < ids.size(); ++i)
+    entries.push_back({ids[i], {-0.5f - float(i), {{ids[i], -0.5f - float(i)}, {ids[0] == 7 ? 8 : 7, -3.f}}}});
+  const Json chat = chat_logprobs(entries, tok());
+  ASSERT_EQ(chat["content"].size(), ids.size());
+  EXPECT_TRUE(chat["refusal"].is_null());
+  std::string joined;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Json& c = chat["content"][i];
+    EXPECT_EQ(c["token"], std::string(tok().token_bytes(ids[i])));
+    EXPECT_FLOAT_EQ(c["logprob"].get<float>(), -0.5f - float(i));
+    std::string bytes;
+    for (const Json& b : c["bytes"]) bytes += char(b.get<int>());
+    EXPECT_EQ(bytes, tok().token_bytes(ids[i]));
+    ASSERT_EQ(c["top_logprobs"].size(), 2u);
+    EXPECT_EQ(c["top_logprobs"][0]["token"], c["token"]);
+    EXPECT_FLOAT_EQ(c["top_logprobs"][1]["logprob"].get<float>(), -3.f);
+    joined += bytes;
+  }
+  EXPECT_EQ(joined, tok().decode(ids));
+  size_t offset = 0;
+  const Json first = completion_logprobs(std::span(entries).first(1), tok(), offset);
+  const Json rest = completion_logprobs(std::span(entries).subspan(1), tok(), offset);
+  EXPECT_EQ(first["text_offset"], Json::array({0}));
+  EXPECT_EQ(rest["text_offset"][0], tok().token_bytes(ids[0]).size());
+  EXPECT_EQ(offset, joined.size());
+  EXPECT_EQ(rest["tokens"].size(), ids.size() - 1);
+  EXPECT_FLOAT_EQ(first["token_logprobs"][0].get<float>(), -0.5f);
+  EXPECT_FLOAT_EQ(first["top_logprobs"][0][std::string(tok().token_bytes(ids[0]))].get<float>(), -0.5f);
+  // A whole response and a chunk carry it in choices[0].logprobs; null when not asked.
+  const ResponseHead head{CompletionRequest::Kind::Chat, "chatcmpl-1", 0, "m", "f"};
+  EXPECT_EQ(head.response("hi", FinishReason::Stop, {}, chat)["choices"][0]["logprobs"], chat);
+  EXPECT_TRUE(head.response("hi", FinishReason::Stop, {})["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(head.chunk("hi", std::nullopt, false, false, chat)["choices"][0]["logprobs"], chat);
 }

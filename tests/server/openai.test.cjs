@@ -92,6 +92,50 @@ test("chat, streamed with include_usage: the deltas make the unstreamed text", a
   assert.equal(usage.prompt_tokens, whole.usage.prompt_tokens);
 });
 
+// Log-probabilities, computed on the GPU: one entry per generated token, the
+// alternatives in order, the greedy choice the most likely; the entries'
+// tokens make the text; streamed, they arrive with the deltas.
+test("logprobs: chat (top_logprobs) and completions (logprobs: N), streamed and not", async () => {
+  const messages = [{ role: "user", content: "Say something about the sea." }];
+  const r = await client.chat.completions.create({ messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  assert.equal(content.map((c) => c.token).join(""), r.choices[0].message.content);
+  for (const c of content) {
+    assert.equal(c.top_logprobs.length, 3);
+    assert.ok(c.logprob <= 0);
+    assert.ok(c.top_logprobs[0].logprob >= c.top_logprobs[1].logprob && c.top_logprobs[1].logprob >= c.top_logprobs[2].logprob);
+    assert.equal(c.token, c.top_logprobs[0].token, "greedy: the most likely token is chosen");
+    assert.equal(c.logprob, c.top_logprobs[0].logprob);
+    assert.deepEqual(c.bytes, [...Buffer.from(c.token, "utf8")]);
+  }
+  const none = await client.chat.completions.create({ messages, max_tokens: 2, temperature: 0 });
+  assert.equal(none.choices[0].logprobs, null, "not asked: null");
+
+  const stream = await client.chat.completions.create({ messages, max_tokens: 8, temperature: 0, logprobs: true, stream: true });
+  const streamed = [];
+  let text = "";
+  for await (const chunk of stream)
+    for (const c of chunk.choices) {
+      text += c.delta.content ?? "";
+      if (c.logprobs) streamed.push(...c.logprobs.content);
+    }
+  assert.equal(text, r.choices[0].message.content);
+  assert.deepEqual(streamed.map((c) => [c.token, c.logprob]), content.map((c) => [c.token, c.logprob]));
+  assert.ok(streamed.every((c) => c.top_logprobs.length === 0), "top_logprobs not asked: none");
+
+  const t = await client.completions.create({ prompt: "The sea is", max_tokens: 6, temperature: 0, logprobs: 2 });
+  const lp = t.choices[0].logprobs;
+  assert.equal(lp.tokens.length, t.usage.completion_tokens);
+  assert.equal(lp.tokens.join(""), t.choices[0].text);
+  assert.equal(lp.token_logprobs.length, lp.tokens.length);
+  lp.top_logprobs.forEach((alternatives, i) => {
+    assert.equal(Object.keys(alternatives).length, 2);
+    assert.equal(Math.max(...Object.values(alternatives)), lp.token_logprobs[i]);
+  });
+  assert.deepEqual(lp.text_offset, lp.tokens.map((_, i) => Buffer.byteLength(lp.tokens.slice(0, i).join(""))));
+});
+
 test("completions: a string prompt and its token ids give the same text", async () => {
   const prompt = "The capital of France is";
   const a = await client.completions.create({ model: "gemma3-demo", prompt, max_tokens: 6, temperature: 0 });

@@ -6,8 +6,8 @@
 // the HTTP layer (server/http.hpp) does.
 //
 // A field this server does not implement is refused with a 400 that names it,
-// never silently ignored: a client that asks for n = 2, logprobs or tools
-// learns at once that it will not get them.
+// never silently ignored: a client that asks for n = 2 or tools learns at
+// once that it will not get them.
 #pragma once
 
 #include <algorithm>
@@ -18,10 +18,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "unicorn/engine/step.hpp"
 #include "unicorn/sampling.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/tokenizer.hpp"
@@ -298,7 +300,7 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
       throw bad_request("'" + field + "' = " + brief(v) + " is not supported by this server (only " +
                             allowed.dump() + ")", field, "unsupported_value");
   };
-  bool has_stream_options = false;
+  bool has_stream_options = false, top_logprobs = false;
   for (const auto& [key, v] : j.items()) {
     if (key == "model") {
       if (!v.is_string()) throw wrong_type(key, v, "a string");
@@ -354,13 +356,17 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
       if (!v.is_null()) r.ignore_eos = boolean(v, key);
     } else if (key == "n") {
       only_default(v, key, 1);
-    } else if (key == "logprobs") {
-      only_default(v, key, chat ? Json(false) : Json(0));
+    } else if (chat && key == "logprobs") {
+      if (!v.is_null()) r.sampling.logprobs = boolean(v, key);
+    } else if (chat && key == "top_logprobs") {
+      if (!v.is_null()) r.sampling.top_logprobs = uint32_t(integer_in(v, key, 0, kMaxTopLogprobs)), top_logprobs = true;
+    } else if (key == "logprobs") {  // the legacy API's: how many alternatives, and the chosen tokens'
+      if (!v.is_null()) r.sampling.logprobs = true, r.sampling.top_logprobs = uint32_t(integer_in(v, key, 0, 5));
     } else if (key == "response_format") {
       if (!v.is_null()) response_format(v);
     } else if (key == "logit_bias") {
       if (!v.is_null()) r.sampling.logit_bias = logit_bias(v);
-    } else if (key == "top_logprobs" || key == "suffix" ||
+    } else if (key == "suffix" ||
                key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
       only_default(v, key, Json(nullptr));
     } else if (!chat && key == "echo") {
@@ -376,6 +382,8 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
   }
   if (chat && r.messages.empty()) throw bad_request("'messages' is required", "messages", "missing_field");
   if (!chat && !r.prompt_text && r.prompt_ids.empty()) throw bad_request("'prompt' is required", "prompt", "missing_field");
+  if (top_logprobs && !r.sampling.logprobs)
+    throw bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
   if (has_stream_options && !r.stream)
     throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
   if (chat) {
@@ -436,6 +444,60 @@ inline Json detokenize_response(const text::Tokenizer& tok, std::string_view bod
 
 // --- responses ---
 
+// One chosen token and its log-probabilities (EngineCore::logprobs), in the
+// order the tokens were chosen.
+struct TokenLogprobEntry {
+  int32_t token;
+  TokenLogprobs logprobs;
+};
+
+namespace detail_logprobs {
+inline Json byte_values(std::string_view piece) {
+  Json out = Json::array();
+  for (char c : piece) out.push_back(int(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace detail_logprobs
+
+// The chat API's shape: {"content": [{"token", "logprob", "bytes",
+// "top_logprobs": [{"token", "logprob", "bytes"}]}], "refusal": null}. A
+// token's text is its own bytes (a byte token's may be part of a character:
+// "bytes" holds them exactly, "token" has U+FFFD where they do not decode).
+inline Json chat_logprobs(std::span<const TokenLogprobEntry> entries, const text::Tokenizer& tok) {
+  Json content = Json::array();
+  for (const TokenLogprobEntry& e : entries) {
+    Json top = Json::array();
+    for (const auto& alt : e.logprobs.top)
+      top.push_back({{"token", std::string(tok.token_bytes(alt.token))},
+                     {"logprob", alt.logprob},
+                     {"bytes", detail_logprobs::byte_values(tok.token_bytes(alt.token))}});
+    content.push_back({{"token", std::string(tok.token_bytes(e.token))},
+                       {"logprob", e.logprobs.logprob},
+                       {"bytes", detail_logprobs::byte_values(tok.token_bytes(e.token))},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// The completions API's shape: {"tokens", "token_logprobs", "top_logprobs":
+// [{token: logprob}], "text_offset"}; `offset` is where the first of these
+// tokens starts in the completion's text (bytes), advanced past them.
+inline Json completion_logprobs(std::span<const TokenLogprobEntry> entries, const text::Tokenizer& tok,
+                                size_t& offset) {
+  Json tokens = Json::array(), logprobs = Json::array(), top = Json::array(), offsets = Json::array();
+  for (const TokenLogprobEntry& e : entries) {
+    const std::string_view piece = tok.token_bytes(e.token);
+    tokens.push_back(std::string(piece));
+    logprobs.push_back(e.logprobs.logprob);
+    Json alternatives = Json::object();
+    for (const auto& alt : e.logprobs.top) alternatives[std::string(tok.token_bytes(alt.token))] = alt.logprob;
+    top.push_back(alternatives);
+    offsets.push_back(offset);
+    offset += piece.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
 enum class FinishReason { Stop, Length };
 inline const char* finish_name(FinishReason f) { return f == FinishReason::Stop ? "stop" : "length"; }
 
@@ -467,9 +529,10 @@ struct ResponseHead {
   }
 
   // A whole (unstreamed) completion.
-  Json response(const std::string& text, FinishReason finish, const Usage& usage) const {
+  // `logprobs`: chat_logprobs' or completion_logprobs' object, or null.
+  Json response(const std::string& text, FinishReason finish, const Usage& usage, Json logprobs = nullptr) const {
     Json j = base(false);
-    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_name(finish)}};
+    Json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_name(finish)}};
     if (kind == CompletionRequest::Kind::Chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
     else choice["text"] = text;
     j["choices"] = Json::array({choice});
@@ -480,9 +543,10 @@ struct ResponseHead {
   // One stream chunk: new text (the first chat chunk also names the role), or
   // the finish reason with empty content. With include_usage every chunk
   // carries "usage": null and a last chunk carries the usage and no choices.
-  Json chunk(const std::string& text, std::optional<FinishReason> finish, bool first, bool include_usage) const {
+  Json chunk(const std::string& text, std::optional<FinishReason> finish, bool first, bool include_usage,
+             Json logprobs = nullptr) const {
     Json j = base(true);
-    Json choice = {{"index", 0}, {"logprobs", nullptr},
+    Json choice = {{"index", 0}, {"logprobs", std::move(logprobs)},
                    {"finish_reason", finish ? Json(finish_name(*finish)) : Json(nullptr)}};
     if (kind == CompletionRequest::Kind::Chat) {
       Json delta = Json::object();

@@ -591,17 +591,31 @@ class Server {
     co_return status;
   }
 
+  // The logprobs object of a response or chunk (null when not asked):
+  // `offset` is the completion's text before these tokens, in bytes.
+  Json logprobs_json(const ResponseHead& head, const Job& job, std::span<const TokenLogprobEntry> entries,
+                     size_t& offset) const {
+    if (!job.sampling.logprobs) return nullptr;
+    if (head.kind == CompletionRequest::Kind::Chat) return chat_logprobs(entries, model_->tokenizer);
+    return completion_logprobs(entries, model_->tokenizer, offset);
+  }
+
   net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker,
                                        const ResponseHead& head, bool keep_alive, const Headers& cors) {
     std::string text;
+    std::vector<TokenLogprobEntry> logprobs;
     while (true) {
       Job::Progress p = job.take();
       text += p.text;
+      logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
       if (p.ended) {
         if (p.error && p.error->status == 499) co_return 0;  // the client is gone
         waker.answering = true;
-        const Reply r = with_headers(p.error ? error_reply(*p.error) : json_reply(200, head.response(text, *p.finish, p.usage)),
-                                     cors);
+        size_t offset = 0;
+        const Reply r = with_headers(
+            p.error ? error_reply(*p.error)
+                    : json_reply(200, head.response(text, *p.finish, p.usage, logprobs_json(head, job, logprobs, offset))),
+            cors);
         co_await send(stream, r, keep_alive && !job.cancelled, req.version());
         co_return int(r.status);
       }
@@ -615,6 +629,8 @@ class Server {
   net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
                                         const ResponseHead& head, bool include_usage, const Headers& cors) {
     bool started = false, first = true;
+    std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
+    size_t offset = 0;                         // bytes of text sent
     boost::system::error_code ec;
     const auto event = [&](const Json& j) -> net::awaitable<bool> {
       const std::string data = "data: " + detail_http::dump(j) + "\n\n";
@@ -623,6 +639,7 @@ class Server {
     };
     while (true) {
       Job::Progress p = job.take();
+      logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
       if (p.ended && p.error && p.error->status == 499) co_return 0;
       if (!started && p.ended && p.error) {
         co_await send(stream, with_headers(error_reply(*p.error), cors), false, req.version());
@@ -642,14 +659,17 @@ class Server {
         started = true;
       }
       if (!p.text.empty() || (first && p.ended && !p.error)) {
-        if (!co_await event(head.chunk(p.text, std::nullopt, first, include_usage))) break;
+        Json lp = logprobs_json(head, job, logprobs, offset);
+        logprobs.clear();
+        if (!co_await event(head.chunk(p.text, std::nullopt, first, include_usage, std::move(lp)))) break;
         first = false;
       }
       if (p.ended) {
         if (p.error) {
           if (!co_await event(p.error->body())) break;
         } else {
-          if (!co_await event(head.chunk("", p.finish, false, include_usage))) break;
+          Json lp = logprobs.empty() ? Json(nullptr) : logprobs_json(head, job, logprobs, offset);
+          if (!co_await event(head.chunk("", p.finish, false, include_usage, std::move(lp)))) break;
           if (include_usage && !co_await event(head.usage_chunk(p.usage))) break;
         }
         static constexpr std::string_view kDone = "data: [DONE]\n\n";

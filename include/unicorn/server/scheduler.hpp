@@ -74,6 +74,7 @@ class Job {
   // What the scheduler has produced since the last take().
   struct Progress {
     std::string text;
+    std::vector<TokenLogprobEntry> logprobs;  // of the tokens chosen since (sampling.logprobs)
     bool ended = false;
     std::optional<FinishReason> finish;  // ended normally
     std::optional<ApiError> error;       // ended by a failure (or the server stopping)
@@ -83,6 +84,7 @@ class Job {
     std::lock_guard lock(m_);
     Progress p = out_;  // the end, once set, stays for later takes
     out_.text.clear();
+    out_.logprobs.clear();
     return p;
   }
 
@@ -94,6 +96,10 @@ class Job {
       out_.text += text;
     }
     wake();
+  }
+  void add_logprobs(TokenLogprobEntry entry) {
+    std::lock_guard lock(m_);
+    out_.logprobs.push_back(std::move(entry));
   }
   void end(std::optional<FinishReason> finish, std::optional<ApiError> error, const Usage& usage) {
     {
@@ -406,6 +412,9 @@ class Scheduler {
     if (!s.job->ignore_eos && (token == tok_.eos_id() || token == tok_.end_of_turn_id()))
       return end(s, FinishReason::Stop, std::nullopt);
     s.generated++;
+    // Read now: the lane's next pass writes over them (before the text, whose
+    // append wakes the session).
+    if (s.job->sampling.logprobs) s.job->add_logprobs({token, engine_.logprobs(stream)});
     s.job->append(s.text->push(token));
     if (s.text->stopped()) return end(s, FinishReason::Stop, std::nullopt);
     // The context holds the prompt and every generated token but the last
