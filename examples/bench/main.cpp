@@ -67,6 +67,7 @@ struct Options {
   std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
   Products products = Products::by_scheme;
   bool sample = false;  // decode with llama.cpp's default sampling instead of greedy
+  std::optional<uint32_t> logprobs;  // each token's log-probability and this many alternatives (the server's logprobs)
   bool invariance = false;  // with --batch: check bits instead of timing (run_invariance)
 };
 
@@ -415,12 +416,13 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
         {"pipeline_cache", {{"path", cache.path}, {"loaded_bytes", cache.loaded_bytes},
                             {"saved_bytes", cache.saved_bytes}, {"ignored", cache.ignored}}}}},
   };
-  if (o.sample) {  // llama-cli's defaults: the sampler's own cost is in tg
-    SamplingParams p;
+  SamplingParams p;
+  if (o.sample)  // llama-cli's defaults: the sampler's own cost is in tg
     p.temperature = 0.8f, p.top_k = 40, p.top_p = 0.95f, p.min_p = 0.05f, p.seed = 1;
-    engine.set_sampling(p);
-  }
-  j["sampling"] = o.sample ? "temperature 0.8, top-k 40, top-p 0.95, min-p 0.05" : "greedy";
+  if (o.logprobs) p.logprobs = true, p.top_logprobs = *o.logprobs;
+  engine.set_sampling(p);
+  j["sampling"] = std::string(o.sample ? "temperature 0.8, top-k 40, top-p 0.95, min-p 0.05" : "greedy") +
+                  (o.logprobs ? ", logprobs with " + std::to_string(*o.logprobs) + " alternatives" : "");
   if (o.batch && o.invariance) return run_invariance(engine, o, rng);
   if (o.batch) return run_batch(engine, o, rng, roofline, j);
 
@@ -540,6 +542,10 @@ int main(int argc, char** argv) {
   app.add_flag("--sample", o.sample,
                "decode with llama-cli's default sampling (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05) "
                "instead of greedy");
+  app.add_option("--logprobs", o.logprobs,
+                 "compute each token's log-probability and N most likely alternatives on the GPU, as the "
+                 "server's logprobs do (0-20)")
+      ->check(CLI::Range(0u, kMaxTopLogprobs));
   app.add_flag("--invariance", o.invariance,
                "with --batch N: instead of timing, check that each stream's logits are the same bits run after "
                "run and alone or among N streams (the server's batch invariance); exit 1 if any differ")
