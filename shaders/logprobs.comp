@@ -4,7 +4,8 @@
 // top_logprobs), for the rows whose sampler row asks (SamplerRow.logprobs:
 // 0 none, else 1 + the alternatives wanted); the others exit at once. Of the
 // row as logits_max left it (biases and penalties applied, before the
-// temperature): the chosen token's log-probability, then the most likely
+// temperature): the chosen token's log-probability (or a given token's:
+// SamplerRow.target, when a text is scored), then the most likely
 // tokens, largest first (ties: the lower id first). Only those few numbers
 // go back to the host, never the row. The alternatives' threshold is the
 // k-th largest logit, by radix selection over the order-preserving integer
@@ -153,7 +154,9 @@ void main() {
     }
   }
   if (tid == 0) {
-    const uint c = chosen[row];  // none (NaN logits): the engine refuses the step
+    // The token scored (teacher forcing), else the one chosen (none, for
+    // NaN logits: the engine refuses the step).
+    const uint c = sampling[row].target != 0xffffffffu ? sampling[row].target : chosen[row];
     out_row[row * ROW] = c < VOCAB ? logits[base + c] - log_z : 0.0 / 0.0;
     out_row[row * ROW + 1] = uintBitsToFloat(top);
   }

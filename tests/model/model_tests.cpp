@@ -621,6 +621,40 @@ TEST_F(Model, LogprobsAreTheLogSoftmaxOfTheChosenRow) {
   EXPECT_EQ(first0.top[0].token, first[0]) << "greedy: the chosen token is the most likely";
 }
 
+// EngineCore::score: a text's tokens after the first, each given those before
+// it, against the log-softmax of teacher forcing's rows; a text longer than a
+// pass's logit rows goes in several passes, and the stream holds the text but
+// its last token afterwards, its sampling untouched.
+TEST_F(Model, ScoreIsTheLogSoftmaxOfTeacherForcing) {
+  Engine<TinyWide<Format::Q8_0, 18>> engine(context(), options());
+  engine.load(tiny_gguf("Q8_0"));
+  auto& core = engine.core();
+  const uint32_t V = engine.config().model.vocab;
+  std::vector<int32_t> text(golden().prompt.begin(), golden().prompt.end());
+  while (text.size() < 150) text.push_back(int32_t(text.size() * 37 % V));
+  const auto scored = core.score(3, text, 4);
+  ASSERT_EQ(scored.size(), text.size() - 1);
+  EXPECT_EQ(core.position(3), text.size() - 1);
+  EXPECT_EQ(core.tokens(3).back(), text[text.size() - 2]);
+  core.reset(3);
+  const auto rows = core.forward_logits(std::span(text).first(text.size() - 1));
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    const float* row = rows.data() + i * V;
+    double m = -INFINITY, sum = 0;
+    for (uint32_t t = 0; t < V; ++t) m = std::max<double>(m, row[t]);
+    for (uint32_t t = 0; t < V; ++t) sum += std::exp(double(row[t]) - m);
+    const double log_z = m + std::log(sum);
+    EXPECT_NEAR(scored[i].logprob, row[text[i + 1]] - log_z, 1e-4) << "token " << i + 1;
+    int32_t best = 0;
+    for (uint32_t t = 1; t < V; ++t) best = row[t] > row[best] ? int32_t(t) : best;
+    ASSERT_EQ(scored[i].top.size(), 4u);
+    EXPECT_EQ(scored[i].top[0].token, best) << "token " << i + 1;
+    EXPECT_NEAR(scored[i].top[0].logprob, row[best] - log_z, 1e-4);
+  }
+  EXPECT_TRUE(core.score(3, std::span(text).first(1), 0).empty()) << "one token: nothing to score";
+  EXPECT_THROW((void)core.score(3, text, 21), Error);
+}
+
 // A server starts a prefill pass and keeps decoding other streams while it
 // runs (EngineCore::begin_prefill; on the second queue where the device has
 // one). Both streams must get the bits they get when nothing overlaps, and

@@ -212,6 +212,15 @@ class EngineCore {
   // check both recorded passes against the same reference.
   std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill);
 
+  // Scoring a text, as evaluation harnesses do (the completions API's echo
+  // with logprobs): feeds `tokens` but the last to `stream` from its position
+  // (its KV cache keeps them, as feed() does) and returns, for each token
+  // after the first, its log-probability given those before it and the
+  // `top` most likely tokens there (at most kMaxTopLogprobs): tokens.size() - 1
+  // entries. Of the raw logits (no penalty or bias), computed on the GPU
+  // (shaders/logprobs.comp), only those numbers read back.
+  std::vector<TokenLogprobs> score(uint32_t stream, std::span<const int32_t> tokens, uint32_t top);
+
   // Teacher forcing through the batched pass: one step of `batch` (one token
   // each of distinct streams), returning its raw logits, row i for batch[i]:
   // [batch.size(), vocab]. Tests hold them against single-stream decode.
@@ -480,6 +489,8 @@ class EngineCore {
   void read_logits(Lane& lane, uint32_t n, float* out);
 
   int32_t chosen_token(const Lane& lane, uint32_t row) const;
+  // Logit row `logit_row`'s log-probabilities, as logprobs.comp left them.
+  TokenLogprobs read_logprobs(const Lane& lane, uint32_t logit_row) const;
 
   // Refuses work on a stream of the prefill pass in flight.
   void check_not_in_flight(uint32_t stream, const char* what) const;

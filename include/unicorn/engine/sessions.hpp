@@ -78,6 +78,46 @@ UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32
   return out;
 }
 
+UNICORN_DECL std::vector<TokenLogprobs> EngineCore::score(uint32_t stream, std::span<const int32_t> tokens,
+                                                          uint32_t top) {
+  if (top > kMaxTopLogprobs)
+    throw Error("score: " + std::to_string(top) + " alternatives asked; at most " + std::to_string(kMaxTopLogprobs));
+  if (tokens.size() < 2) return {};
+  const std::span<const int32_t> fed = tokens.first(tokens.size() - 1);
+  check_tokens(stream, tokens);
+  if (prefill_in_flight()) throw Error("score: a prefill pass is in flight");
+  check_not_in_flight(stream, "score");
+  const RawLogits raw(*this);
+  const uint32_t all_rows = std::min(cfg_.prefill_chunk, layout_.logit_rows);
+  if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, all_rows, PassKind::Prefill);
+  const Graph& graph = *prefill_all_logits_;
+  Lane& lane = *graph.lane;
+  StreamState& s = streams_[stream];
+  const uint32_t counter = s.counter;  // scoring chooses nothing: the draws go on where they were
+  std::vector<TokenLogprobs> out;
+  for (size_t done = 0; done < fed.size(); done += all_rows) {
+    const auto chunk = fed.subspan(done, std::min<size_t>(all_rows, fed.size() - done));
+    const uint32_t n = uint32_t(chunk.size());
+    write_step(lane, chunk_rows(stream, chunk, 0, n), n);
+    s.tokens.insert(s.tokens.end(), chunk.begin(), chunk.end());
+    note_written(s);
+    for (uint32_t row = 0; row < n; ++row) {  // row i's logits predict the token after it
+      write_sampler(lane, row, stream);
+      SamplerState st;
+      std::byte* at = lane.host[2].mapped + row * kSamplerRowBytes;
+      std::memcpy(&st, at, sizeof st);
+      st.logprobs = 1 + top;
+      st.target = uint32_t(tokens[done + row + 1]);
+      std::memcpy(at, &st, sizeof st);
+    }
+    submit(graph, s.tokens.size() - n, stream);
+    for (uint32_t row = 0; row < n; ++row) out.push_back(read_logprobs(lane, row));
+  }
+  s.counter = counter;
+  s.sampled = {};
+  return out;
+}
+
 UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const StreamToken> batch) {
   const RawLogits raw(*this);
   decode(batch);
@@ -400,8 +440,12 @@ UNICORN_DECL TokenLogprobs EngineCore::logprobs(uint32_t stream) const {
   if (!s.sampling.logprobs)
     throw Error("logprobs: stream " + std::to_string(stream) + "'s sampling does not ask for them (SamplingParams::logprobs)");
   if (!s.sampled.lane) throw Error("logprobs: stream " + std::to_string(stream) + " has chosen no token yet");
+  return read_logprobs(*s.sampled.lane, s.sampled.row);
+}
+
+UNICORN_DECL TokenLogprobs EngineCore::read_logprobs(const Lane& lane, uint32_t logit_row) const {
   float row[kLogprobRowFloats];
-  std::memcpy(row, s.sampled.lane->host[3].mapped + uint64_t(s.sampled.row) * sizeof row, sizeof row);
+  std::memcpy(row, lane.host[3].mapped + uint64_t(logit_row) * sizeof row, sizeof row);
   TokenLogprobs out{row[0], {}};
   uint32_t top;
   std::memcpy(&top, &row[1], 4);

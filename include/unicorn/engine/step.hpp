@@ -71,6 +71,8 @@ struct SamplerState {
   float frequency_penalty;
   uint32_t bias_len;  // logit biases after the history (kMaxLogitBias ids, then as many biases)
   uint32_t logprobs;  // 0: none; else 1 + the alternatives wanted (shaders/logprobs.comp)
+  uint32_t target = kNoTarget;  // the token whose log-probability is wanted; kNoTarget: the chosen one
+  static constexpr uint32_t kNoTarget = 0xffffffffu;
 };
 inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/sampling.hpp
 inline constexpr uint64_t kSamplerBiasOffset = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
