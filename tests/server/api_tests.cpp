@@ -78,6 +78,10 @@ TEST(Request, ChatDefaultsAndFields) {
   EXPECT_TRUE(legacy.sampling.logprobs);
   EXPECT_EQ(legacy.sampling.top_logprobs, 2u);
   EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","logprobs":null})", Kind::Text).sampling.logprobs);
+  // Scoring a prompt, as evaluation harnesses do: echo, logprobs, no new token.
+  const auto scoring = parse_completion_request(R"({"prompt":"x","echo":true,"logprobs":1,"max_tokens":0})", Kind::Text);
+  EXPECT_TRUE(scoring.echo);
+  EXPECT_EQ(scoring.max_tokens, 0u);
   // {"type": "text"} is the API's default response format (LangChain and others send it).
   EXPECT_NO_THROW(parse_completion_request("{" + kHi + R"(,"response_format":{"type":"text"}})", Kind::Chat));
   EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"}})", Kind::Text));
@@ -170,7 +174,8 @@ TEST(Request, RefusalsNameTheField) {
       {R"({"prompt":[]})", "prompt", Kind::Text}, {R"({"prompt":["a","b"]})", "prompt", Kind::Text},
       {R"({"prompt":[-1]})", "prompt[0]", Kind::Text}, {R"({"prompt":[1.5]})", "prompt[0]", Kind::Text},
       {R"({"prompt":{}})", "prompt", Kind::Text}, {R"({"prompt":true})", "prompt", Kind::Text},
-      {R"({"prompt":"x","echo":true})", "echo", Kind::Text},
+      {R"({"prompt":"x","echo":"yes"})", "echo", Kind::Text},
+      {R"({"prompt":"x","max_tokens":0})", "max_tokens", Kind::Text},
       {R"({"prompt":"x","best_of":2})", "best_of", Kind::Text},
       {R"({"prompt":"x","suffix":"y"})", "suffix", Kind::Text},
       {R"({"prompt":"x","messages":[]})", "messages", Kind::Text},

@@ -121,7 +121,8 @@ function streamed(out) {
 }
 
 // Sends raw bytes on a fresh connection, half-closes it and returns what came
-// back (the status line's code, or null when the server just closed).
+// back (the final status line's code, past any interim 1xx, or null when the
+// server just closed).
 function raw(server, bytes, { end = true, timeoutMs = 10000 } = {}) {
   return new Promise((resolve, reject) => {
     const socket = net.connect(server.port, "127.0.0.1");
@@ -136,7 +137,7 @@ function raw(server, bytes, { end = true, timeoutMs = 10000 } = {}) {
     socket.on("close", () => {
       clearTimeout(timer);
       const text = reply.toString("latin1");
-      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      const m = /^(?:HTTP\/1\.[01] 1\d\d [^\r]*\r\n\r\n)*HTTP\/1\.[01] (\d{3})/.exec(text);
       resolve({ status: m ? Number(m[1]) : null, text });
     });
   });

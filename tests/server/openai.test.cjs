@@ -136,6 +136,32 @@ test("logprobs: chat (top_logprobs) and completions (logprobs: N), streamed and 
   assert.deepEqual(lp.text_offset, lp.tokens.map((_, i) => Buffer.byteLength(lp.tokens.slice(0, i).join(""))));
 });
 
+// Scoring a text as lm-evaluation-harness's local-completions does: echo,
+// logprobs, max_tokens 0. The prompt's tokens come back with their
+// log-probabilities (the first null), and the last one's equals what the
+// same prefix gives the token when it is generated.
+test("completions with echo and logprobs score the prompt", async () => {
+  const ids = (await h.post(server, "/tokenize", { content: "The sea is", add_special: true })).json.tokens;
+  const next = await client.completions.create({ prompt: ids, max_tokens: 1, temperature: 0, logprobs: 1 });
+  const piece = next.choices[0].logprobs.tokens[0];
+  const pieces = (await h.post(server, "/tokenize", { content: piece, with_pieces: true })).json.tokens;
+  assert.equal(pieces.length, 1, `"${piece}" is one token`);
+  const scored = await client.completions.create({ prompt: [...ids, pieces[0].id], max_tokens: 0, echo: true, logprobs: 1 });
+  const lp = scored.choices[0].logprobs;
+  assert.equal(scored.usage.completion_tokens, 0);
+  assert.equal(lp.tokens.length, ids.length + 1);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  assert.ok(lp.token_logprobs.slice(1).every((x) => x <= 0));
+  assert.ok(Math.abs(lp.token_logprobs.at(-1) - next.choices[0].logprobs.token_logprobs[0]) < 1e-3,
+            `${lp.token_logprobs.at(-1)} vs ${next.choices[0].logprobs.token_logprobs[0]}`);
+  assert.equal(scored.choices[0].text, (await h.post(server, "/detokenize", { tokens: [...ids, pieces[0].id] })).json.content);
+  // echo with new tokens: the prompt's text, then the answer's.
+  const more = await client.completions.create({ prompt: "The sea is", max_tokens: 3, temperature: 0, echo: true, logprobs: 0 });
+  assert.ok(more.choices[0].text.startsWith("The sea is"));
+  assert.equal(more.choices[0].logprobs.tokens.length, ids.length + more.usage.completion_tokens);
+});
+
 test("completions: a string prompt and its token ids give the same text", async () => {
   const prompt = "The capital of France is";
   const a = await client.completions.create({ model: "gemma3-demo", prompt, max_tokens: 6, temperature: 0 });

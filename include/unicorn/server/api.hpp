@@ -70,6 +70,7 @@ struct CompletionRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool cache_prompt = true;    // llama-server's: reuse a slot's KV cache for a shared prefix
   bool ignore_eos = false;     // llama-server's: <eos> and <end_of_turn> do not end it (benchmarks)
+  bool echo = false;           // Kind::Text: the answer's text starts with the prompt (with logprobs: scored)
 };
 
 namespace parse {
@@ -310,7 +311,8 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
     } else if (!chat && key == "prompt") {
       text_prompt(v, r);
     } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
-      if (!v.is_null()) r.max_tokens = uint32_t(integer_in(v, key, 1, std::numeric_limits<int32_t>::max()));
+      // 0 is for scoring a prompt (echo with logprobs), checked below.
+      if (!v.is_null()) r.max_tokens = uint32_t(integer_in(v, key, chat ? 1 : 0, std::numeric_limits<int32_t>::max()));
       else if (chat) r.max_tokens.reset();
     } else if (key == "temperature") {
       if (!v.is_null()) r.sampling.temperature = float(number_in(v, key, 0, 2));
@@ -370,7 +372,7 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
                key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
       only_default(v, key, Json(nullptr));
     } else if (!chat && key == "echo") {
-      only_default(v, key, false);
+      if (!v.is_null()) r.echo = boolean(v, key);
     } else if (!chat && key == "best_of") {
       only_default(v, key, 1);
     } else if (key == "user") {
@@ -382,6 +384,9 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
   }
   if (chat && r.messages.empty()) throw bad_request("'messages' is required", "messages", "missing_field");
   if (!chat && !r.prompt_text && r.prompt_ids.empty()) throw bad_request("'prompt' is required", "prompt", "missing_field");
+  if (r.max_tokens == 0u && !r.echo)
+    throw bad_request("'max_tokens' must be in [1, " + std::to_string(std::numeric_limits<int32_t>::max()) +
+                          "], not 0 (0 is for scoring a prompt: with 'echo': true)", "max_tokens", "invalid_value");
   if (top_logprobs && !r.sampling.logprobs)
     throw bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
   if (has_stream_options && !r.stream)
@@ -449,6 +454,7 @@ inline Json detokenize_response(const text::Tokenizer& tok, std::string_view bod
 struct TokenLogprobEntry {
   int32_t token;
   TokenLogprobs logprobs;
+  bool scored = true;  // false: a text's first token, which nothing before it predicts (null in the API)
 };
 
 namespace detail_logprobs {
@@ -488,10 +494,10 @@ inline Json completion_logprobs(std::span<const TokenLogprobEntry> entries, cons
   for (const TokenLogprobEntry& e : entries) {
     const std::string_view piece = tok.token_bytes(e.token);
     tokens.push_back(std::string(piece));
-    logprobs.push_back(e.logprobs.logprob);
+    logprobs.push_back(e.scored ? Json(e.logprobs.logprob) : Json(nullptr));
     Json alternatives = Json::object();
     for (const auto& alt : e.logprobs.top) alternatives[std::string(tok.token_bytes(alt.token))] = alt.logprob;
-    top.push_back(alternatives);
+    top.push_back(e.scored ? alternatives : Json(nullptr));
     offsets.push_back(offset);
     offset += piece.size();
   }

@@ -470,6 +470,7 @@ class Server {
     job->stop = r.stop;
     job->cache_prompt = r.cache_prompt;
     job->ignore_eos = r.ignore_eos;
+    job->score_prompt = r.echo && r.sampling.logprobs;
     job->deterministic = r.seeded || r.sampling.temperature <= 0.0f || r.sampling.top_k == 1;
     return job;
   }
@@ -579,8 +580,11 @@ class Server {
                                 std::chrono::system_clock::now().time_since_epoch()).count(),
                             opt_.model_id, "unicorn-" + std::string(model_->engine.config().model.name)};
     int status = 0;
-    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage, cors);
-    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive, cors);
+    // echo: the answer's text starts with the prompt, as the client gave it.
+    const std::string echo = !r.echo ? std::string() : r.prompt_text ? *r.prompt_text
+                                                                     : model_->tokenizer.decode(r.prompt_ids);
+    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage, cors, echo);
+    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive, cors, echo);
     boost::system::error_code ignored;
     socket.cancel(ignored);  // ends the watch
     if (job->cancelled) keep_alive = false;
@@ -601,8 +605,9 @@ class Server {
   }
 
   net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                       const ResponseHead& head, bool keep_alive, const Headers& cors) {
-    std::string text;
+                                       const ResponseHead& head, bool keep_alive, const Headers& cors,
+                                       const std::string& echo) {
+    std::string text = echo;
     std::vector<TokenLogprobEntry> logprobs;
     while (true) {
       Job::Progress p = job.take();
@@ -627,7 +632,8 @@ class Server {
   // usage (when asked), then "data: [DONE]". An error before the first chunk
   // is an ordinary error response; after it, an error event ends the stream.
   net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                        const ResponseHead& head, bool include_usage, const Headers& cors) {
+                                        const ResponseHead& head, bool include_usage, const Headers& cors,
+                                        std::string echo) {
     bool started = false, first = true;
     std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
     size_t offset = 0;                         // bytes of text sent
@@ -641,6 +647,7 @@ class Server {
       Job::Progress p = job.take();
       logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
       if (p.ended && p.error && p.error->status == 499) co_return 0;
+      if (!echo.empty() && !(p.ended && p.error)) p.text = std::exchange(echo, {}) + p.text;
       if (!started && p.ended && p.error) {
         co_await send(stream, with_headers(error_reply(*p.error), cors), false, req.version());
         co_return int(p.error->status);

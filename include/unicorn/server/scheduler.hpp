@@ -59,6 +59,9 @@ class Job {
   std::vector<std::string> stop;
   bool cache_prompt = true;
   bool ignore_eos = false;  // <eos> and <end_of_turn> are text like any other token
+  // The prompt's own log-probabilities go out first (echo with logprobs):
+  // EngineCore::score feeds it; max_tokens may then be 0.
+  bool score_prompt = false;
   // Its text is a function of the request alone (a seed given, or greedy):
   // the steps it shares run batch-invariant kernels (SchedulerOptions).
   bool deterministic = false;
@@ -234,6 +237,7 @@ class Scheduler {
     std::shared_ptr<Job> job;
     bool generating = false;  // past the prompt: `next` is the token to feed
     bool in_prefill = false;  // a chunk of its prompt is in the prefill pass in flight
+    bool scored = false;      // its prompt's log-probabilities are out (Job::score_prompt)
     size_t fed = 0;           // prompt tokens in the KV cache
     uint32_t cached = 0;      // of them, taken from the cache
     int32_t next = -1;
@@ -251,7 +255,7 @@ class Scheduler {
     uint32_t best_reuse = 0;
     for (size_t s = 0; s < slots_.size(); ++s) {
       if (slots_[s].job) continue;
-      const uint32_t reuse = job->cache_prompt ? reusable_prefix(uint32_t(s), *job) : 0;
+      const uint32_t reuse = job->cache_prompt && !job->score_prompt ? reusable_prefix(uint32_t(s), *job) : 0;
       if (best == slots_.size() || reuse > best_reuse ||
           (reuse == best_reuse && slots_[s].used_at < slots_[best].used_at)) {
         best = s;
@@ -308,6 +312,8 @@ class Scheduler {
   // its completion's first token (collect_prefill).
   void start_prefill() {
     if (engine_.prefill_in_flight()) return;
+    for (Slot& s : slots_)
+      if (s.job && !s.generating && s.job->score_prompt && !s.scored) score_prompt(s);
     std::vector<Slot*> waiting;
     for (Slot& s : slots_)
       if (s.job && !s.generating) waiting.push_back(&s);
@@ -328,6 +334,27 @@ class Scheduler {
       in_flight_.push_back({who[i], uint32_t(chunks[i].tokens.size()), chunks[i].ends_prompt});
       who[i]->in_prefill = true;
     }
+  }
+
+  // A prompt whose own log-probabilities are asked for: scored in one go (its
+  // tokens but the last fed, each one's log-probability read back), before
+  // the last token's prefill chooses the first new one.
+  void score_prompt(Slot& s) {
+    const uint32_t stream = stream_of(s);
+    const std::vector<int32_t>& prompt = s.job->prompt;
+    std::vector<TokenLogprobs> scored;
+    try {
+      scored = engine_.score(stream, prompt, s.job->sampling.top_logprobs);
+      engine_failures_ = 0;
+    } catch (const std::exception& e) {
+      return engine_failed(std::string("score: ") + e.what(), {&s});
+    }
+    invariant_[stream] = 0;  // written by another pass than the prefill's: no deterministic job reuses it
+    s.job->add_logprobs({prompt[0], {}, false});
+    for (size_t i = 0; i < scored.size(); ++i) s.job->add_logprobs({prompt[i + 1], std::move(scored[i])});
+    s.fed = prompt.size() - 1;
+    s.scored = true;
+    if (s.job->max_tokens == 0) end(s, FinishReason::Length, std::nullopt);
   }
 
   // The prefill pass in flight, once it has finished; waits for it when no
