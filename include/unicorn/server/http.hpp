@@ -42,6 +42,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "unicorn/server/cors.hpp"
 #include "unicorn/server/http_request.hpp"
 
 namespace unicorn::server {
@@ -156,7 +157,7 @@ class Server {
  private:
   using Stream = beast::tcp_stream;
   using Request = http::request<http::string_body>;
-  using Headers = std::vector<std::pair<http::field, std::string>>;
+  using Headers = HttpHeaders;
   struct Reply {
     http::status status;
     std::string body;
@@ -164,33 +165,9 @@ class Server {
     Headers headers;
   };
 
-  // CORS: the headers that let a page of the request's Origin read the
-  // answer, when that origin is allowed; none otherwise (and none for a
-  // request without Origin: not a browser's cross-origin call).
-  Headers cors_headers(const Request& req) const {
-    const std::string origin(req[http::field::origin]);
-    if (origin.empty()) return {};
-    for (const std::string& allowed : opt_.cors_origins) {
-      if (allowed == "*") return {{http::field::access_control_allow_origin, "*"}};
-      if (allowed == origin)
-        return {{http::field::access_control_allow_origin, origin}, {http::field::vary, "Origin"}};
-    }
-    return {};
-  }
-  // The answer to OPTIONS: what the route allows, and for an allowed origin
-  // the preflight's grant (methods, the headers it asked for, 10 minutes).
+  Headers cors_headers(const Request& req) const { return server::cors_headers(opt_.cors_origins, req); }
   Reply preflight(const Request& req, const std::string& allowed) const {
-    Reply r{http::status::no_content, "", "text/plain", {{http::field::allow, allowed}}};
-    Headers cors = cors_headers(req);
-    if (!cors.empty()) {
-      cors.push_back({http::field::access_control_allow_methods, allowed});
-      const std::string asked(req[http::field::access_control_request_headers]);
-      cors.push_back({http::field::access_control_allow_headers,
-                      asked.empty() ? std::string("authorization, content-type") : asked});
-      cors.push_back({http::field::access_control_max_age, "600"});
-    }
-    r.headers.insert(r.headers.end(), cors.begin(), cors.end());
-    return r;
+    return {http::status::no_content, "", "text/plain", preflight_headers(opt_.cors_origins, req, allowed)};
   }
 
   static Reply json_reply(int status, const Json& j) {
