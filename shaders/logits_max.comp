@@ -4,7 +4,8 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 // logits_max — the first step of choosing a token, spread over many
 // workgroups: apply the logit biases (OpenAI's: added; -100 or less bans the
-// token), then the penalties, to the tokens in this workgroup's
+// token), then the penalties, then the stream's allowed-token mask (a grammar's:
+// structured output) to the tokens in this workgroup's
 // slice of the row (repetition as CTRL/llama.cpp: positive logits divided,
 // negative multiplied; then OpenAI's frequency penalty per occurrence and
 // presence penalty once), then write the slice's largest logit and its lowest
@@ -21,6 +22,10 @@ const uint SLICE = (VOCAB + PARTS - 1) / PARTS;
 
 layout(binding = 0) buffer LogitsBuf { float logits[]; };  // [rows, VOCAB]
 layout(binding = 1) writeonly buffer Partials { vec2 partials[]; };  // [rows, PARTS]: (max, index bits)
+// [streams, MASK_WORDS]: bit i % 32 of word i / 32 set = token i may be chosen
+// (read for rows whose SamplerRow.masked is 1; the host writes the row's stream's).
+layout(binding = 4) readonly buffer Masks { uint allowed[]; };
+const uint MASK_WORDS = (VOCAB + 31) / 32;
 #define SAMPLER_BINDING 2
 #include "include/sampler.glsl"
 
@@ -60,9 +65,21 @@ void main() {
   }
   float bv = -1.0 / 0.0;
   uint bi = 0xffffffffu;
-  for (uint i = lo + tid; i < hi; i += 256) {
-    const float l = logits[base + i];
-    if (l > bv) { bv = l; bi = i; }  // strided scan keeps each thread's first maximum
+  if (sampling[row].masked != 0) {  // banned tokens become -inf for sample.comp and logprobs.comp too
+    const uint mask = step_rows[step_rows[row].logit_source].stream * MASK_WORDS;
+    for (uint i = lo + tid; i < hi; i += 256) {
+      float l = logits[base + i];
+      if ((allowed[mask + i / 32] & (1u << (i % 32))) == 0) {
+        l = -1.0 / 0.0;
+        logits[base + i] = l;
+      }
+      if (l > bv) { bv = l; bi = i; }
+    }
+  } else {
+    for (uint i = lo + tid; i < hi; i += 256) {
+      const float l = logits[base + i];
+      if (l > bv) { bv = l; bi = i; }  // strided scan keeps each thread's first maximum
+    }
   }
   best_v[tid] = bv;
   best_i[tid] = bi;

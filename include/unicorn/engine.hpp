@@ -135,6 +135,10 @@ class AnyEngine {
   uint32_t streams() const { return core_.streams(); }
   // One stream's sampling (its draws start over); the tokens its KV cache holds.
   void set_sampling(uint32_t stream, const SamplingParams& p) { core_.set_sampling(stream, p); }
+  // Structured output: the stream's next tokens only among those a mask of
+  // mask_words() words allows (a grammar matcher's; EngineCore::constrain).
+  void constrain(uint32_t stream, std::span<const uint32_t> allowed) { core_.constrain(stream, allowed); }
+  uint32_t mask_words() const { return core_.mask_words(); }
   std::span<const int32_t> tokens(uint32_t stream) const { return core_.tokens(stream); }
   // Keep a stream's first `pos` tokens, so a prompt sharing them prefills only
   // the rest (the prompt cache); can_rewind says whether the sliding-window

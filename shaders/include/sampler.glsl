@@ -19,6 +19,7 @@ struct SamplerRow {
   uint bias_len;
   uint logprobs;        // 0: none; else 1 + the alternatives wanted (logprobs.comp)
   uint target;          // whose log-probability logprobs.comp gives; ~0u: the chosen token's
+  uint masked;          // 1: tokens outside the row's stream's allowed-token mask are banned (logits_max.comp)
   uint history[MAX_PENALTY_HISTORY];        // distinct recent token ids the penalties apply to
   uint history_count[MAX_PENALTY_HISTORY];  // how often each occurs in the window
   uint bias_id[MAX_LOGIT_BIAS];             // distinct token ids with a logit bias

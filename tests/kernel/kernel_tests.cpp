@@ -2466,11 +2466,13 @@ detail::SamplerState greedy_state() { return {0.f, 0, 1.f, 0.f, 1.f, 0, 0, 0, 0}
 // the partials buffer [rows, PARTS] of vec2 (max, index bits).
 HostBuffer logits_max_then_sample(const HostBuffer& l, const HostBuffer& out, const HostBuffer& params,
                                   uint32_t V, uint32_t parts, uint32_t dispatch_rows,
-                                  uint32_t logit_count) {
+                                  uint32_t logit_count, const HostBuffer* masks = nullptr,
+                                  const HostBuffer* step_rows = nullptr) {
   HostBuffer partials(size_t(dispatch_rows) * parts * 8);
-  const auto step = step_buffer({dispatch_rows, 0, 0, logit_count});
+  const auto chunk = step_buffer({dispatch_rows, 0, 0, logit_count});
+  const HostBuffer& step = step_rows ? *step_rows : chunk;
   run("logits_max", kernels::kLogitsMaxBindings, kernels::LogitsMax{V, parts},
-      {&l, &partials, &params, &step}, {}, {parts, dispatch_rows, 1});
+      {&l, &partials, &params, &step, masks ? masks : &l}, {}, {parts, dispatch_rows, 1});
   run("sample", kernels::kSampleBindings, kernels::Sample{V, parts},
       {&l, &out, &params, &step, &partials}, {}, {dispatch_rows, 1, 1});
   return partials;
@@ -2832,6 +2834,55 @@ TEST(Sample, LogitBias) {
   penalised.repeat_penalty = 3.f;
   for (uint32_t id : with_bias(penalised, {{7, 66.f}}, hist)) EXPECT_EQ(id, 3u);
   for (uint32_t id : with_bias(penalised, {{7, 75.f}}, hist)) EXPECT_EQ(id, 7u) << "(-60 + 75) / 3 = 5 > 4";
+}
+
+// Allowed-token masks (structured output: EngineCore::constrain) after the
+// biases: a masked row chooses only among its stream's allowed tokens, greedy
+// or drawn, and leaves the others at -inf for sample and logprobs; an
+// unmasked row ignores its stream's mask. Rows take streams out of order (the
+// mask is the row's stream's, not the row's), in a row of Gemma 3's vocabulary.
+TEST(Sample, AllowedTokenMask) {
+  const uint32_t V = 262144, rows = 3, words = detail::token_mask_words(V);
+  std::vector<float> row(V, -60.f);
+  row[3] = 4.f, row[V - 1] = 3.9f, row[100000] = 3.8f;
+  std::vector<uint32_t> masks(size_t(rows) * words, 0);
+  const auto allow = [&](uint32_t stream, uint32_t id) { masks[size_t(stream) * words + id / 32] |= 1u << (id % 32); };
+  allow(2, V - 1), allow(2, 100000), allow(2, 5);  // row 0's stream
+  allow(1, 50000);                                // row 1's stream, but row 1 is not masked
+  allow(0, 50000), allow(0, 7);                   // row 2's stream
+  const detail::StepRow step_rows[rows] = {{0, 0, 2, 0}, {0, 0, 1, 1}, {0, 0, 0, 2}};
+  for (const bool drawn : {false, true}) {
+    std::vector<float> logits;
+    for (uint32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
+    logits[size_t(2) * V + 7] = -61.f;  // row 2: 50000 (-60) beats 7 whatever the draw
+    HostBuffer l(logits.size() * 4), out(rows * 4), m(masks.size() * 4);
+    l.fill<float>(logits);
+    m.fill<uint32_t>(masks);
+    detail::SamplerState st = greedy_state();
+    if (drawn) st.temperature = 0.5f, st.seed = 9;
+    std::vector<std::byte> bytes(detail::kSamplerRowBytes * rows);
+    for (uint32_t r = 0; r < rows; ++r) {
+      st.key = r;
+      st.masked = r != 1;
+      std::memcpy(bytes.data() + r * detail::kSamplerRowBytes, &st, sizeof st);
+    }
+    HostBuffer params(bytes.size());
+    params.fill<std::byte>(bytes);
+    const auto step = step_buffer(step_rows, rows);
+    logits_max_then_sample(l, out, params, V, kernels::kLogitParts, rows, rows, &m, &step);
+    const auto ids = out.as<uint32_t>();
+    const std::string how = drawn ? "drawn at T = 0.5" : "greedy";
+    if (!drawn) EXPECT_EQ(ids[0], V - 1) << how << ": 3 is the largest but not allowed";
+    EXPECT_TRUE(ids[0] == V - 1 || ids[0] == 100000) << how << ": " << ids[0];
+    if (!drawn) EXPECT_EQ(ids[1], 3u) << how << ": the unmasked row";
+    EXPECT_TRUE(ids[1] == 3 || ids[1] == V - 1 || ids[1] == 100000) << how << ": the unmasked row, " << ids[1];
+    EXPECT_EQ(ids[2], 50000u) << how;
+    const auto after = l.as<float>();
+    EXPECT_EQ(after[3], -INFINITY) << "banned tokens are -inf for logprobs";
+    EXPECT_EQ(after[5], -60.f) << "allowed tokens keep their logits";
+    EXPECT_EQ(after[size_t(V) + 3], 4.f) << "the unmasked row is untouched";
+    EXPECT_EQ(after[size_t(2) * V + V - 1], -INFINITY);
+  }
 }
 
 // logprobs after sample, as the Recorder dispatches it: per row, the chosen

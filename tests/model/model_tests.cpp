@@ -655,6 +655,64 @@ TEST_F(Model, ScoreIsTheLogSoftmaxOfTeacherForcing) {
   EXPECT_THROW((void)core.score(3, text, 21), Error);
 }
 
+// Structured output's mask (EngineCore::constrain): a constrained stream
+// chooses only allowed tokens, from the prompt's last chunk and from decode
+// steps, and its log-probabilities are of the constrained choice (the allowed
+// tokens' sum to 1); a stream beside it in the same passes gets what it gets
+// alone; set_sampling lifts the mask; masks of the wrong size or allowing
+// nothing are refused.
+TEST_F(Model, ConstrainedStreamsChooseOnlyAllowedTokens) {
+  Engine<TinyWide<Format::Q8_0, 18>> engine(context(), options());
+  engine.load(tiny_gguf("Q8_0"));
+  auto& core = engine.core();
+  const uint32_t V = engine.config().model.vocab;
+  const auto& p = golden().prompt;
+  const auto a = std::span(p).subspan(0, 12), b = std::span(p).subspan(20, 9);
+  SamplingParams sampling;
+  sampling.logprobs = true, sampling.top_logprobs = 3;
+  const auto run = [&](bool masked) {
+    core.reset();
+    core.set_sampling(0, sampling);
+    core.set_sampling(1, sampling);
+    std::vector<uint32_t> mask(core.mask_words(), 0);
+    for (const int32_t id : {17, 300, 301}) mask[size_t(id) / 32] |= 1u << (id % 32);
+    if (masked) core.constrain(0, mask);
+    const PromptChunk both[] = {{0, a, true}, {1, b, true}};
+    std::vector<int32_t> t0, t1;
+    std::vector<TokenLogprobs> lp0;
+    auto next = core.prefill(both);
+    for (int step = 0; step < 4; ++step) {
+      t0.push_back(next[0]), t1.push_back(next[1]), lp0.push_back(core.logprobs(0));
+      const StreamToken batch[] = {{0, next[0]}, {1, next[1]}};
+      next = core.decode(batch);
+    }
+    return std::tuple{t0, t1, lp0};
+  };
+  const auto [free0, free1, free_lp] = run(false);
+  const auto [t0, t1, lp0] = run(true);
+  EXPECT_EQ(t1, free1) << "the unconstrained stream beside it";
+  for (size_t i = 0; i < t0.size(); ++i) {
+    EXPECT_TRUE(t0[i] == 17 || t0[i] == 300 || t0[i] == 301) << "token " << i << ": " << t0[i];
+    ASSERT_EQ(lp0[i].top.size(), 3u);
+    double sum = 0;
+    for (const auto& alt : lp0[i].top) {
+      EXPECT_TRUE(alt.token == 17 || alt.token == 300 || alt.token == 301) << alt.token;
+      sum += std::exp(double(alt.logprob));
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4) << "the allowed tokens share all the probability";
+    EXPECT_EQ(lp0[i].top[0].token, t0[i]) << "greedy";
+  }
+  EXPECT_NE(t0, free0) << "the tiny model's greedy choices are not all allowed";
+  EXPECT_TRUE(core.constrained(0));
+  core.set_sampling(0, sampling);
+  EXPECT_FALSE(core.constrained(0)) << "set_sampling lifts the mask";
+  std::vector<uint32_t> none(core.mask_words(), 0);
+  EXPECT_THROW(core.constrain(0, none), Error) << "no token allowed";
+  none.pop_back();
+  EXPECT_THROW(core.constrain(0, none), Error) << "the wrong size";
+  EXPECT_EQ(core.mask_words(), (V + 31) / 32);
+}
+
 // A server starts a prefill pass and keeps decoding other streams while it
 // runs (EngineCore::begin_prefill; on the second queue where the device has
 // one). Both streams must get the bits they get when nothing overlaps, and

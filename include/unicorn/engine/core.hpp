@@ -203,6 +203,16 @@ class EngineCore {
   void set_sampling(uint32_t stream, const SamplingParams& p);
   const SamplingParams& sampling(uint32_t stream = 0) const { return stream_state(stream).sampling; }
 
+  // Structured output: from now on the stream's next token is chosen only
+  // among those `allowed` sets (token_mask_words(vocab) words, token i in
+  // word i / 32, bit i % 32), after the biases and penalties, on the GPU; the
+  // log-probabilities are then of that choice. A grammar matcher computes a
+  // mask before each token. An empty span lifts it; so does set_sampling. A
+  // mask that allows no token is refused (nothing could be chosen).
+  void constrain(uint32_t stream, std::span<const uint32_t> allowed);
+  bool constrained(uint32_t stream) const { return !stream_state(stream).allowed.empty(); }
+  uint32_t mask_words() const { return token_mask_words(cfg_.model.vocab); }
+
   // Which recorded pass teacher forcing goes through.
   enum class Pass { Prefill, Decode };
 
@@ -363,7 +373,9 @@ class EngineCore {
     // layer: q, k and v together (attention), o and down (their add_norm).
     static uint32_t wait_counters(const DeploymentConfig& cfg) { return 3 * cfg.model.layers; }
     gpu::BufferSet acts;
-    gpu::BufferSet host;      // the step's rows, the chosen tokens, the sampler rows, the log-probabilities
+    // The step's rows, the chosen tokens, the sampler rows, the log-probabilities,
+    // and each stream's allowed-token mask ([streams, token_mask_words]).
+    gpu::BufferSet host;
     gpu::BufferSet partials;  // per-slice logit maxima, [logit rows, kLogitParts]
     gpu::BufferSet counters;  // finished workgroups, per product whose consumer waits for it
     gpu::Stream stream;
@@ -444,6 +456,7 @@ class EngineCore {
     // sequence that wrapped the ring, rewound to a shared prefix and stopped
     // short of the ring's length has lost its first positions all the same.)
     uint32_t ring_from = 0;
+    std::vector<uint32_t> allowed;  // its allowed-token mask (constrain()); empty: every token
     // Where its last chosen token's log-probabilities are (logprobs()).
     struct Sampled {
       const Lane* lane = nullptr;

@@ -85,7 +85,8 @@ UNICORN_DECL EngineCore::Lane::Lane(gpu::Context& ctx, const DeploymentConfig& c
   const uint64_t logit_rows = acts[size_t(Act::Logits)].rows;
   const uint64_t host_sizes[] = {sizeof(StepHeader) + sizeof(StepRow) * uint64_t(std::max(step_rows, cfg.streams)),
                                  4 * logit_rows, kSamplerRowBytes * logit_rows,
-                                 4ull * kLogprobRowFloats * logit_rows};
+                                 4ull * kLogprobRowFloats * logit_rows,
+                                 4ull * token_mask_words(cfg.model.vocab) * cfg.streams};
   host = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers" + what);
   const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * logit_rows};  // the most parts any vocabulary takes
   partials = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials" + what);

@@ -578,7 +578,7 @@ inline std::string variant(const char* kernel, Format f) {
 inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 7, kLinearBindings = 4,
                           kMatVecBindings = 6, kAttnPrepBindings = 8, kAttentionBindings = 10,
                           kAttentionTiledBindings = 5, kAttentionCoopBindings = 5, kGegluBindings = 4,
-                           kLogitsMaxBindings = 4, kSampleBindings = 5, kLogprobsBindings = 6,
+                           kLogitsMaxBindings = 5, kSampleBindings = 5, kLogprobsBindings = 6,
                            kConvertBindings = 2,
                            kCheckFiniteBindings = 2;
 // matmul_coop_splitk binds what matmul and matmul_coop bind, and as matvec

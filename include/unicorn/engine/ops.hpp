@@ -326,7 +326,7 @@ UNICORN_DECL void EngineCore::Recorder::sample() {
   const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
                              kernels::LogitsMax{m_.vocab, parts});
   const vk::DescriptorBufferInfo bm[] = {lane_.act(Act::Logits), lane_.partials[0].whole(),
-                                         lane_.host[2].whole(), lane_.step()};
+                                         lane_.host[2].whole(), lane_.step(), lane_.host[4].whole()};
   add(km, bm, {}, {parts, logit_rows_, 1});
   const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab, parts});
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Logits), lane_.host[1].whole(),

@@ -56,6 +56,21 @@ UNICORN_DECL void EngineCore::set_sampling(uint32_t stream, const SamplingParams
   s.sampling = p;
   s.counter = 0;
   s.sampled = {};
+  s.allowed.clear();
+}
+
+UNICORN_DECL void EngineCore::constrain(uint32_t stream, std::span<const uint32_t> allowed) {
+  check_not_in_flight(stream, "constrain");
+  StreamState& s = stream_state(stream);
+  if (allowed.empty()) return s.allowed.clear();
+  if (allowed.size() != mask_words())
+    throw Error("constrain: a mask of " + std::to_string(allowed.size()) + " words; this engine's vocabulary of " +
+                std::to_string(cfg_.model.vocab) + " tokens takes " + std::to_string(mask_words()));
+  const uint32_t tail = cfg_.model.vocab % 32;  // bits past the vocabulary are no tokens
+  const uint32_t last = tail ? allowed.back() & ((1u << tail) - 1) : allowed.back();
+  if (last == 0 && std::all_of(allowed.begin(), allowed.end() - 1, [](uint32_t w) { return w == 0; }))
+    throw Error("constrain: the mask allows no token, so none could be chosen");
+  s.allowed.assign(allowed.begin(), allowed.end());
 }
 
 UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32_t> tokens, Pass pass) {
@@ -412,6 +427,11 @@ UNICORN_DECL void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t s
   st.sampled = p.logprobs ? StreamState::Sampled{&lane, row} : StreamState::Sampled{};
   std::byte* out = lane.host[2].mapped + row * kSamplerRowBytes;
   std::memcpy(out, &s, sizeof s);
+  if (!raw_logits_ && !st.allowed.empty()) {  // the lane's copy of the stream's mask (logits_max.comp)
+    const uint32_t masked = 1;
+    std::memcpy(out + offsetof(SamplerState, masked), &masked, 4);
+    std::memcpy(lane.host[4].mapped + 4ull * mask_words() * stream, st.allowed.data(), 4ull * mask_words());
+  }
   for (size_t i = 0; i < p.logit_bias.size(); ++i) {
     const uint32_t id = uint32_t(p.logit_bias[i].first);
     std::memcpy(out + kSamplerBiasOffset + 4 * i, &id, 4);

@@ -4,6 +4,7 @@
 // shaders/include/step.glsl; SamplerState mirrors shaders/include/sampler.glsl).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -72,6 +73,7 @@ struct SamplerState {
   uint32_t bias_len;  // logit biases after the history (kMaxLogitBias ids, then as many biases)
   uint32_t logprobs;  // 0: none; else 1 + the alternatives wanted (shaders/logprobs.comp)
   uint32_t target = kNoTarget;  // the token whose log-probability is wanted; kNoTarget: the chosen one
+  uint32_t masked = 0;  // 1: only the tokens the stream's allowed-token mask sets may be chosen
   static constexpr uint32_t kNoTarget = 0xffffffffu;
 };
 inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/sampling.hpp
@@ -80,5 +82,8 @@ inline constexpr uint64_t kSamplerRowBytes = kSamplerBiasOffset + 8ull * kMaxLog
 // shaders/logprobs.comp's row: the chosen token's log-probability, the
 // alternatives' count, then (id bits, log-probability) per alternative.
 inline constexpr uint32_t kLogprobRowFloats = 2 + 2 * kMaxTopLogprobs;
+// An allowed-token mask (EngineCore::constrain): one bit per token of a
+// vocabulary of `vocab`, token i in word i / 32, bit i % 32 (LSB first).
+constexpr uint32_t token_mask_words(uint32_t vocab) { return (vocab + 31) / 32; }
 
 }  // namespace unicorn::detail
