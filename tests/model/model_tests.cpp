@@ -713,6 +713,32 @@ TEST_F(Model, ConstrainedStreamsChooseOnlyAllowedTokens) {
   EXPECT_EQ(core.mask_words(), (V + 31) / 32);
 }
 
+// copy_prefix (the API's n choices share one prefill): a stream given another
+// one's prefix by a device copy continues with the bits of a stream that
+// prefilled that prefix itself, for prefixes inside and past the local
+// layers' ring (48 positions here), and its source keeps going unchanged.
+TEST_F(Model, CopiedPrefixContinuesAsItsOwnPrefill) {
+  Engine<TinyWide<Format::Q8_0, 18>> engine(context(), options());
+  engine.load(tiny_gguf("Q8_0"));
+  const auto& prompt = golden().prompt;
+  auto& core = engine.core();
+  for (size_t cut : {17, 60}) {  // inside and past the ring; forward_logits runs stream 0
+    ASSERT_LT(cut, prompt.size());
+    engine.reset();
+    core.feed(0, std::span(prompt).first(cut));  // the reference: its own prefill
+    const auto own = core.forward_logits(std::span(prompt).subspan(cut));
+    core.feed(1, std::span(prompt).first(cut));
+    core.copy_prefix(1, 0, uint32_t(cut));  // onto a stream that held more
+    EXPECT_EQ(core.position(0), cut);
+    const auto copied = core.forward_logits(std::span(prompt).subspan(cut));
+    ASSERT_EQ(copied.size(), own.size());
+    EXPECT_EQ(std::memcmp(copied.data(), own.data(), own.size() * 4), 0) << "after a copied prefix of " << cut;
+    EXPECT_EQ(core.position(1), cut) << "the source keeps its own";
+  }
+  EXPECT_THROW(core.copy_prefix(0, 0, 1), Error);
+  EXPECT_THROW(core.copy_prefix(3, 1, 5), Error) << "stream 3 holds one token";
+}
+
 // A server starts a prefill pass and keeps decoding other streams while it
 // runs (EngineCore::begin_prefill; on the second queue where the device has
 // one). Both streams must get the bits they get when nothing overlaps, and

@@ -194,6 +194,12 @@ class EngineCore {
   // their KV cache) and the next token fed lands at `pos`. A prompt that
   // shares a prefix with what the stream holds then prefills only the rest.
   void rewind(uint32_t stream, uint32_t pos);
+  // Gives stream `to` the first `n` tokens of stream `from` and their keys and
+  // values, copied on the device (the KV rows of every layer; a sliding-window
+  // layer's ring as it stands), so a prompt shared by several streams (the
+  // API's n choices) is prefilled once. `from` keeps its own; `to` loses what
+  // it held. Refused where `from` can no longer go back to `n` (can_rewind).
+  void copy_prefix(uint32_t from, uint32_t to, uint32_t n);
 
   // How prefill() and decode() choose tokens from now on (default: greedy), for
   // every stream; each stream keeps its own draw counter and penalty history.

@@ -43,6 +43,51 @@ UNICORN_DECL void EngineCore::rewind(uint32_t stream, uint32_t pos) {
   s.ring_from = std::min(s.ring_from, pos);  // nothing from pos on is this sequence's any more
 }
 
+UNICORN_DECL void EngineCore::copy_prefix(uint32_t from, uint32_t to, uint32_t n) {
+  check_stream(from);
+  check_stream(to);
+  if (from == to) throw Error("copy_prefix: stream " + std::to_string(from) + " onto itself");
+  if (n > position(from) || !can_rewind(from, n))
+    throw Error("copy_prefix: stream " + std::to_string(from) + " does not hold its first " + std::to_string(n) +
+                " tokens' keys (it holds " + std::to_string(position(from)) + " tokens)");
+  check_not_in_flight(from, "copy_prefix");
+  check_not_in_flight(to, "copy_prefix");
+  // Row s * kv_heads + h of a layer's K or V cache is stream s's head h
+  // (layout.hpp); position p sits in slot p, or p mod the ring's slots.
+  struct Copy {
+    vk::Buffer src, dst;
+    vk::BufferCopy region;
+  };
+  std::vector<Copy> copies;
+  const uint32_t heads = cfg_.model.kv_heads, head_dim = cfg_.model.head_dim;
+  const auto locate = [&](const TensorSlot& t, uint64_t row, uint64_t row_bytes) {
+    for (const TensorPart& p : layout_.parts_of(t))
+      if (row >= p.row_begin && row < p.row_begin + p.rows)
+        return std::pair{slab_of(t, p).handle, p.offset + (row - p.row_begin) * row_bytes};
+    throw Error("internal: KV row " + std::to_string(row) + " is in no part");
+  };
+  for (uint32_t layer = 0; layer < cfg_.model.layers; ++layer)
+    for (const Role role : {Role::KCache, Role::VCache}) {
+      const TensorSlot& t = layout_.kv(role, int(layer));
+      const uint64_t row_bytes = t.bytes / t.rows, slots = t.cols / head_dim;
+      const uint64_t bytes = std::min<uint64_t>(n, slots) * (row_bytes / slots);
+      if (bytes == 0) continue;
+      for (uint32_t h = 0; h < heads; ++h) {
+        const auto [src, src_at] = locate(t, uint64_t(from) * heads + h, row_bytes);
+        const auto [dst, dst_at] = locate(t, uint64_t(to) * heads + h, row_bytes);
+        copies.push_back({src, dst, vk::BufferCopy{src_at, dst_at, bytes}});
+      }
+    }
+  StreamState& d = stream_state(to);
+  const StreamState& s = stream_state(from);
+  d.tokens.assign(s.tokens.begin(), s.tokens.begin() + n);
+  d.ring_from = std::min(s.ring_from, n);
+  d.sampled = {};
+  decode_lane().stream.run_once([&](vk::CommandBuffer cb) {
+    for (const Copy& c : copies) cb.copyBuffer(c.src, c.dst, c.region);
+  });
+}
+
 UNICORN_DECL void EngineCore::set_sampling(const SamplingParams& p) {
   for (uint32_t s = 0; s < cfg_.streams; ++s) set_sampling(s, p);
 }
