@@ -203,7 +203,7 @@ test("seeded sampling: the same seed gives the same text, another seed other tex
 
 test("errors are the client's typed OpenAI errors", async () => {
   await assert.rejects(
-    client.chat.completions.create({ messages: [{ role: "user", content: "x" }], n: 2 }),
+    client.chat.completions.create({ messages: [{ role: "user", content: "x" }], n: 99 }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.error?.param === "n");
   await assert.rejects(
     client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "x" }] }),
@@ -211,4 +211,146 @@ test("errors are the client's typed OpenAI errors", async () => {
   await assert.rejects(
     client.chat.completions.create({ messages: [{ role: "user", content: "x".repeat(20000) }] }),
     (e) => e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded");
+});
+
+// --- structured output and tool calls (the grammar-constrained sampler) ---
+
+const { zodResponseFormat, zodFunction } = h.npm("openai/helpers/zod");
+const z = h.npm("zod");
+
+test("structured output: the client's parse() with a zod schema gets an object that validates", async () => {
+  const Verse = z.object({
+    book: z.enum(["Genesis", "Exodus", "Psalms"]),
+    chapter: z.number().int(),
+    blessed: z.boolean(),
+    mood: z.enum(["joy", "wrath", "peace"]).nullable(),
+    tags: z.array(z.enum(["light", "water", "earth"])).max(2),
+  });
+  for (const temperature of [0, 1]) {
+    const r = await client.chat.completions.parse({
+      messages: [{ role: "user", content: "Describe a verse as JSON." }],
+      response_format: zodResponseFormat(Verse, "verse"), temperature, seed: 7, max_tokens: 200,
+    });
+    const choice = r.choices[0];
+    assert.equal(choice.finish_reason, "stop", `temperature ${temperature}: ${choice.message.content}`);
+    assert.deepEqual(Verse.parse(choice.message.parsed), choice.message.parsed);
+    assert.deepEqual(JSON.parse(choice.message.content), choice.message.parsed);
+  }
+});
+
+test("structured output: json_object, llama-server's grammar, streamed and not", async () => {
+  const r = await client.chat.completions.create({
+    messages: [{ role: "user", content: "Give me a JSON object." }], response_format: { type: "json_object" },
+    temperature: 0, max_tokens: 120,
+  });
+  if (r.choices[0].finish_reason === "stop") {
+    const v = JSON.parse(r.choices[0].message.content);
+    assert.ok(v && typeof v === "object" && !Array.isArray(v));
+  } else {  // cut by max_tokens: a prefix of a JSON object
+    assert.match(r.choices[0].message.content, /^\s*\{/);
+  }
+  const grammar = 'root ::= "The " animal " is " colour "."\nanimal ::= "lamb" | "lion" | "dove"\ncolour ::= "white" | "golden"';
+  const whole = await h.post(server, "/v1/chat/completions",
+    { messages: [{ role: "user", content: "An animal?" }], grammar, temperature: 0.8, seed: 3 });
+  assert.equal(whole.status, 200, JSON.stringify(whole.json));
+  assert.match(whole.json.choices[0].message.content, /^The (lamb|lion|dove) is (white|golden)\.$/);
+  assert.equal(whole.json.choices[0].finish_reason, "stop");
+  const stream = await client.chat.completions.create({
+    messages: [{ role: "user", content: "An animal?" }], grammar, temperature: 0.8, seed: 3, stream: true,
+  });
+  let text = "";
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+  assert.equal(text, whole.json.choices[0].message.content, "streamed: the same text");
+});
+
+test("structured output: what cannot be honoured is a 400 naming it", async () => {
+  const bad = [
+    [{ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a+$" } } } },
+     /pattern/],
+    [{ grammar: "root ::= undefined-rule" }, /undefined-rule/],
+    [{ response_format: { type: "xml" } }, /response_format\.type/],
+    [{ grammar: 'root ::= "a"', response_format: { type: "json_object" } }, /one of/],
+  ];
+  for (const [fields, message] of bad) {
+    const r = await h.post(server, "/v1/chat/completions", { messages: [{ role: "user", content: "x" }], ...fields });
+    assert.equal(r.status, 400, JSON.stringify(fields));
+    assert.match(r.json.error.message, message);
+  }
+});
+
+const weatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather", description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string", enum: ["Paris", "Rome", "Jerusalem"] },
+                                                  unit: { type: "string", enum: ["C", "F"] } },
+                  required: ["city", "unit"], additionalProperties: false },
+  },
+};
+
+test("tool calls: tool_choice required and named give calls whose arguments validate; streamed the same", async () => {
+  for (const tool_choice of ["required", { type: "function", function: { name: "get_weather" } }]) {
+    const request = { messages: [{ role: "user", content: "Weather in Rome?" }], tools: [weatherTool], tool_choice,
+                      temperature: 0, max_tokens: 100 };
+    const r = await client.chat.completions.create(request);
+    const choice = r.choices[0];
+    assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(choice));
+    assert.equal(choice.message.content, null);
+    assert.ok(choice.message.tool_calls.length >= 1);
+    for (const call of choice.message.tool_calls) {
+      assert.match(call.id, /^call_[0-9a-f]{24}$/);
+      assert.equal(call.type, "function");
+      assert.equal(call.function.name, "get_weather");
+      const args = JSON.parse(call.function.arguments);
+      assert.ok(["Paris", "Rome", "Jerusalem"].includes(args.city) && ["C", "F"].includes(args.unit), call.function.arguments);
+    }
+    const stream = await client.chat.completions.create({ ...request, stream: true });
+    const calls = [];
+    let finish = null;
+    for await (const chunk of stream) {
+      for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) calls[d.index] = d;
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(finish, "tool_calls");
+    assert.deepEqual(calls.map((c) => c.function), choice.message.tool_calls.map((c) => c.function));
+  }
+});
+
+test("tool calls: the client's runTools helper calls the function and sends its result back", async () => {
+  const seen = [];
+  const runner = client.chat.completions.runTools({
+    messages: [{ role: "user", content: "Weather in Paris?" }], temperature: 0, max_tokens: 80,
+    tools: [{ type: "function", function: { ...weatherTool.function, parse: JSON.parse,
+                                            function: (args) => { seen.push(args); return { celsius: 21 }; } } }],
+    tool_choice: "auto",
+  }, { maxChatCompletions: 3 });
+  const final = await runner.finalChatCompletion();
+  assert.ok(final.choices[0].finish_reason === "stop" || final.choices[0].finish_reason === "length" ||
+            final.choices[0].finish_reason === "tool_calls");
+  // With "auto" the demo model may answer in text at once; whatever it called got its result back.
+  const messages = runner.messages;
+  for (const call of seen) assert.ok(["Paris", "Rome", "Jerusalem"].includes(call.city));
+  assert.equal(messages.filter((m) => m.role === "tool").length, seen.length);
+  // A conversation that holds a call and its result is accepted as OpenAI sends it.
+  const r = await client.chat.completions.create({
+    messages: [
+      { role: "user", content: "Weather in Paris?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function",
+        function: { name: "get_weather", arguments: '{"city":"Paris","unit":"C"}' } }] },
+      { role: "tool", tool_call_id: "call_1", content: '{"celsius":21}' },
+    ],
+    tools: [weatherTool], tool_choice: "none", temperature: 0, max_tokens: 8,
+  });
+  assert.equal(typeof r.choices[0].message.content, "string");
+});
+
+test("tool calls: zodFunction with parse() gives parsed arguments", async () => {
+  const r = await client.chat.completions.parse({
+    messages: [{ role: "user", content: "Weather?" }], temperature: 0, max_tokens: 100, tool_choice: "required",
+    tools: [zodFunction({ name: "get_weather", parameters: z.object({ city: z.enum(["Paris", "Rome"]), days: z.boolean() }) })],
+  });
+  const call = r.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, "get_weather");
+  assert.ok(["Paris", "Rome"].includes(call.function.parsed_arguments.city));
+  assert.equal(typeof call.function.parsed_arguments.days, "boolean");
 });

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <initializer_list>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -24,6 +26,9 @@
 #include <vector>
 
 #include "unicorn/engine/step.hpp"
+#include "unicorn/grammar/json_schema.hpp"
+#include "unicorn/grammar/matcher.hpp"
+#include "unicorn/server/tools.hpp"
 #include "unicorn/sampling.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/tokenizer.hpp"
@@ -71,6 +76,12 @@ struct CompletionRequest {
   bool cache_prompt = true;    // llama-server's: reuse a slot's KV cache for a shared prefix
   bool ignore_eos = false;     // llama-server's: <eos> and <end_of_turn> do not end it (benchmarks)
   bool echo = false;           // Kind::Text: the answer's text starts with the prompt (with logprobs: scored)
+  // Structured output: the grammar every answer follows (response_format's
+  // json_object or json_schema, or llama-server's grammar / json_schema), and
+  // the field it came from; none: free text.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::string grammar_field;
+  ToolUse tools;  // Kind::Chat: the functions the answer may call (tools.hpp)
 };
 
 namespace parse {
@@ -159,28 +170,146 @@ inline std::string content_text(const Json& v, const std::string& field) {
   return out;
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}].
+inline std::vector<ToolCall> message_tool_calls(const Json& v, const std::string& at) {
+  if (!v.is_array()) throw wrong_type(at, v, "an array of tool calls");
+  std::vector<ToolCall> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string c = at + "[" + std::to_string(i) + "]";
+    const Json& call = v[i];
+    if (!call.is_object()) throw wrong_type(c, call, "an object");
+    for (const auto& [k, _] : call.items())
+      if (k != "id" && k != "type" && k != "function")
+        throw bad_request("'" + c + "." + k + "' is not a field of a tool call", c + "." + k, "unsupported_parameter");
+    if (call.contains("type") && call["type"] != "function")
+      throw bad_request("'" + c + ".type' must be \"function\"", c + ".type", "invalid_value");
+    if (!call.contains("id") || !call["id"].is_string()) throw wrong_type(c + ".id", call.value("id", Json()), "a string");
+    if (!call.contains("function") || !call["function"].is_object())
+      throw wrong_type(c + ".function", call.value("function", Json()), "an object");
+    const Json& f = call["function"];
+    if (!f.contains("name") || !f["name"].is_string()) throw wrong_type(c + ".function.name", f.value("name", Json()), "a string");
+    if (!f.contains("arguments") || !f["arguments"].is_string())
+      throw wrong_type(c + ".function.arguments", f.value("arguments", Json()), "a string of JSON");
+    out.push_back({call["id"].get<std::string>(), f["name"].get<std::string>(), f["arguments"].get<std::string>()});
+  }
+  return out;
+}
+
+// The conversation. Gemma 3 has user and model turns only: an assistant's
+// tool calls become the JSON reply the model would have written, and the
+// results of `role: "tool"` messages after it one user turn (tools.hpp).
 inline std::vector<text::ChatMessage> messages(const Json& v) {
   if (!v.is_array()) throw wrong_type("messages", v, "an array of messages");
   if (v.empty()) throw bad_request("'messages' must hold at least one message", "messages", "invalid_value");
   std::vector<text::ChatMessage> out;
+  bool results_open = false;  // the last message is a user turn of tool results
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "messages[" + std::to_string(i) + "]";
     const Json& m = v[i];
     if (!m.is_object()) throw wrong_type(at, m, "an object");
-    for (const auto& [k, _] : m.items())
-      if (k != "role" && k != "content")
-        throw bad_request("'" + at + "." + k + "' is not supported by this server (messages take role and content)",
-                          at + "." + k, "unsupported_parameter");
     if (!m.contains("role") || !m["role"].is_string()) throw wrong_type(at + ".role", m.value("role", Json()), "a string");
     std::string role = m["role"].get<std::string>();
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
-    if (role != "system" && role != "user" && role != "assistant")
-      throw bad_request("'" + at + ".role' must be system, developer, user or assistant, not '" + role + "'",
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      throw bad_request("'" + at + ".role' must be system, developer, user, assistant or tool, not '" + role + "'",
                         at + ".role", "invalid_value");
-    if (!m.contains("content")) throw bad_request("'" + at + ".content' is required", at + ".content", "missing_field");
-    out.push_back({role, content_text(m["content"], at + ".content")});
+    for (const auto& [k, _] : m.items())
+      if (k != "role" && k != "content" && !(role == "assistant" && k == "tool_calls") &&
+          !(role == "tool" && (k == "tool_call_id" || k == "name")))
+        throw bad_request("'" + at + "." + k + "' is not supported by this server (messages take role and content; "
+                          "an assistant's also tool_calls, a tool's tool_call_id)", at + "." + k, "unsupported_parameter");
+    const bool calls = role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+    const bool content = m.contains("content") && !(calls && m["content"].is_null());
+    if (!content && !calls) throw bad_request("'" + at + ".content' is required", at + ".content", "missing_field");
+    std::string text = content ? content_text(m["content"], at + ".content") : "";
+    if (calls) {
+      const std::vector<ToolCall> c = message_tool_calls(m["tool_calls"], at + ".tool_calls");
+      if (!c.empty()) text += (text.empty() ? "" : "\n") + calls_text(c);
+    }
+    if (role == "tool") {
+      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string())
+        throw wrong_type(at + ".tool_call_id", m.value("tool_call_id", Json()), "a string");
+      if (m.contains("name") && !m["name"].is_string()) throw wrong_type(at + ".name", m["name"], "a string");
+      const std::string result = tool_result_text(m["tool_call_id"].get<std::string>(), m.value("name", ""), text);
+      if (results_open) out.back().content += "\n" + result;
+      else out.push_back({"user", "Function results:\n" + result});
+      results_open = true;
+      continue;
+    }
+    results_open = false;
+    out.push_back({role, text});
   }
   return out;
+}
+
+// tools: [{type: "function", function: {name, description, parameters, strict}}].
+inline std::vector<ToolFunction> tool_functions(const Json& v) {
+  if (!v.is_array()) throw wrong_type("tools", v, "an array of tools");
+  constexpr size_t kMaxTools = 128;
+  if (v.size() > kMaxTools)
+    throw bad_request("'tools' holds " + std::to_string(v.size()) + " tools; at most " + std::to_string(kMaxTools),
+                      "tools", "invalid_value");
+  std::vector<ToolFunction> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const Json& t = v[i];
+    if (!t.is_object()) throw wrong_type(at, t, "an object");
+    for (const auto& [k, _] : t.items())
+      if (k != "type" && k != "function")
+        throw bad_request("'" + at + "." + k + "' is not a field of a tool", at + "." + k, "unsupported_parameter");
+    if (!t.contains("type") || t["type"] != "function")
+      throw bad_request("'" + at + ".type' must be \"function\" (the only kind of tool)", at + ".type", "invalid_value");
+    if (!t.contains("function") || !t["function"].is_object())
+      throw wrong_type(at + ".function", t.value("function", Json()), "an object");
+    ToolFunction f;
+    for (const auto& [k, x] : t["function"].items()) {
+      const std::string field = at + ".function." + k;
+      if (k == "name") {
+        if (!x.is_string()) throw wrong_type(field, x, "a string");
+        f.name = x.get<std::string>();
+        const bool ok = !f.name.empty() && f.name.size() <= 64 && std::all_of(f.name.begin(), f.name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+        });
+        if (!ok) throw bad_request("'" + field + "' must be 1 to 64 letters, digits, '_' or '-'", field, "invalid_value");
+        for (const ToolFunction& seen : out)
+          if (seen.name == f.name) throw bad_request("two tools are named '" + f.name + "'", field, "invalid_value");
+      } else if (k == "description") {
+        if (!x.is_string()) throw wrong_type(field, x, "a string");
+        f.description = x.get<std::string>();
+      } else if (k == "parameters") {
+        if (!x.is_object()) throw wrong_type(field, x, "a JSON schema (an object)");
+        f.parameters = x;
+      } else if (k == "strict") {
+        if (!x.is_null()) (void)boolean(x, field);  // strict or not, the arguments follow the schema
+      } else {
+        throw bad_request("'" + field + "' is not a field of a function", field, "unsupported_parameter");
+      }
+    }
+    if (f.name.empty()) throw bad_request("'" + at + ".function.name' is required", at + ".function.name", "missing_field");
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// tool_choice: "none", "auto", "required", or {type: "function", function: {name}}.
+inline void tool_choice(const Json& v, ToolUse& use, std::string& named_field) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "none") use.choice = ToolUse::Choice::None;
+    else if (s == "auto") use.choice = ToolUse::Choice::Auto;
+    else if (s == "required") use.choice = ToolUse::Choice::Required;
+    else throw bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or a function, not " + brief(v),
+                           "tool_choice", "invalid_value");
+    return;
+  }
+  if (!v.is_object()) throw wrong_type("tool_choice", v, "a string or an object");
+  if (!v.contains("type") || v["type"] != "function" || !v.contains("function") || !v["function"].is_object() ||
+      !v["function"].contains("name") || !v["function"]["name"].is_string())
+    throw bad_request("'tool_choice' as an object is {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                      "tool_choice", "invalid_value");
+  use.choice = ToolUse::Choice::Named;
+  use.named = v["function"]["name"].get<std::string>();
+  named_field = "tool_choice.function.name";
 }
 
 inline std::vector<std::string> stop_strings(const Json& v) {
@@ -206,20 +335,69 @@ inline std::vector<std::string> stop_strings(const Json& v) {
   return out;
 }
 
-// response_format: {"type": "text"}, the API's default, is plain text; the
-// JSON formats need constrained sampling, which this server does not have.
-inline void response_format(const Json& v) {
+// A grammar from its GBNF text (or a JSON schema's), compiled now so that a
+// mistake in it is the request's 400, naming `field`.
+inline std::shared_ptr<const grammar::Grammar> compiled_grammar(const std::string& gbnf, const std::string& field) {
+  try {
+    return grammar::compile_gbnf(gbnf);
+  } catch (const Error& e) {
+    throw bad_request("'" + field + "': " + e.what(), field, "invalid_grammar");
+  }
+}
+inline std::shared_ptr<const grammar::Grammar> schema_grammar(const Json& schema, const std::string& field) {
+  if (!schema.is_object() && !schema.is_boolean()) throw wrong_type(field, schema, "a JSON schema (an object)");
+  std::string gbnf;
+  try {
+    gbnf = grammar::gbnf_from_json_schema(schema);
+  } catch (const Error& e) {
+    throw bad_request("'" + field + "': " + e.what(), field, "unsupported_schema");
+  }
+  return compiled_grammar(gbnf, field);
+}
+
+// response_format: {"type": "text"} (the default) is free text;
+// {"type": "json_object"} any JSON object (with llama-server's "schema": one
+// that validates); {"type": "json_schema", "json_schema": {"name", "schema",
+// "strict", "description"}} an object that validates against the schema
+// (always strictly: the sampling is constrained to it).
+// Returns whether it asks for structured output.
+inline bool response_format(const Json& v, CompletionRequest& r) {
   if (!v.is_object()) throw wrong_type("response_format", v, "an object");
   if (!v.contains("type") || !v["type"].is_string())
     throw wrong_type("response_format.type", v.value("type", Json()), "a string");
-  if (v["type"] != "text")
-    throw bad_request("'response_format.type' = " + brief(v["type"]) + " is not supported by this server (only "
-                          "\"text\": JSON output needs constrained sampling, which it does not have)",
-                      "response_format.type", "unsupported_value");
+  const std::string type = v["type"].get<std::string>();
+  if (type != "text" && type != "json_object" && type != "json_schema")
+    throw bad_request("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not " +
+                          brief(v["type"]), "response_format.type", "invalid_value");
   for (const auto& [k, _] : v.items())
-    if (k != "type")
-      throw bad_request("'response_format." + k + "' is not supported by this server (only {\"type\": \"text\"})",
+    if (k != "type" && !(type == "json_schema" && k == "json_schema") && !(type == "json_object" && k == "schema"))
+      throw bad_request("'response_format." + k + "' is not a field of response_format of type " + type,
                         "response_format." + k, "unsupported_parameter");
+  if (type == "text") return false;
+  if (type == "json_object") {
+    r.grammar_field = "response_format";
+    r.grammar = v.contains("schema") ? schema_grammar(v["schema"], "response_format.schema")
+                                     : compiled_grammar(grammar::gbnf_json_object(), "response_format");
+    return true;
+  }
+  if (!v.contains("json_schema")) throw bad_request("'response_format.json_schema' is required", "response_format.json_schema", "missing_field");
+  const Json& js = v["json_schema"];
+  if (!js.is_object()) throw wrong_type("response_format.json_schema", js, "an object");
+  for (const auto& [k, f] : js.items()) {
+    const std::string field = "response_format.json_schema." + k;
+    if (k == "name" || k == "description") {
+      if (!f.is_string()) throw wrong_type(field, f, "a string");
+    } else if (k == "strict") {
+      if (!f.is_null()) (void)boolean(f, field);  // strict or not, the sampling follows the schema
+    } else if (k != "schema") {
+      throw bad_request("'" + field + "' is not supported (json_schema takes name, description, schema, strict)",
+                        field, "unsupported_parameter");
+    }
+  }
+  r.grammar_field = "response_format.json_schema.schema";
+  r.grammar = js.contains("schema") ? schema_grammar(js["schema"], r.grammar_field)
+                                    : compiled_grammar(grammar::gbnf_json_object(), r.grammar_field);
+  return true;
 }
 
 // logit_bias: {"token id": bias in [-100, 100]}, as OpenAI's (-100 bans the
@@ -302,6 +480,8 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
                             allowed.dump() + ")", field, "unsupported_value");
   };
   bool has_stream_options = false, top_logprobs = false;
+  int grammars = 0;  // response_format, grammar and json_schema each set one
+  std::string named_tool;  // tool_choice's field, when it names a function
   for (const auto& [key, v] : j.items()) {
     if (key == "model") {
       if (!v.is_string()) throw wrong_type(key, v, "a string");
@@ -365,11 +545,22 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
     } else if (key == "logprobs") {  // the legacy API's: how many alternatives, and the chosen tokens'
       if (!v.is_null()) r.sampling.logprobs = true, r.sampling.top_logprobs = uint32_t(integer_in(v, key, 0, 5));
     } else if (key == "response_format") {
-      if (!v.is_null()) response_format(v);
+      if (!v.is_null() && response_format(v, r)) ++grammars;
+    } else if (key == "grammar") {  // llama-server's: GBNF text
+      if (v.is_null()) continue;
+      if (!v.is_string()) throw wrong_type(key, v, "a string of GBNF");
+      r.grammar = compiled_grammar(v.get<std::string>(), key), r.grammar_field = key, ++grammars;
+    } else if (key == "json_schema") {  // llama-server's: the schema itself
+      if (!v.is_null()) r.grammar = schema_grammar(v, key), r.grammar_field = key, ++grammars;
     } else if (key == "logit_bias") {
       if (!v.is_null()) r.sampling.logit_bias = logit_bias(v);
-    } else if (key == "suffix" ||
-               key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
+    } else if (chat && key == "tools") {
+      if (!v.is_null()) r.tools.tools = tool_functions(v);
+    } else if (chat && key == "tool_choice") {
+      if (!v.is_null()) tool_choice(v, r.tools, named_tool);
+    } else if (chat && key == "parallel_tool_calls") {
+      if (!v.is_null()) r.tools.parallel = boolean(v, key);
+    } else if (key == "suffix" || key == "functions" || key == "function_call") {
       only_default(v, key, Json(nullptr));
     } else if (!chat && key == "echo") {
       if (!v.is_null()) r.echo = boolean(v, key);
@@ -389,6 +580,34 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
                           "], not 0 (0 is for scoring a prompt: with 'echo': true)", "max_tokens", "invalid_value");
   if (top_logprobs && !r.sampling.logprobs)
     throw bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+  if (!named_tool.empty() &&
+      std::none_of(r.tools.tools.begin(), r.tools.tools.end(), [&](const ToolFunction& f) { return f.name == r.tools.named; }))
+    throw bad_request("'tool_choice' names the function '" + r.tools.named + "', which 'tools' does not hold",
+                      named_tool, "invalid_value");
+  if (r.tools.choice == ToolUse::Choice::Required && r.tools.tools.empty())
+    throw bad_request("'tool_choice' is \"required\" but there are no 'tools'", "tool_choice", "invalid_value");
+  if (r.tools.active()) {
+    if (grammars > 0)
+      throw bad_request("'tools' cannot go with structured output ('" + r.grammar_field + "'): a reply that calls "
+                        "a function follows the function's schema", r.grammar_field, "invalid_value");
+    try {  // the replies the model may give: a call, or (with "auto") free text
+      r.grammar = grammar::compile_gbnf(tool_gbnf(r.tools));
+    } catch (const Error& e) {
+      throw bad_request(std::string("'tools': a function's parameters: ") + e.what(), "tools", "unsupported_schema");
+    }
+    r.grammar_field = "tools";
+    // The functions go first into the system text (Gemma 3 puts it in the first user turn).
+    const std::string preamble = tools_preamble(r.tools);
+    if (!r.messages.empty() && r.messages.front().role == "system")
+      r.messages.front().content = preamble + "\n" + r.messages.front().content;
+    else
+      r.messages.insert(r.messages.begin(), {"system", preamble});
+  }
+  if (grammars > 1)
+    throw bad_request("give one of 'response_format', 'grammar' and 'json_schema'", r.grammar_field, "invalid_value");
+  if (r.grammar && r.ignore_eos)
+    throw bad_request("'ignore_eos' cannot go with structured output: the grammar ends the answer", "ignore_eos",
+                      "invalid_value");
   if (has_stream_options && !r.stream)
     throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
   if (chat) {
@@ -536,10 +755,16 @@ struct ResponseHead {
 
   // A whole (unstreamed) completion.
   // `logprobs`: chat_logprobs' or completion_logprobs' object, or null.
-  Json response(const std::string& text, FinishReason finish, const Usage& usage, Json logprobs = nullptr) const {
+  // `calls`: the reply called functions (tools.hpp): the message holds them
+  // and no content, and the finish reason is "tool_calls".
+  Json response(const std::string& text, FinishReason finish, const Usage& usage, Json logprobs = nullptr,
+                const std::optional<std::vector<ToolCall>>& calls = std::nullopt) const {
     Json j = base(false);
-    Json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_name(finish)}};
-    if (kind == CompletionRequest::Kind::Chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+    Json choice = {{"index", 0}, {"logprobs", std::move(logprobs)},
+                   {"finish_reason", calls ? "tool_calls" : finish_name(finish)}};
+    if (kind == CompletionRequest::Kind::Chat && calls)
+      choice["message"] = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls_json(*calls, false)}};
+    else if (kind == CompletionRequest::Kind::Chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
     else choice["text"] = text;
     j["choices"] = Json::array({choice});
     j["usage"] = usage.json();
@@ -565,6 +790,35 @@ struct ResponseHead {
     j["choices"] = Json::array({choice});
     if (include_usage) j["usage"] = nullptr;
     return j;
+  }
+  // A chunk of a streamed reply that called functions: each call whole (with
+  // its index, as OpenAI's deltas carry it); the finish chunk follows with
+  // tool_calls_finish().
+  Json tool_calls_chunk(const std::vector<ToolCall>& calls, bool first, bool include_usage, Json logprobs) const {
+    Json j = base(true);
+    Json delta = {{"tool_calls", tool_calls_json(calls, true)}};
+    if (first) delta["role"] = "assistant", delta["content"] = nullptr;
+    j["choices"] = Json::array({{{"index", 0}, {"delta", delta}, {"logprobs", std::move(logprobs)},
+                                 {"finish_reason", nullptr}}});
+    if (include_usage) j["usage"] = nullptr;
+    return j;
+  }
+  Json tool_calls_finish(bool include_usage) const {
+    Json j = base(true);
+    j["choices"] = Json::array({{{"index", 0}, {"delta", Json::object()}, {"logprobs", nullptr},
+                                 {"finish_reason", "tool_calls"}}});
+    if (include_usage) j["usage"] = nullptr;
+    return j;
+  }
+  static Json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+    Json out = Json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      Json c = {{"id", calls[i].id}, {"type", "function"},
+                {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+      if (indexed) c["index"] = i;
+      out.push_back(std::move(c));
+    }
+    return out;
   }
   Json usage_chunk(const Usage& usage) const {
     Json j = base(true);

@@ -448,6 +448,7 @@ class Server {
     job->cache_prompt = r.cache_prompt;
     job->ignore_eos = r.ignore_eos;
     job->score_prompt = r.echo && r.sampling.logprobs;
+    job->grammar = r.grammar;
     job->deterministic = r.seeded || r.sampling.temperature <= 0.0f || r.sampling.top_k == 1;
     return job;
   }
@@ -560,8 +561,8 @@ class Server {
     // echo: the answer's text starts with the prompt, as the client gave it.
     const std::string echo = !r.echo ? std::string() : r.prompt_text ? *r.prompt_text
                                                                      : model_->tokenizer.decode(r.prompt_ids);
-    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage, cors, echo);
-    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive, cors, echo);
+    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage, cors, echo, r.tools);
+    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive, cors, echo, r.tools);
     boost::system::error_code ignored;
     socket.cancel(ignored);  // ends the watch
     if (job->cancelled) keep_alive = false;
@@ -583,7 +584,7 @@ class Server {
 
   net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker,
                                        const ResponseHead& head, bool keep_alive, const Headers& cors,
-                                       const std::string& echo) {
+                                       const std::string& echo, const ToolUse& tools) {
     std::string text = echo;
     std::vector<TokenLogprobEntry> logprobs;
     while (true) {
@@ -594,9 +595,11 @@ class Server {
         if (p.error && p.error->status == 499) co_return 0;  // the client is gone
         waker.answering = true;
         size_t offset = 0;
+        const auto calls = p.error || *p.finish != FinishReason::Stop ? std::nullopt : read_calls(text, tools, rng_);
         const Reply r = with_headers(
             p.error ? error_reply(*p.error)
-                    : json_reply(200, head.response(text, *p.finish, p.usage, logprobs_json(head, job, logprobs, offset))),
+                    : json_reply(200, head.response(text, *p.finish, p.usage, logprobs_json(head, job, logprobs, offset),
+                                                    calls)),
             cors);
         co_await send(stream, r, keep_alive && !job.cancelled, req.version());
         co_return int(r.status);
@@ -608,10 +611,15 @@ class Server {
   // Server-sent events: a chunk per piece of text, the finish reason, the
   // usage (when asked), then "data: [DONE]". An error before the first chunk
   // is an ordinary error response; after it, an error event ends the stream.
+  // A reply that may call functions is held back while it may be a call (from
+  // its first byte, '{' or '[', under "auto"; all of it otherwise) and goes
+  // out at its end as tool_calls, or as text if it is none.
   net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
                                         const ResponseHead& head, bool include_usage, const Headers& cors,
-                                        std::string echo) {
+                                        std::string echo, const ToolUse& tools) {
     bool started = false, first = true;
+    bool holding = tools.active();  // the reply so far may be a call
+    std::string held;
     std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
     size_t offset = 0;                         // bytes of text sent
     boost::system::error_code ec;
@@ -625,21 +633,33 @@ class Server {
       logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
       if (p.ended && p.error && p.error->status == 499) co_return 0;
       if (!echo.empty() && !(p.ended && p.error)) p.text = std::exchange(echo, {}) + p.text;
+      if (holding) {
+        held += std::exchange(p.text, {});
+        if (tools.choice == ToolUse::Choice::Auto && !held.empty() && held[0] != '{' && held[0] != '[')
+          holding = false, p.text = std::exchange(held, {});  // free text: it streams
+      }
+      if (p.ended && !p.error && !held.empty()) {  // the held reply: calls, or text after all
+        const auto calls = *p.finish == FinishReason::Stop ? read_calls(held, tools, rng_) : std::nullopt;
+        if (calls) {
+          if (!started) {
+            if (!co_await start_events(stream, req, cors, ec)) break;
+            started = true;
+          }
+          Json lp = logprobs_json(head, job, logprobs, offset);
+          logprobs.clear();
+          if (!co_await event(head.tool_calls_chunk(*calls, first, include_usage, std::move(lp)))) break;
+          if (!co_await event(head.tool_calls_finish(include_usage))) break;
+          if (include_usage && !co_await event(head.usage_chunk(p.usage))) break;
+          co_return co_await end_events(stream, ec);
+        }
+        p.text = std::exchange(held, {});
+      }
       if (!started && p.ended && p.error) {
         co_await send(stream, with_headers(error_reply(*p.error), cors), false, req.version());
         co_return int(p.error->status);
       }
       if (!started && (p.ended || !p.text.empty())) {
-        http::response<http::empty_body> res{http::status::ok, req.version()};
-        res.set(http::field::server, "unicorn");
-        res.set(http::field::content_type, "text/event-stream");
-        res.set(http::field::cache_control, "no-cache");
-        for (const auto& [f, v] : cors) res.set(f, v);
-        res.keep_alive(false);  // the stream ends with the connection's close
-        res.chunked(true);
-        http::response_serializer<http::empty_body> sr{res};
-        co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
-        if (ec) break;
+        if (!co_await start_events(stream, req, cors, ec)) break;
         started = true;
       }
       if (!p.text.empty() || (first && p.ended && !p.error)) {
@@ -656,16 +676,34 @@ class Server {
           if (!co_await event(head.chunk("", p.finish, false, include_usage, std::move(lp)))) break;
           if (include_usage && !co_await event(head.usage_chunk(p.usage))) break;
         }
-        static constexpr std::string_view kDone = "data: [DONE]\n\n";
-        co_await net::async_write(stream, http::make_chunk(net::buffer(kDone.data(), kDone.size())),
-                                  net::redirect_error(net::use_awaitable, ec));
-        if (!ec) co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
-        co_return ec ? 0 : 200;
+        co_return co_await end_events(stream, ec);
       }
       co_await wait(waker);
     }
     job.cancelled = true;  // a write failed: the client is gone
     co_return 0;
+  }
+
+  // The head of a server-sent event stream; false if the write failed.
+  net::awaitable<bool> start_events(Stream& stream, Request& req, const Headers& cors, boost::system::error_code& ec) {
+    http::response<http::empty_body> res{http::status::ok, req.version()};
+    res.set(http::field::server, "unicorn");
+    res.set(http::field::content_type, "text/event-stream");
+    res.set(http::field::cache_control, "no-cache");
+    for (const auto& [f, v] : cors) res.set(f, v);
+    res.keep_alive(false);  // the stream ends with the connection's close
+    res.chunked(true);
+    http::response_serializer<http::empty_body> sr{res};
+    co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
+    co_return !ec;
+  }
+  // "data: [DONE]" and the last chunk: 200, or 0 if the client is gone.
+  net::awaitable<int> end_events(Stream& stream, boost::system::error_code& ec) {
+    static constexpr std::string_view kDone = "data: [DONE]\n\n";
+    co_await net::async_write(stream, http::make_chunk(net::buffer(kDone.data(), kDone.size())),
+                              net::redirect_error(net::use_awaitable, ec));
+    if (!ec) co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+    co_return ec ? 0 : 200;
   }
 
   // --- shutdown ---

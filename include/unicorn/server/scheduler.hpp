@@ -19,6 +19,10 @@
 // with one queue each step waits for the pass before it.
 // Jobs beyond the slots wait in a bounded queue; past it submit() refuses.
 //
+// A job with a grammar (structured output) has a matcher in its slot: before
+// each of its tokens the matcher's allowed-token mask goes to the engine
+// (EngineCore::constrain), and each chosen token advances it.
+//
 // Sampling parameters and seeds are per slot and applied on the GPU; a seed's
 // draws depend only on the seed and the token's index in its completion
 // (EngineCore::set_sampling), so a seeded request gives the same text whatever
@@ -59,6 +63,11 @@ class Job {
   std::vector<std::string> stop;
   bool cache_prompt = true;
   bool ignore_eos = false;  // <eos> and <end_of_turn> are text like any other token
+  // Structured output: every token is chosen among those the grammar allows
+  // next (a mask computed on this thread, applied on the GPU), and the answer
+  // ends when the grammar is complete and the model ends it, or nothing but
+  // an end can follow. None: free text.
+  std::shared_ptr<const grammar::Grammar> grammar;
   // The prompt's own log-probabilities go out first (echo with logprobs):
   // EngineCore::score feeds it; max_tokens may then be 0.
   bool score_prompt = false;
@@ -243,6 +252,7 @@ class Scheduler {
     int32_t next = -1;
     uint32_t generated = 0;
     std::optional<text::TextStream> text;
+    std::optional<grammar::Matcher> matcher;  // the job's grammar's state
     Clock::time_point last_token;
     uint64_t admitted_at = 0;  // admission order: the oldest prompt prefills first
     uint64_t used_at = 0;      // when its cache was last written: the least recent is reused first
@@ -264,14 +274,20 @@ class Scheduler {
     }
     Slot& slot = slots_[best];
     const uint32_t stream = uint32_t(best);
+    std::optional<grammar::Matcher> matcher;
     try {
       engine_.rewind(stream, best_reuse);
       invariant_[stream] = std::min(invariant_[stream], best_reuse);
-      engine_.set_sampling(stream, job->sampling);
+      engine_.set_sampling(stream, job->sampling);  // lifts the last job's mask
+      if (job->grammar) {
+        matcher.emplace(job->grammar, vocabulary());
+        constrain(stream, *matcher);
+      }
     } catch (const std::exception& e) {  // checked by the session; an engine that refuses is a bug
       return finish_unstarted(*job, {500, std::string("server: ") + e.what(), "server_error", "", ""});
     }
     slot = Slot{};
+    slot.matcher = std::move(matcher);
     slot.job = std::move(job);
     slot.fed = best_reuse;
     slot.cached = best_reuse;
@@ -433,11 +449,28 @@ class Scheduler {
     }
   }
 
+  // The grammar's vocabulary, made once (its byte trie of the whole
+  // vocabulary) at the first job with a grammar.
+  std::shared_ptr<const grammar::Vocabulary> vocabulary() {
+    if (!vocabulary_) vocabulary_ = grammar::Vocabulary::from_tokenizer(tok_);
+    return vocabulary_;
+  }
+  // The tokens the slot's grammar allows next, for the stream's next choice.
+  void constrain(uint32_t stream, const grammar::Matcher& matcher) {
+    mask_.assign(engine_.mask_words(), 0);
+    matcher.allowed_tokens(mask_);
+    engine_.constrain(stream, mask_);
+  }
+
   // A chosen token: the end of the completion, or text and the next step's input.
   void deliver(Slot& s, uint32_t stream, int32_t token) {
     s.last_token = Clock::now();
     if (!s.job->ignore_eos && (token == tok_.eos_id() || token == tok_.end_of_turn_id()))
       return end(s, FinishReason::Stop, std::nullopt);
+    if (s.matcher && !s.matcher->accept(token))  // the mask allowed it: a bug, not the client's
+      return end(s, std::nullopt, ApiError{500, "server: token " + std::to_string(token) +
+                                                    " was chosen but the request's grammar does not allow it",
+                                           "server_error", "", "grammar_error"});
     s.generated++;
     // Read now: the lane's next pass writes over them (before the text, whose
     // append wakes the session).
@@ -448,6 +481,14 @@ class Scheduler {
     // (which is never fed): prompt + completion tokens <= the context.
     if (s.generated >= s.job->max_tokens || engine_.position(stream) + 1 >= engine_.context_limit())
       return end(s, FinishReason::Length, std::nullopt);
+    if (s.matcher) {
+      if (s.matcher->exhausted()) return end(s, FinishReason::Stop, std::nullopt);  // the grammar says no more
+      try {
+        constrain(stream, *s.matcher);
+      } catch (const std::exception& e) {
+        return end(s, std::nullopt, ApiError{500, std::string("server: ") + e.what(), "server_error", "", "grammar_error"});
+      }
+    }
     s.next = token;
   }
 
@@ -536,6 +577,8 @@ class Scheduler {
   // Per stream: how many tokens at the start of its cache were written by
   // prefill or by batch-invariant decode steps (what a deterministic job may reuse).
   std::vector<uint32_t> invariant_;
+  std::shared_ptr<const grammar::Vocabulary> vocabulary_;  // vocabulary(): made at the first grammar
+  std::vector<uint32_t> mask_;                               // constrain()'s words
   uint64_t clock_ = 0;       // a logical clock for admission order and cache age
   uint32_t engine_failures_ = 0;
 
