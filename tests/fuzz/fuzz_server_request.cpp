@@ -1,6 +1,7 @@
-// Fuzz target: the server's request bodies (server/api.hpp), as any client
-// may send them: /v1/chat/completions and /v1/completions, /tokenize and
-// /detokenize (with the tiny test tokenizer, UNICORN_TINY_TOKENIZER). A body
+// Fuzz target: the server's request bodies (server/api.hpp, server/ollama_api.hpp),
+// as any client may send them: /v1/chat/completions and /v1/completions,
+// /tokenize and /detokenize (with the tiny test tokenizer,
+// UNICORN_TINY_TOKENIZER), /api/chat, /api/generate and /api/show. A body
 // is accepted or refused with an ApiError (a 400); one that is accepted asks
 // for sampling the engine takes (EngineCore::set_sampling would refuse
 // anything else with a 500) and for a conversation the chat template renders.
@@ -11,6 +12,7 @@
 
 #include "fuzz.hpp"
 #include "unicorn/server/api.hpp"
+#include "unicorn/server/ollama_api.hpp"
 
 namespace {
 
@@ -59,6 +61,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)tiny().encode(*r.prompt_text, true);
       }
     });
+  for (const auto route : {OllamaRequest::Route::Chat, OllamaRequest::Route::Generate})
+    client_error_only([&] {
+      const OllamaRequest r = parse_ollama_request(body, route, 256);
+      const CompletionRequest& c = r.completion;
+      FUZZ_CHECK(unicorn::sampling_params_valid(c.sampling),
+                 "an Ollama request's sampling passed the checks but the engine would refuse it");
+      FUZZ_CHECK(!r.num_ctx || (*r.num_ctx >= 1 && *r.num_ctx <= 256), "num_ctx past the server's context passed");
+      if (r.load_only) return;
+      if (c.kind == CompletionRequest::Kind::Chat) (void)tiny().encode(unicorn::text::render_chat(c.messages, true));
+      else (void)tiny().encode(*c.prompt_text, true);
+    });
+  client_error_only([&] {
+    OllamaModelFacts facts;
+    facts.id = "tiny";
+    facts.dims = unicorn::kGemma3_270M;
+    (void)ollama_show(facts, body);
+  });
   client_error_only([&] { (void)tokenize_response(tiny(), body); });
   client_error_only([&] { (void)detokenize_response(tiny(), body); });
   return 0;

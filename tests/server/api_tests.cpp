@@ -1,5 +1,5 @@
 // Label server: the server's request checks and response shapes
-// (server/api.hpp), its text streaming (text/text_stream.hpp) and its metrics
+// (server/api.hpp, and Ollama's: server/ollama_api.hpp), its text streaming (text/text_stream.hpp) and its metrics
 // text (server/metrics.hpp). No engine, no sockets: plain functions.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 
 #include "unicorn/server/api.hpp"
 #include "unicorn/server/metrics.hpp"
+#include "unicorn/server/ollama_api.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 #include "unicorn/text/text_stream.hpp"
 
@@ -363,4 +364,254 @@ TEST_F(Stream, LogprobsShapes) {
   EXPECT_EQ(head.response("hi", FinishReason::Stop, {}, chat)["choices"][0]["logprobs"], chat);
   EXPECT_TRUE(head.response("hi", FinishReason::Stop, {})["choices"][0]["logprobs"].is_null());
   EXPECT_EQ(head.chunk("hi", std::nullopt, false, false, chat)["choices"][0]["logprobs"], chat);
+}
+
+// --- Ollama's API (server/ollama_api.hpp) ---
+
+namespace {
+
+using Route = OllamaRequest::Route;
+
+ApiError ollama_refusal(const std::string& body, Route route = Route::Chat, uint32_t context = 256) {
+  try {
+    parse_ollama_request(body, route, context);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+}  // namespace
+
+TEST(Ollama, ChatDefaultsAndOptions) {
+  const auto d = parse_ollama_request(R"({"model":"m",)" + kHi + "}", Route::Chat, 256);
+  EXPECT_EQ(d.model, "m");
+  EXPECT_FALSE(d.load_only);
+  EXPECT_TRUE(d.completion.stream) << "Ollama streams by default";
+  EXPECT_EQ(d.completion.kind, Kind::Chat);
+  EXPECT_TRUE(d.completion.model.empty()) << "the route checks the name (with :latest)";
+  EXPECT_FLOAT_EQ(d.completion.sampling.temperature, 0.8f) << "Ollama's defaults";
+  EXPECT_EQ(d.completion.sampling.top_k, 40u);
+  EXPECT_FLOAT_EQ(d.completion.sampling.top_p, 0.9f);
+  EXPECT_FALSE(d.completion.max_tokens);
+  EXPECT_FALSE(d.completion.seeded);
+
+  const auto r = parse_ollama_request(
+      R"({"model":"m","stream":false,"keep_alive":"5m","truncate":true,"shift":false,"think":false,"tools":[],
+          "format":"","logprobs":true,"top_logprobs":3,
+          "messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi","images":[]},
+                      {"role":"assistant","content":"Hello","thinking":"hmm","tool_calls":[]},{"role":"user","content":"Bye"}],
+          "options":{"num_predict":7,"temperature":0.5,"top_k":20,"top_p":0.95,"min_p":0.05,"seed":42,"stop":["\n\n","END"],
+                     "repeat_penalty":1.1,"repeat_last_n":-1,"presence_penalty":0.5,"frequency_penalty":-0.25,
+                     "num_ctx":128,"num_gpu":99,"num_thread":8,"use_mmap":true,"numa":false,"typical_p":1,
+                     "mirostat":0,"mirostat_tau":5,"penalize_newline":true,"num_keep":4,"seed_unused":null}})",
+      Route::Chat, 256);
+  EXPECT_FALSE(r.completion.stream);
+  ASSERT_EQ(r.completion.messages.size(), 4u);
+  EXPECT_EQ(r.completion.messages[2].content, "Hello") << "an earlier turn's thinking is not rendered";
+  EXPECT_EQ(r.completion.max_tokens, 7u);
+  EXPECT_FLOAT_EQ(r.completion.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.completion.sampling.top_k, 20u);
+  EXPECT_FLOAT_EQ(r.completion.sampling.min_p, 0.05f);
+  EXPECT_TRUE(r.completion.seeded);
+  EXPECT_EQ(r.completion.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_FLOAT_EQ(r.completion.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(r.completion.sampling.repeat_last_n, 128u) << "-1: the whole (num_ctx) context";
+  EXPECT_FLOAT_EQ(r.completion.sampling.frequency_penalty, -0.25f);
+  EXPECT_EQ(r.num_ctx, 128u);
+  EXPECT_TRUE(r.completion.sampling.logprobs);
+  EXPECT_EQ(r.completion.sampling.top_logprobs, 3u);
+  EXPECT_TRUE(sampling_params_valid(r.completion.sampling));
+
+  // num_predict <= 0 is Ollama's "no limit"; seed -1 its random seed.
+  for (const char* n : {"-1", "-2", "0"})
+    EXPECT_FALSE(parse_ollama_request(R"({"model":"m",)" + kHi + R"(,"options":{"num_predict":)" + n + "}}", Route::Chat, 256)
+                     .completion.max_tokens);
+  EXPECT_FALSE(parse_ollama_request(R"({"model":"m",)" + kHi + R"(,"options":{"seed":-1}})", Route::Chat, 256).completion.seeded);
+  // No messages: Ollama's load call.
+  EXPECT_TRUE(parse_ollama_request(R"({"model":"m"})", Route::Chat, 256).load_only);
+  EXPECT_TRUE(parse_ollama_request(R"({"model":"m","messages":[]})", Route::Chat, 256).load_only);
+}
+
+TEST(Ollama, GenerateTemplatesOrRaw) {
+  const auto g = parse_ollama_request(R"({"model":"m","prompt":"Why?","system":"Be terse."})", Route::Generate, 256);
+  EXPECT_EQ(g.completion.kind, Kind::Chat) << "through the chat template";
+  ASSERT_EQ(g.completion.messages.size(), 2u);
+  EXPECT_EQ(g.completion.messages[0].role, "system");
+  EXPECT_EQ(g.completion.messages[1].content, "Why?");
+  const auto raw = parse_ollama_request(R"({"model":"m","prompt":"<start_of_turn>x","raw":true,"context":[],"suffix":""})",
+                                        Route::Generate, 256);
+  EXPECT_EQ(raw.completion.kind, Kind::Text);
+  EXPECT_EQ(raw.completion.prompt_text, "<start_of_turn>x");
+  EXPECT_TRUE(parse_ollama_request(R"({"model":"m","prompt":""})", Route::Generate, 256).load_only);
+  EXPECT_TRUE(parse_ollama_request(R"({"model":"m","keep_alive":0})", Route::Generate, 256).load_only);
+}
+
+// Every malformed or unsupported field is a 400 whose message starts with
+// the field (Ollama's {"error": "..."} carries only the message).
+TEST(Ollama, RefusalsNameTheField) {
+  struct Case {
+    std::string body;
+    std::string starts;
+    Route route = Route::Chat;
+  };
+  const std::string m = R"({"model":"m",)" + kHi;
+  const Case cases[] = {
+      {"", "the body is not valid JSON"}, {"[]", "the body must be a JSON object"},
+      {R"({"messages":[]})", "model is required"}, {R"({"model":5})", "'model' must be a string"},
+      {m + R"(,"format":"json"})", "format: structured output (\"json\")"},
+      {m + R"(,"format":{"type":"object"}})", "format: structured output (a JSON schema)"},
+      {m + R"(,"format":"yaml"})", "format: must be \"json\" or a JSON schema"},
+      {m + R"(,"format":7})", "format: must be"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "images: this model has no vision encoder"},
+      {R"({"model":"m","prompt":"x","images":["aGk="]})", "images: this model has no vision encoder", Route::Generate},
+      {R"({"model":"m","prompt":"x","images":"aGk="})", "'images' must be", Route::Generate},
+      {R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", "messages[0].role: 'tool'"},
+      {R"({"model":"m","messages":[{"role":"robot","content":"x"}]})", "messages[0].role must be"},
+      {R"({"model":"m","messages":[{"content":"x"}]})", "messages[0].role is required"},
+      {R"({"model":"m","messages":[{"role":"user","content":5}]})", "'messages[0].content' must be a string"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","name":"bob"}]})", "messages[0].name is not a field"},
+      {R"({"model":"m","messages":[{"role":"assistant","content":"x","tool_calls":[{}]}]})", "messages[0].tool_calls:"},
+      {R"({"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})", "Conversation roles"},
+      {R"({"model":"m","messages":"hi"})", "'messages' must be"},
+      {m + R"(,"stream":"yes"})", "'stream' must be a boolean"},
+      {m + R"(,"keep_alive":[]})", "'keep_alive' must be"},
+      {m + R"(,"tools":[{"type":"function"}]})", "tools: this server does not call tools"},
+      {m + R"(,"think":true})", "think: Gemma 3 is not a thinking model"},
+      {m + R"(,"think":"high"})", "think:"},
+      {m + R"(,"top_logprobs":3})", "top_logprobs needs logprobs"},
+      {m + R"(,"top_logprobs":21,"logprobs":true})", "'top_logprobs' must be in [0, 20]"},
+      {m + R"(,"suffix":"x"})", "'suffix' is not supported"},
+      {m + R"(,"options":[]})", "'options' must be an object"},
+      {m + R"(,"options":{"temperature":"hot"}})", "'options.temperature' must be a number"},
+      {m + R"(,"options":{"temperature":3}})", "'options.temperature' must be in [0.0, 2.0]"},
+      {m + R"(,"options":{"top_p":0}})", "'options.top_p' must be in (0.0, 1.0]"},
+      {m + R"(,"options":{"top_k":-1}})", "'options.top_k' must be in"},
+      {m + R"(,"options":{"num_predict":"ten"}})", "'options.num_predict' must be an integer"},
+      {m + R"(,"options":{"repeat_last_n":-2}})", "'options.repeat_last_n' must be in [-1, 1024]"},
+      {m + R"(,"options":{"stop":[1]}})", "'stop[0]' must be a string"},
+      {m + R"(,"options":{"num_ctx":0}})", "'options.num_ctx' must be in [1,"},
+      {m + R"(,"options":{"num_ctx":257}})", "options.num_ctx: 257 tokens is more than this server's context of 256"},
+      {m + R"(,"options":{"typical_p":0.7}})", "options.typical_p: 0.7 is not supported"},
+      {m + R"(,"options":{"mirostat":2}})", "options.mirostat: 2 is not supported"},
+      {m + R"(,"options":{"tfs_z":0.5}})", "options.tfs_z"},
+      {m + R"(,"options":{"num_gpu":"all"}})", "'options.num_gpu' must be an integer"},
+      {m + R"(,"options":{"use_mmap":1}})", "'options.use_mmap' must be a boolean"},
+      {m + R"(,"options":{"flux":1}})", "options.flux is not an option of Ollama's API"},
+      {m + R"(,"_debug_render_only":true})", "'_debug_render_only' is not supported"},
+      {R"({"model":"m","prompt":"x","raw":true,"system":"s"})", "raw mode does not support template, system, or context",
+       Route::Generate},
+      {R"({"model":"m","prompt":"x","template":"{{ .Prompt }}"})", "template:", Route::Generate},
+      {R"({"model":"m","prompt":"x","context":[1,2]})", "context: Ollama's deprecated", Route::Generate},
+      {R"({"model":"m","prompt":"x","suffix":"y"})", "suffix: Gemma 3 has no fill-in-the-middle", Route::Generate},
+      {R"({"model":"m","prompt":5})", "'prompt' must be a string", Route::Generate},
+      {R"({"model":"m","prompt":"x","messages":[]})", "'messages' is not supported", Route::Generate},
+  };
+  for (const Case& c : cases) {
+    const ApiError e = ollama_refusal(c.body, c.route);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_TRUE(e.message.starts_with(c.starts)) << c.body << "\n  got: " << e.message << "\n want: " << c.starts;
+    EXPECT_EQ(ollama::error_body(e), Json({{"error", e.message}})) << "Ollama's shape";
+  }
+  // -1 (the whole context) must fit the penalty window.
+  EXPECT_TRUE(ollama_refusal(R"({"model":"m",)" + kHi + R"(,"options":{"repeat_last_n":-1}})", Route::Chat, 4096)
+                  .message.starts_with("options.repeat_last_n: -1 asks for the whole context (4096 tokens)"));
+}
+
+TEST(Ollama, Replies) {
+  using std::chrono::system_clock;
+  const auto t = system_clock::time_point(std::chrono::seconds(1700000000)) + std::chrono::nanoseconds(123456789);
+  EXPECT_EQ(ollama::rfc3339(t), "2023-11-14T22:13:20.123456789Z");
+  EXPECT_EQ(ollama::rfc3339(system_clock::time_point()), "1970-01-01T00:00:00.000000000Z");
+
+  const OllamaHead chat{Route::Chat, "tiny:latest"}, gen{Route::Generate, "tiny"};
+  EXPECT_EQ(chat.chunk("Hel", nullptr, t), Json::parse(R"({"model":"tiny:latest","created_at":"2023-11-14T22:13:20.123456789Z",
+                                                           "message":{"role":"assistant","content":"Hel"},"done":false})"));
+  EXPECT_EQ(gen.chunk("lo", nullptr, t).value("response", ""), "lo");
+  EXPECT_FALSE(gen.chunk("lo", nullptr, t).contains("message"));
+
+  const auto arrived = std::chrono::steady_clock::time_point(std::chrono::seconds(10));
+  const OllamaStats s = ollama_stats(arrived, arrived + std::chrono::milliseconds(30), arrived + std::chrono::milliseconds(100),
+                                     Usage{12, 4, 7});
+  EXPECT_EQ(s.total_ns, 100000000);
+  EXPECT_EQ(s.prompt_ns, 30000000);
+  EXPECT_EQ(s.eval_ns, 70000000);
+  EXPECT_EQ(s.prompt_tokens, 12u) << "the whole prompt, cached prefix included";
+  EXPECT_EQ(s.eval_tokens, 7u);
+  const OllamaStats unstarted = ollama_stats(arrived, std::nullopt, arrived + std::chrono::milliseconds(5), Usage{3, 0, 0});
+  EXPECT_EQ(unstarted.prompt_ns, 5000000);
+  EXPECT_EQ(unstarted.eval_ns, 0);
+
+  const Json final = chat.final("", FinishReason::Length, s, nullptr, t);
+  EXPECT_EQ(final, Json::parse(R"({"model":"tiny:latest","created_at":"2023-11-14T22:13:20.123456789Z",
+                                   "message":{"role":"assistant","content":""},"done":true,"done_reason":"length",
+                                   "total_duration":100000000,"load_duration":0,"prompt_eval_count":12,
+                                   "prompt_eval_duration":30000000,"eval_count":7,"eval_duration":70000000})"));
+  EXPECT_EQ(gen.final("all of it", FinishReason::Stop, s, nullptr, t)["response"], "all of it");
+  EXPECT_EQ(gen.final("x", FinishReason::Stop, s, nullptr, t)["done_reason"], "stop");
+  const Json lp = Json::array({{{"token", "a"}, {"logprob", -0.5}}});
+  EXPECT_EQ(chat.chunk("a", lp, t)["logprobs"], lp);
+  const Json loaded = gen.loaded(t);
+  EXPECT_EQ(loaded["done_reason"], "load");
+  EXPECT_EQ(loaded["response"], "");
+}
+
+TEST(Ollama, ModelDescriptions) {
+  EXPECT_EQ(ollama::human_number(268098176), "268.10M");
+  EXPECT_EQ(ollama::human_number(999890000), "999.89M");
+  EXPECT_EQ(ollama::human_number(4300000000), "4.3B");
+  EXPECT_EQ(ollama::human_number(12000000000), "12B");
+  EXPECT_EQ(ollama::human_number(5000000), "5M");
+  EXPECT_EQ(ollama::human_number(12345), "12K");
+  EXPECT_EQ(ollama::human_number(999), "999");
+  EXPECT_TRUE(ollama::names_model("tiny", "tiny"));
+  EXPECT_TRUE(ollama::names_model("tiny:latest", "tiny"));
+  EXPECT_FALSE(ollama::names_model("tiny:2b", "tiny"));
+  EXPECT_TRUE(ollama::names_model("gemma3:1b", "gemma3:1b"));
+
+  OllamaModelFacts f;
+  f.id = "tiny";
+  f.dims = kGemma3_270M;
+  f.parameters = 268098176;
+  f.weight_bytes = 300000000;
+  f.quantization = "Q8_0";
+  f.context = 256;
+  f.loaded_at = 1700000000;
+  f.vocab = 262144;
+  const Json tags = ollama_tags(f);
+  ASSERT_EQ(tags["models"].size(), 1u);
+  EXPECT_EQ(tags["models"][0]["name"], "tiny:latest");
+  EXPECT_EQ(tags["models"][0]["modified_at"], "2023-11-14T22:13:20.000000000Z");
+  EXPECT_EQ(tags["models"][0]["details"],
+            Json::parse(R"({"parent_model":"","format":"gguf","family":"gemma3","families":["gemma3"],
+                            "parameter_size":"268.10M","quantization_level":"Q8_0"})"));
+  EXPECT_EQ(ollama_ps(f)["models"][0]["context_length"], 256);
+
+  const Json show = ollama_show(f, R"({"model":"tiny:latest","verbose":false})");
+  EXPECT_EQ(show["details"], tags["models"][0]["details"]);
+  EXPECT_EQ(show["model_info"]["gemma3.block_count"], kGemma3_270M.layers);
+  EXPECT_EQ(show["model_info"]["general.parameter_count"], 268098176);
+  EXPECT_EQ(show["parameters"], "num_ctx                        256\nrepeat_last_n                  64\n"
+                                "temperature                    0.8\ntop_k                          40\n"
+                                "top_p                          0.9");
+  EXPECT_NE(show["modelfile"].get<std::string>().find("PARAMETER num_ctx 256\n"), std::string::npos);
+  EXPECT_NE(show["modelfile"].get<std::string>().find("FROM tiny:latest\n"), std::string::npos);
+  EXPECT_EQ(ollama_show(f, R"({"name":"tiny"})")["details"]["family"], "gemma3") << "Ollama's older field";
+  const auto show_refusal = [&](const std::string& body) {
+    try {
+      ollama_show(f, body);
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "accepted: " << body;
+    return ApiError{};
+  };
+  EXPECT_EQ(show_refusal(R"({"model":"llama3"})").status, 404);
+  EXPECT_EQ(show_refusal(R"({"model":"llama3"})").message, "model 'llama3' not found");
+  EXPECT_EQ(show_refusal(R"({})").message, "model is required");
+  EXPECT_EQ(show_refusal(R"({"model":"tiny","verbose":"yes"})").status, 400);
+  EXPECT_EQ(show_refusal(R"({"model":"tiny","extra":1})").status, 400);
+
+  EXPECT_EQ(ollama_version()["version"], UNICORN_PROJECT_VERSION) << "CMakeLists.txt's project() version";
 }

@@ -453,6 +453,17 @@ inline void text_prompt(const Json& v, CompletionRequest& r) {
     throw bad_request("'prompt' is empty", "prompt", "invalid_value");
 }
 
+// Roles alternate, as Gemma 3's template requires: refused at parsing, not
+// in the scheduler.
+inline void renderable(const std::vector<text::ChatMessage>& messages) {
+  try {
+    (void)text::render_chat(messages, true);
+  } catch (const Error& e) {
+    throw bad_request(std::string(e.what()).substr(std::string("render_chat: ").size()), "messages",
+                      "invalid_value");
+  }
+}
+
 }  // namespace parse
 
 // Parses and checks a /v1/chat/completions or /v1/completions body. Throws
@@ -610,14 +621,7 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
                       "invalid_value");
   if (has_stream_options && !r.stream)
     throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
-  if (chat) {
-    try {  // roles alternate, as Gemma 3's template requires: refuse now, not in the scheduler
-      (void)text::render_chat(r.messages, true);
-    } catch (const Error& e) {
-      throw bad_request(std::string(e.what()).substr(std::string("render_chat: ").size()), "messages",
-                        "invalid_value");
-    }
-  }
+  if (chat) renderable(r.messages);
   return r;
 }
 

@@ -8,16 +8,21 @@
 //   GET  /v1/models, /v1/models/{id}
 //   GET  /health, /metrics                        (no API key needed)
 //   POST /tokenize, /detokenize
+// and, as Ollama defines them (ollama_api.hpp):
+//   POST /api/chat, /api/generate                 (streamed as NDJSON unless "stream": false)
+//   POST /api/show; GET /api/tags, /api/ps, /api/version
 //   OPTIONS on any of them: a CORS preflight (ServerOptions::cors_origins)
-// Every error is an OpenAI error object with a 4xx (the client's fault) or 5xx
-// (ours) status. A client that goes away, mid-stream or while waiting, frees
-// its slot at the scheduler's next step: each completion watches its socket.
+// Every error is an OpenAI error object (Ollama's {"error": "..."} on /api/*)
+// with a 4xx (the client's fault) or 5xx (ours) status. A client that goes
+// away, mid-stream or while waiting, frees its slot at the scheduler's next
+// step: each completion watches its socket.
 #pragma once
 
 // The engine (Vulkan-Hpp) before Asio: Asio's serial ports pull in
 // <termios.h>, whose baud-rate macros (B0, ...) break Vulkan-Hpp's templates.
 #include "unicorn/server/api.hpp"
 #include "unicorn/server/metrics.hpp"
+#include "unicorn/server/ollama_api.hpp"
 #include "unicorn/server/scheduler.hpp"
 #include "unicorn/server/serve.hpp"
 #include "unicorn/text/chat_template.hpp"
@@ -121,6 +126,7 @@ class Server {
       model_.emplace(model);
       context_ = opt_.context ? opt_.context : model.engine.context_size();  // the KV cache's positions
       model.engine.set_context_limit(context_);
+      facts_.emplace(model_facts(model));
       const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
       scheduler_.emplace(model.engine, model.tokenizer,
                          SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariance, opt_.prefill_overlap}, metrics_);
@@ -177,8 +183,10 @@ class Server {
     r.headers.insert(r.headers.end(), more.begin(), more.end());
     return r;
   }
-  static Reply error_reply(const ApiError& e) {
-    Reply r = json_reply(e.status, e.body());
+  // Which API a request speaks: its errors take that API's shape.
+  enum class Dialect { OpenAI, Ollama };
+  static Reply error_reply(const ApiError& e, Dialect dialect = Dialect::OpenAI) {
+    Reply r = json_reply(e.status, dialect == Dialect::Ollama ? ollama::error_body(e) : e.body());
     if (e.status == 503) r.headers.push_back({http::field::retry_after, "1"});
     return r;
   }
@@ -307,7 +315,7 @@ class Server {
       co_await send(stream, *r.reply, keep_alive, req.version());
       co_return int(r.reply->status);
     }
-    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(r.job), r.endpoint, cors);
+    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(r.job), r.endpoint, cors, r.ollama);
   }
 
   // Where a request goes: an answer made at once, or a completion to run.
@@ -316,16 +324,15 @@ class Server {
     std::optional<Reply> reply;
     std::optional<CompletionRequest> request;
     std::shared_ptr<Job> job;
+    std::optional<OllamaHead> ollama;  // an Ollama request's: its answer takes Ollama's shapes
   };
   Routed route(const Request& req) {
     const std::string path = request_path(req.target());
+    if (path.starts_with("/api/")) return route_ollama(req, path);
     const auto method = req.method();
     const auto answer = [](std::string endpoint, Reply r) { return Routed{std::move(endpoint), std::move(r), {}, {}}; };
     const auto wrong_method = [&](const std::string& allowed, std::string endpoint) {
-      Reply r = error_reply({405, std::string(req.method_string()) + " " + path + " is not allowed; use " + allowed,
-                             "invalid_request_error", "", "method_not_allowed"});
-      r.headers.push_back({http::field::allow, allowed});
-      return answer(std::move(endpoint), std::move(r));
+      return answer(std::move(endpoint), wrong_method_reply(req, path, allowed, Dialect::OpenAI));
     };
 
     const bool chat = path == "/v1/chat/completions" || path == "/chat/completions";
@@ -349,13 +356,7 @@ class Server {
       return answer("other", error_reply({404, "no route " + path, "not_found_error", "", "not_found"}));
     const std::string endpoint = chat ? "chat_completions" : text ? "completions" : models_path ? "models"
                                                                                                : path.substr(1);
-    if (!opt_.api_key.empty()) {
-      const std::string auth(req[http::field::authorization]);
-      const auto token = detail_http::bearer_token(auth);
-      if (!token || !detail_http::same_secret(*token, opt_.api_key))
-        return answer("auth", error_reply({401, "invalid API key: send 'Authorization: Bearer <key>'",
-                                           "authentication_error", "", "invalid_api_key"}));
-    }
+    if (!authorized(req)) return answer("auth", error_reply(unauthorized()));
     if (models_path) return method != http::verb::get ? wrong_method("GET", endpoint) : answer(endpoint, models(path));
     if (method != http::verb::post) return wrong_method("POST", endpoint);
     if (!ready_) return answer(endpoint, loading());
@@ -373,20 +374,86 @@ class Server {
     return r;
   }
 
+  // Ollama's API (ollama_api.hpp): the same key, checks, scheduler and
+  // metrics as the OpenAI routes, its own shapes. Not "/": Ollama answers
+  // "Ollama is running" there, but this server's "/" is its own.
+  Routed route_ollama(const Request& req, const std::string& path) {
+    const auto answer = [](std::string endpoint, Reply r) { return Routed{std::move(endpoint), std::move(r), {}, {}}; };
+    const bool get = path == "/api/tags" || path == "/api/ps" || path == "/api/version";
+    const bool chat = path == "/api/chat", generate = path == "/api/generate";
+    if (!get && !chat && !generate && path != "/api/show")
+      return answer("other", error_reply({404, "no route " + path, "not_found_error", "", "not_found"}, Dialect::Ollama));
+    const std::string allowed = get ? "GET" : "POST";
+    if (req.method() == http::verb::options) return answer("preflight", preflight(req, allowed + ", OPTIONS"));
+    if (!authorized(req)) return answer("auth", error_reply(unauthorized(), Dialect::Ollama));
+    const std::string endpoint = "api_" + path.substr(5);  // api_chat, api_tags, ...
+    if (req.method() != (get ? http::verb::get : http::verb::post))
+      return answer(endpoint, wrong_method_reply(req, path, allowed, Dialect::Ollama));
+    if (path == "/api/version") return answer(endpoint, json_reply(200, ollama_version()));
+    if (!ready_) return answer(endpoint, error_reply(loading_error(), Dialect::Ollama));
+    if (path == "/api/tags") return answer(endpoint, json_reply(200, ollama_tags(*facts_)));
+    if (path == "/api/ps") return answer(endpoint, json_reply(200, ollama_ps(*facts_)));
+    if (path == "/api/show")
+      return answer(endpoint, guarded([&] { return json_reply(200, ollama_show(*facts_, req.body())); }, Dialect::Ollama));
+    Routed r{endpoint, {}, {}, {}};
+    try {
+      OllamaRequest o = parse_ollama_request(req.body(), chat ? OllamaRequest::Route::Chat : OllamaRequest::Route::Generate,
+                                             context_);
+      if (!ollama::names_model(o.model, opt_.model_id)) throw ollama::model_not_found(o.model);
+      const OllamaHead head{o.route, o.model};
+      if (o.load_only) return answer(endpoint, json_reply(200, head.loaded()));
+      r.job = make_job(o.completion);
+      if (o.num_ctx) {  // the prompt and the answer within num_ctx tokens, as Ollama's context would hold them
+        const size_t prompt = r.job->prompt.size();
+        if (prompt >= *o.num_ctx)
+          throw bad_request("the prompt is " + std::to_string(prompt) + " tokens; options.num_ctx (" +
+                                std::to_string(*o.num_ctx) + ") leaves no room for an answer",
+                            "options.num_ctx", "context_length_exceeded");
+        r.job->max_tokens = std::min<uint32_t>(r.job->max_tokens, *o.num_ctx - uint32_t(prompt));
+      }
+      r.request = std::move(o.completion);
+      r.ollama = head;
+    } catch (const ApiError& e) {
+      r.job.reset();
+      r.reply = error_reply(e, Dialect::Ollama);
+    } catch (const Error& e) {  // the tokenizer or the template refused the text
+      r.job.reset();
+      r.reply = error_reply(bad_request(e.what()), Dialect::Ollama);
+    }
+    return r;
+  }
+
+  // The API key's check ("Authorization: Bearer <key>"), when the server has one.
+  bool authorized(const Request& req) const {
+    if (opt_.api_key.empty()) return true;
+    const std::string auth(req[http::field::authorization]);
+    const auto token = detail_http::bearer_token(auth);
+    return token && detail_http::same_secret(*token, opt_.api_key);
+  }
+  static ApiError unauthorized() {
+    return {401, "invalid API key: send 'Authorization: Bearer <key>'", "authentication_error", "", "invalid_api_key"};
+  }
+  static Reply wrong_method_reply(const Request& req, const std::string& path, const std::string& allowed,
+                                  Dialect dialect) {
+    Reply r = error_reply({405, std::string(req.method_string()) + " " + path + " is not allowed; use " + allowed,
+                           "invalid_request_error", "", "method_not_allowed"}, dialect);
+    r.headers.push_back({http::field::allow, allowed});
+    return r;
+  }
+
   template <class F>
-  Reply guarded(F&& f) {
+  Reply guarded(F&& f, Dialect dialect = Dialect::OpenAI) {
     try {
       return f();
     } catch (const ApiError& e) {
-      return error_reply(e);
+      return error_reply(e, dialect);
     } catch (const Error& e) {
-      return error_reply(bad_request(e.what()));
+      return error_reply(bad_request(e.what()), dialect);
     }
   }
 
-  Reply loading() const {
-    return error_reply({503, "the model is loading", "unavailable_error", "", "loading"});
-  }
+  static ApiError loading_error() { return {503, "the model is loading", "unavailable_error", "", "loading"}; }
+  Reply loading() const { return error_reply(loading_error()); }
 
   Reply models(const std::string& path) const {
     const Json entry = {{"id", opt_.model_id},
@@ -397,6 +464,27 @@ class Server {
     if (path.substr(std::string("/v1/models/").size()) == opt_.model_id) return json_reply(200, entry);
     return error_reply({404, "The model '" + path.substr(11) + "' does not exist", "invalid_request_error", "model",
                         "model_not_found"});
+  }
+
+  // What Ollama's /api/tags, /api/show and /api/ps say of the model.
+  OllamaModelFacts model_facts(const Model& model) const {
+    const DeploymentConfig& c = model.engine.config();
+    OllamaModelFacts f;
+    f.id = opt_.model_id;
+    f.dims = c.model;
+    for (const TensorSlot& t : model.engine.layout().tensors)
+      if (t.arena == Arena::Weights && t.role != Role::LmHead)  // a separate LM head copies the tied embedding
+        f.parameters += t.rows * t.cols;
+    f.weight_bytes = model.engine.layout().weight_bytes();
+    const std::string_view named = scheme_name(c.scheme);
+    f.quantization = !named.empty() ? std::string(named) : std::string(format_name(c.scheme.ffn));
+    f.context = context_;
+    f.loaded_at = started_;
+    f.bos = model.tokenizer.bos_id();
+    f.eos = model.tokenizer.eos_id();
+    f.end_of_turn = model.tokenizer.end_of_turn_id();
+    f.vocab = c.model.vocab;
+    return f;
   }
 
   // --- tokenizer endpoints (llama-server's; api.hpp) ---
@@ -519,18 +607,22 @@ class Server {
     w.signalled = false;
   }
 
-  // Runs a completion and answers it, streamed or whole.
+  // Runs a completion and answers it, streamed or whole, in OpenAI's shapes
+  // or (`ollama`) Ollama's.
   net::awaitable<int> complete(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
-                               std::shared_ptr<Job> job, const std::string& endpoint, const Headers& cors) {
+                               std::shared_ptr<Job> job, const std::string& endpoint, const Headers& cors,
+                               const std::optional<OllamaHead>& ollama) {
     metrics_.answering(+1);
-    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(job), cors);
+    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(job), cors, ollama);
     metrics_.request(endpoint, status);
     metrics_.answering(-1);
     co_return status;
   }
 
   net::awaitable<int> run_completion(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
-                                     std::shared_ptr<Job> job, const Headers& cors) {
+                                     std::shared_ptr<Job> job, const Headers& cors,
+                                     const std::optional<OllamaHead>& ollama) {
+    const Dialect dialect = ollama ? Dialect::Ollama : Dialect::OpenAI;
     auto waker = std::make_shared<Waker>(co_await net::this_coro::executor);
     job->notify = [weak = std::weak_ptr<Waker>(waker), ex = waker->timer.get_executor()] {
       net::post(ex, [weak] {
@@ -545,24 +637,89 @@ class Server {
                                   std::to_string(opt_.queue_limit) + " is full; retry later",
                          "unavailable_error", "", "queue_full"};
       metrics_.rejected(refusal.code);
-      co_await send(stream, with_headers(error_reply(refusal), cors), keep_alive, req.version());
+      co_await send(stream, with_headers(error_reply(refusal, dialect), cors), keep_alive, req.version());
       co_return 503;
     }
     stream.expires_never();
     auto& socket = stream.socket();
     watch_client(socket, job, waker, /*can_probe=*/!r.stream && req.version() == 11, tcp::socket::wait_read);
 
-    const ResponseHead head{r.kind, std::string(r.kind == CompletionRequest::Kind::Chat ? "chatcmpl-" : "cmpl-") +
-                                        detail_http::random_hex(rng_, 24),
-                            std::chrono::duration_cast<std::chrono::seconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count(),
-                            opt_.model_id, "unicorn-" + std::string(model_->engine.config().model.name)};
     int status = 0;
-    // echo: the answer's text starts with the prompt, as the client gave it.
-    const std::string echo = !r.echo ? std::string() : r.prompt_text ? *r.prompt_text
-                                                                     : model_->tokenizer.decode(r.prompt_ids);
-    if (r.stream) status = co_await stream_completion(stream, req, *job, *waker, head, r.include_usage, cors, echo, r.tools);
-    else status = co_await whole_completion(stream, req, *job, *waker, head, keep_alive, cors, echo, r.tools);
+    if (ollama) {
+      // Ollama's logprobs: the chat API's token entries, as a plain array.
+      const auto logprobs = [&](std::span<const TokenLogprobEntry> entries) {
+        return job->sampling.logprobs ? chat_logprobs(entries, model_->tokenizer)["content"] : Json(nullptr);
+      };
+      const auto stats = [&](const Job::Progress& end) {
+        return ollama_stats(job->arrived, end.first_token, end.ended_at, end.usage);
+      };
+      if (r.stream) {
+        const StreamShape ndjson{
+            dialect, "application/x-ndjson", [](const Json& j) { return detail_http::dump(j) + "\n"; },
+            [&](const std::string& text, bool, std::vector<TokenLogprobEntry>& entries) {
+              return ollama->chunk(text, logprobs(std::exchange(entries, {})));
+            },
+            /*first_piece_always=*/false,
+            [&](const Job::Progress& end, std::vector<TokenLogprobEntry>& entries) {
+              return std::vector<Json>{ollama->final("", *end.finish, stats(end), logprobs(std::exchange(entries, {})))};
+            },
+            ""};
+        status = co_await stream_completion(stream, req, *job, *waker, ndjson, cors, "");
+      } else {
+        status = co_await whole_completion(
+            stream, req, *job, *waker, dialect,
+            [&](const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
+              return ollama->final(text, *end.finish, stats(end), logprobs(entries));
+            },
+            keep_alive, cors, "");
+      }
+    } else {
+      const ResponseHead head{r.kind, std::string(r.kind == CompletionRequest::Kind::Chat ? "chatcmpl-" : "cmpl-") +
+                                          detail_http::random_hex(rng_, 24),
+                              std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch()).count(),
+                              opt_.model_id, "unicorn-" + std::string(model_->engine.config().model.name)};
+      // echo: the answer's text starts with the prompt, as the client gave it.
+      const std::string echo = !r.echo ? std::string() : r.prompt_text ? *r.prompt_text
+                                                                       : model_->tokenizer.decode(r.prompt_ids);
+      size_t offset = 0;  // bytes of text sent (the completions API's logprobs count them)
+      if (r.stream) {
+        const StreamShape sse{
+            dialect, "text/event-stream", [](const Json& j) { return "data: " + detail_http::dump(j) + "\n\n"; },
+            [&](const std::string& text, bool first, std::vector<TokenLogprobEntry>& entries) {
+              Json lp = logprobs_json(head, *job, entries, offset);
+              entries.clear();
+              return head.chunk(text, std::nullopt, first, r.include_usage, std::move(lp));
+            },
+            /*first_piece_always=*/true,  // the role's delta
+            [&](const Job::Progress& end, std::vector<TokenLogprobEntry>& entries) {
+              Json lp = entries.empty() ? Json(nullptr) : logprobs_json(head, *job, entries, offset);
+              std::vector<Json> out{head.chunk("", end.finish, false, r.include_usage, std::move(lp))};
+              if (r.include_usage) out.push_back(head.usage_chunk(end.usage));
+              return out;
+            },
+            "data: [DONE]\n\n", r.tools,
+            [&](const std::string& held, const Job::Progress& end, bool first, std::vector<TokenLogprobEntry>& entries) {
+              const auto calls = *end.finish == FinishReason::Stop ? read_calls(held, r.tools, rng_) : std::nullopt;
+              if (!calls) return std::vector<Json>{};
+              Json lp = logprobs_json(head, *job, entries, offset);
+              entries.clear();
+              std::vector<Json> out{head.tool_calls_chunk(*calls, first, r.include_usage, std::move(lp)),
+                                    head.tool_calls_finish(r.include_usage)};
+              if (r.include_usage) out.push_back(head.usage_chunk(end.usage));
+              return out;
+            }};
+        status = co_await stream_completion(stream, req, *job, *waker, sse, cors, echo);
+      } else {
+        status = co_await whole_completion(
+            stream, req, *job, *waker, dialect,
+            [&](const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
+              const auto calls = *end.finish == FinishReason::Stop ? read_calls(text, r.tools, rng_) : std::nullopt;
+              return head.response(text, *end.finish, end.usage, logprobs_json(head, *job, entries, offset), calls);
+            },
+            keep_alive, cors, echo);
+      }
+    }
     boost::system::error_code ignored;
     socket.cancel(ignored);  // ends the watch
     if (job->cancelled) keep_alive = false;
@@ -582,10 +739,16 @@ class Server {
     return completion_logprobs(entries, model_->tokenizer, offset);
   }
 
-  net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                       const ResponseHead& head, bool keep_alive, const Headers& cors,
-                                       const std::string& echo, const ToolUse& tools) {
-    std::string text = echo;
+  // The JSON of an answer that ended well: its whole text, its end, the
+  // log-probabilities of its tokens.
+  using WholeAnswer = std::function<Json(const std::string& text, const Job::Progress& end,
+                                         std::span<const TokenLogprobEntry> logprobs)>;
+
+  // An unstreamed answer: once the job ends, `answer`'s JSON or the error.
+  // `text`: what the answer's text starts with (echo).
+  net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker, Dialect dialect,
+                                       const WholeAnswer& answer, bool keep_alive, const Headers& cors,
+                                       std::string text) {
     std::vector<TokenLogprobEntry> logprobs;
     while (true) {
       Job::Progress p = job.take();
@@ -594,13 +757,8 @@ class Server {
       if (p.ended) {
         if (p.error && p.error->status == 499) co_return 0;  // the client is gone
         waker.answering = true;
-        size_t offset = 0;
-        const auto calls = p.error || *p.finish != FinishReason::Stop ? std::nullopt : read_calls(text, tools, rng_);
         const Reply r = with_headers(
-            p.error ? error_reply(*p.error)
-                    : json_reply(200, head.response(text, *p.finish, p.usage, logprobs_json(head, job, logprobs, offset),
-                                                    calls)),
-            cors);
+            p.error ? error_reply(*p.error, dialect) : json_reply(200, answer(text, p, logprobs)), cors);
         co_await send(stream, r, keep_alive && !job.cancelled, req.version());
         co_return int(r.status);
       }
@@ -608,26 +766,47 @@ class Server {
     }
   }
 
-  // Server-sent events: a chunk per piece of text, the finish reason, the
-  // usage (when asked), then "data: [DONE]". An error before the first chunk
-  // is an ordinary error response; after it, an error event ends the stream.
-  // A reply that may call functions is held back while it may be a call (from
-  // its first byte, '{' or '[', under "auto"; all of it otherwise) and goes
-  // out at its end as tool_calls, or as text if it is none.
+  // What a streamed answer's events are: OpenAI's server-sent events, or
+  // Ollama's JSON lines.
+  struct StreamShape {
+    Dialect dialect;
+    std::string_view content_type;
+    std::function<std::string(const Json&)> frame;  // one event's bytes
+    // The event for new text (`first`: the answer's first); it takes the
+    // log-probabilities of the tokens chosen since the last.
+    std::function<Json(const std::string& text, bool first, std::vector<TokenLogprobEntry>& logprobs)> piece;
+    bool first_piece_always;  // a first piece goes out even when the answer has no text
+    // The events that end an answer that ended well (the log-probabilities left).
+    std::function<std::vector<Json>(const Job::Progress& end, std::vector<TokenLogprobEntry>& logprobs)> finish;
+    std::string_view trailer;  // after the last event
+    // A reply that may call functions (tools.hpp) is held back while it may be
+    // a call (from its first byte, '{' or '[', under "auto"; all of it
+    // otherwise); at its end `calls` gives the events of the calls it makes,
+    // or none if it is text after all (which then goes out as text).
+    ToolUse tools = {};
+    std::function<std::vector<Json>(const std::string& held, const Job::Progress& end, bool first,
+                                    std::vector<TokenLogprobEntry>& logprobs)> calls = {};
+  };
+
+  // A streamed answer: an event per piece of text, then the finishing
+  // events and the trailer. An error before the first event is an ordinary
+  // error response; after it, an error event ends the stream. A reply held
+  // back as a possible call (StreamShape::tools) ends with the calls' events.
   net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                        const ResponseHead& head, bool include_usage, const Headers& cors,
-                                        std::string echo, const ToolUse& tools) {
+                                        const StreamShape& shape, const Headers& cors, std::string echo) {
     bool started = false, first = true;
+    const ToolUse& tools = shape.tools;
     bool holding = tools.active();  // the reply so far may be a call
     std::string held;
     std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
-    size_t offset = 0;                         // bytes of text sent
     boost::system::error_code ec;
-    const auto event = [&](const Json& j) -> net::awaitable<bool> {
-      const std::string data = "data: " + detail_http::dump(j) + "\n\n";
-      co_await net::async_write(stream, http::make_chunk(net::buffer(data)), net::redirect_error(net::use_awaitable, ec));
+    const auto write = [&](std::string_view data) -> net::awaitable<bool> {
+      if (data.empty()) co_return true;  // an empty chunk would end the body
+      co_await net::async_write(stream, http::make_chunk(net::buffer(data.data(), data.size())),
+                                net::redirect_error(net::use_awaitable, ec));
       co_return !ec;
     };
+    const auto event = [&](const Json& j) -> net::awaitable<bool> { co_return co_await write(shape.frame(j)); };
     while (true) {
       Job::Progress p = job.take();
       logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
@@ -638,72 +817,58 @@ class Server {
         if (tools.choice == ToolUse::Choice::Auto && !held.empty() && held[0] != '{' && held[0] != '[')
           holding = false, p.text = std::exchange(held, {});  // free text: it streams
       }
-      if (p.ended && !p.error && !held.empty()) {  // the held reply: calls, or text after all
-        const auto calls = *p.finish == FinishReason::Stop ? read_calls(held, tools, rng_) : std::nullopt;
-        if (calls) {
-          if (!started) {
-            if (!co_await start_events(stream, req, cors, ec)) break;
-            started = true;
-          }
-          Json lp = logprobs_json(head, job, logprobs, offset);
-          logprobs.clear();
-          if (!co_await event(head.tool_calls_chunk(*calls, first, include_usage, std::move(lp)))) break;
-          if (!co_await event(head.tool_calls_finish(include_usage))) break;
-          if (include_usage && !co_await event(head.usage_chunk(p.usage))) break;
-          co_return co_await end_events(stream, ec);
-        }
-        p.text = std::exchange(held, {});
+      std::vector<Json> call_events;  // the held reply's, if it called functions
+      if (p.ended && !p.error && !held.empty()) {
+        call_events = shape.calls(held, p, first, logprobs);
+        if (call_events.empty()) p.text = std::exchange(held, {});  // text after all
+        else p.text.clear();
       }
       if (!started && p.ended && p.error) {
-        co_await send(stream, with_headers(error_reply(*p.error), cors), false, req.version());
+        co_await send(stream, with_headers(error_reply(*p.error, shape.dialect), cors), false, req.version());
         co_return int(p.error->status);
       }
       if (!started && (p.ended || !p.text.empty())) {
-        if (!co_await start_events(stream, req, cors, ec)) break;
+        http::response<http::empty_body> res{http::status::ok, req.version()};
+        res.set(http::field::server, "unicorn");
+        res.set(http::field::content_type, std::string(shape.content_type));
+        res.set(http::field::cache_control, "no-cache");
+        for (const auto& [f, v] : cors) res.set(f, v);
+        res.keep_alive(false);  // the stream ends with the connection's close
+        res.chunked(true);
+        http::response_serializer<http::empty_body> sr{res};
+        co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
+        if (ec) break;
         started = true;
       }
-      if (!p.text.empty() || (first && p.ended && !p.error)) {
-        Json lp = logprobs_json(head, job, logprobs, offset);
-        logprobs.clear();
-        if (!co_await event(head.chunk(p.text, std::nullopt, first, include_usage, std::move(lp)))) break;
+      if (!call_events.empty()) {
+        bool sent = true;
+        for (const Json& j : call_events)
+          if (!(sent = co_await event(j))) break;
+        if (!sent || !co_await write(shape.trailer)) break;
+        co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+        co_return ec ? 0 : 200;
+      }
+      if (!p.text.empty() || (shape.first_piece_always && first && p.ended && !p.error)) {
+        if (!co_await event(shape.piece(p.text, first, logprobs))) break;
         first = false;
       }
       if (p.ended) {
         if (p.error) {
-          if (!co_await event(p.error->body())) break;
+          if (!co_await event(shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body())) break;
         } else {
-          Json lp = logprobs.empty() ? Json(nullptr) : logprobs_json(head, job, logprobs, offset);
-          if (!co_await event(head.chunk("", p.finish, false, include_usage, std::move(lp)))) break;
-          if (include_usage && !co_await event(head.usage_chunk(p.usage))) break;
+          bool sent = true;
+          for (const Json& j : shape.finish(p, logprobs))
+            if (!(sent = co_await event(j))) break;
+          if (!sent) break;
         }
-        co_return co_await end_events(stream, ec);
+        if (!co_await write(shape.trailer)) break;
+        co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+        co_return ec ? 0 : 200;
       }
       co_await wait(waker);
     }
     job.cancelled = true;  // a write failed: the client is gone
     co_return 0;
-  }
-
-  // The head of a server-sent event stream; false if the write failed.
-  net::awaitable<bool> start_events(Stream& stream, Request& req, const Headers& cors, boost::system::error_code& ec) {
-    http::response<http::empty_body> res{http::status::ok, req.version()};
-    res.set(http::field::server, "unicorn");
-    res.set(http::field::content_type, "text/event-stream");
-    res.set(http::field::cache_control, "no-cache");
-    for (const auto& [f, v] : cors) res.set(f, v);
-    res.keep_alive(false);  // the stream ends with the connection's close
-    res.chunked(true);
-    http::response_serializer<http::empty_body> sr{res};
-    co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
-    co_return !ec;
-  }
-  // "data: [DONE]" and the last chunk: 200, or 0 if the client is gone.
-  net::awaitable<int> end_events(Stream& stream, boost::system::error_code& ec) {
-    static constexpr std::string_view kDone = "data: [DONE]\n\n";
-    co_await net::async_write(stream, http::make_chunk(net::buffer(kDone.data(), kDone.size())),
-                              net::redirect_error(net::use_awaitable, ec));
-    if (!ec) co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
-    co_return ec ? 0 : 200;
   }
 
   // --- shutdown ---
@@ -755,6 +920,7 @@ class Server {
   Metrics metrics_;
   std::optional<Model> model_;               // set before ready_
   std::optional<Scheduler> scheduler_;       // set before ready_
+  std::optional<OllamaModelFacts> facts_;    // set before ready_
   uint32_t context_ = 0;
   std::atomic<bool> ready_{false}, stopping_{false};
   std::atomic<uint32_t> in_flight_{0};  // requests being answered

@@ -91,6 +91,10 @@ class Job {
     std::optional<FinishReason> finish;  // ended normally
     std::optional<ApiError> error;       // ended by a failure (or the server stopping)
     Usage usage;
+    // When its prompt was in and its first token chosen, and when it ended
+    // (Ollama's API reports the durations).
+    std::optional<Clock::time_point> first_token;
+    Clock::time_point ended_at;
   };
   Progress take() {
     std::lock_guard lock(m_);
@@ -109,6 +113,10 @@ class Job {
     }
     wake();
   }
+  void mark_first_token() {
+    std::lock_guard lock(m_);
+    out_.first_token = Clock::now();
+  }
   void add_logprobs(TokenLogprobEntry entry) {
     std::lock_guard lock(m_);
     out_.logprobs.push_back(std::move(entry));
@@ -117,6 +125,7 @@ class Job {
     {
       std::lock_guard lock(m_);
       out_.ended = true;
+      out_.ended_at = Clock::now();
       out_.finish = finish;
       out_.error = std::move(error);
       out_.usage = usage;
@@ -405,6 +414,7 @@ class Scheduler {
       s.fed += n;
       if (!in_flight_[i].ends_prompt) continue;
       metrics_.time_to_first_token(seconds(Clock::now() - s.job->arrived));
+      s.job->mark_first_token();
       s.generating = true;
       s.used_at = ++clock_;
       deliver(s, stream, first[i]);

@@ -127,6 +127,13 @@ BODIES = {
     "completion-ids.json": {"prompt": [[2, 9, 10]], "seed": -1, "temperature": 0},
     "tokenize.json": {"content": "Hello world", "add_special": True, "with_pieces": True},
     "detokenize.json": {"tokens": [2, 9, 10, 11]},
+    "ollama-chat.json": {"model": "m", "stream": False, "keep_alive": "5m", "format": "",
+                         "messages": [{"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "Hi", "images": []}],
+                         "options": {"num_predict": 16, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "seed": 42,
+                                     "stop": ["END"], "repeat_last_n": -1, "num_ctx": 128, "num_gpu": 1}},
+    "ollama-generate.json": {"model": "m:latest", "prompt": "Once", "system": "s", "raw": False, "context": [],
+                             "options": {"min_p": 0.05, "repeat_penalty": 1.1, "mirostat": 0, "typical_p": 1}},
 }
 
 
