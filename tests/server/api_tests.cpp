@@ -3,6 +3,7 @@
 // text (server/metrics.hpp). No engine, no sockets: plain functions.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <regex>
 #include <string>
 
@@ -115,7 +116,11 @@ TEST(Request, RefusalsNameTheField) {
       {R"({"messages":[{"role":"user","content":"\xff"}]})", ""},  // invalid UTF-8
       {"{}", "messages"}, {R"({"messages":"hi"})", "messages"}, {R"({"messages":[]})", "messages"},
       {R"({"messages":[1]})", "messages[0]"}, {R"({"messages":[{"content":"x"}]})", "messages[0].role"},
-      {R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].role"},
+      {R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].tool_call_id"},
+      {R"({"messages":[{"role":"critic","content":"x"}]})", "messages[0].role"},
+      {R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})", "messages[0].tool_calls"},
+      {R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f"}}]}]})",
+       "messages[1].tool_calls[0].function.arguments"},
       {R"({"messages":[{"role":"user"}]})", "messages[0].content"},
       {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
       {R"({"messages":[{"role":"user","content":"x","name":"bob"}]})", "messages[0].name"},
@@ -133,18 +138,38 @@ TEST(Request, RefusalsNameTheField) {
       {"{" + kHi + R"(,"max_tokens":-5})", "max_tokens"}, {"{" + kHi + R"(,"max_tokens":"10"})", "max_tokens"},
       {"{" + kHi + R"(,"max_tokens":1e12})", "max_tokens"},
       {"{" + kHi + R"(,"max_completion_tokens":true})", "max_completion_tokens"},
-      {"{" + kHi + R"(,"n":2})", "n"}, {"{" + kHi + R"(,"n":[[[[1]]]]})", "n"},
+      {"{" + kHi + R"(,"n":0})", "n"}, {"{" + kHi + R"(,"n":129})", "n"}, {"{" + kHi + R"(,"n":[[[[1]]]]})", "n"},
       {"{" + kHi + R"(,"logprobs":"yes"})", "logprobs"}, {"{" + kHi + R"(,"top_logprobs":3})", "top_logprobs"},
       {"{" + kHi + R"(,"logprobs":false,"top_logprobs":3})", "top_logprobs"},
       {"{" + kHi + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs"},
       {R"({"prompt":"x","logprobs":6})", "logprobs", Kind::Text},
       {R"({"prompt":"x","logprobs":true})", "logprobs", Kind::Text},
       {R"({"prompt":"x","top_logprobs":2})", "top_logprobs", Kind::Text},
-      {"{" + kHi + R"(,"tools":[{"type":"function"}]})", "tools"},
-      {"{" + kHi + R"(,"tool_choice":"auto"})", "tool_choice"},
-      {"{" + kHi + R"(,"response_format":{"type":"json_object"}})", "response_format.type"},
-      {"{" + kHi + R"(,"response_format":{"type":"json_schema","json_schema":{}}})", "response_format.type"},
+      {"{" + kHi + R"(,"tools":[{"type":"function"}]})", "tools[0].function"},
+      {"{" + kHi + R"(,"tools":[{"type":"retrieval","function":{"name":"f"}}]})", "tools[0].type"},
+      {"{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"a b"}}]})", "tools[0].function.name"},
+      {"{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":"x"}}]})",
+       "tools[0].function.parameters"},
+      {"{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]})",
+       "tools[1].function.name"},
+      {"{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"x"}}}}}]})",
+       "tools"},
+      {"{" + kHi + R"(,"tool_choice":"sometimes"})", "tool_choice"},
+      {"{" + kHi + R"(,"tool_choice":"required"})", "tool_choice"},
+      {"{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})",
+       "tool_choice.function.name"},
+      {"{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}})",
+       "response_format"},
+      {"{" + kHi + R"(,"response_format":{"type":"xml"}})", "response_format.type"},
+      {"{" + kHi + R"(,"response_format":{"type":"json_schema"}})", "response_format.json_schema"},
+      {"{" + kHi + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"a"}}}})",
+       "response_format.json_schema.schema"},
+      {"{" + kHi + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{},"extra":1}}})",
+       "response_format.json_schema.extra"},
       {"{" + kHi + R"(,"response_format":{"type":"text","json_schema":{}}})", "response_format.json_schema"},
+      {"{" + kHi + R"(,"grammar":"root ::= nothing"})", "grammar"}, {"{" + kHi + R"(,"grammar":5})", "grammar"},
+      {"{" + kHi + R"(,"grammar":"root ::= \"a\"","json_schema":{"type":"object"}})", "json_schema"},
+      {"{" + kHi + R"(,"grammar":"root ::= \"a\"","ignore_eos":true})", "ignore_eos"},
       {"{" + kHi + R"(,"response_format":{}})", "response_format.type"},
       {"{" + kHi + R"(,"response_format":"text"})", "response_format"},
       {"{" + kHi + R"(,"logit_bias":[5]})", "logit_bias"}, {"{" + kHi + R"(,"logit_bias":{"x":1}})", "logit_bias.x"},
@@ -200,6 +225,90 @@ TEST(Request, RefusalsNameTheField) {
 }
 
 // A hostile body nested a million deep is refused without recursion.
+// Structured output: each way of asking compiles a grammar, and says which
+// field it came from; "text" asks for none.
+TEST(Request, StructuredOutput) {
+  const auto field = [&](const std::string& extra) {
+    return parse_completion_request("{" + kHi + "," + extra + "}", Kind::Chat);
+  };
+  EXPECT_FALSE(field(R"("response_format":{"type":"text"})").grammar);
+  const auto object = field(R"("response_format":{"type":"json_object"})");
+  ASSERT_TRUE(object.grammar);
+  EXPECT_EQ(object.grammar_field, "response_format");
+  const auto schema = field(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,
+      "schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}}})");
+  ASSERT_TRUE(schema.grammar);
+  EXPECT_EQ(schema.grammar_field, "response_format.json_schema.schema");
+  EXPECT_EQ(field(R"("grammar":"root ::= [a-z]+")").grammar_field, "grammar");
+  EXPECT_EQ(field(R"("json_schema":{"type":"boolean"})").grammar_field, "json_schema");
+  EXPECT_EQ(field(R"("n":3)").n, 3u);
+}
+
+// Tools: the functions go into the system text ahead of the conversation, a
+// grammar of calls is compiled, and an assistant's earlier calls and the
+// tool results after them become model and user turns.
+TEST(Request, ToolsAndToolMessages) {
+  const auto r = parse_completion_request(R"({"messages":[
+      {"role":"system","content":"Be brief."},
+      {"role":"user","content":"Weather in Paris and Rome?"},
+      {"role":"assistant","content":null,"tool_calls":[
+        {"id":"c1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},
+        {"id":"c2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Rome\"}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"21 C"},
+      {"role":"tool","tool_call_id":"c2","name":"weather","content":"25 C"}],
+    "tools":[{"type":"function","function":{"name":"weather","description":"Weather now",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],
+    "tool_choice":"auto","parallel_tool_calls":true})", Kind::Chat);
+  ASSERT_TRUE(r.tools.active());
+  ASSERT_TRUE(r.grammar);
+  EXPECT_EQ(r.grammar_field, "tools");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_NE(r.messages[0].content.find(R"("name":"weather")"), std::string::npos) << r.messages[0].content;
+  EXPECT_NE(r.messages[0].content.find("Be brief."), std::string::npos);
+  EXPECT_EQ(r.messages[2].role, "assistant");
+  EXPECT_EQ(r.messages[2].content, R"([{"name":"weather","parameters":{"city":"Paris"}},{"name":"weather","parameters":{"city":"Rome"}}])");
+  EXPECT_EQ(r.messages[3].role, "user");
+  EXPECT_NE(r.messages[3].content.find(R"("tool_call_id":"c1")"), std::string::npos);
+  EXPECT_NE(r.messages[3].content.find(R"("result":"25 C")"), std::string::npos);
+  // "none": the tools are not offered, nothing constrains the answer.
+  const auto none = parse_completion_request("{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"})", Kind::Chat);
+  EXPECT_FALSE(none.grammar);
+  EXPECT_EQ(none.messages.size(), 1u);
+}
+
+// A finished reply read back as calls: one object or an array of them; text
+// and other JSON are no calls.
+TEST(Response, ToolCallsAreReadFromTheReply) {
+  ToolUse use;
+  use.tools.push_back({"weather", "", nlohmann::json::object()});
+  std::mt19937_64 rng(1);
+  const auto one = read_calls(R"({"name": "weather", "parameters": {"city": "Paris"}})", use, rng);
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].name, "weather");
+  EXPECT_EQ((*one)[0].arguments, R"({"city":"Paris"})");
+  EXPECT_TRUE(std::regex_match((*one)[0].id, std::regex("call_[0-9a-f]{24}")));
+  const auto two = read_calls(R"([{"name":"weather","parameters":{}},{"name":"weather","parameters":{"a":1}}])", use, rng);
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->size(), 2u);
+  EXPECT_NE((*two)[0].id, (*two)[1].id);
+  EXPECT_FALSE(read_calls("It is sunny.", use, rng));
+  EXPECT_FALSE(read_calls(R"({"answer": 42})", use, rng));
+  use.choice = ToolUse::Choice::None;
+  EXPECT_FALSE(read_calls(R"({"name":"weather","parameters":{}})", use, rng));
+  // The message and the streamed chunks in OpenAI's shapes.
+  const ResponseHead head{Kind::Chat, "chatcmpl-1", 0, "m", "fp"};
+  const auto whole = head.response("", FinishReason::Stop, Usage{3, 0, 5}, nullptr, *two);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(whole["choices"][0]["message"]["content"].is_null());
+  EXPECT_EQ(whole["choices"][0]["message"]["tool_calls"][1]["function"]["arguments"], R"({"a":1})");
+  const auto chunk = head.tool_calls_chunk(*two, true, false, nullptr, 2);
+  EXPECT_EQ(chunk["choices"][0]["index"], 2);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][1]["index"], 1);
+  EXPECT_EQ(head.tool_calls_finish(false, 2)["choices"][0]["finish_reason"], "tool_calls");
+}
+
 TEST(Request, DeepNestingIsRefused) {
   const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
   EXPECT_EQ(refusal("{" + kHi + R"(,"n":)" + deep + "}").param, "n");

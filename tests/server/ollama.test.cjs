@@ -181,10 +181,27 @@ test("options: num_predict bounds eval_count, a seed repeats its text, stop ends
   assert.equal(placed.message.content, plain.message.content);
 });
 
+test("format: a JSON schema gives an object that validates; \"json\" a JSON object", async () => {
+  const schema = { type: "object", properties: { colour: { enum: ["red", "green"] }, ok: { type: "boolean" } },
+                   required: ["colour", "ok"], additionalProperties: false };
+  for (const stream of [false, true]) {
+    const r = await client.chat({ model, messages: hi, format: schema, stream, options: { temperature: 0.8, seed: 5 } });
+    let content = "";
+    if (stream) for await (const part of r) content += part.message.content;
+    else content = r.message.content;
+    const v = JSON.parse(content);
+    assert.deepEqual(Object.keys(v), ["colour", "ok"], content);
+    assert.ok(["red", "green"].includes(v.colour) && typeof v.ok === "boolean", content);
+  }
+  const json = await client.generate({ model, prompt: "Hi", format: "json", stream: false,
+                                       options: { temperature: 0, num_predict: 40 } });
+  if (json.done_reason === "stop") assert.equal(typeof JSON.parse(json.response), "object");
+  else assert.match(json.response, /^\s*\{/, "cut by num_predict: the start of an object");
+});
+
 test("bad input is a 400 in Ollama's shape, naming why", async () => {
   const cases = [
-    [{ model, messages: hi, format: "json" }, /^format: structured output/],
-    [{ model, messages: hi, format: { type: "object" } }, /^format: structured output \(a JSON schema\)/],
+    [{ model, messages: hi, format: { type: "string", pattern: "^a" } }, /format.*pattern/],
     [{ model, messages: hi, format: "yaml" }, /^format: must be "json" or a JSON schema/],
     [{ model, messages: [{ role: "user", content: "what is this?", images: ["aGk="] }] },
      /^images: this model has no vision encoder/],

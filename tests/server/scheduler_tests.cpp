@@ -426,6 +426,49 @@ TEST(Scheduler, CancelFreesTheSlot) {
   EXPECT_NE(r.metrics.text().find("unicorn_completions_total{outcome=\"cancelled\"} 1\n"), std::string::npos);
 }
 
+// The API's n: a request's choices after the first wait for the first's
+// prompt, then start from a device copy of its keys (the prompt is prefilled
+// once, and each later choice prefills only its last token), and each gives
+// what the same job gives run alone with its seed.
+TEST(Scheduler, ChoicesPrefillThePromptOnce) {
+  Running r({.slots = 4});
+  auto first = chat_job("Tell me about the sea, the ships, the storms and the harbours of long ago, and more.", 21, 8);
+  std::vector<std::shared_ptr<Job>> jobs{first};
+  for (uint32_t i = 1; i < 3; ++i) {
+    auto later = copies({first})[0];
+    later->sampling.seed = first->sampling.seed + i;
+    later->leader = first;
+    jobs.push_back(later);
+  }
+  const auto alone = copies(jobs);  // the same jobs, no leader
+  ASSERT_TRUE(r.scheduler.submit(jobs));
+  std::vector<Outcome> together;
+  for (const auto& j : jobs) together.push_back(collect(*j));
+  const double prefilled = counter(r.metrics.text(), "unicorn_prefill_tokens_total");
+  EXPECT_EQ(prefilled, double(first->prompt.size() + 2)) << "the prompt once, then a token per later choice";
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    world().engine.reset();  // no cache to reuse
+    EXPECT_EQ(r.run_alone(alone[i]), together[i]) << "choice " << i;
+  }
+  EXPECT_NE(together[1].text, together[2].text) << "each choice has its own draws";
+}
+
+// Structured output: a job with a grammar chooses only what it allows, and
+// ends (finish "stop") when nothing but the end can follow; beside it a free
+// job is unchanged.
+TEST(Scheduler, GrammarConstrainsAJob) {
+  Running r({.slots = 2});
+  auto free = chat_job("Hi there", 5, 10);
+  const Outcome free_alone = r.run_alone(copies({free})[0]);
+  auto constrained = chat_job("Pick one.", 9, 40);
+  constrained->grammar = grammar::compile_gbnf(R"(root ::= "yes" | "no" | "maybe so")");
+  ASSERT_TRUE(r.scheduler.submit(std::vector{constrained, free}));
+  const Outcome c = collect(*constrained), f = collect(*free);
+  EXPECT_TRUE(c.text == "yes" || c.text == "no" || c.text == "maybe so") << c.text;
+  EXPECT_EQ(c.finish, FinishReason::Stop);
+  EXPECT_EQ(f, free_alone);
+}
+
 // The queue holds queue_limit jobs beyond the slots; past it submit() refuses,
 // and a shutdown ends what still waits with a 503.
 TEST(Scheduler, BoundedQueueAndShutdown) {

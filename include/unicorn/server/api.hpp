@@ -6,8 +6,8 @@
 // the HTTP layer (server/http.hpp) does.
 //
 // A field this server does not implement is refused with a 400 that names it,
-// never silently ignored: a client that asks for n = 2 or tools learns at
-// once that it will not get them.
+// never silently ignored: a client that asks for a feature this server lacks learns at
+// once that it will not get it.
 #pragma once
 
 #include <algorithm>
@@ -82,7 +82,10 @@ struct CompletionRequest {
   std::shared_ptr<const grammar::Grammar> grammar;
   std::string grammar_field;
   ToolUse tools;  // Kind::Chat: the functions the answer may call (tools.hpp)
+  uint32_t n = 1;  // choices: answers to the one prompt, each its own draws
 };
+// The most choices (n) one request may ask for; the server's slots bound it too.
+inline constexpr uint32_t kMaxChoices = 128;
 
 namespace parse {
 
@@ -547,8 +550,8 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
       if (!v.is_null()) r.cache_prompt = boolean(v, key);
     } else if (key == "ignore_eos") {
       if (!v.is_null()) r.ignore_eos = boolean(v, key);
-    } else if (key == "n") {
-      only_default(v, key, 1);
+    } else if (key == "n") {  // choices: at most the server's slots (checked with the prompt)
+      if (!v.is_null()) r.n = uint32_t(integer_in(v, key, 1, kMaxChoices));
     } else if (chat && key == "logprobs") {
       if (!v.is_null()) r.sampling.logprobs = boolean(v, key);
     } else if (chat && key == "top_logprobs") {
@@ -778,10 +781,11 @@ struct ResponseHead {
   // One stream chunk: new text (the first chat chunk also names the role), or
   // the finish reason with empty content. With include_usage every chunk
   // carries "usage": null and a last chunk carries the usage and no choices.
+  // `index`: the choice's (the API's n).
   Json chunk(const std::string& text, std::optional<FinishReason> finish, bool first, bool include_usage,
-             Json logprobs = nullptr) const {
+             Json logprobs = nullptr, uint32_t index = 0) const {
     Json j = base(true);
-    Json choice = {{"index", 0}, {"logprobs", std::move(logprobs)},
+    Json choice = {{"index", index}, {"logprobs", std::move(logprobs)},
                    {"finish_reason", finish ? Json(finish_name(*finish)) : Json(nullptr)}};
     if (kind == CompletionRequest::Kind::Chat) {
       Json delta = Json::object();
@@ -798,18 +802,19 @@ struct ResponseHead {
   // A chunk of a streamed reply that called functions: each call whole (with
   // its index, as OpenAI's deltas carry it); the finish chunk follows with
   // tool_calls_finish().
-  Json tool_calls_chunk(const std::vector<ToolCall>& calls, bool first, bool include_usage, Json logprobs) const {
+  Json tool_calls_chunk(const std::vector<ToolCall>& calls, bool first, bool include_usage, Json logprobs,
+                        uint32_t index = 0) const {
     Json j = base(true);
     Json delta = {{"tool_calls", tool_calls_json(calls, true)}};
     if (first) delta["role"] = "assistant", delta["content"] = nullptr;
-    j["choices"] = Json::array({{{"index", 0}, {"delta", delta}, {"logprobs", std::move(logprobs)},
+    j["choices"] = Json::array({{{"index", index}, {"delta", delta}, {"logprobs", std::move(logprobs)},
                                  {"finish_reason", nullptr}}});
     if (include_usage) j["usage"] = nullptr;
     return j;
   }
-  Json tool_calls_finish(bool include_usage) const {
+  Json tool_calls_finish(bool include_usage, uint32_t index = 0) const {
     Json j = base(true);
-    j["choices"] = Json::array({{{"index", 0}, {"delta", Json::object()}, {"logprobs", nullptr},
+    j["choices"] = Json::array({{{"index", index}, {"delta", Json::object()}, {"logprobs", nullptr},
                                  {"finish_reason", "tool_calls"}}});
     if (include_usage) j["usage"] = nullptr;
     return j;

@@ -315,7 +315,9 @@ class Server {
       co_await send(stream, *r.reply, keep_alive, req.version());
       co_return int(r.reply->status);
     }
-    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(r.job), r.endpoint, cors, r.ollama);
+    std::vector<std::shared_ptr<Job>> jobs{r.job};
+    for (uint32_t i = 1; i < r.request->n; ++i) jobs.push_back(later_choice(r.job, i));
+    co_return co_await complete(stream, req, keep_alive, *r.request, std::move(jobs), r.endpoint, cors, r.ollama);
   }
 
   // Where a request goes: an answer made at once, or a completion to run.
@@ -365,6 +367,9 @@ class Server {
     Routed r{endpoint, {}, {}, {}};
     try {
       r.request = parse_completion_request(req.body(), chat ? CompletionRequest::Kind::Chat : CompletionRequest::Kind::Text);
+      if (r.request->n > scheduler_->slots())
+        throw bad_request("'n' = " + std::to_string(r.request->n) + ": this server answers at most " +
+                              std::to_string(scheduler_->slots()) + " choices at once (its slots)", "n", "invalid_value");
       r.job = make_job(*r.request);
     } catch (const ApiError& e) {
       r.reply = error_reply(e);
@@ -541,6 +546,25 @@ class Server {
     return job;
   }
 
+  // Choice i (> 0) of a request: the first's job with its own random stream
+  // (a seed of its own, derived from the first's), led by the first.
+  static std::shared_ptr<Job> later_choice(const std::shared_ptr<Job>& first, uint32_t i) {
+    auto job = std::make_shared<Job>();
+    job->prompt = first->prompt;
+    job->sampling = first->sampling;
+    job->sampling.seed = first->sampling.seed + i * 0x9e3779b9u;
+    job->max_tokens = first->max_tokens;
+    job->stop = first->stop;
+    job->cache_prompt = first->cache_prompt;
+    job->ignore_eos = first->ignore_eos;
+    job->score_prompt = false;  // the prompt's log-probabilities are the first choice's
+    job->deterministic = first->deterministic;
+    job->grammar = first->grammar;
+    job->leader = first;
+    job->arrived = first->arrived;
+    return job;
+  }
+
   // Wakes a session's coroutine from the scheduler's thread: the job's notify
   // posts to the I/O thread a handler that raises `signalled` and cancels the
   // timer the session may be waiting on. A signal that came while the session
@@ -564,17 +588,19 @@ class Server {
   // answer lets a failed write tell them apart; for an unstreamed HTTP/1.1 one
   // the watch sends the interim "100 Continue" (which every HTTP/1.1 client
   // reads past), and a closed socket answers it with the reset that ends the
-  // job. An HTTP/1.0 client gets its answer either way.
-  void watch_client(tcp::socket& socket, std::shared_ptr<Job> job, const std::shared_ptr<Waker>& waker,
+  // job. An HTTP/1.0 client gets its answer either way. `jobs`: the
+  // request's choices, all cancelled together.
+  using Jobs = std::vector<std::shared_ptr<Job>>;
+  void watch_client(tcp::socket& socket, Jobs jobs, const std::shared_ptr<Waker>& waker,
                     bool can_probe, tcp::socket::wait_type what) {
-    socket.async_wait(what, [this, &socket, job, weak = std::weak_ptr<Waker>(waker), can_probe,
+    socket.async_wait(what, [this, &socket, jobs = std::move(jobs), weak = std::weak_ptr<Waker>(waker), can_probe,
                              what](const boost::system::error_code& ec) {
       const auto w = weak.lock();  // gone: the completion (and maybe the socket) has ended
       if (!w || ec == net::error::operation_aborted) return;
       char byte;
       boost::system::error_code peek_ec;
       const size_t n = socket.receive(net::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
-      if (peek_ec == net::error::would_block) return watch_client(socket, job, w, can_probe, what);  // spurious
+      if (peek_ec == net::error::would_block) return watch_client(socket, jobs, w, can_probe, what);  // spurious
       const bool end_of_stream = peek_ec == net::error::eof;  // Asio's word for a receive of 0 bytes
       // A reset that came after the end of stream: a receive reports the end
       // first, the socket's pending error says it.
@@ -582,7 +608,7 @@ class Server {
       socklen_t size = sizeof pending;
       ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &pending, &size);
       if (ec || pending || (peek_ec && !end_of_stream)) {  // reset: the client is gone
-        job->cancelled = true;
+        cancel_all(jobs);
         return w->signal();
       }
       if ((n > 0 && !end_of_stream) || what == tcp::socket::wait_error) return;  // a pipelined request waits its turn
@@ -591,10 +617,10 @@ class Server {
       boost::system::error_code send_ec;
       socket.send(net::buffer(kProbe.data(), kProbe.size()), 0, send_ec);
       if (send_ec) {
-        job->cancelled = true;
+        cancel_all(jobs);
         return w->signal();
       }
-      watch_client(socket, job, w, false, tcp::socket::wait_error);  // for the reset a closed socket sends back
+      watch_client(socket, jobs, w, false, tcp::socket::wait_error);  // for the reset a closed socket sends back
     });
   }
 
@@ -608,28 +634,30 @@ class Server {
   }
 
   // Runs a completion and answers it, streamed or whole, in OpenAI's shapes
-  // or (`ollama`) Ollama's.
+  // or (`ollama`) Ollama's. `jobs`: one per choice (the API's n), the first
+  // leading (Job::leader).
   net::awaitable<int> complete(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
-                               std::shared_ptr<Job> job, const std::string& endpoint, const Headers& cors,
-                               const std::optional<OllamaHead>& ollama) {
+                               std::vector<std::shared_ptr<Job>> jobs, const std::string& endpoint,
+                               const Headers& cors, const std::optional<OllamaHead>& ollama) {
     metrics_.answering(+1);
-    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(job), cors, ollama);
+    const int status = co_await run_completion(stream, req, keep_alive, r, std::move(jobs), cors, ollama);
     metrics_.request(endpoint, status);
     metrics_.answering(-1);
     co_return status;
   }
 
   net::awaitable<int> run_completion(Stream& stream, Request& req, bool& keep_alive, const CompletionRequest& r,
-                                     std::shared_ptr<Job> job, const Headers& cors,
+                                     std::vector<std::shared_ptr<Job>> jobs, const Headers& cors,
                                      const std::optional<OllamaHead>& ollama) {
     const Dialect dialect = ollama ? Dialect::Ollama : Dialect::OpenAI;
     auto waker = std::make_shared<Waker>(co_await net::this_coro::executor);
-    job->notify = [weak = std::weak_ptr<Waker>(waker), ex = waker->timer.get_executor()] {
-      net::post(ex, [weak] {
-        if (auto w = weak.lock()) w->signal();
-      });
-    };
-    if (!scheduler_->submit(job)) {
+    for (const auto& job : jobs)
+      job->notify = [weak = std::weak_ptr<Waker>(waker), ex = waker->timer.get_executor()] {
+        net::post(ex, [weak] {
+          if (auto w = weak.lock()) w->signal();
+        });
+      };
+    if (!scheduler_->submit(jobs)) {
       const ApiError refusal =
           scheduler_->stopping()
               ? ApiError{503, "the server is shutting down", "unavailable_error", "", "shutting_down"}
@@ -642,33 +670,34 @@ class Server {
     }
     stream.expires_never();
     auto& socket = stream.socket();
-    watch_client(socket, job, waker, /*can_probe=*/!r.stream && req.version() == 11, tcp::socket::wait_read);
+    watch_client(socket, jobs, waker, /*can_probe=*/!r.stream && req.version() == 11, tcp::socket::wait_read);
 
     int status = 0;
+    const Job& job = *jobs[0];
     if (ollama) {
       // Ollama's logprobs: the chat API's token entries, as a plain array.
       const auto logprobs = [&](std::span<const TokenLogprobEntry> entries) {
-        return job->sampling.logprobs ? chat_logprobs(entries, model_->tokenizer)["content"] : Json(nullptr);
+        return job.sampling.logprobs ? chat_logprobs(entries, model_->tokenizer)["content"] : Json(nullptr);
       };
       const auto stats = [&](const Job::Progress& end) {
-        return ollama_stats(job->arrived, end.first_token, end.ended_at, end.usage);
+        return ollama_stats(job.arrived, end.first_token, end.ended_at, end.usage);
       };
       if (r.stream) {
         const StreamShape ndjson{
             dialect, "application/x-ndjson", [](const Json& j) { return detail_http::dump(j) + "\n"; },
-            [&](const std::string& text, bool, std::vector<TokenLogprobEntry>& entries) {
+            [&](uint32_t, const std::string& text, bool, std::vector<TokenLogprobEntry>& entries) {
               return ollama->chunk(text, logprobs(std::exchange(entries, {})));
             },
             /*first_piece_always=*/false,
-            [&](const Job::Progress& end, std::vector<TokenLogprobEntry>& entries) {
+            [&](uint32_t, const Job::Progress& end, std::vector<TokenLogprobEntry>& entries) {
               return std::vector<Json>{ollama->final("", *end.finish, stats(end), logprobs(std::exchange(entries, {})))};
             },
-            ""};
-        status = co_await stream_completion(stream, req, *job, *waker, ndjson, cors, "");
+            [](const Usage&) { return std::vector<Json>{}; }, ""};
+        status = co_await stream_completion(stream, req, jobs, *waker, ndjson, cors, "");
       } else {
         status = co_await whole_completion(
-            stream, req, *job, *waker, dialect,
-            [&](const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
+            stream, req, jobs, *waker, dialect,
+            [&](uint32_t, const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
               return ollama->final(text, *end.finish, stats(end), logprobs(entries));
             },
             keep_alive, cors, "");
@@ -682,47 +711,47 @@ class Server {
       // echo: the answer's text starts with the prompt, as the client gave it.
       const std::string echo = !r.echo ? std::string() : r.prompt_text ? *r.prompt_text
                                                                        : model_->tokenizer.decode(r.prompt_ids);
-      size_t offset = 0;  // bytes of text sent (the completions API's logprobs count them)
+      // Per choice: bytes of text sent (the completions API's logprobs count them).
+      std::vector<size_t> offsets(jobs.size(), 0);
+      const auto lp = [&](uint32_t i, std::span<const TokenLogprobEntry> entries) {
+        return logprobs_json(head, job, entries, offsets[i]);
+      };
       if (r.stream) {
         const StreamShape sse{
             dialect, "text/event-stream", [](const Json& j) { return "data: " + detail_http::dump(j) + "\n\n"; },
-            [&](const std::string& text, bool first, std::vector<TokenLogprobEntry>& entries) {
-              Json lp = logprobs_json(head, *job, entries, offset);
-              entries.clear();
-              return head.chunk(text, std::nullopt, first, r.include_usage, std::move(lp));
+            [&](uint32_t i, const std::string& text, bool first, std::vector<TokenLogprobEntry>& entries) {
+              return head.chunk(text, std::nullopt, first, r.include_usage, lp(i, std::exchange(entries, {})), i);
             },
             /*first_piece_always=*/true,  // the role's delta
-            [&](const Job::Progress& end, std::vector<TokenLogprobEntry>& entries) {
-              Json lp = entries.empty() ? Json(nullptr) : logprobs_json(head, *job, entries, offset);
-              std::vector<Json> out{head.chunk("", end.finish, false, r.include_usage, std::move(lp))};
-              if (r.include_usage) out.push_back(head.usage_chunk(end.usage));
-              return out;
+            [&](uint32_t i, const Job::Progress& end, std::vector<TokenLogprobEntry>& entries) {
+              Json l = entries.empty() ? Json(nullptr) : lp(i, std::exchange(entries, {}));
+              return std::vector<Json>{head.chunk("", end.finish, false, r.include_usage, std::move(l), i)};
+            },
+            [&](const Usage& usage) {
+              return r.include_usage ? std::vector<Json>{head.usage_chunk(usage)} : std::vector<Json>{};
             },
             "data: [DONE]\n\n", r.tools,
-            [&](const std::string& held, const Job::Progress& end, bool first, std::vector<TokenLogprobEntry>& entries) {
+            [&](uint32_t i, const std::string& held, const Job::Progress& end, bool first,
+                std::vector<TokenLogprobEntry>& entries) {
               const auto calls = *end.finish == FinishReason::Stop ? read_calls(held, r.tools, rng_) : std::nullopt;
               if (!calls) return std::vector<Json>{};
-              Json lp = logprobs_json(head, *job, entries, offset);
-              entries.clear();
-              std::vector<Json> out{head.tool_calls_chunk(*calls, first, r.include_usage, std::move(lp)),
-                                    head.tool_calls_finish(r.include_usage)};
-              if (r.include_usage) out.push_back(head.usage_chunk(end.usage));
-              return out;
+              return std::vector<Json>{head.tool_calls_chunk(*calls, first, r.include_usage, lp(i, std::exchange(entries, {})), i),
+                                       head.tool_calls_finish(r.include_usage, i)};
             }};
-        status = co_await stream_completion(stream, req, *job, *waker, sse, cors, echo);
+        status = co_await stream_completion(stream, req, jobs, *waker, sse, cors, echo);
       } else {
         status = co_await whole_completion(
-            stream, req, *job, *waker, dialect,
-            [&](const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
+            stream, req, jobs, *waker, dialect,
+            [&](uint32_t i, const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
               const auto calls = *end.finish == FinishReason::Stop ? read_calls(text, r.tools, rng_) : std::nullopt;
-              return head.response(text, *end.finish, end.usage, logprobs_json(head, *job, entries, offset), calls);
+              return head.response(text, *end.finish, end.usage, lp(i, entries), calls);
             },
             keep_alive, cors, echo);
       }
     }
     boost::system::error_code ignored;
     socket.cancel(ignored);  // ends the watch
-    if (job->cancelled) keep_alive = false;
+    if (std::ranges::any_of(jobs, [](const auto& j) { return bool(j->cancelled); })) keep_alive = false;
     if (!status) {  // the client went away: nginx's 499, "client closed request"
       metrics_.disconnect();
       status = 499;
@@ -739,66 +768,110 @@ class Server {
     return completion_logprobs(entries, model_->tokenizer, offset);
   }
 
-  // The JSON of an answer that ended well: its whole text, its end, the
-  // log-probabilities of its tokens.
-  using WholeAnswer = std::function<Json(const std::string& text, const Job::Progress& end,
+  // A request's choices end together: the first error ends the others (their
+  // slots are freed at the scheduler's next step).
+  static void cancel_all(std::span<const std::shared_ptr<Job>> jobs) {
+    for (const auto& job : jobs) job->cancelled = true;
+  }
+  // The usage of a request's choices: the prompt once, every choice's tokens.
+  static Usage total_usage(std::span<const Job::Progress> ends) {
+    Usage u = ends[0].usage;
+    for (size_t i = 1; i < ends.size(); ++i) u.completion_tokens += ends[i].usage.completion_tokens;
+    return u;
+  }
+
+  // The JSON of an answer (choice i) that ended well: its whole text, its end,
+  // the log-probabilities of its tokens.
+  using WholeAnswer = std::function<Json(uint32_t i, const std::string& text, const Job::Progress& end,
                                          std::span<const TokenLogprobEntry> logprobs)>;
 
-  // An unstreamed answer: once the job ends, `answer`'s JSON or the error.
-  // `text`: what the answer's text starts with (echo).
-  net::awaitable<int> whole_completion(Stream& stream, Request& req, Job& job, Waker& waker, Dialect dialect,
-                                       const WholeAnswer& answer, bool keep_alive, const Headers& cors,
-                                       std::string text) {
-    std::vector<TokenLogprobEntry> logprobs;
+  // An unstreamed answer: once every choice has ended, `answer`'s JSON (the
+  // choices after the first added to the first's, the usage summed) or the
+  // first error. `echo`: what each choice's text starts with.
+  net::awaitable<int> whole_completion(Stream& stream, Request& req, std::span<const std::shared_ptr<Job>> jobs,
+                                       Waker& waker, Dialect dialect, const WholeAnswer& answer, bool keep_alive,
+                                       const Headers& cors, const std::string& echo) {
+    const size_t n = jobs.size();
+    std::vector<std::string> text(n, echo);
+    std::vector<std::vector<TokenLogprobEntry>> logprobs(n);
+    std::vector<Job::Progress> ends(n);
+    std::vector<bool> ended(n, false);
     while (true) {
-      Job::Progress p = job.take();
-      text += p.text;
-      logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
-      if (p.ended) {
+      for (size_t i = 0; i < n; ++i) {
+        if (ended[i]) continue;
+        Job::Progress p = jobs[i]->take();
+        text[i] += p.text;
+        logprobs[i].insert(logprobs[i].end(), p.logprobs.begin(), p.logprobs.end());
+        if (!p.ended) continue;
         if (p.error && p.error->status == 499) co_return 0;  // the client is gone
-        waker.answering = true;
-        const Reply r = with_headers(
-            p.error ? error_reply(*p.error, dialect) : json_reply(200, answer(text, p, logprobs)), cors);
-        co_await send(stream, r, keep_alive && !job.cancelled, req.version());
-        co_return int(r.status);
+        ended[i] = true;
+        if (p.error) {
+          cancel_all(jobs);
+          waker.answering = true;
+          const Reply r = with_headers(error_reply(*p.error, dialect), cors);
+          co_await send(stream, r, false, req.version());
+          co_return int(r.status);
+        }
+        ends[i] = std::move(p);
       }
+      if (std::ranges::all_of(ended, [](bool e) { return e; })) break;
       co_await wait(waker);
     }
+    waker.answering = true;
+    Json body = answer(0, text[0], ends[0], logprobs[0]);
+    for (uint32_t i = 1; i < n; ++i) {
+      Json choice = answer(i, text[i], ends[i], logprobs[i])["choices"][0];
+      choice["index"] = i;
+      body["choices"].push_back(std::move(choice));
+    }
+    if (n > 1) body["usage"] = total_usage(ends).json();
+    const Reply r = with_headers(json_reply(200, body), cors);
+    co_await send(stream, r, keep_alive, req.version());
+    co_return int(r.status);
   }
 
   // What a streamed answer's events are: OpenAI's server-sent events, or
-  // Ollama's JSON lines.
+  // Ollama's JSON lines. `i`: the choice an event is of.
   struct StreamShape {
     Dialect dialect;
     std::string_view content_type;
     std::function<std::string(const Json&)> frame;  // one event's bytes
-    // The event for new text (`first`: the answer's first); it takes the
+    // The event for new text (`first`: the choice's first); it takes the
     // log-probabilities of the tokens chosen since the last.
-    std::function<Json(const std::string& text, bool first, std::vector<TokenLogprobEntry>& logprobs)> piece;
+    std::function<Json(uint32_t i, const std::string& text, bool first, std::vector<TokenLogprobEntry>& logprobs)> piece;
     bool first_piece_always;  // a first piece goes out even when the answer has no text
-    // The events that end an answer that ended well (the log-probabilities left).
-    std::function<std::vector<Json>(const Job::Progress& end, std::vector<TokenLogprobEntry>& logprobs)> finish;
+    // The events that end a choice that ended well (the log-probabilities left).
+    std::function<std::vector<Json>(uint32_t i, const Job::Progress& end, std::vector<TokenLogprobEntry>& logprobs)> finish;
+    // The events after every choice has ended (the usage of them all).
+    std::function<std::vector<Json>(const Usage& usage)> summary;
     std::string_view trailer;  // after the last event
     // A reply that may call functions (tools.hpp) is held back while it may be
     // a call (from its first byte, '{' or '[', under "auto"; all of it
-    // otherwise); at its end `calls` gives the events of the calls it makes,
-    // or none if it is text after all (which then goes out as text).
+    // otherwise); at its end `calls` gives the events of the calls it makes
+    // (its finish included), or none if it is text after all (which then goes
+    // out as text, and `finish` ends it).
     ToolUse tools = {};
-    std::function<std::vector<Json>(const std::string& held, const Job::Progress& end, bool first,
+    std::function<std::vector<Json>(uint32_t i, const std::string& held, const Job::Progress& end, bool first,
                                     std::vector<TokenLogprobEntry>& logprobs)> calls = {};
   };
 
-  // A streamed answer: an event per piece of text, then the finishing
-  // events and the trailer. An error before the first event is an ordinary
-  // error response; after it, an error event ends the stream. A reply held
-  // back as a possible call (StreamShape::tools) ends with the calls' events.
-  net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
-                                        const StreamShape& shape, const Headers& cors, std::string echo) {
-    bool started = false, first = true;
-    const ToolUse& tools = shape.tools;
-    bool holding = tools.active();  // the reply so far may be a call
-    std::string held;
-    std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
+  // A streamed answer: events per piece of text of each choice as it comes,
+  // each choice's finishing events, then the summary and the trailer. An
+  // error before the first event is an ordinary error response; after it, an
+  // error event ends the stream (and the other choices). A reply held back
+  // as a possible call (StreamShape::tools) ends with the calls' events.
+  net::awaitable<int> stream_completion(Stream& stream, Request& req, std::span<const std::shared_ptr<Job>> jobs,
+                                        Waker& waker, const StreamShape& shape, const Headers& cors,
+                                        const std::string& echo) {
+    struct Choice {
+      bool first = true, holding = false, ended = false;
+      std::string echo, held;
+      std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
+      Job::Progress end;
+    };
+    std::vector<Choice> choices(jobs.size());
+    for (Choice& c : choices) c.echo = echo, c.holding = shape.tools.active();
+    bool started = false;
     boost::system::error_code ec;
     const auto write = [&](std::string_view data) -> net::awaitable<bool> {
       if (data.empty()) co_return true;  // an empty chunk would end the body
@@ -807,67 +880,79 @@ class Server {
       co_return !ec;
     };
     const auto event = [&](const Json& j) -> net::awaitable<bool> { co_return co_await write(shape.frame(j)); };
+    const auto events = [&](const std::vector<Json>& js) -> net::awaitable<bool> {
+      for (const Json& j : js)
+        if (!co_await event(j)) co_return false;
+      co_return true;
+    };
+    const auto finish = [&]() -> net::awaitable<int> {
+      if (!co_await write(shape.trailer)) co_return 0;
+      co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
+      co_return ec ? 0 : 200;
+    };
     while (true) {
-      Job::Progress p = job.take();
-      logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
-      if (p.ended && p.error && p.error->status == 499) co_return 0;
-      if (!echo.empty() && !(p.ended && p.error)) p.text = std::exchange(echo, {}) + p.text;
-      if (holding) {
-        held += std::exchange(p.text, {});
-        if (tools.choice == ToolUse::Choice::Auto && !held.empty() && held[0] != '{' && held[0] != '[')
-          holding = false, p.text = std::exchange(held, {});  // free text: it streams
-      }
-      std::vector<Json> call_events;  // the held reply's, if it called functions
-      if (p.ended && !p.error && !held.empty()) {
-        call_events = shape.calls(held, p, first, logprobs);
-        if (call_events.empty()) p.text = std::exchange(held, {});  // text after all
-        else p.text.clear();
-      }
-      if (!started && p.ended && p.error) {
-        co_await send(stream, with_headers(error_reply(*p.error, shape.dialect), cors), false, req.version());
-        co_return int(p.error->status);
-      }
-      if (!started && (p.ended || !p.text.empty())) {
-        http::response<http::empty_body> res{http::status::ok, req.version()};
-        res.set(http::field::server, "unicorn");
-        res.set(http::field::content_type, std::string(shape.content_type));
-        res.set(http::field::cache_control, "no-cache");
-        for (const auto& [f, v] : cors) res.set(f, v);
-        res.keep_alive(false);  // the stream ends with the connection's close
-        res.chunked(true);
-        http::response_serializer<http::empty_body> sr{res};
-        co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
-        if (ec) break;
-        started = true;
-      }
-      if (!call_events.empty()) {
-        bool sent = true;
-        for (const Json& j : call_events)
-          if (!(sent = co_await event(j))) break;
-        if (!sent || !co_await write(shape.trailer)) break;
-        co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
-        co_return ec ? 0 : 200;
-      }
-      if (!p.text.empty() || (shape.first_piece_always && first && p.ended && !p.error)) {
-        if (!co_await event(shape.piece(p.text, first, logprobs))) break;
-        first = false;
-      }
-      if (p.ended) {
+      for (uint32_t i = 0; i < jobs.size(); ++i) {
+        Choice& c = choices[i];
+        if (c.ended) continue;
+        Job::Progress p = jobs[i]->take();
+        c.logprobs.insert(c.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+        if (p.ended && p.error && p.error->status == 499) co_return 0;
+        if (!c.echo.empty() && !(p.ended && p.error)) p.text = std::exchange(c.echo, {}) + p.text;
+        if (c.holding) {
+          c.held += std::exchange(p.text, {});
+          if (shape.tools.choice == ToolUse::Choice::Auto && !c.held.empty() && c.held[0] != '{' && c.held[0] != '[')
+            c.holding = false, p.text = std::exchange(c.held, {});  // free text: it streams
+        }
+        std::vector<Json> call_events;  // the held reply's, if it called functions
+        if (p.ended && !p.error && !c.held.empty()) {
+          call_events = shape.calls(i, c.held, p, c.first, c.logprobs);
+          if (call_events.empty()) p.text = std::exchange(c.held, {});  // text after all
+        }
+        if (p.ended && p.error) cancel_all(jobs);
+        if (!started && p.ended && p.error) {
+          co_await send(stream, with_headers(error_reply(*p.error, shape.dialect), cors), false, req.version());
+          co_return int(p.error->status);
+        }
+        if (!started && (p.ended || !p.text.empty())) {
+          http::response<http::empty_body> res{http::status::ok, req.version()};
+          res.set(http::field::server, "unicorn");
+          res.set(http::field::content_type, std::string(shape.content_type));
+          res.set(http::field::cache_control, "no-cache");
+          for (const auto& [f, v] : cors) res.set(f, v);
+          res.keep_alive(false);  // the stream ends with the connection's close
+          res.chunked(true);
+          http::response_serializer<http::empty_body> sr{res};
+          co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
+          if (ec) break;
+          started = true;
+        }
+        if (!call_events.empty()) {
+          if (!co_await events(call_events)) break;
+          c.ended = true, c.end = std::move(p);
+          continue;
+        }
+        if (!p.text.empty() || (shape.first_piece_always && c.first && p.ended && !p.error)) {
+          if (!co_await event(shape.piece(i, p.text, c.first, c.logprobs))) break;
+          c.first = false;
+        }
+        if (!p.ended) continue;
         if (p.error) {
           if (!co_await event(shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body())) break;
-        } else {
-          bool sent = true;
-          for (const Json& j : shape.finish(p, logprobs))
-            if (!(sent = co_await event(j))) break;
-          if (!sent) break;
+          co_return co_await finish();
         }
-        if (!co_await write(shape.trailer)) break;
-        co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
-        co_return ec ? 0 : 200;
+        if (!co_await events(shape.finish(i, p, c.logprobs))) break;
+        c.ended = true, c.end = std::move(p);
+      }
+      if (ec) break;
+      if (std::ranges::all_of(choices, [](const Choice& c) { return c.ended; })) {
+        std::vector<Job::Progress> ends;
+        for (Choice& c : choices) ends.push_back(std::move(c.end));
+        if (!co_await events(shape.summary(total_usage(ends)))) break;
+        co_return co_await finish();
       }
       co_await wait(waker);
     }
-    job.cancelled = true;  // a write failed: the client is gone
+    cancel_all(jobs);  // a write failed: the client is gone
     co_return 0;
   }
 

@@ -9,7 +9,7 @@
 // Shapes follow Ollama's API (ollama/ollama docs/api.md and api/types.go).
 // What differs, and why, is in docs/server.md ("Ollama's API"). In short:
 // a field Ollama has that would change the output and that this server does
-// not implement (format, images, tools, think, suffix, template, context,
+// not implement (images, tools, think, suffix, template, context,
 // typical_p, mirostat, tfs_z) is refused with a 400 naming it, as the OpenAI
 // routes refuse theirs; fields about where and how long a model is loaded
 // (keep_alive, num_gpu, num_thread, use_mmap, ...) are accepted and change
@@ -227,16 +227,17 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
   return out;
 }
 
-// `format`: null or "" is plain text; "json" and a JSON schema (an object)
-// ask for structured output, which this server does not have yet.
-inline void format(const Json& v) {
+// `format`: null or "" is plain text; "json" any JSON object, as OpenAI's
+// json_object; a JSON schema (an object) a value that validates (api.hpp's
+// grammars: the sampling is constrained to it).
+inline void format(const Json& v, CompletionRequest& c) {
   if (v.is_null() || v == "") return;
   if (!(v == "json") && !v.is_object())
     throw bad_request("format: must be \"json\" or a JSON schema (an object), not " + brief(v), "format",
                       "invalid_value");
-  throw bad_request("format: structured output (" + std::string(v.is_object() ? "a JSON schema" : "\"json\"") +
-                        ") is not supported by this server: it needs constrained sampling, which it does not have",
-                    "format", "unsupported_value");
+  c.grammar_field = "format";
+  c.grammar = v.is_object() ? parse::schema_grammar(v, "format")
+                            : parse::compiled_grammar(grammar::gbnf_json_object(), "format");
 }
 
 }  // namespace detail
@@ -299,7 +300,7 @@ inline OllamaRequest parse_ollama_request(std::string_view body, OllamaRequest::
     } else if (key == "stream") {
       if (!v.is_null()) c.stream = parse::boolean(v, key);
     } else if (key == "format") {
-      detail::format(v);
+      detail::format(v, c);
     } else if (key == "keep_alive") {
       // How long Ollama keeps the model loaded after the request ("5m", 300,
       // 0 unloads, -1 forever): this server holds its one model until it stops.

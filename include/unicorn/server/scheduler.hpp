@@ -68,6 +68,11 @@ class Job {
   // ends when the grammar is complete and the model ends it, or nothing but
   // an end can follow. None: free text.
   std::shared_ptr<const grammar::Grammar> grammar;
+  // One of several choices of one request (the API's n), after the first:
+  // the first choice's job. It waits until the leader's slot holds the prompt
+  // (but its last token), then starts from a device copy of those keys and
+  // values (EngineCore::copy_prefix), so the prompt is prefilled once.
+  std::shared_ptr<Job> leader;
   // The prompt's own log-probabilities go out first (echo with logprobs):
   // EngineCore::score feeds it; max_tokens may then be 0.
   bool score_prompt = false;
@@ -167,12 +172,14 @@ class Scheduler {
 
   // From any thread. Queues a job; false when the queue is full or the
   // scheduler is stopping (the caller answers 503).
-  bool submit(std::shared_ptr<Job> job) {
+  bool submit(std::shared_ptr<Job> job) { return submit(std::span(&job, 1)); }
+  // Queues a request's jobs (its choices, the first leading) all or none.
+  bool submit(std::span<const std::shared_ptr<Job>> jobs) {
     {
       std::lock_guard lock(m_);
       // A place held by a client that left is free: the loop's next turn ends its job.
-      if (stopping_ || failed_ || waiting() >= opt_.queue_limit) return false;
-      queue_.push_back(std::move(job));
+      if (stopping_ || failed_ || waiting() + jobs.size() > opt_.queue_limit) return false;
+      queue_.insert(queue_.end(), jobs.begin(), jobs.end());
       metrics_.gauges(waiting(), busy_);
     }
     cv_.notify_one();
@@ -196,6 +203,8 @@ class Scheduler {
     std::lock_guard lock(m_);
     return stopping_;
   }
+  // The slots jobs run in (the most choices one request may ask for).
+  uint32_t slots() const { return opt_.slots; }
   // Whether the engine failed (a step threw): the process should exit and be
   // restarted by its supervisor.
   bool failed() const {
@@ -222,7 +231,7 @@ class Scheduler {
           it = queue_.erase(it);
         }
         if (stopping_) refused.assign(queue_.begin(), queue_.end()), queue_.clear();
-        while (!queue_.empty() && busy_ + admitted.size() < opt_.slots) {
+        while (!queue_.empty() && busy_ + admitted.size() < opt_.slots && !awaits_leader(*queue_.front(), admitted)) {
           admitted.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
@@ -267,6 +276,36 @@ class Scheduler {
     uint64_t used_at = 0;      // when its cache was last written: the least recent is reused first
   };
 
+  // A later choice waits while its leader is queued or prefilling its prompt
+  // (a turn or two: the leader is ahead of it in the queue); once the leader
+  // has ended, or is generating, it goes.
+  bool awaits_leader(const Job& job, const std::vector<std::shared_ptr<Job>>& admitted) const {
+    if (!job.leader || job.cancelled) return false;
+    if (std::ranges::any_of(admitted, [&](const auto& a) { return a == job.leader; })) return true;
+    for (const Slot& s : slots_)
+      if (s.job == job.leader) return !s.generating;
+    return std::ranges::any_of(queue_, [&](const auto& q) { return q == job.leader; });
+  }
+
+  // A later choice's start: the leader's prompt (but its last token) copied
+  // into `stream` from the leader's slot; how many tokens that gave (0: the
+  // leader's slot no longer holds them, and the prompt is prefilled anew).
+  uint32_t copy_from_leader(const Job& job, uint32_t stream) {
+    if (!job.leader || job.prompt.empty()) return 0;
+    const uint32_t n = uint32_t(job.prompt.size() - 1);
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].job != job.leader || slots_[s].in_prefill) continue;
+      const auto held = engine_.tokens(uint32_t(s));
+      if (held.size() < n || !std::equal(held.begin(), held.begin() + n, job.prompt.begin()) ||
+          !engine_.can_rewind(uint32_t(s), n))
+        return 0;
+      engine_.copy_prefix(uint32_t(s), stream, n);
+      invariant_[stream] = std::min(invariant_[s], n);
+      return n;
+    }
+    return 0;
+  }
+
   // Gives a job the free slot whose cache shares the longest usable prefix
   // with its prompt, else the least recently used one.
   void place(std::shared_ptr<Job> job) {
@@ -284,9 +323,11 @@ class Scheduler {
     Slot& slot = slots_[best];
     const uint32_t stream = uint32_t(best);
     std::optional<grammar::Matcher> matcher;
+    uint32_t copied = 0;
     try {
-      engine_.rewind(stream, best_reuse);
-      invariant_[stream] = std::min(invariant_[stream], best_reuse);
+      copied = copy_from_leader(*job, stream);
+      if (copied) best_reuse = copied;
+      else engine_.rewind(stream, best_reuse), invariant_[stream] = std::min(invariant_[stream], best_reuse);
       engine_.set_sampling(stream, job->sampling);  // lifts the last job's mask
       if (job->grammar) {
         matcher.emplace(job->grammar, vocabulary());
@@ -299,7 +340,7 @@ class Scheduler {
     slot.matcher = std::move(matcher);
     slot.job = std::move(job);
     slot.fed = best_reuse;
-    slot.cached = best_reuse;
+    slot.cached = copied ? 0 : best_reuse;  // a copied prompt is the leader's, counted once
     slot.text.emplace(tok_, slot.job->stop);
     slot.admitted_at = ++clock_;
     slot.used_at = clock_;

@@ -71,7 +71,7 @@ inline Json hoist_defs(const Json& schema, const std::string& prefix, Json& defs
     Json out = Json::object();
     for (const auto& [k, x] : v.items()) {
       if (k == "$ref" && x.is_string()) {
-        const std::string ref = x.get<std::string>();
+        const std::string ref = x.template get<std::string>();
         for (const std::string_view base : {"#/$defs/", "#/definitions/"})
           if (ref.starts_with(base)) out[k] = "#/$defs/" + prefix + ref.substr(base.size());
         if (!out.contains(k)) out[k] = ref;  // refused by the schema compiler if it cannot follow it
