@@ -663,14 +663,13 @@ class Server {
               return std::vector<Json>{ollama->final("", *end.finish, stats(end), logprobs(std::exchange(entries, {})))};
             },
             ""};
-        status = co_await stream_completion(stream, req, *job, *waker, ndjson, cors, "");
+        status = co_await stream_completion(stream, req, *job, *waker, ndjson, cors, std::string());
       } else {
-        status = co_await whole_completion(
-            stream, req, *job, *waker, dialect,
-            [&](const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
-              return ollama->final(text, *end.finish, stats(end), logprobs(entries));
-            },
-            keep_alive, cors, "");
+        const WholeAnswer answer = [&](const std::string& text, const Job::Progress& end,
+                                       std::span<const TokenLogprobEntry> entries) {
+          return ollama->final(text, *end.finish, stats(end), logprobs(entries));
+        };
+        status = co_await whole_completion(stream, req, *job, *waker, dialect, answer, keep_alive, cors, std::string());
       }
     } else {
       const ResponseHead head{r.kind, std::string(r.kind == CompletionRequest::Kind::Chat ? "chatcmpl-" : "cmpl-") +
@@ -700,12 +699,11 @@ class Server {
             "data: [DONE]\n\n"};
         status = co_await stream_completion(stream, req, *job, *waker, sse, cors, echo);
       } else {
-        status = co_await whole_completion(
-            stream, req, *job, *waker, dialect,
-            [&](const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
-              return head.response(text, *end.finish, end.usage, logprobs_json(head, *job, entries, offset));
-            },
-            keep_alive, cors, echo);
+        const WholeAnswer answer = [&](const std::string& text, const Job::Progress& end,
+                                       std::span<const TokenLogprobEntry> entries) {
+          return head.response(text, *end.finish, end.usage, logprobs_json(head, *job, entries, offset));
+        };
+        status = co_await whole_completion(stream, req, *job, *waker, dialect, answer, keep_alive, cors, echo);
       }
     }
     boost::system::error_code ignored;
@@ -771,7 +769,10 @@ class Server {
 
   // A streamed answer: an event per piece of text, then the finishing
   // events and the trailer. An error before the first event is an ordinary
-  // error response; after it, an error event ends the stream.
+  // error response; after it, an error event ends the stream. (What a
+  // co_await writes is a named object: built by GCC 12, the temporary Json of
+  // a conditional expression in a co_await's operand was destroyed twice,
+  // a SIGSEGV when a second Ctrl-C cut a stream.)
   net::awaitable<int> stream_completion(Stream& stream, Request& req, Job& job, Waker& waker,
                                         const StreamShape& shape, const Headers& cors, std::string echo) {
     bool started = false, first = true;
@@ -783,7 +784,10 @@ class Server {
                                 net::redirect_error(net::use_awaitable, ec));
       co_return !ec;
     };
-    const auto event = [&](const Json& j) -> net::awaitable<bool> { co_return co_await write(shape.frame(j)); };
+    const auto event = [&](const Json& j) -> net::awaitable<bool> {
+      const std::string data = shape.frame(j);
+      co_return co_await write(data);
+    };
     while (true) {
       Job::Progress p = job.take();
       logprobs.insert(logprobs.end(), p.logprobs.begin(), p.logprobs.end());
@@ -807,16 +811,18 @@ class Server {
         started = true;
       }
       if (!p.text.empty() || (shape.first_piece_always && first && p.ended && !p.error)) {
-        if (!co_await event(shape.piece(p.text, first, logprobs))) break;
+        const Json piece = shape.piece(p.text, first, logprobs);
+        if (!co_await event(piece)) break;
         first = false;
       }
       if (p.ended) {
         if (p.error) {
-          if (!co_await event(shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body())) break;
+          const Json error = shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body();
+          if (!co_await event(error)) break;
         } else {
+          const std::vector<Json> last = shape.finish(p, logprobs);
           bool sent = true;
-          for (const Json& j : shape.finish(p, logprobs))
-            if (!(sent = co_await event(j))) break;
+          for (size_t i = 0; i < last.size() && sent; ++i) sent = co_await event(last[i]);
           if (!sent) break;
         }
         if (!co_await write(shape.trailer)) break;
