@@ -286,3 +286,22 @@ test("--api-key applies to /api/* as to /v1/*", async () => {
     assert.equal((await h.stop(s)).code, 0);
   }
 });
+
+test("a stream cut by the server (a second Ctrl-C) ends with Ollama's error line; the server exits 0", async () => {
+  const s = await h.start(h.env("UNICORN_TINY_SERVER"), h.tinyArgs());
+  const stream = await new Ollama({ host: s.url }).chat({ model, messages: hi, stream: true,
+                                                         options: { temperature: 0.8, seed: 1, num_predict: 250 } });
+  let signals = 0, parts = 0, error = null;
+  try {
+    for await (const part of stream) {
+      parts++;
+      if (signals < 2) { signals++; s.proc.kill("SIGINT"); }
+      assert.equal(part.done, false);
+    }
+  } catch (e) {
+    error = e.message;  // the client throws on an {"error"} line
+  }
+  assert.equal(error, "the server is shutting down");
+  assert.ok(parts < 250, "the stream was cut short");
+  assert.deepEqual(await s.exit, { code: 0, signal: null });
+});

@@ -212,8 +212,9 @@ class Server {
   net::awaitable<void> refuse(tcp::socket socket) {
     Stream stream(std::move(socket));
     stream.expires_after(std::chrono::seconds(5));
-    co_await send(stream, error_reply({503, "too many open connections; retry later", "unavailable_error", "",
-                                       "too_many_connections"}), false);
+    const Reply reply = error_reply({503, "too many open connections; retry later", "unavailable_error", "",
+                                     "too_many_connections"});
+    co_await send(stream, reply, false);
   }
 
   net::awaitable<void> session(tcp::socket socket) {
@@ -665,7 +666,8 @@ class Server {
                                   std::to_string(opt_.queue_limit) + " is full; retry later",
                          "unavailable_error", "", "queue_full"};
       metrics_.rejected(refusal.code);
-      co_await send(stream, with_headers(error_reply(refusal, dialect), cors), keep_alive, req.version());
+      const Reply reply = with_headers(error_reply(refusal, dialect), cors);
+      co_await send(stream, reply, keep_alive, req.version());
       co_return 503;
     }
     stream.expires_never();
@@ -693,14 +695,13 @@ class Server {
               return std::vector<Json>{ollama->final("", *end.finish, stats(end), logprobs(std::exchange(entries, {})))};
             },
             [](const Usage&) { return std::vector<Json>{}; }, ""};
-        status = co_await stream_completion(stream, req, jobs, *waker, ndjson, cors, "");
+        status = co_await stream_completion(stream, req, jobs, *waker, ndjson, cors, kNoEcho);
       } else {
-        status = co_await whole_completion(
-            stream, req, jobs, *waker, dialect,
-            [&](uint32_t, const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
-              return ollama->final(text, *end.finish, stats(end), logprobs(entries));
-            },
-            keep_alive, cors, "");
+        const WholeAnswer answer = [&](uint32_t, const std::string& text, const Job::Progress& end,
+                                       std::span<const TokenLogprobEntry> entries) {
+          return ollama->final(text, *end.finish, stats(end), logprobs(entries));
+        };
+        status = co_await whole_completion(stream, req, jobs, *waker, dialect, answer, keep_alive, cors, kNoEcho);
       }
     } else {
       const ResponseHead head{r.kind, std::string(r.kind == CompletionRequest::Kind::Chat ? "chatcmpl-" : "cmpl-") +
@@ -740,13 +741,12 @@ class Server {
             }};
         status = co_await stream_completion(stream, req, jobs, *waker, sse, cors, echo);
       } else {
-        status = co_await whole_completion(
-            stream, req, jobs, *waker, dialect,
-            [&](uint32_t i, const std::string& text, const Job::Progress& end, std::span<const TokenLogprobEntry> entries) {
-              const auto calls = *end.finish == FinishReason::Stop ? read_calls(text, r.tools, rng_) : std::nullopt;
-              return head.response(text, *end.finish, end.usage, lp(i, entries), calls);
-            },
-            keep_alive, cors, echo);
+        const WholeAnswer answer = [&](uint32_t i, const std::string& text, const Job::Progress& end,
+                                       std::span<const TokenLogprobEntry> entries) {
+          const auto calls = *end.finish == FinishReason::Stop ? read_calls(text, r.tools, rng_) : std::nullopt;
+          return head.response(text, *end.finish, end.usage, lp(i, entries), calls);
+        };
+        status = co_await whole_completion(stream, req, jobs, *waker, dialect, answer, keep_alive, cors, echo);
       }
     }
     boost::system::error_code ignored;
@@ -855,6 +855,11 @@ class Server {
                                     std::vector<TokenLogprobEntry>& logprobs)> calls = {};
   };
 
+  // What a co_await writes is a named object throughout: built by GCC 12, a
+  // temporary in a co_await's operand (a conditional's Json) was destroyed
+  // twice, a SIGSEGV when a second Ctrl-C cut a stream.
+  static inline const std::string kNoEcho;
+
   // A streamed answer: events per piece of text of each choice as it comes,
   // each choice's finishing events, then the summary and the trailer. An
   // error before the first event is an ordinary error response; after it, an
@@ -879,7 +884,10 @@ class Server {
                                 net::redirect_error(net::use_awaitable, ec));
       co_return !ec;
     };
-    const auto event = [&](const Json& j) -> net::awaitable<bool> { co_return co_await write(shape.frame(j)); };
+    const auto event = [&](const Json& j) -> net::awaitable<bool> {
+      const std::string data = shape.frame(j);
+      co_return co_await write(data);
+    };
     const auto events = [&](const std::vector<Json>& js) -> net::awaitable<bool> {
       for (const Json& j : js)
         if (!co_await event(j)) co_return false;
@@ -910,7 +918,8 @@ class Server {
         }
         if (p.ended && p.error) cancel_all(jobs);
         if (!started && p.ended && p.error) {
-          co_await send(stream, with_headers(error_reply(*p.error, shape.dialect), cors), false, req.version());
+          const Reply reply = with_headers(error_reply(*p.error, shape.dialect), cors);
+          co_await send(stream, reply, false, req.version());
           co_return int(p.error->status);
         }
         if (!started && (p.ended || !p.text.empty())) {
@@ -932,22 +941,26 @@ class Server {
           continue;
         }
         if (!p.text.empty() || (shape.first_piece_always && c.first && p.ended && !p.error)) {
-          if (!co_await event(shape.piece(i, p.text, c.first, c.logprobs))) break;
+          const Json piece = shape.piece(i, p.text, c.first, c.logprobs);
+          if (!co_await event(piece)) break;
           c.first = false;
         }
         if (!p.ended) continue;
         if (p.error) {
-          if (!co_await event(shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body())) break;
+          const Json error = shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body();
+          if (!co_await event(error)) break;
           co_return co_await finish();
         }
-        if (!co_await events(shape.finish(i, p, c.logprobs))) break;
+        const std::vector<Json> last = shape.finish(i, p, c.logprobs);
+        if (!co_await events(last)) break;
         c.ended = true, c.end = std::move(p);
       }
       if (ec) break;
       if (std::ranges::all_of(choices, [](const Choice& c) { return c.ended; })) {
         std::vector<Job::Progress> ends;
         for (Choice& c : choices) ends.push_back(std::move(c.end));
-        if (!co_await events(shape.summary(total_usage(ends)))) break;
+        const std::vector<Json> summary = shape.summary(total_usage(ends));
+        if (!co_await events(summary)) break;
         co_return co_await finish();
       }
       co_await wait(waker);

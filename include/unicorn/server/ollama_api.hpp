@@ -74,7 +74,8 @@ inline ApiError model_not_found(const std::string& given) {
 inline constexpr float kTemperature = 0.8f, kTopP = 0.9f;
 inline constexpr uint32_t kTopK = 40, kRepeatLastN = 64;
 
-// RFC 3339 in UTC with nanoseconds, as Go's time.Time marshals (created_at, modified_at).
+// RFC 3339 in UTC with nine fractional digits (created_at, modified_at); Go,
+// which Ollama is written in, trims trailing zeros, and parsers take either.
 inline std::string rfc3339(std::chrono::system_clock::time_point t) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   const std::time_t secs = std::time_t(ns / 1000000000 - (ns % 1000000000 < 0));
