@@ -176,6 +176,42 @@ def ollama_manifests():
             "name-namespaced.txt": b"ollama:me/mine:q4_K_M", "name-host.txt": b"ollama:example.com:5000/team/model:v1"}
 
 
+# fuzz_grammar: the first byte picks GBNF (even) or a JSON schema (odd).
+def grammar_seeds():
+    gbnf = {
+        "chess.gbnf": 'root ::= "1. " move " " move "\\n" ([1-9] [0-9]? ". " move " " move "\\n")+\n'
+                      'move ::= (pawn | nonpawn | castle) [+#]?\n'
+                      'pawn ::= ([a-h] "x")? [a-h] [1-8] ("=" [NBRQ])?\n'
+                      'nonpawn ::= [NBKRQ] [a-h]? [1-8]? "x"? [a-h] [1-8]\n'
+                      'castle ::= "O-O" "-O"?\n',
+        "classes.gbnf": 'root ::= [^"\\\\\\x00-\\x1F]* ( "\\\\" . )? [α-ω]{1,3} "\\u00e9" .\n',
+        "repeat.gbnf": '# comment\nroot ::= ( "ab" | x ){2,5} x* x+ x?\nx ::= "c" | "d" root? "e"\n',
+        "json.gbnf": 'root ::= object\n'
+                     'value ::= object | array | string | number | "true" | "false" | "null"\n'
+                     'object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"\n'
+                     'array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"\n'
+                     'string ::= "\\"" [^"\\\\\\x00-\\x1F]* ( "\\\\" ["\\\\/bfnrt] [^"\\\\\\x00-\\x1F]* )* "\\""\n'
+                     'number ::= "-"? [0-9]{1,5} ( "." [0-9]+ )?\n'
+                     'ws ::= | " " | "\\n" [ \\t]{0,8}\n',
+    }
+    schemas = {
+        "object.json": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 8}, "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "tags": {"type": "array", "items": {"enum": ["a", "b", 3, None]}, "maxItems": 3},
+            "when": {"type": "string", "format": "date-time"}, "id": {"type": "string", "format": "uuid"}},
+            "required": ["name"], "additionalProperties": {"type": "boolean"}},
+        "ref.json": {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {
+            "v": {"type": ["number", "null"]}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            "required": ["v"], "additionalProperties": False}}},
+        "anyof.json": {"anyOf": [{"type": "string", "minLength": 2}, {"const": {"k": [1, 2]}},
+                                 {"type": "integer", "exclusiveMaximum": -7}]},
+        "empty.json": {},
+    }
+    out = {k: b"\x00" + v.encode() for k, v in gbnf.items()}
+    out.update({k: b"\x01" + json.dumps(v).encode() for k, v in schemas.items()})
+    return out
+
+
 def main():
     targets = {
         "gguf": gguf_seeds(),
@@ -199,6 +235,7 @@ def main():
         "kld_base": {"two-windows.kld": kld_base(16, 8, 2), "one-window.kld": kld_base(5, 4, 1),
                      "truncated.kld": kld_base(16, 8, 2)[:-3]},
         "ollama_manifest": ollama_manifests(),
+        "grammar": grammar_seeds(),
     }
     for target, seeds in targets.items():
         d = os.path.join(HERE, target)

@@ -1,0 +1,116 @@
+// The grammar matcher's mask cost with the real Gemma 3 vocabulary (262,145
+// tokens): allowed_tokens() timed at every token while a valid document is fed
+// token by token. Not a test. Prints, for json_object and a 20-field object
+// schema (tests/grammar/sample_schemas.hpp), the median, p99 and largest time
+// of one call: first over the first document (the grammar's mask cache
+// empty: what a new schema's first request pays), then over the next
+// documents (the cache filled by the earlier ones).
+// Usage: unicorn-grammar-bench <tokenizer.json> [documents (default 8)]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "sample_schemas.hpp"
+#include "unicorn/grammar/grammar.hpp"
+#include "unicorn/grammar/json_schema.hpp"
+#include "unicorn/grammar/matcher.hpp"
+#include "unicorn/grammar/vocabulary.hpp"
+#include "unicorn/text/tokenizer.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+struct Stats {
+  double median, p99, max;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) { return v[std::min(v.size() - 1, size_t(q * double(v.size())))]; };
+  return {at(0.5), at(0.99), v.back()};
+}
+
+// Feeds each document through a new matcher; returns the time of every
+// allowed_tokens() call, per document. Exits if a token of a valid document is
+// not allowed.
+std::vector<std::vector<double>> feed(const std::shared_ptr<const unicorn::grammar::Grammar>& g,
+                                      const std::shared_ptr<const unicorn::grammar::Vocabulary>& v,
+                                      const unicorn::text::Tokenizer& tok, const std::vector<std::string>& docs) {
+  std::vector<std::vector<double>> out;
+  std::vector<uint32_t> words((v->size() + 31) / 32);
+  for (const auto& doc : docs) {
+    unicorn::grammar::Matcher m(g, v);
+    std::vector<double> times;
+    std::vector<int32_t> ids = tok.encode(doc);
+    ids.push_back(tok.end_of_turn_id());
+    for (const int32_t id : ids) {
+      const auto t = Clock::now();
+      m.allowed_tokens(words);
+      times.push_back(ms_since(t));
+      if (!((words[size_t(id) >> 5] >> (id & 31)) & 1) || !m.accept(id)) {
+        std::fprintf(stderr, "token %d (%s) of a valid document was not allowed\n", id,
+                     std::string(tok.token_bytes(id)).c_str());
+        std::exit(1);
+      }
+    }
+    out.push_back(std::move(times));
+  }
+  return out;
+}
+
+void report(const char* name, double compile_ms, const std::vector<std::vector<double>>& times) {
+  const Stats cold = stats(times[0]);
+  std::vector<double> warm;
+  for (size_t i = 1; i < times.size(); ++i) warm.insert(warm.end(), times[i].begin(), times[i].end());
+  const Stats w = stats(warm);
+  std::printf("| %-15s | %7.2f | %6zu | %6.3f | %6.3f | %6.2f | %6zu | %6.3f | %6.3f | %6.2f |\n", name, compile_ms,
+              times[0].size(), cold.median, cold.p99, cold.max, warm.size(), w.median, w.p99, w.max);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s <tokenizer.json> [documents]\n", argv[0]);
+    return 2;
+  }
+  const int n_docs = argc > 2 ? std::max(2, std::atoi(argv[2])) : 8;
+  auto t = Clock::now();
+  const auto tok = unicorn::text::Tokenizer::from_tokenizer_json(argv[1]);
+  const double tok_ms = ms_since(t);
+  t = Clock::now();
+  const auto vocab = unicorn::grammar::Vocabulary::from_tokenizer(tok);
+  std::printf("tokenizer %.0f ms; vocabulary %.0f ms (%zu tokens, %zu trie nodes)\n\n", tok_ms, ms_since(t),
+              vocab->size(), vocab->trie().node_byte.size());
+
+  std::printf("allowed_tokens() per call, ms: the first document (cache empty), then the next %d\n\n", n_docs - 1);
+  std::printf("| %-15s | %7s | %6s | %6s | %6s | %6s | %6s | %6s | %6s | %6s |\n", "grammar", "compile", "calls",
+              "median", "p99", "max", "calls", "median", "p99", "max");
+  std::printf("| %-15s | %7s | %6s | %6s | %6s | %6s | %6s | %6s | %6s | %6s |\n", "---", "---:", "---:", "---:",
+              "---:", "---:", "---:", "---:", "---:", "---:");
+
+  const nlohmann::ordered_json schema = unicorn::grammar::samples::twenty_field_schema();
+  std::vector<std::string> object_docs, schema_docs;
+  for (int i = 0; i < n_docs; ++i) {
+    const auto d = unicorn::grammar::samples::twenty_field_document(i);
+    // Alternate compact and indented text, as models write both.
+    const int indent = i % 2 ? 2 : -1;
+    object_docs.push_back(indent < 0 ? d.dump() : d.dump(indent));
+    schema_docs.push_back(unicorn::grammar::samples::dump_in_schema_order(d, schema, indent));
+  }
+
+  t = Clock::now();
+  const auto object = unicorn::grammar::compile_gbnf(unicorn::grammar::gbnf_json_object());
+  const double object_ms = ms_since(t);
+  report("json_object", object_ms, feed(object, vocab, tok, object_docs));
+
+  t = Clock::now();
+  const auto twenty = unicorn::grammar::compile_gbnf(unicorn::grammar::gbnf_from_json_schema(schema));
+  const double twenty_ms = ms_since(t);
+  report("20-field schema", twenty_ms, feed(twenty, vocab, tok, schema_docs));
+  return 0;
+}
