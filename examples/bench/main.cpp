@@ -37,12 +37,16 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <optional>
 #include <random>
 
 #include "catalog.hpp"
 #include "options.hpp"  // examples/generate: --products, as the generator takes it
 #include "unicorn/engine.hpp"
+#include "unicorn/grammar/json_schema.hpp"
+#include "unicorn/grammar/matcher.hpp"
+#include "unicorn/text/load_tokenizer.hpp"
 #include "unicorn/engine/pick.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "program_exit.hpp"
@@ -69,7 +73,57 @@ struct Options {
   bool sample = false;  // decode with llama.cpp's default sampling instead of greedy
   std::optional<uint32_t> logprobs;  // each token's log-probability and this many alternatives (the server's logprobs)
   bool invariance = false;  // with --batch: check bits instead of timing (run_invariance)
+  // Structured output: every generated token constrained by a grammar (GBNF)
+  // or a JSON schema, its mask computed on the host as the server does; the
+  // vocabulary is the tokenizer's (--tokenizer).
+  std::string grammar, json_schema, tokenizer;
 };
+
+// The grammar of --grammar or --json-schema (its matcher's state restarts
+// whenever a document ends), and the host time of each token's mask.
+struct Constraint {
+  std::shared_ptr<const grammar::Grammar> rules;
+  std::shared_ptr<const grammar::Vocabulary> vocabulary;
+  std::optional<grammar::Matcher> matcher;
+  std::vector<uint32_t> mask;
+  std::vector<double> mask_us;  // allowed_tokens and the mask's copy to the engine, per token
+  uint32_t documents = 0;       // ended, so far
+  // Before a token: the mask of what may come next, to the engine.
+  void before(AnyEngine& engine) {
+    const auto t0 = Clock::now();
+    if (!matcher || matcher->ended() || matcher->exhausted()) {
+      documents += matcher.has_value();
+      matcher.emplace(rules, vocabulary);
+    }
+    mask.assign(engine.mask_words(), 0);
+    matcher->allowed_tokens(mask);
+    engine.constrain(0, mask);
+    mask_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  // After it: the chosen token advances the grammar (it was allowed).
+  void after(int32_t token) {
+    if (!matcher->accept(token))
+      throw Error("internal: token " + std::to_string(token) + " was chosen but the grammar does not allow it");
+  }
+};
+std::optional<Constraint> make_constraint(const Options& o) {
+  if (o.grammar.empty() && o.json_schema.empty()) return std::nullopt;
+  if (o.tokenizer.empty()) throw Error("--grammar and --json-schema need --tokenizer FILE (the model's vocabulary)");
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot be read");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  Constraint c;
+  const std::string gbnf = !o.grammar.empty() ? read(o.grammar) : [&] {
+    const nlohmann::json schema = nlohmann::json::parse(read(o.json_schema), nullptr, false);
+    if (schema.is_discarded()) throw Error(o.json_schema + ": not JSON");
+    return grammar::gbnf_from_json_schema(schema);
+  }();
+  c.rules = grammar::compile_gbnf(gbnf);
+  c.vocabulary = grammar::Vocabulary::from_tokenizer(text::load_tokenizer(o.tokenizer));
+  return c;
+}
 
 struct Stats {
   double median = 0, min = 0, max = 0;
@@ -425,6 +479,9 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
                   (o.logprobs ? ", logprobs with " + std::to_string(*o.logprobs) + " alternatives" : "");
   if (o.batch && o.invariance) return run_invariance(engine, o, rng);
   if (o.batch) return run_batch(engine, o, rng, roofline, j);
+  std::optional<Constraint> constraint = make_constraint(o);
+  if (constraint) j["sampling"] = j["sampling"].get<std::string>() + ", constrained by " +
+                                  (o.grammar.empty() ? o.json_schema : o.grammar);
 
   // Warm-up (driver shader compilation, caches), then timed repetitions.
   // The warm-up's prefill is the first work after loading: the cold first-token
@@ -438,9 +495,18 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
     const double pp_s = std::chrono::duration<double>(Clock::now() - a).count();
     if (r == 0) first_token_cold_s = pp_s;
     engine.reset();
+    if (constraint) engine.set_sampling(p), constraint->matcher.reset(), constraint->before(engine);
     next = engine.prefill(std::span(prompt).first(1));
     a = Clock::now();
-    for (uint32_t i = 0; i < o.generate; ++i) next = engine.decode(next);
+    if (constraint) {  // the host's mask between steps is in the time, as in the server
+      for (uint32_t i = 0; i < o.generate; ++i) {
+        constraint->after(next);
+        constraint->before(engine);
+        next = engine.decode(next);
+      }
+    } else {
+      for (uint32_t i = 0; i < o.generate; ++i) next = engine.decode(next);
+    }
     const double tg_s = std::chrono::duration<double>(Clock::now() - a).count();
     if (r == 0) continue;
     pp.push_back(o.prompt / pp_s);
@@ -451,6 +517,13 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   j["tg"] = {{"tokens", o.generate}, {"tokens_per_s", tgs.median}, {"min", tgs.min}, {"max", tgs.max}};
   j["roofline_tokens_per_s"] = roofline;
   j["roofline_percent"] = 100.0 * tgs.median / roofline;
+  if (constraint) {
+    auto& us = constraint->mask_us;
+    std::sort(us.begin(), us.end());
+    j["constraint"] = {{"masks", us.size()}, {"documents_ended", constraint->documents},
+                       {"mask_us_median", us[us.size() / 2]}, {"mask_us_p99", us[us.size() * 99 / 100]},
+                       {"mask_us_max", us.back()}};
+  }
   j["startup"]["first_token_ms_cold"] = first_token_cold_s * 1e3;
   j["startup"]["first_token_ms_warm"] = o.prompt / pps.median * 1e3;
   if (o.profile) {
@@ -487,6 +560,12 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   std::printf("| pp%-4u | %s |          |            |\n", o.prompt, fmt_stats(pps).c_str());
   std::printf("| tg%-4u | %s | %8.1f | %9.1f%% |\n", o.generate, fmt_stats(tgs).c_str(), roofline,
               100.0 * tgs.median / roofline);
+  if (constraint) {
+    const auto& c = j["constraint"];
+    std::printf("constrained: each token's mask on the host %.1f us median, %.1f us p99 (%u masks, %u documents ended)\n",
+                c["mask_us_median"].template get<double>(), c["mask_us_p99"].template get<double>(),
+                c["masks"].template get<uint32_t>(), c["documents_ended"].template get<uint32_t>());
+  }
   if (o.profile) {
     const auto& s = j["decode_step"];
     std::printf("decode step: %u dispatches, %u barriers (%.2f and %.2f a layer)\n",
@@ -550,6 +629,11 @@ int main(int argc, char** argv) {
                "with --batch N: instead of timing, check that each stream's logits are the same bits run after "
                "run and alone or among N streams (the server's batch invariance); exit 1 if any differ")
       ->needs(batch);
+  app.add_option("--grammar", o.grammar, "constrain every generated token by this GBNF file, its mask computed on "
+                 "the host before each step as the server's structured output does (needs --tokenizer)");
+  app.add_option("--json-schema", o.json_schema, "the same with a JSON schema file (response_format's json_schema)")
+      ->excludes(app.get_option("--grammar"));
+  app.add_option("--tokenizer", o.tokenizer, "tokenizer.json or GGUF whose vocabulary the grammar's masks cover");
   if (const auto status = unicorn::tools::parse(app, argc, argv, "unicorn-bench")) return *status;
   unicorn::tools::remove_temporaries_on_signals("unicorn-bench");  // the pipeline cache file's
   try {

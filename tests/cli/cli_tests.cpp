@@ -618,6 +618,31 @@ TEST(Cli, BenchJson) {
   EXPECT_GT(j["startup"]["first_token_ms_warm"].get<double>(), 0);
 }
 
+// unicorn-bench --json-schema: every generated token is constrained as the
+// server's structured output constrains it (a mask on the host before each
+// step), documents restart when one ends, and the mask's host time is in the
+// JSON; without --tokenizer it says what it needs.
+TEST(Cli, BenchConstrainedBySchema) {
+  const fs::path model = tmp() / "tiny-q8_0-schema.gguf", schema = tmp() / "schema.json";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  std::ofstream(schema) << R"({"type":"object","properties":{"a":{"type":"boolean"},"b":{"enum":["x","y"]}},
+                              "required":["a","b"],"additionalProperties":false})";
+  const std::string bench = env("UNICORN_BENCH") + " -m " + model.string() + " -p 4 -n 48 -r 1 --json --json-schema " +
+                            schema.string();
+  const std::string out = stdout_of(bench + " --tokenizer " + env("UNICORN_TOKENIZER_JSON"));
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+  ASSERT_TRUE(j.contains("constraint")) << out;
+  EXPECT_EQ(j["constraint"]["masks"].get<uint32_t>(), 2u * 49) << "a mask before every token of both runs";
+  EXPECT_GE(j["constraint"]["documents_ended"].get<uint32_t>(), 2u) << "a 48-token run ends more than one";
+  EXPECT_GT(j["constraint"]["mask_us_median"].get<double>(), 0);
+  EXPECT_NE(j["sampling"].get<std::string>().find("constrained by"), std::string::npos);
+  const auto refused = run(bench);
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("--tokenizer"), std::string::npos) << refused.out;
+  fs::remove(model), fs::remove(schema);
+}
+
 // --lm-head q8_0 on a QAT-layout file (F16 embedding): the engine with a Q8_0
 // copy for the LM head runs, and the JSON names it; an all-Q8_0 file has no
 // such deployment, and the error says which files do.

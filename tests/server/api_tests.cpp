@@ -543,6 +543,18 @@ TEST(Ollama, ChatDefaultsAndOptions) {
   EXPECT_TRUE(parse_ollama_request(R"({"model":"m","messages":[]})", Route::Chat, 256).load_only);
 }
 
+// format: "json" and a JSON schema are structured output, as OpenAI's
+// response_format.
+TEST(Ollama, FormatIsStructuredOutput) {
+  const std::string m = R"({"model":"m","messages":[{"role":"user","content":"Hi"}])";
+  const auto json = parse_ollama_request(m + R"(,"format":"json"})", OllamaRequest::Route::Chat, 256);
+  EXPECT_TRUE(json.completion.grammar);
+  EXPECT_EQ(json.completion.grammar_field, "format");
+  EXPECT_TRUE(parse_ollama_request(m + R"(,"format":{"type":"object","properties":{"a":{"type":"boolean"}}}})",
+                                   OllamaRequest::Route::Chat, 256).completion.grammar);
+  EXPECT_FALSE(parse_ollama_request(m + R"(,"format":""})", OllamaRequest::Route::Chat, 256).completion.grammar);
+}
+
 TEST(Ollama, GenerateTemplatesOrRaw) {
   const auto g = parse_ollama_request(R"({"model":"m","prompt":"Why?","system":"Be terse."})", Route::Generate, 256);
   EXPECT_EQ(g.completion.kind, Kind::Chat) << "through the chat template";
@@ -569,8 +581,7 @@ TEST(Ollama, RefusalsNameTheField) {
   const Case cases[] = {
       {"", "the body is not valid JSON"}, {"[]", "the body must be a JSON object"},
       {R"({"messages":[]})", "model is required"}, {R"({"model":5})", "'model' must be a string"},
-      {m + R"(,"format":"json"})", "format: structured output (\"json\")"},
-      {m + R"(,"format":{"type":"object"}})", "format: structured output (a JSON schema)"},
+      {m + R"(,"format":{"type":"object","not":{}}})", "'format': "},
       {m + R"(,"format":"yaml"})", "format: must be \"json\" or a JSON schema"},
       {m + R"(,"format":7})", "format: must be"},
       {R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "images: this model has no vision encoder"},
