@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second step of .ci/run: the CPU-side tests under AddressSanitizer (with
+# The last step of .ci/run: the CPU-side tests under AddressSanitizer (with
 # LeakSanitizer) and UndefinedBehaviorSanitizer, with the test-only device-fault
 # hook compiled in. Builds only what those tests run,
 # into BUILD_DIR (default build-asan), then runs them:

@@ -53,7 +53,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   unicorn::server::ServerOptions opt;
   std::optional<uint32_t> slots, context;
   unsigned timeout = 60, grace = 30;
-  bool quiet = false, check_tensors = false, show_engines = false, show_layout = false;
+  bool quiet = false, no_webui = false, check_tensors = false, show_engines = false, show_layout = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
   app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
   app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
@@ -72,6 +72,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
   app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
   app.add_flag("--quiet", quiet, "no line per request on stderr");
+  app.add_flag("--no-webui", no_webui, "no chat page at / (GET / and /index.html answer 404)");
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
   app.add_flag("--layout", show_layout, "print the compile-time layout of the engine that serves --model's file, and exit");
   if (several)
@@ -168,6 +169,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   opt.idle_timeout = std::chrono::seconds(timeout);
   opt.shutdown_grace = std::chrono::seconds(grace);
   opt.log_requests = !quiet;
+  opt.webui = !no_webui;
 
   try {
     std::optional<unicorn::gpu::Context> device;

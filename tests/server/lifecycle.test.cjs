@@ -1,4 +1,4 @@
-// Label server: overload, departures, keys, flags and shutdown, on
+// Label server: overload, departures, keys, flags, the chat page's route and shutdown, on
 // unicorn-tiny-server (compiled for 8 slots of 256 tokens).
 "use strict";
 const { test } = require("node:test");
@@ -233,6 +233,45 @@ test("--api-key: completions and models need the Bearer key; /health and /metric
     await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
   } finally {
     assert.equal((await h.stop(s)).code, 0);
+  }
+});
+
+test("GET / is the chat page, with no API key, under a CSP with a fresh nonce; --no-webui: 404", async () => {
+  const [s, off] = await Promise.all([h.start(binary(), [...h.tinyArgs(), "--api-key", "s3cret"]),
+                                      h.start(binary(), [...h.tinyArgs(), "--no-webui"])]);
+  try {
+    const nonces = [];
+    for (const route of ["/", "/index.html", "/?from=bookmark"]) {
+      const r = await fetch(s.url + route);
+      assert.equal(r.status, 200, route);
+      assert.equal(r.headers.get("content-type"), "text/html; charset=utf-8");
+      assert.equal(r.headers.get("cache-control"), "no-store");
+      assert.equal(r.headers.get("x-content-type-options"), "nosniff");
+      const csp = r.headers.get("content-security-policy");
+      const nonce = /script-src 'nonce-([0-9a-f]{32})'/.exec(csp)[1];
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /connect-src 'self'/);
+      const html = await r.text();
+      assert.match(html, /^<!doctype html>/);
+      assert.equal(html.split(`nonce="${nonce}"`).length - 1, 2, "the inline style and script carry the nonce");
+      assert.doesNotMatch(html, /@CSP_NONCE@|<script[^>]* src=|<link[^>]* href="http/);
+      nonces.push(nonce);
+    }
+    assert.equal(new Set(nonces).size, 3, "each response has its own nonce");
+    assert.equal((await fetch(s.url + "/v1/models")).status, 401, "the API still needs the key");
+    const post = await h.post(s, "/", {});
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get("allow"), "GET");
+    const m = await h.metrics(s);
+    assert.equal(m['unicorn_requests_total{endpoint="webui",status="200"}'], 3);
+    for (const route of ["/", "/index.html"]) {
+      const r = await fetch(off.url + route);
+      assert.equal(r.status, 404, route);
+      assert.equal((await r.json()).error.code, "not_found");
+    }
+  } finally {
+    assert.equal((await h.stop(s)).code, 0);
+    assert.equal((await h.stop(off)).code, 0);
   }
 });
 

@@ -7,6 +7,8 @@
 //   POST /v1/chat/completions, /v1/completions   (stream or not; SSE chunks)
 //   GET  /v1/models, /v1/models/{id}
 //   GET  /health, /metrics                        (no API key needed)
+//   GET  /, /index.html                           the chat page (chat_page.hpp; no API key
+//                                                  needed, its API calls need one; --no-webui: 404)
 //   POST /tokenize, /detokenize
 // and, as Ollama defines them (ollama_api.hpp):
 //   POST /api/chat, /api/generate                 (streamed as NDJSON unless "stream": false)
@@ -47,6 +49,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "unicorn/server/chat_page.hpp"
 #include "unicorn/server/cors.hpp"
 #include "unicorn/server/http_request.hpp"
 
@@ -169,6 +172,7 @@ class Server {
     std::string body;
     std::string content_type = "application/json";
     Headers headers;
+    std::vector<std::pair<std::string, std::string>> named_headers;  // fields Beast has no enum for
   };
 
   Headers cors_headers(const Request& req) const { return server::cors_headers(opt_.cors_origins, req); }
@@ -295,6 +299,7 @@ class Server {
     res.set(http::field::server, "unicorn");
     res.set(http::field::content_type, r.content_type);
     for (const auto& [f, v] : r.headers) res.set(f, v);
+    for (const auto& [name, v] : r.named_headers) res.set(name, v);
     res.keep_alive(keep_alive);
     res.body() = r.body;
     res.prepare_payload();
@@ -355,6 +360,8 @@ class Server {
       if (method != http::verb::get) return wrong_method("GET", "metrics");
       return answer("metrics", {http::status::ok, metrics_.text(), "text/plain; version=0.0.4; charset=utf-8"});
     }
+    if ((path == "/" || path == "/index.html") && opt_.webui)
+      return method != http::verb::get ? wrong_method("GET", "webui") : answer("webui", chat_page_reply());
     if (!chat && !text && !models_path && path != "/tokenize" && path != "/detokenize")
       return answer("other", error_reply({404, "no route " + path, "not_found_error", "", "not_found"}));
     const std::string endpoint = chat ? "chat_completions" : text ? "completions" : models_path ? "models"
@@ -456,6 +463,16 @@ class Server {
     } catch (const Error& e) {
       return error_reply(bad_request(e.what()), dialect);
     }
+  }
+
+  static Reply chat_page_reply() {
+    ChatPage page = chat_page();
+    Reply r{http::status::ok, std::move(page.html), "text/html; charset=utf-8"};
+    r.headers.push_back({http::field::cache_control, "no-store"});  // a fresh nonce each time
+    r.named_headers = {{"Content-Security-Policy", std::move(page.csp)},
+                       {"X-Content-Type-Options", "nosniff"},
+                       {"Referrer-Policy", "no-referrer"}};
+    return r;
   }
 
   static ApiError loading_error() { return {503, "the model is loading", "unavailable_error", "", "loading"}; }

@@ -68,6 +68,7 @@ struct ServerOptions {
   // ("https://app.example"), or "*" for any. Empty: no CORS headers, so a
   // browser lets no page of another origin read an answer.
   std::vector<std::string> cors_origins;
+  bool webui = true;  // GET / and /index.html: the chat page (chat_page.hpp); false: 404
 };
 
 // What serve() runs on, made by the loader it is given from a loaded engine
