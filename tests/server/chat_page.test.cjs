@@ -1,6 +1,7 @@
 // Label browser: the chat page that unicorn-server answers GET / with
 // (include/unicorn/server/chat_page.hpp), in Debian's headless chromium driven
-// by puppeteer-core (the project's npm manifest; it downloads no browser),
+// by puppeteer-core (tests/server/browser's npm manifest, which
+// tools/browser_test.sh installs; it downloads no browser),
 // against unicorn-tiny-server with one slot and an API key: the key asked for
 // and sent, answers streamed in several chunks, a conversation of several
 // turns with a system prompt, Stop (the server frees the slot), errors, the
@@ -13,7 +14,7 @@ const assert = require("node:assert/strict");
 const path = require("node:path");
 const h = require("./harness.cjs");
 
-const puppeteer = h.npm("puppeteer-core");
+const puppeteer = require(path.join(h.env("UNICORN_BROWSER_NPM_MODULES"), "puppeteer-core"));
 const key = "page-key";
 let server, browser, page;
 const problems = [];  // uncaught exceptions and CSP violations in the page
