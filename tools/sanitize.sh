@@ -7,6 +7,7 @@
 #   convert_tests       unicorn-convert's GGUF output: vocabulary, chat template, metadata
 #   tokenizer_*         the tokenizer against the npm oracle, and unicorn-tokenize
 #   server_api_tests    request parsing and responses
+#   grammar_tests       GBNF, JSON schemas and token masks (structured output)
 #   cli_tests.shard*    the generator binaries as a user runs them (and unicorn-server
 #                       picking its engine): end-to-end
 #                       generation on lavapipe, bad files, write failures,
@@ -40,7 +41,7 @@ fuzzers=$(sed -n 's/^UNICORN_FUZZ_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" 
 # long to compile under the sanitizers, and the host app compiles the whole
 # engine again (header-only, as a host app uses it: 190 s of CPU here); the
 # release step (ctest in build/) runs them.
-cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests cli_tests \
+cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests grammar_tests cli_tests \
       unicorn-generate unicorn-chat unicorn-convert unicorn-tiny-q8_0 binary_golden_test \
       unicorn-tiny-server unicorn-server unicorn-demo-from-gguf $fuzzers
 
@@ -48,4 +49,4 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detec
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export GTEST_FILTER='-Cli.Bench*:Cli.PlacementExperiments:Cli.OfficialBinaryWithoutModel:Cli.HostAppWritesWhatTheGeneratorWrites'
 ctest --test-dir "$build" --output-on-failure -j2 \
-      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault|fuzz_.*)$'
+      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|grammar_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault|fuzz_.*)$'

@@ -65,7 +65,8 @@ void walk(const std::shared_ptr<const unicorn::grammar::Grammar>& g, const uint8
   if (json && m.complete()) {
     try {
       (void)nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception&) {
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "walk: %s\nnlohmann::json: %s\n", text.c_str(), e.what());
       FUZZ_CHECK(false, "a complete walk over a schema's grammar is not JSON");
     }
   }

@@ -24,9 +24,10 @@
 // characters between two tokens of JSON (nothing, one space, or a newline and
 // up to 32 spaces or tabs), so a model cannot loop on whitespace; none before
 // or after the document. Numbers have at most 16 integer digits, 16 fraction
-// digits and 3 exponent digits. Strings are any JSON string (escapes included,
-// no raw control characters). enum and const values are written compactly, as
-// nlohmann::json dumps them.
+// digits and 2 exponent digits (so every number a model writes fits a double:
+// nlohmann::json refuses 1e400). Strings are any JSON string (escapes
+// included, no raw control characters, \u surrogates only in pairs). enum and
+// const values are written compactly, as nlohmann::json dumps them.
 #pragma once
 
 #include <string>

@@ -33,7 +33,7 @@ inline constexpr const char* kJsonStringEscape =
     R"(string-escape ::= ["\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2} ))";
 inline constexpr const char* kJsonStringChar = R"(string-char ::= [^"\\\x00-\x1F] | "\\" string-escape)";
 inline constexpr const char* kJsonNumber =
-    R"(number ::= "-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?)";
+    R"(number ::= "-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)";
 inline constexpr const char* kJsonInteger = R"(integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} ))";
 inline constexpr const char* kJsonValue =
     R"(value ::= object | array | string | number | "true" | "false" | "null")";
@@ -403,7 +403,7 @@ class SchemaToGbnf {
       const auto& m = s["minimum"];
       if (!m.is_number() || m.get<double>() != 0.0)
         unsupported("minimum", ptr, "other than 0 for a number (integer bounds are supported)");
-      return R"(( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?)";
+      return R"(( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)";
     }
     return use("number");
   }

@@ -176,22 +176,23 @@ UNICORN_DECL std::shared_ptr<const MaskEntry> MaskCache::compute(const std::vect
   // or above depth d (then a token that fails below is uncertain, not rejected).
   std::vector<int32_t> sets{start};
   std::vector<uint8_t> escaped{0};
-  const uint32_t count = uint32_t(t.node_byte.size());
+  const auto count = uint32_t(t.nodes.size());
   for (uint32_t i = 1; i < count;) {
-    const size_t d = t.node_depth[i];
+    const Vocabulary::Node& node = t.nodes[i];
+    const size_t d = node.depth;
     if (sets.size() <= d) sets.resize(d + 1), escaped.resize(d + 1);
-    const int32_t s = ps.step(sets[d - 1], t.node_byte[i]);
+    const int32_t s = ps.step(sets[d - 1], node.byte);
     if (s == 0) {
-      if (escaped[d - 1]) add(uncertain, t.rank_begin[i], t.rank_end[i]);
-      i = t.node_end[i];
+      if (escaped[d - 1]) add(uncertain, node.rank_begin, node.rank_end);
+      i = node.end;
       continue;
     }
     const uint8_t fl = ps.flags(s);
-    add(accepted, t.rank_begin[i], t.rank_own_end[i]);
+    add(accepted, node.rank_begin, node.rank_own_end);
     const bool esc = escaped[d - 1] || (fl & ParseStates::kHasEscaped);
     if (!(fl & ParseStates::kLive)) {
-      if (esc) add(uncertain, t.rank_own_end[i], t.rank_end[i]);
-      i = t.node_end[i];
+      if (esc) add(uncertain, node.rank_own_end, node.rank_end);
+      i = node.end;
       continue;
     }
     sets[d] = s;
@@ -319,8 +320,8 @@ UNICORN_DECL void Matcher::check_uncertain(const detail::State& s, const detail:
       }
       // The first d bytes fail: skip every token that starts with them.
       uint32_t node = t.rank_node[r];
-      while (t.node_depth[node] > d) node = t.node_parent[node];
-      r = std::max(r + 1, t.rank_end[node]);
+      while (t.nodes[node].depth > d) node = t.nodes[node].parent;
+      r = std::max(r + 1, t.nodes[node].rank_end);
       valid = d - 1;  // depth_sets_[d] is the empty set; keep only what led to it
     }
   }

@@ -47,15 +47,18 @@ class Vocabulary {
   uint64_t serial() const { return serial_; }
 
   // The trie. Node 0 is the root (the empty prefix); node n > 0 adds byte
-  // node_byte[n] to its parent's prefix, is node_depth[n] bytes deep, and its
-  // subtree is the nodes [n, node_end[n]). Ranks [rank_begin[n], rank_own_end[n])
-  // are the tokens whose bytes end at n, [rank_begin[n], rank_end[n]) those of
-  // its whole subtree. rank_id[r] is the token of rank r, rank_node[r] its node.
+  // `byte` to its parent's prefix, is `depth` bytes deep, and its subtree is
+  // the nodes [n, end). Ranks [rank_begin, rank_own_end) are the tokens whose
+  // bytes end at n, [rank_begin, rank_end) those of its whole subtree. One
+  // struct per node: a walk reads them in order, a cache line at a time.
+  // rank_id[r] is the token of rank r, rank_node[r] its node.
+  struct Node {
+    uint32_t end, rank_begin, rank_own_end, rank_end, parent;
+    uint16_t depth;
+    uint8_t byte;
+  };
   struct Trie {
-    std::vector<uint8_t> node_byte;
-    std::vector<uint16_t> node_depth;
-    std::vector<uint32_t> node_end, node_parent;
-    std::vector<uint32_t> rank_begin, rank_own_end, rank_end;
+    std::vector<Node> nodes;
     std::vector<int32_t> rank_id;
     std::vector<uint32_t> rank_node;
   };
@@ -126,19 +129,12 @@ UNICORN_DECL void Vocabulary::build() {
   std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return token_bytes(a) < token_bytes(b); });
   t.rank_id = ids;
   t.rank_node.resize(ids.size());
-  // Root.
-  t.node_byte = {0};
-  t.node_depth = {0};
-  t.node_parent = {0};
-  t.node_end = {0};
-  t.rank_begin = {0};
-  t.rank_own_end = {0};
-  t.rank_end = {0};
+  t.nodes.push_back({0, 0, 0, 0, 0, 0, 0});  // the root
   std::vector<uint32_t> path{0};  // path[d]: the node at depth d of the current prefix
   std::string_view prev;
   const auto close = [&](uint32_t node, uint32_t rank) {
-    t.node_end[node] = uint32_t(t.node_byte.size());
-    t.rank_end[node] = rank;
+    t.nodes[node].end = uint32_t(t.nodes.size());
+    t.nodes[node].rank_end = rank;
   };
   for (uint32_t r = 0; r < ids.size(); ++r) {
     const std::string_view b = token_bytes(ids[r]);
@@ -150,17 +146,11 @@ UNICORN_DECL void Vocabulary::build() {
       path.pop_back();
     }
     for (size_t d = common; d < b.size(); ++d) {
-      const uint32_t node = uint32_t(t.node_byte.size());
-      t.node_byte.push_back(uint8_t(b[d]));
-      t.node_depth.push_back(uint16_t(d + 1));
-      t.node_parent.push_back(path.back());
-      t.node_end.push_back(0);
-      t.rank_begin.push_back(r);
-      t.rank_own_end.push_back(r);
-      t.rank_end.push_back(0);
+      const auto node = uint32_t(t.nodes.size());
+      t.nodes.push_back({0, r, r, 0, path.back(), uint16_t(d + 1), uint8_t(b[d])});
       path.push_back(node);
     }
-    t.rank_own_end[path.back()] = r + 1;
+    t.nodes[path.back()].rank_own_end = r + 1;
     t.rank_node[r] = path.back();
     prev = b;
   }
