@@ -126,8 +126,6 @@ class ParseStates {
     return {set_states_.data() + set_begin_[size_t(set)], set_begin_[size_t(set) + 1] - set_begin_[size_t(set)]};
   }
   uint8_t flags(int32_t set) const { return set_flags_[size_t(set)]; }
-  size_t set_count() const { return set_flags_.size(); }
-  size_t memory_bytes() const;
 
  private:
   struct Node {
@@ -337,12 +335,6 @@ UNICORN_DECL void ParseStates::advance(const State& s, uint8_t b, std::vector<St
   closure_work_ = 0;
   closure_depth_ = 0;
   closure_inner(e.kind == Element::kCharStar ? n.elem : n.elem + 1, n.parent, out);
-}
-
-UNICORN_DECL size_t ParseStates::memory_bytes() const {
-  return nodes_.capacity() * sizeof(Node) + set_states_.capacity() * sizeof(State) +
-         set_begin_.capacity() * 4 + set_flags_.capacity() + dense_steps_.capacity() * 4 + set_next_same_hash_.capacity() * 4 +
-         (node_ids_.size() + set_ids_.size() + steps_.size() + visited_.size()) * 24;
 }
 
 }  // namespace unicorn::grammar::detail
