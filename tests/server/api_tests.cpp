@@ -242,6 +242,18 @@ TEST(Request, StructuredOutput) {
   EXPECT_EQ(field(R"("grammar":"root ::= [a-z]+")").grammar_field, "grammar");
   EXPECT_EQ(field(R"("json_schema":{"type":"boolean"})").grammar_field, "json_schema");
   EXPECT_EQ(field(R"("n":3)").n, 3u);
+  // Properties are generated in the schema's order, as the client wrote it
+  // (the body's Json sorts keys; the schema is read again in order).
+  const auto ordered = field(R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object",
+      "properties":{"zebra":{"type":"integer"},"apple":{"type":"integer"}},"required":["zebra","apple"],
+      "additionalProperties":false}}})");
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  grammar::Matcher in_order(ordered.grammar, grammar::Vocabulary::from_tokens(bytes, std::vector<bool>(256, false), -1, -1));
+  grammar::Matcher sorted = in_order;
+  EXPECT_TRUE(in_order.accept_bytes(R"({"zebra":1,"apple":2})"));
+  EXPECT_TRUE(in_order.complete());
+  EXPECT_FALSE(sorted.accept_bytes(R"({"apple":2,)"));
 }
 
 // Tools: the functions go into the system text ahead of the conversation, a
@@ -271,6 +283,23 @@ TEST(Request, ToolsAndToolMessages) {
   EXPECT_EQ(r.messages[3].role, "user");
   EXPECT_NE(r.messages[3].content.find(R"("tool_call_id":"c1")"), std::string::npos);
   EXPECT_NE(r.messages[3].content.find(R"("result":"25 C")"), std::string::npos);
+  // "auto": a call or free text; a parameter named "root" stays a key (the
+  // schema's root rule is renamed, not the word in literals).
+  const auto keyed = parse_completion_request("{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f",
+      "parameters":{"type":"object","properties":{"root":{"type":"boolean"}},"required":["root"]}}}]})", Kind::Chat);
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  const auto vocab = grammar::Vocabulary::from_tokens(bytes, std::vector<bool>(256, false), -1, -1);
+  for (const std::string reply : {R"({"name":"f","parameters":{"root":true}})", "Sunny, 21 degrees.",
+                                  R"([{"name":"f","parameters":{"root":false}}])"}) {
+    grammar::Matcher m(keyed.grammar, vocab);
+    EXPECT_TRUE(m.accept_bytes(reply) && m.complete()) << reply;
+  }
+  for (const std::string reply : {R"({"name":"g","parameters":{"root":true}})", R"({"name":"f","parameters":{"call":true}})",
+                                  R"({"answer":1})"}) {
+    grammar::Matcher m(keyed.grammar, vocab);
+    EXPECT_FALSE(m.accept_bytes(reply) && m.complete()) << reply;
+  }
   // "none": the tools are not offered, nothing constrains the answer.
   const auto none = parse_completion_request("{" + kHi + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"})", Kind::Chat);
   EXPECT_FALSE(none.grammar);

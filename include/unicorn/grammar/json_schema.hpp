@@ -20,10 +20,11 @@
 //   json_schema: 'pattern' at /properties/a is not supported
 //
 // Output shape: the JSON a model writes is checked byte by byte, so the
-// grammar fixes what JSON leaves free. Whitespace: `ws` (below) is at most 33
-// characters between two tokens of JSON (nothing, one space, or a newline and
-// up to 32 spaces or tabs), so a model cannot loop on whitespace; none before
-// or after the document. Numbers have at most 16 integer digits, 16 fraction
+// grammar fixes what JSON leaves free. Whitespace: `ws` is nothing or one
+// space between two tokens of JSON (none before or after the document), as
+// Outlines does by default: every whitespace token is a decode step, and a
+// model given room for indentation fills it (the demo model spent half of
+// each answer on newlines and tabs); indenting is the client's to do. Numbers have at most 16 integer digits, 16 fraction
 // digits and 2 exponent digits (so every number a model writes fits a double:
 // nlohmann::json refuses 1e400). Strings are any JSON string (escapes
 // included, no raw control characters, \u surrogates only in pairs). enum and

@@ -24,7 +24,7 @@ namespace detail {
 using Json = nlohmann::ordered_json;
 
 // The rules every JSON grammar may use. ws: see json_schema.hpp.
-inline constexpr const char* kJsonWs = R"(ws ::= | " " | "\n" [ \t]{0,32})";
+inline constexpr const char* kJsonWs = R"(ws ::= | " ")";
 inline constexpr const char* kJsonString =
     R"(string ::= "\"" [^"\\\x00-\x1F]* ( "\\" string-escape [^"\\\x00-\x1F]* )* "\"")";
 // \u escapes name a code point: a surrogate only as a high-low pair (strict

@@ -16,7 +16,9 @@
 #include <initializer_list>
 #include <cstdint>
 #include <limits>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -89,16 +91,17 @@ inline constexpr uint32_t kMaxChoices = 128;
 
 namespace parse {
 
-inline std::string type_name(const Json& v) {
+template <class AnyJson>  // Json or OrderedJson
+std::string type_name(const AnyJson& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
+    case AnyJson::value_t::null: return "null";
+    case AnyJson::value_t::boolean: return "a boolean";
+    case AnyJson::value_t::string: return "a string";
+    case AnyJson::value_t::array: return "an array";
+    case AnyJson::value_t::object: return "an object";
+    case AnyJson::value_t::number_integer:
+    case AnyJson::value_t::number_unsigned: return "an integer";
+    case AnyJson::value_t::number_float: return "a number";
     default: return "an unexpected value";
   }
 }
@@ -111,10 +114,23 @@ inline std::string brief(const Json& v) {
   return s.size() > 64 ? s.substr(0, 61) + "..." : s;
 }
 
-inline ApiError wrong_type(const std::string& field, const Json& v, std::string_view want) {
+template <class AnyJson>
+ApiError wrong_type(const std::string& field, const AnyJson& v, std::string_view want) {
   return bad_request("'" + field + "' must be " + std::string(want) + ", not " + type_name(v), field,
                      "invalid_type");
 }
+
+// The body again with its objects' keys in the client's order, parsed at the
+// first schema it holds: a schema's properties are generated in their order,
+// and Json (nlohmann::json) sorts keys. `at` takes a JSON pointer.
+struct InOrder {
+  std::string_view body;
+  std::optional<OrderedJson> doc;
+  const OrderedJson& at(const std::string& pointer) {
+    if (!doc) doc = OrderedJson::parse(body);  // parsed once as Json already: it is valid
+    return doc->at(OrderedJson::json_pointer(pointer));
+  }
+};
 
 // A number field within [lo, hi] (closed unless open_lo).
 inline double number_in(const Json& v, const std::string& field, double lo, double hi, bool open_lo = false) {
@@ -246,7 +262,7 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
 }
 
 // tools: [{type: "function", function: {name, description, parameters, strict}}].
-inline std::vector<ToolFunction> tool_functions(const Json& v) {
+inline std::vector<ToolFunction> tool_functions(const Json& v, InOrder& in_order) {
   if (!v.is_array()) throw wrong_type("tools", v, "an array of tools");
   constexpr size_t kMaxTools = 128;
   if (v.size() > kMaxTools)
@@ -281,7 +297,7 @@ inline std::vector<ToolFunction> tool_functions(const Json& v) {
         f.description = x.get<std::string>();
       } else if (k == "parameters") {
         if (!x.is_object()) throw wrong_type(field, x, "a JSON schema (an object)");
-        f.parameters = x;
+        f.parameters = in_order.at("/tools/" + std::to_string(i) + "/function/parameters");
       } else if (k == "strict") {
         if (!x.is_null()) (void)boolean(x, field);  // strict or not, the arguments follow the schema
       } else {
@@ -340,14 +356,33 @@ inline std::vector<std::string> stop_strings(const Json& v) {
 
 // A grammar from its GBNF text (or a JSON schema's), compiled now so that a
 // mistake in it is the request's 400, naming `field`.
+// The 16 grammars compiled last are kept, by their GBNF text: a grammar's
+// mask cache (grammar/matcher.hpp) fills during its first documents (up to
+// ~8 ms a token), and a client sends the same schema again and again.
 inline std::shared_ptr<const grammar::Grammar> compiled_grammar(const std::string& gbnf, const std::string& field) {
+  static std::mutex m;
+  static std::list<std::pair<std::string, std::shared_ptr<const grammar::Grammar>>> recent;  // most recent first
+  constexpr size_t kKept = 16;
+  {
+    std::lock_guard lock(m);
+    for (auto it = recent.begin(); it != recent.end(); ++it)
+      if (it->first == gbnf) {
+        recent.splice(recent.begin(), recent, it);
+        return it->second;
+      }
+  }
+  std::shared_ptr<const grammar::Grammar> g;
   try {
-    return grammar::compile_gbnf(gbnf);
+    g = grammar::compile_gbnf(gbnf);
   } catch (const Error& e) {
     throw bad_request("'" + field + "': " + e.what(), field, "invalid_grammar");
   }
+  std::lock_guard lock(m);
+  recent.emplace_front(gbnf, g);
+  if (recent.size() > kKept) recent.pop_back();
+  return g;
 }
-inline std::shared_ptr<const grammar::Grammar> schema_grammar(const Json& schema, const std::string& field) {
+inline std::shared_ptr<const grammar::Grammar> schema_grammar(const OrderedJson& schema, const std::string& field) {
   if (!schema.is_object() && !schema.is_boolean()) throw wrong_type(field, schema, "a JSON schema (an object)");
   std::string gbnf;
   try {
@@ -364,7 +399,7 @@ inline std::shared_ptr<const grammar::Grammar> schema_grammar(const Json& schema
 // "strict", "description"}} an object that validates against the schema
 // (always strictly: the sampling is constrained to it).
 // Returns whether it asks for structured output.
-inline bool response_format(const Json& v, CompletionRequest& r) {
+inline bool response_format(const Json& v, CompletionRequest& r, InOrder& in_order) {
   if (!v.is_object()) throw wrong_type("response_format", v, "an object");
   if (!v.contains("type") || !v["type"].is_string())
     throw wrong_type("response_format.type", v.value("type", Json()), "a string");
@@ -379,7 +414,7 @@ inline bool response_format(const Json& v, CompletionRequest& r) {
   if (type == "text") return false;
   if (type == "json_object") {
     r.grammar_field = "response_format";
-    r.grammar = v.contains("schema") ? schema_grammar(v["schema"], "response_format.schema")
+    r.grammar = v.contains("schema") ? schema_grammar(in_order.at("/response_format/schema"), "response_format.schema")
                                      : compiled_grammar(grammar::gbnf_json_object(), "response_format");
     return true;
   }
@@ -398,7 +433,7 @@ inline bool response_format(const Json& v, CompletionRequest& r) {
     }
   }
   r.grammar_field = "response_format.json_schema.schema";
-  r.grammar = js.contains("schema") ? schema_grammar(js["schema"], r.grammar_field)
+  r.grammar = js.contains("schema") ? schema_grammar(in_order.at("/response_format/json_schema/schema"), r.grammar_field)
                                     : compiled_grammar(grammar::gbnf_json_object(), r.grammar_field);
   return true;
 }
@@ -495,6 +530,7 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
   };
   bool has_stream_options = false, top_logprobs = false;
   int grammars = 0;  // response_format, grammar and json_schema each set one
+  InOrder in_order{body, {}};
   std::string named_tool;  // tool_choice's field, when it names a function
   for (const auto& [key, v] : j.items()) {
     if (key == "model") {
@@ -559,17 +595,17 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
     } else if (key == "logprobs") {  // the legacy API's: how many alternatives, and the chosen tokens'
       if (!v.is_null()) r.sampling.logprobs = true, r.sampling.top_logprobs = uint32_t(integer_in(v, key, 0, 5));
     } else if (key == "response_format") {
-      if (!v.is_null() && response_format(v, r)) ++grammars;
+      if (!v.is_null() && response_format(v, r, in_order)) ++grammars;
     } else if (key == "grammar") {  // llama-server's: GBNF text
       if (v.is_null()) continue;
       if (!v.is_string()) throw wrong_type(key, v, "a string of GBNF");
       r.grammar = compiled_grammar(v.get<std::string>(), key), r.grammar_field = key, ++grammars;
     } else if (key == "json_schema") {  // llama-server's: the schema itself
-      if (!v.is_null()) r.grammar = schema_grammar(v, key), r.grammar_field = key, ++grammars;
+      if (!v.is_null()) r.grammar = schema_grammar(in_order.at("/json_schema"), key), r.grammar_field = key, ++grammars;
     } else if (key == "logit_bias") {
       if (!v.is_null()) r.sampling.logit_bias = logit_bias(v);
     } else if (chat && key == "tools") {
-      if (!v.is_null()) r.tools.tools = tool_functions(v);
+      if (!v.is_null()) r.tools.tools = tool_functions(v, in_order);
     } else if (chat && key == "tool_choice") {
       if (!v.is_null()) tool_choice(v, r.tools, named_tool);
     } else if (chat && key == "parallel_tool_calls") {
@@ -604,11 +640,13 @@ inline CompletionRequest parse_completion_request(std::string_view body, Complet
     if (grammars > 0)
       throw bad_request("'tools' cannot go with structured output ('" + r.grammar_field + "'): a reply that calls "
                         "a function follows the function's schema", r.grammar_field, "invalid_value");
-    try {  // the replies the model may give: a call, or (with "auto") free text
-      r.grammar = grammar::compile_gbnf(tool_gbnf(r.tools));
+    std::string gbnf;  // the replies the model may give: a call, or (with "auto") free text
+    try {
+      gbnf = tool_gbnf(r.tools);
     } catch (const Error& e) {
       throw bad_request(std::string("'tools': a function's parameters: ") + e.what(), "tools", "unsupported_schema");
     }
+    r.grammar = compiled_grammar(gbnf, "tools");
     r.grammar_field = "tools";
     // The functions go first into the system text (Gemma 3 puts it in the first user turn).
     const std::string preamble = tools_preamble(r.tools);

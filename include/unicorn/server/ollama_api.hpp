@@ -231,13 +231,13 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
 // `format`: null or "" is plain text; "json" any JSON object, as OpenAI's
 // json_object; a JSON schema (an object) a value that validates (api.hpp's
 // grammars: the sampling is constrained to it).
-inline void format(const Json& v, CompletionRequest& c) {
+inline void format(const Json& v, CompletionRequest& c, parse::InOrder& in_order) {
   if (v.is_null() || v == "") return;
   if (!(v == "json") && !v.is_object())
     throw bad_request("format: must be \"json\" or a JSON schema (an object), not " + brief(v), "format",
                       "invalid_value");
   c.grammar_field = "format";
-  c.grammar = v.is_object() ? parse::schema_grammar(v, "format")
+  c.grammar = v.is_object() ? parse::schema_grammar(in_order.at("/format"), "format")
                             : parse::compiled_grammar(grammar::gbnf_json_object(), "format");
 }
 
@@ -260,6 +260,7 @@ inline OllamaRequest parse_ollama_request(std::string_view body, OllamaRequest::
   r.route = route;
   CompletionRequest& c = r.completion;
   c.kind = CompletionRequest::Kind::Chat;
+  parse::InOrder in_order{body, {}};  // a format schema's properties in the client's order
   c.stream = true;  // Ollama streams unless told not to
   c.sampling.temperature = ollama::kTemperature;
   c.sampling.top_k = ollama::kTopK;
@@ -301,7 +302,7 @@ inline OllamaRequest parse_ollama_request(std::string_view body, OllamaRequest::
     } else if (key == "stream") {
       if (!v.is_null()) c.stream = parse::boolean(v, key);
     } else if (key == "format") {
-      detail::format(v, c);
+      detail::format(v, c, in_order);
     } else if (key == "keep_alive") {
       // How long Ollama keeps the model loaded after the request ("5m", 300,
       // 0 unloads, -1 forever): this server holds its one model until it stops.

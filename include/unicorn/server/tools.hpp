@@ -18,7 +18,8 @@
 
 #include <optional>
 #include <random>
-#include <regex>
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,10 +30,14 @@
 
 namespace unicorn::server {
 
+// JSON whose objects keep their keys in the order given (a schema's
+// properties are written, and so generated, in that order).
+using OrderedJson = nlohmann::ordered_json;
+
 struct ToolFunction {
   std::string name;
   std::string description;
-  nlohmann::json parameters;  // a JSON schema of the arguments object
+  OrderedJson parameters;  // a JSON schema of the arguments object
 };
 
 // A request's tools, checked.
@@ -55,7 +60,7 @@ struct ToolCall {
 
 namespace tools_detail {
 
-using Json = nlohmann::json;
+using Json = OrderedJson;
 
 // A copy of a function's parameters schema whose "$defs" (or "definitions")
 // live under the combined schema's "$defs", prefixed by the function's index,
@@ -94,8 +99,8 @@ inline Json hoist_defs(const Json& schema, const std::string& prefix, Json& defs
 // The JSON schema a calling reply validates against: one call object (or, with
 // parallel calls, also an array of at least one), each call naming one of the
 // functions that tool_choice allows with parameters valid for it.
-inline nlohmann::json calls_schema(const ToolUse& use) {
-  using Json = nlohmann::json;
+inline OrderedJson calls_schema(const ToolUse& use) {
+  using Json = OrderedJson;
   Json defs = Json::object(), calls = Json::array();
   for (size_t i = 0; i < use.tools.size(); ++i) {
     const ToolFunction& f = use.tools[i];
@@ -115,23 +120,55 @@ inline nlohmann::json calls_schema(const ToolUse& use) {
   return schema;
 }
 
+namespace tools_detail {
+
+// GBNF text with the rule `root` named `name` instead, wherever it is a rule
+// name: outside "literals" and [classes] (a schema's key "root" stays).
+inline std::string rename_root(std::string_view gbnf, std::string_view name) {
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; };
+  std::string out;
+  for (size_t i = 0; i < gbnf.size();) {
+    const char c = gbnf[i];
+    if (c == '"' || c == '[') {  // copy a literal or class whole, escapes included
+      const char close = c == '"' ? '"' : ']';
+      size_t j = i + 1;
+      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
+      out.append(gbnf.substr(i, j + 1 - i));
+      i = j + 1;
+    } else if (c == '#') {  // a comment, to the end of its line
+      const size_t j = std::min(gbnf.find('\n', i), gbnf.size());
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (word(c)) {
+      size_t j = i;
+      while (j < gbnf.size() && word(gbnf[j])) ++j;
+      const std::string_view w = gbnf.substr(i, j - i);
+      out.append(w == "root" ? name : w);
+      i = j;
+    } else {
+      out += c, ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace tools_detail
+
 // The grammar of a reply (GBNF): a call as calls_schema says; with "auto",
 // that or free text whose first character is not '{' or '['.
 inline std::string tool_gbnf(const ToolUse& use) {
-  std::string calls = grammar::gbnf_from_json_schema(calls_schema(use));
+  const std::string calls = grammar::gbnf_from_json_schema(calls_schema(use));
   if (use.choice != ToolUse::Choice::Auto) return calls;
-  // The schema's rules keep their names but `root`, which becomes `call`.
-  calls = std::regex_replace(calls, std::regex(R"((^|[^a-zA-Z0-9_-])root(?=[^a-zA-Z0-9_-]|$))"), "$1call");
-  return calls + "\nroot ::= call | free-text\nfree-text ::= [^{[] [^\\x00]*\n";
+  return tools_detail::rename_root(calls, "call") + "\nroot ::= call | free-text\nfree-text ::= [^{[] [^\\x00]*\n";
 }
 
 // The system text that tells the model its functions and how to call them.
 inline std::string tools_preamble(const ToolUse& use) {
-  nlohmann::json list = nlohmann::json::array();
+  OrderedJson list = OrderedJson::array();
   for (const ToolFunction& f : use.tools) {
-    nlohmann::json entry = {{"name", f.name}};
+    OrderedJson entry = {{"name", f.name}};
     if (!f.description.empty()) entry["description"] = f.description;
-    entry["parameters"] = f.parameters.is_null() ? nlohmann::json{{"type", "object"}} : f.parameters;
+    entry["parameters"] = f.parameters.is_null() ? OrderedJson{{"type", "object"}} : f.parameters;
     list.push_back(entry);
   }
   std::string out =
@@ -151,17 +188,17 @@ inline std::string tools_preamble(const ToolUse& use) {
 // How an assistant message's earlier calls go back into the conversation: as
 // the reply the model would have written.
 inline std::string calls_text(const std::vector<ToolCall>& calls) {
-  nlohmann::json out = nlohmann::json::array();
+  OrderedJson out = OrderedJson::array();
   for (const ToolCall& c : calls) {
-    nlohmann::json args = nlohmann::json::parse(c.arguments, nullptr, false);
-    out.push_back({{"name", c.name}, {"parameters", args.is_discarded() ? nlohmann::json(c.arguments) : args}});
+    OrderedJson args = OrderedJson::parse(c.arguments, nullptr, false);
+    out.push_back({{"name", c.name}, {"parameters", args.is_discarded() ? OrderedJson(c.arguments) : args}});
   }
   return (out.size() == 1 ? out[0] : out).dump();
 }
 
 // A function's result (role "tool") as the user turn's text gives it.
 inline std::string tool_result_text(const std::string& call_id, const std::string& name, const std::string& content) {
-  nlohmann::json j = {{"tool_call_id", call_id}};
+  OrderedJson j = {{"tool_call_id", call_id}};
   if (!name.empty()) j["name"] = name;
   j["result"] = content;
   return j.dump();
@@ -172,9 +209,9 @@ inline std::string tool_result_text(const std::string& call_id, const std::strin
 template <class Rng>
 std::optional<std::vector<ToolCall>> read_calls(std::string_view text, const ToolUse& use, Rng& rng) {
   if (!use.active()) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const OrderedJson j = OrderedJson::parse(text, nullptr, false);
   if (j.is_discarded() || !(j.is_object() || j.is_array())) return std::nullopt;
-  const nlohmann::json items = j.is_array() ? j : nlohmann::json::array({j});
+  const OrderedJson items = j.is_array() ? j : OrderedJson::array({j});
   std::vector<ToolCall> calls;
   for (const auto& c : items) {
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("parameters")) return std::nullopt;
