@@ -233,14 +233,22 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
       throw bad_request("'" + at + ".role' must be system, developer, user, assistant or tool, not '" + role + "'",
                         at + ".role", "invalid_value");
     for (const auto& [k, _] : m.items())
-      if (k != "role" && k != "content" && !(role == "assistant" && k == "tool_calls") &&
+      if (k != "role" && k != "content" && !(role == "assistant" && (k == "tool_calls" || k == "refusal")) &&
           !(role == "tool" && (k == "tool_call_id" || k == "name")))
         throw bad_request("'" + at + "." + k + "' is not supported by this server (messages take role and content; "
-                          "an assistant's also tool_calls, a tool's tool_call_id)", at + "." + k, "unsupported_parameter");
+                          "an assistant's also tool_calls and refusal, a tool's tool_call_id)", at + "." + k,
+                          "unsupported_parameter");
+    // A response's message sent back as it came carries refusal: null; a
+    // refusal's text is what the assistant said.
+    const std::string refusal = m.contains("refusal") && !m["refusal"].is_null()
+                                    ? (m["refusal"].is_string() ? m["refusal"].get<std::string>()
+                                                                : throw wrong_type(at + ".refusal", m["refusal"], "a string"))
+                                    : std::string();
     const bool calls = role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
-    const bool content = m.contains("content") && !(calls && m["content"].is_null());
-    if (!content && !calls) throw bad_request("'" + at + ".content' is required", at + ".content", "missing_field");
-    std::string text = content ? content_text(m["content"], at + ".content") : "";
+    const bool content = m.contains("content") && !((calls || !refusal.empty()) && m["content"].is_null());
+    if (!content && !calls && refusal.empty())
+      throw bad_request("'" + at + ".content' is required", at + ".content", "missing_field");
+    std::string text = content ? content_text(m["content"], at + ".content") : refusal;
     if (calls) {
       const std::vector<ToolCall> c = message_tool_calls(m["tool_calls"], at + ".tool_calls");
       if (!c.empty()) text += (text.empty() ? "" : "\n") + calls_text(c);
