@@ -134,6 +134,20 @@ BODIES = {
                                      "stop": ["END"], "repeat_last_n": -1, "num_ctx": 128, "num_gpu": 1}},
     "ollama-generate.json": {"model": "m:latest", "prompt": "Once", "system": "s", "raw": False, "context": [],
                              "options": {"min_p": 0.05, "repeat_penalty": 1.1, "mirostat": 0, "typical_p": 1}},
+    "chat-schema.json": {"messages": [{"role": "user", "content": "JSON"}], "n": 2,
+                         "response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": True, "schema": {
+                             "type": "object", "properties": {"a": {"type": "string", "maxLength": 4},
+                                                              "b": {"enum": [1, "x", None]},
+                                                              "c": {"type": "array", "items": {"$ref": "#/$defs/d"}}},
+                             "required": ["a"], "$defs": {"d": {"type": "integer", "minimum": 0, "maximum": 9}}}}}},
+    "chat-grammar.json": {"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= [a-z]+ (\" \" [0-9]{1,3})?"},
+    "chat-tools.json": {"messages": [{"role": "user", "content": "Weather?"},
+                                     {"role": "assistant", "content": None, "refusal": None, "tool_calls": [
+                                         {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"P\"}"}}]},
+                                     {"role": "tool", "tool_call_id": "c1", "content": "21"}],
+                        "tools": [{"type": "function", "function": {"name": "w", "description": "d", "strict": True,
+                                   "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+                        "tool_choice": "auto", "parallel_tool_calls": False},
 }
 
 
