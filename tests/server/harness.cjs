@@ -19,10 +19,10 @@ const npm = (name) => require(path.join(env("UNICORN_NPM_MODULES"), name));
 // The tiny model's server (8 slots of 256 tokens) or the demo model's.
 const tinyArgs = () => ["--model", env("UNICORN_TINY_MODEL"), "--tokenizer", env("UNICORN_TINY_TOKENIZER")];
 
-// Starts `binary` with --port 0 and `args`; resolves once it printed that it is
-// ready (or, with until: "listening", as soon as it listens).
-function start(binary, args = [], { until = "ready" } = {}) {
-  const proc = spawn(binary, ["--port", "0", "--quiet", ...args], { stdio: ["ignore", "ignore", "pipe"] });
+// Starts `binary` on `port` (0: any free port) with `args`; resolves once it
+// printed that it is ready (or, with until: "listening", as soon as it listens).
+function start(binary, args = [], { until = "ready", port = 0 } = {}) {
+  const proc = spawn(binary, ["--port", String(port), "--quiet", ...args], { stdio: ["ignore", "ignore", "pipe"] });
   const server = { proc, log: "", port: 0, exited: null };
   server.exit = new Promise((resolve) => proc.on("exit", (code, signal) => resolve((server.exited = { code, signal }))));
   return new Promise((resolve, reject) => {
