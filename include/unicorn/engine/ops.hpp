@@ -60,18 +60,22 @@ UNICORN_DECL void EngineCore::Recorder::reads_not_written(Act in, Act out) {
 UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot& w, uint32_t row_set, bool barrier, const TensorSlot* pair) {
   reads_not_written(in, out);
   if (splitk(row_set)) return linear_splitk(in, out, w, row_set, barrier);
-  const bool vec = decode_ || row_set == 1;
-  const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
   const auto& info = c_.ctx_.info();
-  const uint32_t sg = info.subgroup_size, accumulators = pair ? 2 : 1;
   const bool cpu = info.cpu();
+  // A CPU device (lavapipe) runs a prefill pass's products on matvec too: the
+  // tiles of matmul.comp compute 64 token rows whatever the chunk holds, and
+  // their barriers are thread switches there (the demo model's 3-token
+  // prefill: 42 products in 1,557 ms on matmul; notes/build_time.md).
+  const bool vec = decode_ || row_set == 1 || cpu;
+  const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
+  const uint32_t sg = info.subgroup_size, accumulators = pair ? 2 : 1;
   // Token rows per workgroup: a decode step's; in a prefill pass one, except
-  // that on a CPU device an LM head over several rows (every row's logits:
-  // perplexity) takes them all, reading each weight once per tile of rows
-  // rather than once per row. GPUs keep one: not measured there, and a float
-  // LM head in another shape may round differently on NVIDIA's compiler, which
-  // would break the bits of prompts prefilled together against each alone.
-  const uint32_t tokens = decode_ ? (row_set ? logit_rows_ : n_) : row_set && cpu ? logit_rows_ : 1;
+  // that on a CPU device every row of the pass (the LM head's logit rows)
+  // goes to each workgroup, reading each weight once per tile of rows rather
+  // than once per row. GPUs keep one: not measured there, and a float LM head
+  // in another shape may round differently on NVIDIA's compiler, which would
+  // break the bits of prompts prefilled together against each alone.
+  const uint32_t tokens = decode_ || cpu ? (row_set ? logit_rows_ : n_) : 1;
   const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
   const uint32_t dot_splits =
       tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;

@@ -549,6 +549,7 @@ UNICORN_DECL std::string prefill_linear_path(const DeviceInfo& info) {
     return "matmul_coop: fp16 cooperative matrices " + std::to_string(info.coop_m) + "x" +
            std::to_string(info.coop_n) + "x" + std::to_string(info.coop_k) +
            ", fp32 accumulation (VK_KHR_cooperative_matrix)";
+  if (info.cpu()) return "matvec: a CPU device's prefill products take the decode kernel, a row group per workgroup";
   return "matmul: fp32 tiles (" + info.coopmat_note + ")";
 }
 
