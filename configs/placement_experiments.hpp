@@ -8,7 +8,7 @@
 // Vram pool; the first template argument) on 32 GiB of DDR5 (the rest is Gtt).
 #pragma once
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
 
 namespace unicorn::experiments {
 

@@ -19,7 +19,7 @@ layout(constant_id = 0) const uint VOCAB = 1;
 layout(constant_id = 1) const uint PARTS = 1;  // logits_max workgroups per row
 const uint THREADS = 256;
 const uint SPAN = (VOCAB + THREADS - 1) / THREADS;  // contiguous logits per thread
-const uint MAX_TOP = 20;  // kMaxTopLogprobs (unicorn/sampling.hpp)
+const uint MAX_TOP = 20;  // kMaxTopLogprobs (unicorn/config/sampling.hpp)
 const uint ROW = 2 + 2 * MAX_TOP;  // kLogprobRowFloats (engine/step.hpp)
 
 layout(binding = 0) readonly buffer LogitsBuf { float logits[]; };  // [rows, VOCAB], penalised

@@ -5,7 +5,7 @@
 // 32 clients compares with unicorn-bench --batch 32 on the same file.
 #pragma once
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
 
 namespace unicorn::bench {
 

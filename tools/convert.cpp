@@ -37,6 +37,7 @@
 #include "ggml_quantize.hpp"
 #include "gguf_metadata.hpp"
 #include "program_exit.hpp"
+#include "unicorn/config/hparams.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/gguf_writer.hpp"
@@ -45,7 +46,6 @@
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
 #include "unicorn/model/from_hf.hpp"
-#include "unicorn/model/hparams.hpp"
 
 namespace {
 
@@ -114,7 +114,7 @@ Format tensor_format(const Scheme& s, const std::string& name, uint64_t cols, ui
 }
 
 // The gemma3.* hyperparameters llama.cpp's gemma3 loader reads (keys: the
-// table in model/hparams.hpp).
+// table in config/hparams.hpp).
 void set_hparams(io::GgufWriter& w, const ModelDims& m) {
   w.set(gguf_key("max_context"), m.max_context);
   w.set(gguf_key("hidden"), m.hidden);

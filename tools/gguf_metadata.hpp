@@ -38,11 +38,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/config/hparams.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/io/json_file.hpp"
-#include "unicorn/model/hparams.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::tools {

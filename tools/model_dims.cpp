@@ -6,7 +6,7 @@
 //   unicorn-model-dims path/to/file.gguf [KV]           # the scheme is the file's own
 //
 // prints one `field=value` line per ModelDims field but the name, in the
-// field order of model/dims.hpp (unsigned integers in decimal, floats as a C++
+// field order of config/dims.hpp (unsigned integers in decimal, floats as a C++
 // expression of the same float, e.g. `rms_eps=float(1e-06)`), then
 // `scheme=` a C++ expression of the Scheme and `scheme_name=` its name (empty
 // for a mix without one). KV is the KV cache's format, F16 (default) or F32.

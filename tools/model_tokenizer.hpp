@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/io/gguf.hpp"
 
 namespace unicorn::tools {

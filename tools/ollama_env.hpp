@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/io/ollama.hpp"
 
 namespace unicorn::tools {

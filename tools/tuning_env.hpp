@@ -26,8 +26,8 @@
 #include <string>
 #include <string_view>
 
+#include "unicorn/base/error.hpp"
 #include "unicorn/engine/options.hpp"
-#include "unicorn/error.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/device_error.hpp"
 

@@ -4,7 +4,7 @@
 // Their constexpr layouts and checks are the costly part of compiling them
 // (about 0.25 s each, 77 in all), so each model's entries are
 // computed in a translation unit of their own (catalog_<model>.cpp, which
-// includes compiled_deployment.hpp, not the engine), compiled in parallel;
+// includes layout/compiled_deployment.hpp, not the engine), compiled in parallel;
 // main.cpp holds the bench code, once for all of them.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "unicorn/compiled_deployment.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
 
 namespace unicorn::examples::bench {
 

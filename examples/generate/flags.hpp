@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "program.hpp"
-#include "unicorn/compiled_deployment.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/options.hpp"
-#include "unicorn/error.hpp"
-#include "unicorn/sampling.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
 
 namespace unicorn::generate {
 

@@ -13,10 +13,10 @@
 #include <string>
 
 #include "flags.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/options.hpp"
 #include "unicorn/engine/step.hpp"
-#include "unicorn/error.hpp"
-#include "unicorn/sampling.hpp"
 
 namespace unicorn::generate {
 

@@ -45,12 +45,12 @@
 #include "unicorn/engine.hpp"
 #include "unicorn/engine/check_tensors.hpp"
 #include "unicorn/engine/pick.hpp"
+#include "unicorn/generation/chat_session.hpp"
+#include "unicorn/generation/generate.hpp"
 #include "unicorn/io/file_output.hpp"
+#include "unicorn/layout/placement_print.hpp"
 #include "unicorn/layout/print.hpp"
-#include "unicorn/placement/print.hpp"
-#include "unicorn/text/chat_session.hpp"
 #include "unicorn/text/chat_template.hpp"
-#include "unicorn/text/generate.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 #ifdef UNICORN_HAVE_LIBEDIT
 #include <editline/readline.h>  // last: its macros stay out of the other headers

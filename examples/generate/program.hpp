@@ -5,7 +5,7 @@
 #include "../program.hpp"
 #include <span>
 
-#include "unicorn/compiled_deployment.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
 
 namespace unicorn::examples {
 

@@ -7,14 +7,14 @@
 // (Hugging Face directories, and GGUF files converted without quantizing).
 // Each size's engines are computed in a translation unit of their own
 // (engines_<size>.cpp), so their constexpr layouts compile in parallel; they
-// include compiled_deployment.hpp, not the engine.
+// include layout/compiled_deployment.hpp, not the engine.
 #pragma once
 
 #include <tuple>
 #include <vector>
 
-#include "unicorn/compiled_deployment.hpp"
 #include "unicorn/gemma3.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
 
 namespace unicorn::examples::official {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/io/mapped_file.hpp"
 

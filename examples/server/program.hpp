@@ -6,7 +6,7 @@
 #include <span>
 
 #include "../program.hpp"
-#include "unicorn/compiled_deployment.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
 
 namespace unicorn::examples {
 

@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "program_exit.hpp"
 #include "unicorn/text/chat_template.hpp"

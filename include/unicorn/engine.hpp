@@ -21,16 +21,16 @@
 #include <optional>
 #include <string_view>
 
-#include "unicorn/compiled_deployment.hpp"
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
 #include "unicorn/engine/check_tensors.hpp"
-#include "unicorn/diag.hpp"
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/loader.hpp"
+#include "unicorn/generation/chat_session.hpp"
+#include "unicorn/generation/generate.hpp"
+#include "unicorn/layout/budget.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
+#include "unicorn/layout/diag.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/placement/budget.hpp"
-#include "unicorn/text/chat_session.hpp"
-#include "unicorn/text/generate.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
 namespace unicorn {

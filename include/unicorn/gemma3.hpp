@@ -4,12 +4,12 @@
 // (gemma3_1b.hpp, ..., gemma27b.hpp) pick one as the ready engine type and
 // bring the engine (engine.hpp); this header has the types only, so a
 // binary's own translation unit that names one (examples/generate/main.cpp,
-// with compiled_deployment.hpp) does not parse the run-time engine.
+// with layout/compiled_deployment.hpp) does not parse the run-time engine.
 #pragma once
 
 #include <tuple>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
 
 namespace unicorn::deployments {
 

@@ -3,7 +3,7 @@
 // for its own stream, with that stream's penalty history and random stream).
 // Mirrors unicorn::detail::SamplerState, kMaxPenaltyHistory and kMaxLogitBias (engine/step.hpp).
 const uint MAX_PENALTY_HISTORY = 1024;
-const uint MAX_LOGIT_BIAS = 1024;  // kMaxLogitBias (unicorn/sampling.hpp)
+const uint MAX_LOGIT_BIAS = 1024;  // kMaxLogitBias (unicorn/config/sampling.hpp)
 struct SamplerRow {
   float temperature;
   uint top_k;           // 0: off

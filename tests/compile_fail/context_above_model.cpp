@@ -1,7 +1,7 @@
 // expect: unicorn: max_context must be between 1 and the model's trained context
 // expect: (ModelDims::max_context); lower the deployment's max_context
 // The tiny model is trained for 256 positions; a 512-position cache asks for more.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 struct Bad {
   static constexpr unicorn::DeploymentConfig kConfig =

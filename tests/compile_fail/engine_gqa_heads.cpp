@@ -1,7 +1,7 @@
 // expect: unicorn: grouped-query attention needs the query heads to be a multiple of the key/value
 // expect: heads; fix `heads` or `kv_heads` in the ModelDims
 // The user's path: naming Engine<Bad> runs every check (engine.hpp's static_assert).
-// In a build that compiles the engine's code once (unicorn/linkage.hpp), as
+// In a build that compiles the engine's code once (unicorn/base/linkage.hpp), as
 // ours does: the check is Engine's own, and the case takes 6.5 s, not 9.
 #define UNICORN_SEPARATE_COMPILATION
 #include <unicorn/engine.hpp>

@@ -1,7 +1,7 @@
 // expect: unicorn: grouped-query attention needs the query heads to be a multiple of the key/value
 // expect: heads; fix `heads` or `kv_heads` in the ModelDims
 // 6 query heads cannot share 4 key/value heads evenly.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 constexpr unicorn::ModelDims bad_model() {
   auto m = unicorn::kGemma3Tiny;

@@ -1,7 +1,7 @@
 // expect: unicorn: head_dim must be even (RoPE rotates pairs) and at most 256 (the attention
 // expect: kernel keeps a query head in shared memory)
 // A 512-wide head does not fit the attention kernel's shared-memory query.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 constexpr unicorn::ModelDims bad_model() {
   auto m = unicorn::kGemma3Tiny;

@@ -3,7 +3,7 @@
 // expect-also: lm_head_copy_unsupported<8, 2>
 // A Q4_0 copy of a Q8_0 embedding would quantize twice: the loader converts
 // only from float formats, so this is refused at compile time.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 struct Bad {
   static constexpr unicorn::DeploymentConfig kConfig = unicorn::make_deployment(

@@ -2,7 +2,7 @@
 // expect: in this engine
 // expect-also: cpu_pool_needs_a_cpu_path<unicorn::Group::Embeddings, 603984384>
 // The embedding table "in CPU memory": only a CPU gather could read it there.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

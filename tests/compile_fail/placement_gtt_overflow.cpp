@@ -3,7 +3,7 @@
 // expect-also: gtt_overflow<20561734656, 16642998272>
 // Every weight and the KV cache of Gemma 3 27B Q4_0 in Gtt, on a Phoenix laptop
 // with 16 GiB of memory (512 MiB carve-out): 19 GiB asked of 15.5 GiB.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

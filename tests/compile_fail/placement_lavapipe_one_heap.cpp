@@ -2,7 +2,7 @@
 // expect-also: vram_and_gtt_overflow_one_heap<20941362176, 17179869184>
 // Lavapipe: Vram and Gtt are the same 16 GiB of system memory; each pool alone
 // fits, together (27B Q4_0 split between them) they do not.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

@@ -1,7 +1,7 @@
 // expect: unicorn: a placement segment names layers [first, last) outside the model's layers
 // expect-also: placement_layers_out_of_range<20, 40, 26>
 // Layers 20..39 of a 26-layer model.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

@@ -2,7 +2,7 @@
 // expect-also: npu_cannot_run_this_tensor_kind<unicorn::Group::Ffn, 60160>
 // FFN weights of one tiny layer in NPU SRAM on Phoenix: they would fit, but no
 // NPU kernel of this design runs an FFN.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

@@ -3,7 +3,7 @@
 // expect-also: npu_kernels_not_built<unicorn::Group::Attention, 40960, 3932160>
 // The tiny model's first layer's attention (40 KiB) fits Phoenix's NPU SRAM, but
 // there are no NPU kernels yet: the user's path, naming Engine<Bad>.
-// In a build that compiles the engine's code once (unicorn/linkage.hpp), as
+// In a build that compiles the engine's code once (unicorn/base/linkage.hpp), as
 // ours does: the check is Engine's own, and the case takes 6.5 s, not 9.
 #define UNICORN_SEPARATE_COMPILATION
 #include <unicorn/engine.hpp>

@@ -2,7 +2,7 @@
 // expect-also: npu_sram_overflow<37202944, 3932160>
 // One layer's attention weights of Gemma 3 27B Q4_0 (35.5 MiB) in Phoenix's NPU
 // SRAM (3.75 MiB): reported as an overflow, before "NPU kernels not built".
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

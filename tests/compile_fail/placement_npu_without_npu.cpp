@@ -2,7 +2,7 @@
 // expect: (NpuSram holds 0 bytes)
 // expect-also: npu_sram_on_a_machine_without_npu<6680576, 0>
 // The NPU-offload plan (first 4 layers' attention in NPU SRAM) on an H100: no NPU.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

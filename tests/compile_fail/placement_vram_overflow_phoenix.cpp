@@ -3,7 +3,7 @@
 // expect-also: vram_overflow<20941362176, 536870912>
 // Gemma 3 27B Q4_0, everything in Vram, on a Phoenix laptop whose BIOS carve-out
 // is the smallest (512 MiB): 19 GiB of weights, KV cache and activations.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 struct Bad {

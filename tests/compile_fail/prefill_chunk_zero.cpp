@@ -1,6 +1,6 @@
 // expect: unicorn: prefill_chunk must be between 1 and max_context tokens
 // A prefill pass of zero tokens would never consume the prompt.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 struct Bad {
   static constexpr unicorn::DeploymentConfig kConfig = {

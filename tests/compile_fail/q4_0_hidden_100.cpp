@@ -2,7 +2,7 @@
 // expect: (32 elements; 256 for Q4_K, Q5_K and Q6_K); pick another format for this role or a
 // expect: model whose hidden, heads*head_dim and ffn sizes are multiples of the block
 // Q4_0 packs 32 weights per block; a 100-wide row is 3.125 blocks.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 constexpr unicorn::ModelDims bad_model() {
   auto m = unicorn::kGemma3Tiny;

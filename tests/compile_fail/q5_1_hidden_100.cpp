@@ -4,7 +4,7 @@
 // blocks. Unlike the K-quants, llama-quantize has no fallback for Q5_1 either
 // (src/llama-quant.cpp, tensor_type_fallback: "no tensor type fallback is
 // defined"), so no file of this scheme and shape exists.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 constexpr unicorn::ModelDims bad_model() {
   auto m = unicorn::kGemma3Tiny;

@@ -1,7 +1,7 @@
 // expect: unicorn: streams must be between 1 and the rows of one step
 // A batched decode step has one token row per stream, in activations sized for
 // one prefill chunk (32 rows here): 40 streams do not fit.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 struct Bad {
   static constexpr unicorn::DeploymentConfig kConfig =

@@ -5,7 +5,7 @@
 // family (STYLE.md rule 4), the 62-layer 27B included.
 #include <algorithm>
 #include <iterator>
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 namespace u = unicorn;
 

@@ -3,7 +3,7 @@
 // each profile with a placement that fits pass check_deployment, and the
 // default (no .on(), no .placed()) is "everything in Vram" on the unbounded
 // generic profile.
-#include <unicorn/diag.hpp>
+#include <unicorn/layout/diag.hpp>
 
 #include "../../configs/placement_experiments.hpp"
 

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
 // A broken property: print it and abort, which libFuzzer reports as a crash
 // and saves the input for.

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "temp_dir.hpp"
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
 namespace unicorn::io::test {
 

@@ -243,7 +243,7 @@ TEST(HfConfig, BadValuesNameTheKey) {
 }
 
 // Values no Gemma 3 has are refused by name when they become dimensions
-// (model/hparams.hpp's ranges), before any engine is compared with them.
+// (config/hparams.hpp's ranges), before any engine is compared with them.
 TEST(HfConfig, ValuesOutsideEveryGemma3AreRefused) {
   const auto dims_with = [](const char* key, json value) {
     json j = json::parse(kGemma3_1B);

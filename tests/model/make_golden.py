@@ -12,7 +12,7 @@ on weights rounded through the format (ggml's reference quantizers, re-implement
 here with the same float32 arithmetic), so they isolate the engine's error from the
 format's. Copy OUT_DIR/tiny to tests/model/fixtures/tiny to update the fixture.
 
-Dimensions must match unicorn::kGemma3Tiny (include/unicorn/model/dims.hpp).
+Dimensions must match unicorn::kGemma3Tiny (include/unicorn/config/dims.hpp).
 """
 import json
 import os

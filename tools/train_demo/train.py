@@ -9,7 +9,7 @@ unicorn-convert turns into the committed file:
 
 The model is Gemma3ForCausalLM with the real Gemma 3 tokenizer (262,144 tokens), five
 sliding-window layers and one global layer, as Gemma 3 interleaves them. Its dimensions
-must match unicorn::kGemma3Demo (include/unicorn/model/dims.hpp).
+must match unicorn::kGemma3Demo (include/unicorn/config/dims.hpp).
 
 Why the embedding is Q4_0 and the rest F16: the tied embedding (262,144 x 192) is 50 M of
 the model's 54 M parameters; at F16 it alone would be 100 MB, at Q8_0 53 MB, at Q4_0 28 MB,

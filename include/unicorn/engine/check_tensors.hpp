@@ -17,12 +17,12 @@
 #include <unicorn/spirv.hpp>
 #include <vector>
 
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/kernels.hpp"
-#include "unicorn/error.hpp"
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn {
 
@@ -39,7 +39,7 @@ TensorCheck check_tensors(detail::EngineCore& core);
 }  // namespace unicorn
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn {

@@ -2,7 +2,7 @@
 // device buffers, allocated from the run-time layout, its recorded passes and
 // the state its streams carry, declared here; each job's code is in a file of
 // its own (engine/definitions.hpp lists them), included at the end when
-// header-only, else compiled once for the build (unicorn/linkage.hpp):
+// header-only, else compiled once for the build (unicorn/base/linkage.hpp):
 //   engine/step.hpp      what one submission carries (tokens, step rows, sampler rows)
 //   engine/create.hpp    creation: the device checks, the buffers, the lanes, the passes recorded
 //   engine/sessions.hpp  streams: prefill, decode, rewind, sampling, teacher forcing
@@ -51,20 +51,20 @@
 #include <utility>
 #include <vector>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/deployment.hpp"
+#include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/kernels.hpp"
 #include "unicorn/engine/options.hpp"
 #include "unicorn/engine/step.hpp"
-#include "unicorn/error.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
 #include "unicorn/gpu/staging.hpp"
 #include "unicorn/gpu/timing.hpp"
+#include "unicorn/layout/budget.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/linkage.hpp"
-#include "unicorn/placement/budget.hpp"
-#include "unicorn/sampling.hpp"
 
 namespace unicorn {
 
@@ -415,7 +415,7 @@ class EngineCore {
     return t.arena == Arena::Weights ? weight_slabs_[p.slab] : kv_slabs_[p.slab];
   }
 
-  // Before any allocation: the compile-time pool totals (placement/budget.hpp)
+  // Before any allocation: the compile-time pool totals (layout/budget.hpp)
   // against the heaps of the memory types those pools get on this device.
   void check_pools_fit() const;
 
@@ -579,7 +579,7 @@ class EngineCore {
 }  // namespace unicorn::detail
 
 // Each job's definitions (see the first comment), here when header-only, else
-// in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 #include "unicorn/engine/definitions.hpp"
 #endif

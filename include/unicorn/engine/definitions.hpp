@@ -1,6 +1,6 @@
 // unicorn/engine/definitions.hpp — EngineCore's code, one file per job (the
 // list in core.hpp's first comment): included at the end of core.hpp when
-// header-only, else by unicorn/separate_compilation.hpp alone (linkage.hpp).
+// header-only, else by unicorn/separate_compilation.hpp alone (base/linkage.hpp).
 #pragma once
 
 #include "unicorn/engine/core.hpp"

@@ -20,9 +20,9 @@
 #include <functional>
 #include <string>
 
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/engine/core.hpp"
 #include "unicorn/engine/weight_file.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn {
 
@@ -66,7 +66,7 @@ LoadReport load_model(detail::EngineCore& core, const std::filesystem::path& pat
 }  // namespace unicorn
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::detail {

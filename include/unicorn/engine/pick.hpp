@@ -16,9 +16,9 @@
 #include <span>
 #include <string>
 
-#include "unicorn/compiled_deployment.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/engine/weight_file.hpp"
-#include "unicorn/error.hpp"
+#include "unicorn/layout/compiled_deployment.hpp"
 #include "unicorn/layout/print.hpp"
 
 namespace unicorn {

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "unicorn/sampling.hpp"
+#include "unicorn/config/sampling.hpp"
 
 namespace unicorn {
 
@@ -76,7 +76,7 @@ struct SamplerState {
   uint32_t masked = 0;  // 1: only the tokens the stream's allowed-token mask sets may be chosen
   static constexpr uint32_t kNoTarget = 0xffffffffu;
 };
-inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/sampling.hpp
+inline constexpr uint32_t kMaxPenaltyHistory = kMaxRepeatLastN;  // unicorn/config/sampling.hpp
 inline constexpr uint64_t kSamplerBiasOffset = sizeof(SamplerState) + 8ull * kMaxPenaltyHistory;
 inline constexpr uint64_t kSamplerRowBytes = kSamplerBiasOffset + 8ull * kMaxLogitBias;
 // shaders/logprobs.comp's row: the chosen token's log-probability, the

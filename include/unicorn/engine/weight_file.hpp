@@ -24,22 +24,22 @@
 #include <string>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/hparams.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/linkage.hpp"
 #include "unicorn/model/from_gguf.hpp"
 #include "unicorn/model/from_hf.hpp"
-#include "unicorn/model/hparams.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
 namespace unicorn::detail {
 
 // Where a ModelDims field comes from in a file, for messages: its key in the
-// table of model/hparams.hpp.
+// table of config/hparams.hpp.
 std::string_view dims_key(std::string_view field, bool gguf);
 
 // The official size a file's dimensions belong to, for "use this binary" hints.
@@ -247,7 +247,7 @@ FileCheck check_file(const WeightFile& file, const ModelDims& model, const Layou
 }  // namespace unicorn::detail
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::detail {

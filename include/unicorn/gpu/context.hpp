@@ -35,11 +35,11 @@
 #include <string>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/gpu/coopmat_khr.hpp"
 #include "unicorn/gpu/device_options.hpp"
 #include "unicorn/gpu/vulkan.hpp"
-#include "unicorn/linkage.hpp"
 
 #if defined(UNICORN_KEEP_VULKAN_DRIVERS_LOADED)
 #include <dlfcn.h>
@@ -248,7 +248,7 @@ class Context {
 }  // namespace unicorn::gpu
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {
@@ -539,7 +539,7 @@ UNICORN_DECL std::vector<Context::Heap> Context::heaps() const {
 #endif  // UNICORN_DEFINE_HERE
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {

@@ -15,7 +15,7 @@
 #include <atomic>
 #include <string>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/gpu/vulkan.hpp"
 
 

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/device_error.hpp"
 #include "unicorn/gpu/pipeline_cache.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn::gpu {
 
@@ -286,7 +286,7 @@ class Stream {
 }  // namespace unicorn::gpu
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {
@@ -371,7 +371,7 @@ UNICORN_DECL void Stream::submit(vk::CommandBuffer cb, const Stream* after, Subm
 #endif  // UNICORN_DEFINE_HERE
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {

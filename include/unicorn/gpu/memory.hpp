@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/placement.hpp"
 #include "unicorn/gpu/context.hpp"
-#include "unicorn/linkage.hpp"
-#include "unicorn/placement/placement.hpp"
 
 namespace unicorn::gpu {
 
@@ -141,7 +141,7 @@ class BufferSet {
 }  // namespace unicorn::gpu
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {

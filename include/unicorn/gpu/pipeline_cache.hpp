@@ -28,9 +28,9 @@
 #include <unistd.h>
 #include <vector>
 
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/io/file_output.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn::gpu {
 
@@ -116,7 +116,7 @@ class PipelineCache {
 }  // namespace unicorn::gpu
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {

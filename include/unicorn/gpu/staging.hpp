@@ -20,10 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/device_error.hpp"
 #include "unicorn/gpu/memory.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn::gpu {
 
@@ -218,7 +218,7 @@ class StagingRing {
 }  // namespace unicorn::gpu
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::gpu {

@@ -1,7 +1,7 @@
 // unicorn/grammar/gbnf_compile.hpp — compile_gbnf's code: the GBNF parser,
 // the expansion of groups and repetitions into helper rules, and the checks
 // (undefined rules, missing root, left recursion). Included by grammar.hpp
-// where its code is compiled (unicorn/linkage.hpp).
+// where its code is compiled (unicorn/base/linkage.hpp).
 //
 // The syntax, as llama.cpp reads it: `name ::= alternatives`, names of
 // letters, digits, '-' and '_'; alternatives separated by '|'; sequences of

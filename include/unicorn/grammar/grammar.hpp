@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "unicorn/error.hpp"
-#include "unicorn/linkage.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 
 namespace unicorn::grammar {
 

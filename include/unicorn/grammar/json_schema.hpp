@@ -35,8 +35,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
-#include "unicorn/linkage.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 
 namespace unicorn::grammar {
 

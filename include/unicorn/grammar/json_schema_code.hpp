@@ -1,6 +1,6 @@
 // unicorn/grammar/json_schema_code.hpp — gbnf_from_json_schema's code: one
 // GBNF rule per schema node, named after its JSON pointer, equal bodies shared.
-// Included by json_schema.hpp where its code is compiled (unicorn/linkage.hpp).
+// Included by json_schema.hpp where its code is compiled (unicorn/base/linkage.hpp).
 #pragma once
 
 #include <algorithm>

@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "unicorn/error.hpp"
-#include "unicorn/linkage.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::grammar {

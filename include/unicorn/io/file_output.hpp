@@ -43,7 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
 namespace unicorn::io {
 

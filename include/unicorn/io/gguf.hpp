@@ -26,10 +26,10 @@
 #include <variant>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/io/gguf_format.hpp"
 #include "unicorn/io/mapped_file.hpp"
-#include "unicorn/linkage.hpp"
 #include "unicorn/quant/formats.hpp"
 
 namespace unicorn::io {
@@ -206,7 +206,7 @@ std::optional<T> GgufFile::try_unsigned(std::string_view key) const {
 }  // namespace unicorn::io
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::io::detail {

@@ -35,7 +35,7 @@
 #include <variant>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/quant/formats.hpp"
 
 namespace unicorn::io {

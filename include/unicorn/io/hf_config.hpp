@@ -13,7 +13,7 @@
 // transformers' Gemma3TextConfig, so those defaults apply to every missing key
 // (e.g. the 4B text_config has no num_attention_heads: the default 8 is right).
 // A JSON null counts as missing. The keys of ModelDims fields and those
-// defaults come from the table in model/hparams.hpp.
+// defaults come from the table in config/hparams.hpp.
 #pragma once
 
 #include <cmath>
@@ -26,10 +26,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/hparams.hpp"
 #include "unicorn/io/json_file.hpp"
-#include "unicorn/linkage.hpp"
-#include "unicorn/model/hparams.hpp"
 
 namespace unicorn::io {
 
@@ -202,7 +202,7 @@ void check_gemma3_supported(const HfTextConfig& c, const std::string& source = "
 }  // namespace unicorn::io
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::io::detail {

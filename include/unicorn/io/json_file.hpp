@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 #include "unicorn/io/mapped_file.hpp"
 
 namespace unicorn::io {

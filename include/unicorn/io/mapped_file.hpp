@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
 namespace unicorn::io {
 

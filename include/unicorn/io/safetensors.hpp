@@ -26,10 +26,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/io/json_file.hpp"
 #include "unicorn/io/mapped_file.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn::io {
 
@@ -88,7 +88,7 @@ class SafetensorsModel {
 }  // namespace unicorn::io
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::io {

@@ -40,7 +40,7 @@
 #include <string_view>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
 namespace unicorn::io {
 

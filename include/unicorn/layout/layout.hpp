@@ -8,10 +8,11 @@
 // parts; every kernel that reads it is dispatched once per part. At run time,
 // slabs are packed into allocations under the device's maxMemoryAllocationSize.
 //
-// Slabs never mix memory pools (placement/): each arena is packed pool by pool
-// (Vram first, then Gtt, ...), so each pool's slabs are one contiguous run that
-// the engine allocates from that pool's memory type. With everything in Vram
-// the order, offsets and slabs are exactly those of a layout without pools.
+// Slabs never mix memory pools (config/placement.hpp): each arena is packed
+// pool by pool (Vram first, then Gtt, ...), so each pool's slabs are one
+// contiguous run that the engine allocates from that pool's memory type. With
+// everything in Vram the order, offsets and slabs are exactly those of a
+// layout without pools.
 #pragma once
 
 #include <algorithm>
@@ -22,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
 
 namespace unicorn {
 
@@ -65,7 +66,7 @@ constexpr std::string_view role_gguf_stem(Role r) {
   return "?";
 }
 
-// The placement group a tensor role belongs to (placement/placement.hpp).
+// The placement group a tensor role belongs to (config/placement.hpp).
 constexpr Group group_of(Role r) {
   switch (r) {
     case Role::Embedding:

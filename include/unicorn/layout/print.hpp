@@ -6,9 +6,9 @@
 #include <ostream>
 #include <string>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/deployment.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/linkage.hpp"
 
 namespace unicorn {
 
@@ -23,7 +23,7 @@ void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView&
 }  // namespace unicorn
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn {

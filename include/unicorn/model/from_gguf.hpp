@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/dims.hpp"
+#include "unicorn/config/hparams.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/linkage.hpp"
-#include "unicorn/model/dims.hpp"
-#include "unicorn/model/hparams.hpp"
 #include "unicorn/quant/scheme.hpp"
 
 namespace unicorn {
@@ -23,7 +23,7 @@ namespace unicorn {
 // The file's dimensions. What a GGUF file does not say is taken from `base`:
 // llama.cpp's gemma3 loader fixes the local RoPE base (10000), the layer
 // pattern (every 6th layer global) and the query scale, so the loader takes
-// them from the compiled engine (model/hparams.hpp says more).
+// them from the compiled engine (config/hparams.hpp says more).
 ModelDims dims_from_gguf(const io::GgufFile& g, const ModelDims& base);
 
 // The file's dimensions as llama.cpp runs it, for an engine compiled from the
@@ -71,7 +71,7 @@ Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, Format kv = F
 }  // namespace unicorn
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn {

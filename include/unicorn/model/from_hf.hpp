@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <string>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/config/dims.hpp"
+#include "unicorn/config/hparams.hpp"
 #include "unicorn/io/hf_config.hpp"
-#include "unicorn/model/dims.hpp"
-#include "unicorn/model/hparams.hpp"
 
 namespace unicorn {
 

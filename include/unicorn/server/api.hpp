@@ -27,11 +27,11 @@
 #include <string_view>
 #include <vector>
 
+#include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/step.hpp"
 #include "unicorn/grammar/json_schema.hpp"
 #include "unicorn/grammar/matcher.hpp"
 #include "unicorn/server/tools.hpp"
-#include "unicorn/sampling.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/tokenizer.hpp"
 

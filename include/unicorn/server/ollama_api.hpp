@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "unicorn/model/dims.hpp"
-#include "unicorn/sampling.hpp"
+#include "unicorn/config/dims.hpp"
+#include "unicorn/config/sampling.hpp"
 #include "unicorn/server/api.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/tokenizer.hpp"

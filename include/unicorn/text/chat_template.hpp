@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "unicorn/error.hpp"
-#include "unicorn/linkage.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 
 namespace unicorn::text {
 
@@ -44,7 +44,7 @@ std::string render_chat(std::span<const ChatMessage> messages, bool add_generati
 }  // namespace unicorn::text
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::text::detail {

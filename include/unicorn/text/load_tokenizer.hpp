@@ -12,9 +12,9 @@
 #include <fstream>
 #include <optional>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/io/gguf.hpp"
-#include "unicorn/linkage.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
 namespace unicorn::text {
@@ -66,7 +66,7 @@ Tokenizer tokenizer_for(const std::filesystem::path& model, const std::filesyste
 }  // namespace unicorn::text
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::text {

@@ -46,8 +46,8 @@
 #include <utility>
 #include <vector>
 
-#include "unicorn/error.hpp"
-#include "unicorn/linkage.hpp"
+#include "unicorn/base/error.hpp"
+#include "unicorn/base/linkage.hpp"
 #include "unicorn/text/bpe_tables.hpp"
 #include "unicorn/text/utf8.hpp"
 
@@ -226,7 +226,7 @@ class Tokenizer {
 
 // The code of what is declared above, by job: here when header-only, else
 // compiled once, in unicorn/separate_compilation.hpp's translation unit
-// (linkage.hpp).
+// (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 #include "unicorn/text/tokenizer_encode.hpp"
 #include "unicorn/text/tokenizer_load.hpp"

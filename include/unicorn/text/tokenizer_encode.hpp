@@ -1,7 +1,7 @@
 // unicorn/text/tokenizer_encode.hpp — Tokenizer's encode and decode: added
 // tokens cut out first, then BPE per word (a rescan for short words, a heap for
 // long ones), byte fallback for what the vocabulary lacks. Included by
-// tokenizer.hpp where its code is compiled (unicorn/linkage.hpp).
+// tokenizer.hpp where its code is compiled (unicorn/base/linkage.hpp).
 #pragma once
 
 #include <queue>

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
 namespace unicorn::text::detail {
 

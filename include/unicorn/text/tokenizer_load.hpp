@@ -1,7 +1,7 @@
 // unicorn/text/tokenizer_load.hpp — Tokenizer's construction: from a
 // tokenizer.json (read by tokenizer_json.hpp) or a GGUF vocabulary, the id and
 // merge tables, and everything derived from them once (finish). Included by
-// tokenizer.hpp where its code is compiled (unicorn/linkage.hpp).
+// tokenizer.hpp where its code is compiled (unicorn/base/linkage.hpp).
 #pragma once
 
 #include <cmath>

@@ -125,7 +125,7 @@ CASES = {
                                   "metadata key 'gemma3.embedding_length' is missing"),
     "wrong-architecture.gguf": (gguf([kv_str("general.architecture", "llama")], [EMBEDDING], EMBEDDING_DATA),
                                 "general.architecture is 'llama'; this engine runs Gemma 3"),
-    # Values a Gemma 3 never has, each refused by name (the loader's rules: model/hparams.hpp's
+    # Values a Gemma 3 never has, each refused by name (the loader's rules: config/hparams.hpp's
     # ranges, model/from_gguf.hpp's and text/load_tokenizer.hpp's key checks).
     "rope-freq-base-infinite.gguf": (with_keys(kv_f32("gemma3.rope.freq_base", float("inf"))),
                                      "gemma3.rope.freq_base is inf; a Gemma 3 model's is a finite number from 1 to"),

@@ -1,4 +1,4 @@
-// unicorn/text/generate.hpp — the text loop around one stream of an engine:
+// unicorn/generation/generate.hpp — the text loop around one stream of an engine:
 // feed a prompt, stream text as tokens come back, stop at <eos>,
 // <end_of_turn>, a stop string, the token limit or a cancel. AnyEngine::generate
 // and ChatSession (chat_session.hpp) are its public faces; tokens are chosen on
@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "unicorn/base/linkage.hpp"
+#include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/core.hpp"
 #include "unicorn/gpu/device_error.hpp"
-#include "unicorn/linkage.hpp"
-#include "unicorn/sampling.hpp"
 #include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
@@ -60,7 +60,7 @@ GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& to
 }  // namespace unicorn::text
 
 // The code of what is declared above: here when header-only, else compiled
-// once, in unicorn/separate_compilation.hpp's translation unit (linkage.hpp).
+// once, in unicorn/separate_compilation.hpp's translation unit (base/linkage.hpp).
 #if UNICORN_DEFINE_HERE
 
 namespace unicorn::text::detail {

@@ -1,4 +1,4 @@
-// unicorn/placement/print.hpp — the compile-time placement, printed: bytes per
+// unicorn/layout/placement_print.hpp — the compile-time placement, printed: bytes per
 // pool and tensor group against the hardware profile (`<binary> --placement`,
 // the run-time witness of the placement checks).
 #pragma once
@@ -7,9 +7,9 @@
 #include <ostream>
 #include <string>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
+#include "unicorn/layout/budget.hpp"
 #include "unicorn/layout/print.hpp"
-#include "unicorn/placement/budget.hpp"
 
 namespace unicorn {
 

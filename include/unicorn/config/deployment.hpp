@@ -1,4 +1,4 @@
-// unicorn/deployment.hpp — a deployment: model, scheme, run-time budget, and
+// unicorn/config/deployment.hpp — a deployment: model, scheme, run-time budget, and
 // where its memory lives.
 //
 // A config is a value; a deployment is a type (STYLE.md). A deployment type is
@@ -13,9 +13,9 @@
 // generic profile, whose pools are unbounded: it compiles and runs as before.
 #pragma once
 
-#include "unicorn/model/dims.hpp"
-#include "unicorn/placement/placement.hpp"
-#include "unicorn/placement/profiles.hpp"
+#include "unicorn/config/dims.hpp"
+#include "unicorn/config/placement.hpp"
+#include "unicorn/config/profiles.hpp"
 #include "unicorn/quant/scheme.hpp"
 
 namespace unicorn {

@@ -1,4 +1,4 @@
-// unicorn/model/hparams.hpp — the one table of Gemma 3 hyperparameters: each
+// unicorn/config/hparams.hpp — the one table of Gemma 3 hyperparameters: each
 // ModelDims field with its GGUF key, its Hugging Face config.json key and
 // transformers' default for it.
 //
@@ -23,9 +23,9 @@
 #include <string_view>
 #include <type_traits>
 
-#include "unicorn/error.hpp"
+#include "unicorn/base/error.hpp"
 
-#include "unicorn/model/dims.hpp"
+#include "unicorn/config/dims.hpp"
 
 namespace unicorn {
 

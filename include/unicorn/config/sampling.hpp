@@ -1,4 +1,4 @@
-// unicorn/sampling.hpp — how the next token is chosen (on the GPU, shaders/sample.comp).
+// unicorn/config/sampling.hpp — how the next token is chosen (on the GPU, shaders/sample.comp).
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// unicorn/diag.hpp — compile-time checks that explain themselves.
+// unicorn/layout/diag.hpp — compile-time checks that explain themselves.
 //
 // Each check is a named template whose arguments carry the numbers involved,
 // so the compiler's "required from here" line shows them, and whose
@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
+#include "unicorn/layout/budget.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/placement/budget.hpp"
 
 namespace unicorn::diag {
 
@@ -110,7 +110,7 @@ struct activation_exceeds_binding {
   static constexpr bool ok = true;
 };
 
-// --- placement (placement/, budget.hpp) ---
+// --- placement (config/placement.hpp, budget.hpp) ---
 
 template <Group group, uint64_t bytes_needed>
 struct cpu_pool_needs_a_cpu_path {

@@ -1,9 +1,9 @@
-// unicorn/model/dims.hpp — Gemma 3 text-model dimensions as compile-time values.
+// unicorn/config/dims.hpp — Gemma 3 text-model dimensions as compile-time values.
 //
 // A ModelDims is a constexpr value, not a template argument: its name is a
 // std::string_view, whose members are private, so the type is not structural.
 // A deployment carries it inside a type instead (a struct with a static
-// constexpr DeploymentConfig kConfig: deployment.hpp), and every field reaches
+// constexpr DeploymentConfig kConfig: config/deployment.hpp), and every field reaches
 // the shaders as a specialization constant, never as a template parameter of
 // kernel code (STYLE.md: instantiate per code shape, not per size).
 // The loader checks a file's hyperparameters field by field against it, using

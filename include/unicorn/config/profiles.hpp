@@ -1,4 +1,4 @@
-// unicorn/placement/profiles.hpp — hardware profiles: the pools a machine has
+// unicorn/config/profiles.hpp — hardware profiles: the pools a machine has
 // and how many bytes each holds, as types.
 //
 //   profiles::Phoenix<GiB(16)>            Radeon 780M + XDNA1, 16 GiB carve-out, 32 GiB RAM
@@ -16,7 +16,7 @@
 #include <limits>
 #include <string_view>
 
-#include "unicorn/placement/placement.hpp"
+#include "unicorn/config/placement.hpp"
 
 namespace unicorn {
 

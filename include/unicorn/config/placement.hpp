@@ -1,4 +1,4 @@
-// unicorn/placement/placement.hpp — which memory pool each tensor group lives in.
+// unicorn/config/placement.hpp — which memory pool each tensor group lives in.
 //
 // A placement is a structural value: a pool per tensor group, overridden for
 // runs of layers by segments (contiguous layers, one pool — STYLE.md). It reads

@@ -1,4 +1,4 @@
-// unicorn/error.hpp — the one exception type the engine throws.
+// unicorn/base/error.hpp — the one exception type the engine throws.
 //
 // Every failure a user can cause (bad file, mismatched config, prompt too long,
 // out-of-memory device, malformed request) surfaces as unicorn::Error with a

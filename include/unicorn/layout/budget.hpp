@@ -1,4 +1,4 @@
-// unicorn/placement/budget.hpp — bytes per pool and tensor group, computed from
+// unicorn/layout/budget.hpp — bytes per pool and tensor group, computed from
 // the static layout at compile time (kBudgetOf<D>) and, from the same code, at
 // run time by the engine before it allocates anything.
 //
@@ -12,7 +12,7 @@
 #include <array>
 #include <cstdint>
 
-#include "unicorn/deployment.hpp"
+#include "unicorn/config/deployment.hpp"
 #include "unicorn/layout/layout.hpp"
 
 namespace unicorn {

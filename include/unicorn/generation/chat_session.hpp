@@ -1,4 +1,4 @@
-// unicorn/text/chat_session.hpp — a multi-turn conversation on one stream of
+// unicorn/generation/chat_session.hpp — a multi-turn conversation on one stream of
 // an engine (AnyEngine::chat makes one).
 //
 // The KV cache is kept across turns: each turn feeds only the new text (the
@@ -11,8 +11,8 @@
 #include <atomic>
 #include <string>
 
+#include "unicorn/generation/generate.hpp"
 #include "unicorn/text/chat_template.hpp"
-#include "unicorn/text/generate.hpp"
 
 namespace unicorn::text {
 

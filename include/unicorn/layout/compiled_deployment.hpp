@@ -1,20 +1,20 @@
-// unicorn/compiled_deployment.hpp — a deployment type as a run-time value,
+// unicorn/layout/compiled_deployment.hpp — a deployment type as a run-time value,
 // after its compile-time checks; the one thing a binary's own translation unit
 // needs from the engine.
 //
 // A generator's or server's main.cpp names its deployment and hands
 // compiled_deployment<D>() to program code compiled once for every deployment
 // of a build (examples/*/program.cpp, which include engine.hpp). This header
-// has the deployment's constexpr layout, budget and checks (diag.hpp) and none
+// has the deployment's constexpr layout, budget and checks (layout/diag.hpp) and none
 // of the run-time engine (Vulkan, the recorded passes, the loaders), so such a
 // translation unit compiles in about a second instead of parsing the whole
 // engine (notes/build_time.md).
 #pragma once
 
-#include "unicorn/deployment.hpp"
-#include "unicorn/diag.hpp"
+#include "unicorn/config/deployment.hpp"
+#include "unicorn/layout/budget.hpp"
+#include "unicorn/layout/diag.hpp"
 #include "unicorn/layout/layout.hpp"
-#include "unicorn/placement/budget.hpp"
 
 namespace unicorn {
 

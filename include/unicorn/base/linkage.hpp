@@ -1,4 +1,4 @@
-// unicorn/linkage.hpp — where the engine's host code is compiled: in every
+// unicorn/base/linkage.hpp — where the engine's host code is compiled: in every
 // translation unit that uses it (header-only, the default), or once.
 //
 // Header-only: every function is inline, and a host needs the headers alone.
