@@ -161,7 +161,8 @@ uint64_t element_count(std::span<const uint64_t> dims) {
 }
 
 // The (role, rows, cols, format) of every weight tensor in a file of scheme
-// `s`, in llama.cpp's order: the engine's layout of that scheme.
+// `s`, in llama.cpp's order: the engine's layout of that scheme (its tensors
+// are in that order, the KV cache after the weights).
 struct Spec {
   std::string name;
   Role role;
@@ -170,13 +171,10 @@ struct Spec {
 };
 std::vector<Spec> tensor_specs(const ModelDims& m, Scheme s) {
   s.lm_head = s.embedding;  // a file holds the embedding only (the LM head is tied)
-  const DeploymentConfig c = make_deployment(m, s, 1, 1);
+  const RunLayout layout(make_deployment(m, s, 1, 1));
   std::vector<Spec> specs;
-  detail::for_each_tensor(c, [&](const detail::TensorShape& t, int layer, Arena a) {
-    if (a != Arena::Weights) return;
-    TensorSlot slot{t.role, layer, t.rows, t.cols, t.format, 0, 0, 0, a};
-    specs.push_back({slot.gguf_name(), t.role, t.rows, t.cols, t.format});
-  });
+  for (const TensorSlot& t : layout.tensors)
+    if (t.arena == Arena::Weights) specs.push_back({t.gguf_name(), t.role, t.rows, t.cols, t.format});
   return specs;
 }
 

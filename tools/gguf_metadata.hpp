@@ -64,7 +64,8 @@ struct GgufVocab {
   std::string source;  // what it was read from, for the tool's report
 };
 
-namespace detail {
+// The steps of vocab_from_hf_json below, each as gguf-py takes it.
+namespace hf_vocab {
 
 // gguf-py's special token kinds, in its order, with llama.cpp's key names
 // (src/llama-arch.cpp; "seperator" is spelled so there).
@@ -176,7 +177,7 @@ inline void set_chat_template(GgufVocab& v, const nlohmann::json* config, const 
   }
 }
 
-}  // namespace detail
+}  // namespace hf_vocab
 
 // The vocabulary of a Hugging Face tokenizer, for a model whose embedding has
 // n_vocab rows, from the parsed files: tokenizer.json, and tokenizer_config.json,
@@ -194,8 +195,8 @@ inline GgufVocab vocab_from_hf_json(const nlohmann::json& j, const nlohmann::jso
                                     const nlohmann::json* model_config, const nlohmann::json& fallback_template,
                                     uint32_t n_vocab, const std::string& where, const std::string& config_where) {
   if (!j.is_object()) throw Error(where + ": not a tokenizer.json (the top level is not an object)");
-  const nlohmann::json& model = detail::object_at(j, "model", where);
-  const nlohmann::json& vocab = detail::object_at(model, "vocab", where + ": model");
+  const nlohmann::json& model = hf_vocab::object_at(j, "model", where);
+  const nlohmann::json& vocab = hf_vocab::object_at(model, "vocab", where + ": model");
   if (model.contains("type") && model["type"] != "BPE")
     throw Error(where + ": model type " + model["type"].dump() +
                 " is not BPE; Gemma 3's tokenizer.json is BPE with byte fallback");
@@ -280,17 +281,17 @@ inline GgufVocab vocab_from_hf_json(const nlohmann::json& j, const nlohmann::jso
       const auto rank = first_rank.find(t);
       if (rank != first_rank.end()) score = -static_cast<float>(rank->second);
       if (is_added[id]) {
-        if (special[id] || detail::looks_special(t)) {
+        if (special[id] || hf_vocab::looks_special(t)) {
           type = TokenType::kControl;
         } else {
           type = TokenType::kUserDefined;
           // llama.cpp's converter pre-normalizes spaces in user-defined tokens.
-          t = text::detail::replace_all(t, text::kSpaceMarker, " ");
+          t = text::replace_all(t, text::kSpaceMarker, " ");
         }
         if (rank == first_rank.end()) score = -1000.0f;
       } else if (!unk.empty() && t == unk) {
         type = TokenType::kUnknown;
-      } else if (text::detail::byte_token_value(t) >= 0) {
+      } else if (text::byte_token_value(t) >= 0) {
         type = TokenType::kByte;
       } else if (rank == first_rank.end() && text::utf8_length(static_cast<unsigned char>(t.empty() ? 0 : t[0])) <
                                                    static_cast<int>(t.size())) {
@@ -305,37 +306,37 @@ inline GgufVocab vocab_from_hf_json(const nlohmann::json& j, const nlohmann::jso
   // Special ids and add_* flags: tokenizer.json's post-processor, then
   // tokenizer_config.json, then config.json for kinds still unknown.
   if (config && !config->is_object()) throw Error(config_where + ": the top level is not an object");
-  detail::add_flags_from_post_processor(v, j, config ? detail::token_content(*config, "bos") : "");
+  hf_vocab::add_flags_from_post_processor(v, j, config ? hf_vocab::token_content(*config, "bos") : "");
   if (config) {
-    for (const auto& [kind, key] : detail::kSpecialKinds) {
+    for (const auto& [kind, key] : hf_vocab::kSpecialKinds) {
       const auto flag = config->find("add_" + std::string(kind) + "_token");
       if (flag != config->end() && flag->is_boolean()) {
         if (kind == "bos") v.add_bos = flag->get<bool>();
         if (kind == "eos") v.add_eos = flag->get<bool>();
         if (kind == "sep") v.add_sep = flag->get<bool>();
       }
-      const std::string content = detail::token_content(*config, kind);
+      const std::string content = hf_vocab::token_content(*config, kind);
       if (content.empty()) continue;
       for (const auto& a : added)
         if (a["content"] == content) {
-          detail::set_special(v, kind, id_of(a["id"], content), n);
+          hf_vocab::set_special(v, kind, id_of(a["id"], content), n);
           break;
         }
     }
   }
-  detail::set_chat_template(v, config, fallback_template, config_where);
+  hf_vocab::set_chat_template(v, config, fallback_template, config_where);
   if (!v.add_bos) v.add_bos = true;
   if (!v.add_eos) v.add_eos = false;
   if (model_config) {
     const nlohmann::json& c = *model_config;
-    for (const auto& [kind, key] : detail::kSpecialKinds) {
+    for (const auto& [kind, key] : hf_vocab::kSpecialKinds) {
       const std::string name = std::string(kind) + "_token_id";
       const nlohmann::json* id = c.is_object() && c.contains(name) ? &c[name] : nullptr;
       if (!id && c.is_object() && c.contains("text_config") && c["text_config"].is_object() &&
           c["text_config"].contains(name))
         id = &c["text_config"][name];
       if (id)
-        if (const auto value = io::json_to_u64(*id)) detail::set_special(v, kind, *value, n);
+        if (const auto value = io::json_to_u64(*id)) hf_vocab::set_special(v, kind, *value, n);
     }
   }
 
@@ -344,7 +345,7 @@ inline GgufVocab vocab_from_hf_json(const nlohmann::json& j, const nlohmann::jso
   if (!unk.empty())
     for (size_t id = 0; id < n; ++id)
       if (v.tokens[id] == unk) {
-        detail::set_special(v, "unk", id, n);
+        hf_vocab::set_special(v, "unk", id, n);
         break;
       }
 
@@ -375,7 +376,7 @@ inline GgufVocab vocab_from_hf_tokenizer(const std::filesystem::path& source, ui
   const auto model_config = optional_json((model_dir.empty() ? dir : model_dir) / "config.json");
   nlohmann::json fallback_template;
   if (fs::is_regular_file(dir / "chat_template.jinja")) {
-    fallback_template = detail::read_text_file(dir / "chat_template.jinja");
+    fallback_template = hf_vocab::read_text_file(dir / "chat_template.jinja");
   } else if (const auto t = optional_json(dir / "chat_template.json")) {
     if (!t->is_object() || !t->contains("chat_template"))
       throw Error((dir / "chat_template.json").string() + ": expected an object with \"chat_template\"");
@@ -414,10 +415,10 @@ inline GgufVocab dummy_vocab(uint32_t n_vocab) {
   add(std::string(text::kSpaceMarker), TokenType::kNormal, 0);
   for (char c = '!'; c <= '~'; ++c) add(std::string(1, c), TokenType::kNormal, 0);
   while (v.tokens.size() < n_vocab) add("[PAD" + std::to_string(v.tokens.size()) + "]", TokenType::kUnused, -1000.0f);
-  detail::set_special(v, "bos", 2, n_vocab);
-  detail::set_special(v, "eos", 1, n_vocab);
-  detail::set_special(v, "unk", 3, n_vocab);
-  detail::set_special(v, "pad", 0, n_vocab);
+  hf_vocab::set_special(v, "bos", 2, n_vocab);
+  hf_vocab::set_special(v, "eos", 1, n_vocab);
+  hf_vocab::set_special(v, "unk", 3, n_vocab);
+  hf_vocab::set_special(v, "pad", 0, n_vocab);
   v.add_bos = true;
   v.add_eos = false;
   return v;
@@ -431,7 +432,7 @@ inline void set_vocab(io::GgufWriter& w, const GgufVocab& v) {
   w.set("tokenizer.ggml.tokens", v.tokens);
   w.set("tokenizer.ggml.scores", v.scores);
   w.set("tokenizer.ggml.token_type", v.types);
-  for (const auto& [kind, key] : detail::kSpecialKinds)
+  for (const auto& [kind, key] : hf_vocab::kSpecialKinds)
     for (const auto& [k, id] : v.special_ids)
       if (k == kind) w.set(std::string(key), id);
   if (v.add_bos) w.set("tokenizer.ggml.add_bos_token", *v.add_bos);

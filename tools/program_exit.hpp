@@ -74,7 +74,8 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const char
   }
 }
 
-namespace detail {
+// The signal handler and the name it prints.
+namespace signal_exit {
 inline const char* g_signalled_program = "";
 
 // Async-signal-safe: unlink(2), write(2), signal and raise only.
@@ -86,15 +87,15 @@ extern "C" inline void remove_temporaries_and_stop(int sig) {
   std::signal(sig, SIG_DFL);
   std::raise(sig);  // the exit status a shell reports for the signal (128 + N)
 }
-}  // namespace detail
+}  // namespace signal_exit
 
 // From now on SIGINT and SIGTERM remove the temporaries of the files being
 // written (io::AtomicFile), say so in one line, and end the process by the
 // signal: what stood at each target stays as it was.
 inline void remove_temporaries_on_signals(const char* program) {
-  detail::g_signalled_program = program;
+  signal_exit::g_signalled_program = program;
   struct sigaction sa {};
-  sa.sa_handler = detail::remove_temporaries_and_stop;
+  sa.sa_handler = signal_exit::remove_temporaries_and_stop;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

@@ -199,7 +199,7 @@ std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::
     const std::vector<int32_t> next = engine.prefill(chunks);
     PrefillPass p{uint32_t(chunks.size()), 0, 0, std::chrono::duration<double, std::milli>(Clock::now() - start).count()};
     for (const PromptChunk& c : chunks) {
-      p.rows = engine.core().prefill_segment_start(p.rows) + uint32_t(c.tokens.size());
+      p.rows = engine.prefill_segment_start(p.rows) + uint32_t(c.tokens.size());
       p.tokens += uint32_t(c.tokens.size());
     }
     passes.push_back(p);
@@ -214,15 +214,14 @@ std::vector<int32_t> prefill_together(AnyEngine& engine, const std::vector<std::
 
 // --batch N --invariance: whether a stream's logits are the same bits run
 // after run, and alone or among N streams, on this file and device: what the
-// server's batch invariance (EngineCore::BatchPasses::Fixed) rests on. Each
+// server's batch invariance (AnyEngine::BatchPasses::Fixed) rests on. Each
 // check compares raw logits rows; one line each, and an exit status of 1 if
 // any differs. Prompts of o.prompt random tokens, then o.generate steps.
 int run_invariance(AnyEngine& engine, const Options& o, std::mt19937& rng) {
   const uint32_t n = o.batch, V = engine.config().model.vocab;
   if (n < 2 || n > engine.config().streams)
     throw Error("--invariance: --batch between 2 and " + std::to_string(engine.config().streams));
-  auto& core = engine.core();
-  core.set_batch_passes(AnyEngine::BatchPasses::Fixed);
+  engine.set_batch_passes(AnyEngine::BatchPasses::Fixed);
   std::uniform_int_distribution<int32_t> token(3, int32_t(V) - 1);
   std::vector<std::vector<int32_t>> prompts(n, std::vector<int32_t>(o.prompt));
   for (auto& p : prompts)
@@ -245,12 +244,12 @@ int run_invariance(AnyEngine& engine, const Options& o, std::mt19937& rng) {
   // Prefill: stream 0's prompt alone, twice; then every prompt packed into
   // passes as the server packs waiting prompts.
   const auto alone = [&] {
-    core.reset(0);
+    engine.reset(0);
     std::vector<float> last;
     for (size_t done = 0; done < prompts[0].size(); done += engine.config().prefill_chunk) {
       const size_t len = std::min<size_t>(engine.config().prefill_chunk, prompts[0].size() - done);
       const PromptChunk c{0, std::span(prompts[0]).subspan(done, len), done + len == prompts[0].size()};
-      last = core.forward_logits(std::span(&c, 1));
+      last = engine.forward_logits(std::span(&c, 1));
     }
     return last;
   };
@@ -263,7 +262,7 @@ int run_invariance(AnyEngine& engine, const Options& o, std::mt19937& rng) {
     std::vector<PromptChunk> rest;
     for (size_t s = oldest; s < n; ++s) rest.push_back({uint32_t(s), std::span(prompts[s]).subspan(fed[s]), true});
     const std::vector<PromptChunk> chunks = engine.prefill_pass(rest);
-    const std::vector<float> logits = core.forward_logits(chunks);
+    const std::vector<float> logits = engine.forward_logits(chunks);
     prefill_shared.insert(prefill_shared.end(), logits.begin(), logits.end());
     for (const PromptChunk& c : chunks) fed[c.stream] += c.tokens.size();
     while (oldest < n && fed[oldest] == prompts[oldest].size()) ++oldest;
@@ -277,15 +276,15 @@ int run_invariance(AnyEngine& engine, const Options& o, std::mt19937& rng) {
                                             prefill_shared.begin() + size_t(s + 1) * V) -
                            (prefill_shared.begin() + size_t(s) * V))};
   const auto rerun = [&](std::span<const StreamToken> part) {  // the same tokens, each stream rewound one
-    for (const StreamToken& t : part) core.rewind(t.stream, core.position(t.stream) - 1);
-    return core.forward_logits(part);
+    for (const StreamToken& t : part) engine.rewind(t.stream, engine.position(t.stream) - 1);
+    return engine.forward_logits(part);
   };
   const auto append = [](std::vector<float>& to, const std::vector<float>& rows) {
     to.insert(to.end(), rows.begin(), rows.end());
   };
   std::vector<float> whole, again, one, small;
   for (uint32_t step = 0; step < o.generate; ++step) {
-    const auto w = core.forward_logits(batch);
+    const auto w = engine.forward_logits(batch);
     append(whole, w);
     append(again, rerun(batch));
     append(one, rerun(std::span(batch).first(1)));
@@ -355,7 +354,7 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   // The prefill's passes (the last repetition's): where the prompts' rows
   // went, alignment padding included.
   uint32_t pass_tokens = 0, pass_rows = 0;
-  j["batch"]["prefill_alignment"] = engine.core().prefill_alignment();
+  j["batch"]["prefill_alignment"] = engine.prefill_alignment();
   j["batch"]["prefill_passes"] = nlohmann::json::array();
   for (const PrefillPass& p : passes) {
     j["batch"]["prefill_passes"].push_back({{"chunks", p.chunks}, {"tokens", p.tokens}, {"rows", p.rows}, {"ms", p.ms}});
@@ -385,7 +384,7 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
               fmt_stats(wst).c_str(), wst.median / n);
   std::printf("prefill: %zu passes of up to %u rows; %u prompt tokens in %u rows (segments start at multiples of %u)\n",
               passes.size(), engine.config().prefill_chunk, pass_tokens, pass_rows,
-              engine.core().prefill_alignment());
+              engine.prefill_alignment());
   if (o.profile)
     for (const auto& k : j["profile"]["batch"])
       std::printf("  %-16s %9.3f ms  (%u dispatches)\n", k["kernel"].template get<std::string>().c_str(),

@@ -170,7 +170,7 @@ int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::Gener
       print("\n");
       std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
                    r.generated / std::max(r.decode_seconds, 1e-9),
-                   r.stopped_by == "cancelled" ? ", stopped" : "", engine.position(),
+                   r.stopped_by == unicorn::text::StopReason::cancelled ? ", stopped" : "", engine.position(),
                    engine.context_limit());
     } catch (const unicorn::io::OutputError&) {
       throw;  // standard output is gone: so is the chat
@@ -348,9 +348,10 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     const auto r = flags.chat ? engine.chat(flags.system_prompt).answer(flags.prompt, request, print)
                               : engine.generate(flags.prompt, request, print);
     print("\n");  // out before the stats line on stderr
-    const bool interrupted = r.stopped_by == "cancelled";
+    const bool interrupted = r.stopped_by == unicorn::text::StopReason::cancelled;
     print_timings(load_s, r);
-    std::fprintf(stderr, "stopped: %s%s; seed %u\n", interrupted ? signal_words(g_signal) : r.stopped_by.c_str(),
+    const std::string stopped_by(unicorn::text::to_string(r.stopped_by));
+    std::fprintf(stderr, "stopped: %s%s; seed %u\n", interrupted ? signal_words(g_signal) : stopped_by.c_str(),
                  interrupted && r.pending < 0 ? " during the prompt" : "", *seed);
     return interrupted ? signal_status(g_signal) : 0;
   } catch (const unicorn::io::StdoutClosed&) {

@@ -108,6 +108,12 @@ class AnyEngine {
   // throws unicorn::Error naming the first bad tensor and element.
   TensorCheck check_tensors() { return unicorn::check_tensors(core_); }
   std::vector<float> forward_logits(std::span<const int32_t> tokens) { return core_.forward_logits(tokens); }
+  // Teacher forcing through the batched pass (one step of `batch`: row i is
+  // batch[i]'s raw logits) and through a prefill pass of several streams'
+  // chunks (a row for each chunk that ends its prompt): unicorn-bench's
+  // --invariance compares them bit for bit.
+  std::vector<float> forward_logits(std::span<const StreamToken> batch) { return core_.forward_logits(batch); }
+  std::vector<float> forward_logits(std::span<const PromptChunk> chunks) { return core_.forward_logits(chunks); }
   int32_t prefill(std::span<const int32_t> tokens) { return core_.prefill(tokens); }
   // Runs tokens into the KV cache and computes no logits (perplexity's unscored context).
   void feed(std::span<const int32_t> tokens) { core_.feed(0, tokens); }
@@ -129,6 +135,10 @@ class AnyEngine {
   std::vector<PromptChunk> prefill_pass(std::span<const PromptChunk> waiting) const {
     return core_.prefill_pass(waiting);
   }
+  // That tile's tokens, and where a chunk after `rows` rows of a pass starts:
+  // the rows a pass computes, padding included (unicorn-bench's prefill passes).
+  uint32_t prefill_alignment() const { return core_.prefill_alignment(); }
+  uint32_t prefill_segment_start(uint32_t rows) const { return core_.prefill_segment_start(rows); }
   std::vector<int32_t> decode(std::span<const StreamToken> batch) { return core_.decode(batch); }
   void reset(uint32_t stream) { core_.reset(stream); }
   uint32_t position(uint32_t stream) const { return core_.position(stream); }
@@ -175,7 +185,8 @@ class AnyEngine {
 
   const gpu::Context& context() const { return core_.context(); }
   // The engine's internals, for the library's own layers (the server's
-  // scheduler) and tests; host code needs none of it.
+  // scheduler) and tests; host code and the programs in examples/ and tools/
+  // need none of it (static.products_use_the_public_api holds them to that).
   detail::EngineCore& core() { return core_; }
 
  private:

@@ -65,6 +65,18 @@ std::vector<int32_t> greedy_tokens(AnyEngine& e, uint32_t stream, std::span<cons
 
 }  // namespace
 
+// The words unicorn-generate prints after "stopped: " (and scripts may match):
+// those of the strings stopped_by was before it became an enum.
+TEST(TextApi, StopReasonsKeepTheirPrintedWords) {
+  using text::StopReason;
+  EXPECT_EQ(text::to_string(StopReason::end_of_sequence), "eos");
+  EXPECT_EQ(text::to_string(StopReason::end_of_turn), "end_of_turn");
+  EXPECT_EQ(text::to_string(StopReason::stop_string), "stop string");
+  EXPECT_EQ(text::to_string(StopReason::length_limit), "limit");
+  EXPECT_EQ(text::to_string(StopReason::context_full), "context full");
+  EXPECT_EQ(text::to_string(StopReason::cancelled), "cancelled");
+}
+
 TEST(TextApi, ModelWithoutVocabularySaysSoAndHowToGiveOne) {
   gpu::Context ctx{tools::device_from_env()};
   Engine<TinyTwoStreams> engine{ctx};
@@ -116,7 +128,7 @@ TEST(TextApi, GenerateStreamsTheGreedyTokensText) {
   ASSERT_GT(r.generated, 0);
 
   const auto want = greedy_tokens(e, 0, tok.encode(prompt, true), r.generated);
-  EXPECT_EQ(r.text, tok.decode(want)) << "stopped by " << r.stopped_by;
+  EXPECT_EQ(r.text, tok.decode(want)) << "stopped by " << text::to_string(r.stopped_by);
 }
 
 TEST(TextApi, SamplingBelongsToTheRequest) {
@@ -159,7 +171,7 @@ TEST(TextApi, ChatKeepsTheConversationInTheCache) {
   // Every token the answer made was fed but the last, unless the last was the
   // <end_of_turn> or <eos> that ended it (not counted in `generated`).
   const auto held = e.tokens(0);
-  const size_t fed = r2.stopped_by == "limit" ? size_t(r2.generated - 1) : size_t(r2.generated);
+  const size_t fed = r2.stopped_by == text::StopReason::length_limit ? size_t(r2.generated - 1) : size_t(r2.generated);
   const size_t answer_from = held.size() - fed;
   const std::vector<int32_t> conversation(held.begin(), held.begin() + answer_from);
   const std::vector<int32_t> answer(held.begin() + answer_from, held.end());
@@ -220,9 +232,9 @@ TEST(TextApi, CancelFromAnotherThreadStopsTheAnswer) {
   });
   first_text = true;  // (an answer that ended before any text lets the thread go too)
   canceller.join();
-  EXPECT_EQ(r.stopped_by, "cancelled") << r.generated << " tokens";
+  EXPECT_EQ(r.stopped_by, text::StopReason::cancelled) << r.generated << " tokens";
   EXPECT_EQ(pieces, 1) << "text went on after the cancel";
   const auto next = chat.answer("go on", {.max_tokens = 4});
-  EXPECT_NE(next.stopped_by, "cancelled") << "the cancel outlived its answer";
+  EXPECT_NE(next.stopped_by, text::StopReason::cancelled) << "the cancel outlived its answer";
   EXPECT_EQ(chat.turns(), 2);
 }

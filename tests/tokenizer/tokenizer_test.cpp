@@ -160,7 +160,7 @@ TEST_F(Gemma3, CorpusDecodesBackExactly) {
     // Invalid UTF-8 is defined to encode as its U+FFFD repair, so that is
     // what comes back; a literal "▁" is Gemma's space marker and comes back
     // as " " (from the reference too).
-    const std::string want = unicorn::text::detail::replace_all(unicorn::text::repair_utf8(corpus_[i]),
+    const std::string want = unicorn::text::replace_all(unicorn::text::repair_utf8(corpus_[i]),
                                                                 unicorn::text::kSpaceMarker, " ");
     const std::string got = tokenizer_->decode(ids);
     const std::string js = base64_decode(expected_["decoded"][i].get<std::string>());
@@ -274,8 +274,8 @@ GgufVocab gguf_style_vocab(const Tokenizer& t) {
       type = GgufTokenType::kControl;
     else if (t.is_added(id)) {
       type = GgufTokenType::kUserDefined;
-      text = unicorn::text::detail::replace_all(text, unicorn::text::kSpaceMarker, " ");
-    } else if (unicorn::text::detail::byte_token_value(text) >= 0) type = GgufTokenType::kByte;
+      text = unicorn::text::replace_all(text, unicorn::text::kSpaceMarker, " ");
+    } else if (unicorn::text::byte_token_value(text) >= 0) type = GgufTokenType::kByte;
     // SentencePiece BPE scores: earlier pieces merge first; user-defined and
     // control pieces score 0. (Real Gemma 3 GGUF scores cannot be fetched
     // here; these follow the SentencePiece trainer's convention.)

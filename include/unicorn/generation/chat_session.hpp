@@ -62,7 +62,8 @@ class ChatSession {
     // The last chosen token was not fed: an answer cut at the limit or by a stop
     // string keeps it (it was shown); every answer then ends with <end_of_turn>.
     closing_.clear();
-    if (r.stopped_by == "limit" || r.stopped_by == "stop string") closing_.push_back(r.pending);
+    if (r.stopped_by == StopReason::length_limit || r.stopped_by == StopReason::stop_string)
+      closing_.push_back(r.pending);
     closing_.push_back(tok_.end_of_turn_id());
     ++turns_;
     return r;

@@ -31,9 +31,32 @@ struct GenerateOptions {
   std::vector<std::string> stop;      // stop strings (not part of the text)
   SamplingParams sampling;            // greedy unless set; applied to this request only
   // Set from any thread (or a signal handler) to stop after the token being
-  // made; the result then says "cancelled". Not owned.
+  // made; the result then says StopReason::cancelled. Not owned.
   const std::atomic<bool>* cancel = nullptr;
 };
+
+// Why generation stopped. Each name says what happened in full ("limit" alone
+// could be any limit, "eos" is a token's name); to_string gives the short
+// words the programs print, unchanged (unicorn-generate's "stopped: ..." line).
+enum class StopReason {
+  end_of_sequence,  // the model chose <eos>
+  end_of_turn,      // the model chose <end_of_turn>
+  stop_string,      // the text reached one of GenerateOptions::stop
+  length_limit,     // GenerateOptions::max_tokens were generated
+  context_full,     // the stream's context (AnyEngine::context_limit) holds no more
+  cancelled,        // GenerateOptions::cancel or ChatSession::cancel was set
+};
+constexpr std::string_view to_string(StopReason r) {
+  switch (r) {
+    case StopReason::end_of_sequence: return "eos";
+    case StopReason::end_of_turn: return "end_of_turn";
+    case StopReason::stop_string: return "stop string";
+    case StopReason::length_limit: return "limit";
+    case StopReason::context_full: return "context full";
+    case StopReason::cancelled: return "cancelled";
+  }
+  return "unknown";  // not a StopReason value
+}
 
 struct GenerateResult {
   int prompt_tokens = 0;     // fed: the whole prompt, unless cancelled inside it
@@ -41,7 +64,7 @@ struct GenerateResult {
   double prefill_seconds = 0;
   double decode_seconds = 0;
   std::string text;           // what was streamed
-  std::string stopped_by;     // "eos", "end_of_turn", "stop string", "limit", "context full", "cancelled"
+  StopReason stopped_by = StopReason::length_limit;  // to_string(stopped_by): in words
   int32_t pending = -1;       // the last token produced, not yet fed to the model; -1: cancelled
                               // before the prompt was all in (the stream holds a part of it)
 };
@@ -96,7 +119,7 @@ UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const 
   const size_t chunk = engine.config().prefill_chunk, last = (prompt.size() - 1) / chunk * chunk;
   for (size_t at = 0; at < last; at += chunk) {
     if (cancelled()) {
-      r.stopped_by = "cancelled";  // with no pending token: the prompt is not all in
+      r.stopped_by = StopReason::cancelled;  // with no pending token: the prompt is not all in
       r.prompt_tokens = int(at);    // what went in
       r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       return r;
@@ -114,16 +137,16 @@ UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const 
   };
 
   t0 = Clock::now();
-  r.stopped_by = "limit";
+  r.stopped_by = StopReason::length_limit;
   while (r.generated < opt.max_tokens) {
-    if (next == tok.eos_id()) { r.stopped_by = "eos"; break; }
-    if (next == tok.end_of_turn_id()) { r.stopped_by = "end_of_turn"; break; }
-    if (cancelled()) { r.stopped_by = "cancelled"; break; }
+    if (next == tok.eos_id()) { r.stopped_by = StopReason::end_of_sequence; break; }
+    if (next == tok.end_of_turn_id()) { r.stopped_by = StopReason::end_of_turn; break; }
+    if (cancelled()) { r.stopped_by = StopReason::cancelled; break; }
     ++r.generated;
     emit(text.push(next));
-    if (text.stopped()) { r.stopped_by = "stop string"; break; }
+    if (text.stopped()) { r.stopped_by = StopReason::stop_string; break; }
     if (r.generated == opt.max_tokens) break;
-    if (engine.position(stream) >= engine.context_limit()) { r.stopped_by = "context full"; break; }
+    if (engine.position(stream) >= engine.context_limit()) { r.stopped_by = StopReason::context_full; break; }
     next = step("decode step " + std::to_string(r.generated) + " of " + std::to_string(opt.max_tokens) +
                     " at position " + std::to_string(engine.position(stream)),
                 [&] {

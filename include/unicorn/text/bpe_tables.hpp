@@ -190,6 +190,12 @@ class AddedTokenMatcher {
   std::array<bool, 256> first_byte_{};
 };
 
+}  // namespace detail
+
+// Two helpers for token texts, public: unicorn-convert writes vocabularies
+// with them as the tokenizer reads them (tools/gguf_metadata.hpp).
+
+// `s` with every `from` replaced by `to`.
 inline std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
   std::string out;
   out.reserve(s.size() + s.size() / 4);
@@ -218,7 +224,5 @@ inline int byte_token_value(std::string_view t) {
   }
   return v;
 }
-
-}  // namespace detail
 
 }  // namespace unicorn::text

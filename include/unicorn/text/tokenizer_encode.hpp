@@ -59,7 +59,7 @@ UNICORN_DECL void Tokenizer::encode_section(std::string_view raw, std::vector<in
   if (raw.empty()) return;
   std::string_view text = raw;
   if (!normalize_from_.empty() && raw.find(normalize_from_) != std::string_view::npos) {
-    s.normalized = detail::replace_all(raw, normalize_from_, normalize_to_);
+    s.normalized = replace_all(raw, normalize_from_, normalize_to_);
     text = s.normalized;
   }
   if (ignore_merges_) {

@@ -83,7 +83,7 @@ UNICORN_DECL Tokenizer Tokenizer::from_gguf_vocab(std::vector<std::string> token
   t.tokens_.resize(n);
   t.flags_.assign(n, 0);
   for (size_t id = 0; id < n; ++id) {
-    std::string text = detail::replace_all(tokens[id], " ", kSpaceMarker);
+    std::string text = replace_all(tokens[id], " ", kSpaceMarker);
     const auto type = token_types.empty() ? GgufTokenType::kNormal
                                           : static_cast<GgufTokenType>(token_types[id]);
     uint8_t f = 0;
@@ -228,7 +228,7 @@ UNICORN_DECL void Tokenizer::index_vocabulary() {
   byte_ids_.fill(-1);
   for (size_t id = 0; id < tokens_.size(); ++id) {
     const std::string& text = tokens_[id];
-    const int b = detail::byte_token_value(text);
+    const int b = byte_token_value(text);
     if (b >= 0 && !(flags_[id] & kAdded) && byte_ids_[static_cast<size_t>(b)] < 0)
       byte_ids_[static_cast<size_t>(b)] = static_cast<int32_t>(id);
   }
@@ -250,14 +250,14 @@ UNICORN_DECL void Tokenizer::build_merges_from_scores(const std::vector<float>& 
   std::vector<float> distinct;
   distinct.reserve(scores.size());
   for (size_t id = 0; id < tokens_.size(); ++id) {
-    if (detail::byte_token_value(tokens_[id]) < 0) distinct.push_back(scores[id]);
+    if (byte_token_value(tokens_[id]) < 0) distinct.push_back(scores[id]);
   }
   std::sort(distinct.begin(), distinct.end(), std::greater<>());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   merges_.reserve(tokens_.size() * 4);
   for (size_t id = 0; id < tokens_.size(); ++id) {
     const std::string& text = tokens_[id];
-    if (detail::byte_token_value(text) >= 0 || (unk_id_ >= 0 && id == static_cast<size_t>(unk_id_)))
+    if (byte_token_value(text) >= 0 || (unk_id_ >= 0 && id == static_cast<size_t>(unk_id_)))
       continue;
     const auto rank = static_cast<uint32_t>(
         std::lower_bound(distinct.begin(), distinct.end(), scores[id], std::greater<>()) -
@@ -284,11 +284,11 @@ UNICORN_DECL void Tokenizer::finish() {
   char_ids_.assign(0x10000, -1);
   for (size_t id = 0; id < tokens_.size(); ++id) {
     const std::string& text = tokens_[id];
-    const int b = detail::byte_token_value(text);
+    const int b = byte_token_value(text);
     pieces_[id] = (b >= 0 && byte_fallback_ && !(flags_[id] & kAdded))
                       ? std::string(1, static_cast<char>(b))
                       : (normalize_from_.empty() ? text
-                                                 : detail::replace_all(text, normalize_to_, normalize_from_));
+                                                 : replace_all(text, normalize_to_, normalize_from_));
     if (flags_[id] & kAdded) added_.add(text, static_cast<int32_t>(id));
     // Single code points start BPE; the first id of a text wins, as in ids_.
     if (!text.empty() && is_valid_utf8(text)) {
