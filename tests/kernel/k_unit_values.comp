@@ -7,7 +7,7 @@
 // without tensor units, so lavapipe checks what matmul_coop and
 // matmul_coop_splitk stage before their fp16 rounding. Built once per format
 // whose operands are made in fp32 (the K-quants, Q4_1, Q5_0, Q5_1) by
-// tests/kernel/CMakeLists.txt for kernel_tests.cpp's KUnitValues.
+// tests/kernel/CMakeLists.txt for linear_tests.cpp's KUnitValues.
 // Output [2][rows][IN_FEATURES]: every value of weight 1 (binding 0), then of weight 2
 // (binding 2, the fused pair's up), one 16-value unit per invocation.
 layout(local_size_x = 64) in;
