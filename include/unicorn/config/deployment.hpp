@@ -15,6 +15,7 @@
 
 #include "unicorn/config/dims.hpp"
 #include "unicorn/config/placement.hpp"
+#include "unicorn/config/vision_dims.hpp"
 #include "unicorn/config/profiles.hpp"
 #include "unicorn/quant/scheme.hpp"
 
@@ -30,6 +31,11 @@ struct DeploymentConfig {
   // Sequences served at once: each has its own KV cache (layout.hpp) and
   // position; a batched decode step takes one token of each (engine/core.hpp).
   uint32_t streams = 1;
+  // The image encoder beside the text model (config/vision_dims.hpp); a
+  // deployment without one has vision.name empty and refuses images.
+  VisionDims vision{};
+
+  constexpr bool has_vision() const { return !vision.name.empty(); }
 
   // Copies with one change.
   constexpr DeploymentConfig placed(const Placement& p) const {
@@ -49,6 +55,13 @@ struct DeploymentConfig {
   constexpr DeploymentConfig with_streams(uint32_t n) const {
     DeploymentConfig c = *this;
     c.streams = n;
+    return c;
+  }
+  // The same deployment with Gemma 3's image encoder and projector beside
+  // its text model (kGemma3Siglip for 4B, 12B and 27B).
+  constexpr DeploymentConfig with_vision(const VisionDims& v) const {
+    DeploymentConfig c = *this;
+    c.vision = v;
     return c;
   }
   // The same deployment with a KV cache of n positions: the engine's run-time
