@@ -102,6 +102,11 @@ foreach(kernel rmsnorm geglu logits_max sample logprobs bandwidth check_finite)
     unicorn_shader(${kernel} ${kernel}.comp)
   endif()
 endforeach()
+# The image encoder's ops that the text model lacks (include/unicorn/vision/):
+# its products run on the matmul modules above.
+foreach(kernel vision_patches vision_layernorm vision_attention vision_gelu vision_pool)
+  unicorn_shader(${kernel} ${kernel}.comp)
+endforeach()
 
 # The aggregate header: includes every module inside namespace unicorn::spirv
 # and a table for lookup by name.

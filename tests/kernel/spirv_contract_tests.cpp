@@ -1,6 +1,7 @@
 // Every SPIR-V module's specialization constants (count, types, names) and
 // binding count against the kernels:: struct and k*Bindings the engine passes.
 #include "kernel_harness.hpp"
+#include "unicorn/vision/kernels.hpp"
 
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
@@ -52,6 +53,11 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"logprobs", contract<k::Logprobs>(k::kLogprobsBindings)},
       {"bandwidth", ModuleContract{{}, 2}},
       {"check_finite", contract<k::CheckFinite>(k::kCheckFiniteBindings)},
+      {"vision_patches", contract<k::VisionPatches>(k::kVisionPatchesBindings)},
+      {"vision_layernorm", contract<k::VisionLayerNorm>(k::kVisionLayerNormBindings)},
+      {"vision_attention", contract<k::VisionAttention>(k::kVisionAttentionBindings)},
+      {"vision_gelu", contract<k::VisionGelu>(k::kVisionGeluBindings)},
+      {"vision_pool", contract<k::VisionPool>(k::kVisionPoolBindings)},
   };
   for (const auto& [prefix, c] : table)
     if (prefix.back() == '_' ? module.starts_with(prefix) : module == prefix) return c;

@@ -20,7 +20,7 @@ set(floor_1 config quant)         # what a deployment is, as values
 set(floor_2 layout io)            # what the compiler derives from one; file formats
 set(floor_3 gpu model text)       # Vulkan; a file's header as a config; the tokenizer
 set(floor_4 grammar)              # constrained decoding over a vocabulary
-set(floor_5 engine)               # the engine: buffers, recorded passes, loading
+set(floor_5 engine vision)        # the engine: buffers, recorded passes, loading; the image encoder
 set(floor_6 generation)           # what runs on an engine: the text loop, chats
 set(floor_7 server)               # the OpenAI and Ollama HTTP server
 # The top floor: the files at include/unicorn itself, the public faces (engine.hpp,
