@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ggml_quantize.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/io/safetensors.hpp"
@@ -63,58 +64,52 @@ gpu::Context& device() {
 }
 
 // The checkpoint's vision tensors as the encoder's host table (names without
-// a leading "model."). `half`: matrices (2 dimensions or more) converted to
-// F16, as llama.cpp's F16 mmproj stores them; vectors stay F32.
+// a leading "model."). `matrices`: the format of the tensors of 2 dimensions
+// or more, as the files people hold store them (llama.cpp's mmproj keeps
+// vectors in F32); with Q8_0 only the layers' products are blocks (the patch
+// embedding's rows of 48 and the projector stay F16).
 struct Weights {
   io::SafetensorsModel model = io::SafetensorsModel::open(tiny_dir() / "model.safetensors");
   std::vector<std::vector<std::byte>> converted;
   vision::HostTensors table;
 
-  explicit Weights(bool half = false) {
+  explicit Weights(Format matrices = Format::F32) {
     for (const io::SafeTensor& t : model.tensors()) {
       std::string name = t.name;
       if (name.starts_with("model.")) name = name.substr(6);
       if (!name.starts_with("vision_tower.") && !name.starts_with("multi_modal_projector.")) continue;
       if (t.dtype != "F32") throw std::runtime_error("fixture tensor " + t.name + " is not F32");
-      vision::HostTensor h{Format::F32, t.shape, t.data};
-      if (half && t.shape.size() >= 2) {
-        std::vector<std::byte>& out = converted.emplace_back(t.data.size() / 2);
-        for (size_t i = 0; i < t.data.size() / 4; ++i) {
-          float f;
-          std::memcpy(&f, t.data.data() + 4 * i, 4);
-          const uint16_t bits = half_bits(f);
-          std::memcpy(out.data() + 2 * i, &bits, 2);
-        }
-        h = {Format::F16, t.shape, out};
-      }
-      table.emplace(name, h);
+      Format f = t.shape.size() >= 2 ? matrices : Format::F32;
+      const bool product = name.starts_with("vision_tower.encoder.layers.");
+      if (f == Format::Q8_0 && !product) f = Format::F16;
+      table.emplace(name, vision::HostTensor{f, t.shape, convert(t.data, f)});
     }
   }
-  // Round to nearest even; the fixture's values are normal and small.
-  static uint16_t half_bits(float f) {
-    const uint32_t x = std::bit_cast<uint32_t>(f);
-    const uint32_t sign = (x >> 16) & 0x8000;
-    const int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-    uint32_t mant = x & 0x7fffff;
-    if (exp <= 0) {  // subnormal half (or zero)
-      if (exp < -10) return uint16_t(sign);
-      mant |= 0x800000;
-      const uint32_t shift = uint32_t(14 - exp);
-      uint32_t h = mant >> shift;
-      const uint32_t rest = mant & ((1u << shift) - 1), half_way = 1u << (shift - 1);
-      if (rest > half_way || (rest == half_way && (h & 1))) ++h;
-      return uint16_t(sign | h);
+  std::span<const std::byte> convert(std::span<const std::byte> f32, Format f) {
+    if (f == Format::F32) return f32;
+    std::vector<float> x(f32.size() / 4);
+    std::memcpy(x.data(), f32.data(), f32.size());
+    std::vector<std::byte>& out = converted.emplace_back();
+    if (f == Format::Q8_0) {
+      tools::quantize(f, x, out);
+      return out;
     }
-    uint32_t h = (uint32_t(exp) << 10) | (mant >> 13);
-    const uint32_t rest = mant & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
-    return uint16_t(sign | h);
+    for (float v : x) {
+      const uint16_t bits = f == Format::F16 ? tools::to_f16_bits(v) : tools::to_bf16_bits(v);
+      out.push_back(std::byte(bits & 0xff));
+      out.push_back(std::byte(bits >> 8));
+    }
+    return out;
   }
 };
 
+// Largest |a - b|; a NaN anywhere makes it infinite (std::max would skip it).
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  for (size_t i = 0; i < a.size(); ++i) {
+    const float d = std::abs(a[i] - b[i]);
+    m = std::isnan(d) ? INFINITY : std::max(m, d);
+  }
   return m;
 }
 
@@ -149,20 +144,50 @@ TEST(Encoder, F32WeightsMatchTransformersVisionTowerAndSoftTokens) {
               vision_err / vision_scale, soft_err, soft_err / soft_scale);
 }
 
-// F16 matrices (the mmproj files people hold): each weight rounded to 11
-// significant bits moved the outputs by 4.9e-4 (vision tower) and 6.1e-4 (soft
-// tokens) of their scales on lavapipe; held to 3e-3 of the scale, five times that.
-TEST(Encoder, F16WeightsStayWithinTheirRoundingOfTransformers) {
-  const Weights w(/*half=*/true);
+// The formats of the mmproj files people hold, against the same goldens:
+// each held to about five times the error it showed on lavapipe (max |error|
+// over the golden's scale; vision tower, soft tokens):
+//   F16 matrices   4.9e-4, 6.1e-4  -> 3e-3
+//   BF16 matrices  3.8e-3, 4.4e-3  -> 2.5e-2
+//   Q8_0 products  9.1e-3, 1.2e-2  -> 6e-2 (F16 patch embedding and projector)
+struct LowerPrecision {
+  Format matrices;
+  float bar;  // of each golden's scale
+};
+class EncoderFormats : public testing::TestWithParam<LowerPrecision> {};
+
+TEST_P(EncoderFormats, StayWithinTheirRoundingOfTransformers) {
+  const LowerPrecision p = GetParam();
+  const Weights w(p.matrices);
   const Outputs out = encode(w.table);
   const auto g = golden();
   const float vision_scale = g["vision_scale"], soft_scale = g["soft_scale"];
   const float vision_err = max_abs_diff(out.vision, read_floats(tiny_dir() / "vision_out.bin"));
   const float soft_err = max_abs_diff(out.soft, read_floats(tiny_dir() / "soft_tokens.bin"));
-  EXPECT_LE(vision_err, 3e-3f * vision_scale) << "vision tower, F16 weights: max error " << vision_err;
-  EXPECT_LE(soft_err, 3e-3f * soft_scale) << "soft tokens, F16 weights: max error " << soft_err;
-  std::printf("F16: vision tower error %.3g (%.3g of its scale), soft tokens %.3g (%.3g)\n", vision_err,
+  const std::string fmt(format_name(p.matrices));
+  EXPECT_LE(vision_err, p.bar * vision_scale) << "vision tower, " << fmt << " weights: max error " << vision_err;
+  EXPECT_LE(soft_err, p.bar * soft_scale) << "soft tokens, " << fmt << " weights: max error " << soft_err;
+  std::printf("%s: vision tower error %.3g (%.3g of its scale), soft tokens %.3g (%.3g)\n", fmt.c_str(), vision_err,
               vision_err / vision_scale, soft_err, soft_err / soft_scale);
+}
+INSTANTIATE_TEST_SUITE_P(Encoder, EncoderFormats,
+                         testing::Values(LowerPrecision{Format::F16, 3e-3f}, LowerPrecision{Format::BF16, 2.5e-2f},
+                                         LowerPrecision{Format::Q8_0, 6e-2f}),
+                         [](const auto& info) { return std::string(format_name(info.param.matrices)); });
+
+TEST(Encoder, RefusesQ8_0WhereRowsAreNoWholeBlocks) {
+  Weights w;
+  // The patch embedding's rows are 3 * 4 * 4 = 48 values.
+  auto& patch = w.table.at(std::string(vision::names::kPatchWeight));
+  patch.format = Format::Q8_0;
+  try {
+    vision::Encoder<TinyVision> encoder(device(), w.table);
+    FAIL() << "a Q8_0 patch embedding was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("patch_embedding.weight is Q8_0; the image encoder takes it in F32, F16 or BF16"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Encoder, RefusesAMissingTensorNamingIt) {

@@ -38,7 +38,10 @@ std::vector<float> read_floats(const fs::path& path) {
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const float d = std::abs(a[i] - b[i]);
+    m = std::isnan(d) ? INFINITY : std::max(m, d);
+  }
   return a.size() == b.size() ? m : INFINITY;
 }
 

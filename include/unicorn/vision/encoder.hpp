@@ -27,7 +27,8 @@
 // Products run on matmul_<fmt>, or on the tensor units (matmul_coop_<fmt>,
 // fp16 operands, fp32 sums) where the device has them and the options allow,
 // as the text model's prefill does. Weights keep their file's format (F32,
-// F16, BF16); biases, norms and position embeddings go to the device in fp32.
+// F16, BF16; the layers' products also Q8_0); biases, norms and position
+// embeddings go to the device in fp32.
 #pragma once
 
 #include <algorithm>
@@ -143,6 +144,16 @@ class VisionEncoder {
     return it->second;
   }
 
+  // The layers' products may be Q8_0 (ggml's blocks of 32 along a row); every
+  // other tensor is F32, F16 or BF16: vectors go to the device in fp32, and
+  // the patch embedding's rows (3 P P = 588 at 896 pixels) and the projector's
+  // (transposed at upload) are no whole blocks.
+  static bool layer_product(std::string_view name) {
+    return name.starts_with("vision_tower.encoder.layers.") &&
+           (name.ends_with("_proj.weight") || name.ends_with("fc1.weight") || name.ends_with("fc2.weight"));
+  }
+  static bool float_format(Format f) { return f == Format::F32 || f == Format::F16 || f == Format::BF16; }
+
   void check_weights(const HostTensors& w) const {
     for (const ExpectedTensor& e : expected_vision_tensors(v_, text_hidden_)) {
       const HostTensor& t = get(w, e.name);
@@ -152,10 +163,18 @@ class VisionEncoder {
                     " needs " + shape_text(e.shape));
       uint64_t elems = 1;
       for (uint64_t d : t.shape) elems *= d;
-      if (t.bytes.size() != elems * vision_element_bytes(t.format))
+      const bool q8 = t.format == Format::Q8_0 && layer_product(e.name);
+      if (!q8 && !float_format(t.format))
+        throw Error("vision: tensor " + e.name + " is " + std::string(format_name(t.format)) +
+                    "; the image encoder takes it in F32, F16 or BF16" + (layer_product(e.name) ? " or Q8_0" : ""));
+      if (q8 && t.shape.back() % 32)
+        throw Error("vision: tensor " + e.name + " is Q8_0, but its rows of " + std::to_string(t.shape.back()) +
+                    " values are not whole blocks of 32");
+      const uint64_t bytes = q8 ? elems / 32 * 34 : elems * vision_element_bytes(t.format);
+      if (t.bytes.size() != bytes)
         throw Error("vision: tensor " + e.name + " holds " + std::to_string(t.bytes.size()) + " bytes, its shape " +
                     shape_text(t.shape) + " in " + std::string(format_name(t.format)) + " needs " +
-                    std::to_string(elems * vision_element_bytes(t.format)));
+                    std::to_string(bytes));
     }
     for (uint32_t l = 0; l < v_.layers; ++l) {
       const Format q = get(w, names::layer(l, "self_attn.q_proj.weight")).format;
@@ -173,7 +192,8 @@ class VisionEncoder {
   }
   uint32_t place_vector(uint64_t elems) { return place(elems * 4); }
   Matrix place_matrix(Format f, uint32_t rows, uint32_t cols) {
-    return {place(uint64_t(rows) * cols * vision_element_bytes(f)), f, rows, cols};
+    const uint64_t elems = uint64_t(rows) * cols;
+    return {place(f == Format::Q8_0 ? elems / 32 * 34 : elems * vision_element_bytes(f)), f, rows, cols};
   }
 
   void allocate(const HostTensors& w) {
@@ -233,6 +253,20 @@ class VisionEncoder {
     }
     return out;
   }
+  // Q8_0 blocks { f16 d; int8 q[32] } in the device's planar layout
+  // (quant/formats.hpp): every block's quants, then every block's scale.
+  static std::vector<std::byte> q8_0_planar(std::initializer_list<const HostTensor*> parts) {
+    uint64_t blocks = 0;
+    for (const HostTensor* t : parts) blocks += t->bytes.size() / 34;
+    std::vector<std::byte> out(blocks * 34);
+    uint64_t b = 0;
+    for (const HostTensor* t : parts)
+      for (uint64_t i = 0; i < t->bytes.size() / 34; ++i, ++b) {
+        std::memcpy(&out[32 * b], &t->bytes[34 * i + 2], 32);
+        std::memcpy(&out[32 * blocks + 2 * b], &t->bytes[34 * i], 2);
+      }
+    return out;
+  }
   static std::vector<std::byte> transposed(const HostTensor& t) {
     const uint64_t rows = t.shape[0], cols = t.shape[1], e = vision_element_bytes(t.format);
     std::vector<std::byte> out(t.bytes.size());
@@ -255,6 +289,12 @@ class VisionEncoder {
     const auto put_f32 = [&](uint32_t buffer, std::initializer_list<const HostTensor*> parts) {
       put(buffer, 0, as_f32(parts));
     };
+    // A product's weight, from one tensor or several stacked by rows (q, k, v).
+    const auto put_matrix = [&](const Matrix& m, std::initializer_list<const HostTensor*> parts) {
+      if (m.format == Format::Q8_0) return put(m.buffer, 0, q8_0_planar(parts));
+      uint64_t at = 0;
+      for (const HostTensor* t : parts) put(m.buffer, at, t->bytes), at += t->bytes.size();
+    };
     const auto& t = [&](std::string_view name) -> const HostTensor& { return get(w, name); };
     put(patch_.buffer, 0, t(names::kPatchWeight).bytes);
     put_f32(patch_bias_, {&t(names::kPatchBias)});
@@ -262,17 +302,13 @@ class VisionEncoder {
     for (uint32_t l = 0; l < v_.layers; ++l) {
       const Layer& L = layers_[l];
       const auto lt = [&](const char* leaf) -> const HostTensor& { return get(w, names::layer(l, leaf)); };
-      uint64_t at = 0;
-      for (const char* p : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"}) {
-        put(L.qkv.buffer, at, lt(p).bytes);
-        at += lt(p).bytes.size();
-      }
+      put_matrix(L.qkv, {&lt("self_attn.q_proj.weight"), &lt("self_attn.k_proj.weight"), &lt("self_attn.v_proj.weight")});
       put_f32(L.qkv_bias, {&lt("self_attn.q_proj.bias"), &lt("self_attn.k_proj.bias"), &lt("self_attn.v_proj.bias")});
-      put(L.out.buffer, 0, lt("self_attn.out_proj.weight").bytes);
+      put_matrix(L.out, {&lt("self_attn.out_proj.weight")});
       put_f32(L.out_bias, {&lt("self_attn.out_proj.bias")});
-      put(L.fc1.buffer, 0, lt("mlp.fc1.weight").bytes);
+      put_matrix(L.fc1, {&lt("mlp.fc1.weight")});
       put_f32(L.fc1_bias, {&lt("mlp.fc1.bias")});
-      put(L.fc2.buffer, 0, lt("mlp.fc2.weight").bytes);
+      put_matrix(L.fc2, {&lt("mlp.fc2.weight")});
       put_f32(L.fc2_bias, {&lt("mlp.fc2.bias")});
       put_f32(L.ln1_w, {&lt("layer_norm1.weight")});
       put_f32(L.ln1_b, {&lt("layer_norm1.bias")});

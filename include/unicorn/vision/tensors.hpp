@@ -23,7 +23,7 @@
 namespace unicorn::vision {
 
 struct HostTensor {
-  Format format;                     // F32, F16 or BF16
+  Format format;                     // F32, F16 or BF16; the layers' products also Q8_0 (ggml's blocks)
   std::vector<uint64_t> shape;       // outermost first
   std::span<const std::byte> bytes;  // row-major; read during the upload only
 };
