@@ -16,6 +16,7 @@
 
 #include "ggml_quantize.hpp"
 #include "tuning_env.hpp"
+#include "unicorn/config/deployment.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/vision/encoder.hpp"
@@ -31,6 +32,15 @@ struct TinyVision {
   static constexpr uint32_t kTextHidden = 96;
 };
 static_assert(vision::VisionShape<TinyVision>);
+// Encoder<D> of a deployment that names the encoder beside its text model
+// takes the same shape from D::kConfig.
+struct TinyDeployment {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3Tiny, schemes::all(Format::F32, Format::F32), 256, 32).with_vision(kGemma3SiglipTiny);
+};
+static_assert(vision::VisionDeployment<TinyDeployment>);
+static_assert(vision::Encoder<TinyDeployment>::kTextHidden == TinyVision::kTextHidden &&
+              vision::Encoder<TinyDeployment>::kDims.patches() == 256);
 // The same encoder before a text model of another width.
 struct TinyVisionWider {
   static constexpr VisionDims kVision = kGemma3SiglipTiny;
