@@ -82,6 +82,10 @@ class VisionEncoder {
                   std::to_string(v_.image_size) + ", patch " + std::to_string(v_.patch) + ", " +
                   std::to_string(v_.tokens_per_image) + " tokens, " + std::to_string(v_.heads) + " heads of " +
                   std::to_string(v_.hidden) + ")");
+    if (kernels::vision_attention_shared_bytes(v_.head_dim()) > ctx.info().max_shared_memory)
+      throw Error("vision: attention heads of " + std::to_string(v_.head_dim()) + " dimensions need " +
+                  std::to_string(kernels::vision_attention_shared_bytes(v_.head_dim())) + " bytes of shared memory; " +
+                  ctx.info().name + " has " + std::to_string(ctx.info().max_shared_memory));
     check_weights(weights);
     allocate(weights);
     upload(weights);
@@ -367,7 +371,7 @@ class VisionEncoder {
     const auto& patches = kernel("vision_patches", kernels::kVisionPatchesBindings,
                                  kernels::VisionPatches{v_.image_size, v_.patch});
     const vk::DescriptorBufferInfo pb[] = {host_[kPixels].whole(), a(kCols)};
-    add(patches, pb, {}, {groups(uint64_t(n) * v_.patch_inputs(), 256), 1, 1});
+    add(patches, pb, {}, {kernels::vision_elementwise_groups(uint64_t(n) * v_.patch_inputs()), 1, 1});
     linear(kCols, kProj, patch_, kPatchStep, n);                    // proj [n, H]
     layer_norm(layers_[0].ln1_w, layers_[0].ln1_b, kH, &patch_bias_);  // x = pos + proj + b; h = LN1(x)
     const auto& attention =
@@ -384,7 +388,7 @@ class VisionEncoder {
       layer_norm(L.ln2_w, L.ln2_b, kH, &L.out_bias);         // x += proj + bo; h = LN2(x)
       linear(kH, kFfn, L.fc1, kPatchStep, n);                // f [n, F]
       const vk::DescriptorBufferInfo gb[] = {a(kFfn), w(L.fc1_bias)};
-      add(gelu, gb, {}, {groups(uint64_t(n) * v_.ffn, 256), 1, 1});  // f = gelu(f + b1)
+      add(gelu, gb, {}, {kernels::vision_elementwise_groups(uint64_t(n) * v_.ffn), 1, 1});  // f = gelu(f + b1)
       linear(kFfn, kProj, L.fc2, kPatchStep, n);             // proj [n, H]
       if (l + 1 < v_.layers)
         layer_norm(layers_[l + 1].ln1_w, layers_[l + 1].ln1_b, kH, &L.fc2_bias);  // x += proj + b2; h = LN1'(x)

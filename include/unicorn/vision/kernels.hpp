@@ -44,6 +44,16 @@ inline constexpr uint32_t kVisionRowThreads = 64;
 // staged 32 at a time (32 x head_dim floats of k and of v: 18 KiB at 72 dims).
 inline constexpr uint32_t kVisionAttentionRows = 64, kVisionAttentionKeys = 32;
 
+// Workgroups of the element-wise kernels (vision_patches, vision_gelu): one
+// per 256 elements, at most 65,535 (what every device takes in x); past that
+// each thread walks the elements a grid apart.
+constexpr uint32_t vision_elementwise_groups(uint64_t elements) {
+  const uint64_t g = (elements + 255) / 256;
+  return uint32_t(g < 65535 ? g : 65535);
+}
+// Shared memory of vision_attention's key and value tiles (bytes).
+constexpr uint32_t vision_attention_shared_bytes(uint32_t head_dim) { return 2 * kVisionAttentionKeys * head_dim * 4; }
+
 inline constexpr uint32_t kVisionPatchesBindings = 2, kVisionLayerNormBindings = 6,
                           kVisionAttentionBindings = 3, kVisionGeluBindings = 2,
                           kVisionPoolBindings = 3;
