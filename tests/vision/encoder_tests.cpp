@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -228,6 +229,24 @@ TEST(Encoder, RefusesPixelsOfAnotherSize) {
   vision::Encoder<TinyVision> encoder(device(), w.table);
   const std::vector<float> pixels(3 * 32 * 32, 0.0f);
   EXPECT_THROW(encoder.encode(pixels), Error);
+}
+
+TEST(Encoder, ProfileTimesEachKernelOfThePass) {
+  const Weights w;
+  vision::Encoder<TinyVision> encoder(device(), w.table, {.tensor_units = false, .profile = true});
+  encoder.encode(read_floats(tiny_dir() / "pixel_values.bin"));
+  std::map<std::string, uint32_t> dispatches;
+  for (const vision::StageTime& t : encoder.stage_times()) {
+    dispatches[t.kernel] = t.dispatches;
+    EXPECT_GE(t.ms, 0.0) << t.kernel;
+  }
+  // Per layer q/k/v, out, fc1, fc2; the patch embedding and the projector.
+  EXPECT_EQ(dispatches["matmul_f32"], 4 * kGemma3SiglipTiny.layers + 2);
+  EXPECT_EQ(dispatches["vision_attention"], kGemma3SiglipTiny.layers);
+  EXPECT_EQ(dispatches["vision_layernorm"], 2 * kGemma3SiglipTiny.layers + 1);
+  EXPECT_EQ(dispatches["vision_pool"], 1u);
+  vision::Encoder<TinyVision> plain(device(), w.table, {.tensor_units = false});
+  EXPECT_THROW((void)plain.stage_times(), Error);
 }
 
 TEST(Encoder, CountsAbout5Point4TeraflopsForAn896Image) {

@@ -128,6 +128,15 @@ void real_shape(const gpu::Context& ctx, int repeats) {
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
     }
     std::sort(ms.begin(), ms.end());
+    {  // where the time goes, from a profiled encoder of the same shape
+      vision::VisionEncoder p(ctx, kGemma3Siglip, text_hidden, w.table,
+                              {.tensor_units = tensor_units, .profile = true});
+      p.encode(pixels);
+      p.encode(pixels);
+      for (const vision::StageTime& t : p.stage_times())
+        std::printf("[ stage  ] %s %-22s %3u dispatches %8.2f ms\n", tensor_units ? "tensor units" : "fp32 tiles  ",
+                    t.kernel.c_str(), t.dispatches, t.ms);
+    }
     const auto soft = e.soft_tokens();
     bool finite = true;
     float largest = 0;

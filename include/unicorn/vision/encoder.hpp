@@ -50,6 +50,7 @@
 #include "unicorn/gpu/kernel.hpp"
 #include "unicorn/gpu/memory.hpp"
 #include "unicorn/gpu/staging.hpp"
+#include "unicorn/gpu/timing.hpp"
 #include "unicorn/vision/kernels.hpp"
 #include "unicorn/vision/tensors.hpp"
 
@@ -61,6 +62,15 @@ struct EncoderOptions {
   // fp32 wants.
   bool tensor_units = true;
   std::filesystem::path pipeline_dir{};  // the on-disk pipeline cache (gpu/pipeline_cache.hpp); empty: none
+  // A timestamp after every dispatch, for stage_times() (unicorn-bench, encoder_timing).
+  bool profile = false;
+};
+
+// Device time of one encode's dispatches of one kernel module, summed.
+struct StageTime {
+  std::string kernel;  // module name, e.g. "vision_attention", "matmul_coop_f16"
+  uint32_t dispatches;
+  double ms;
 };
 
 class VisionEncoder {
@@ -74,6 +84,7 @@ class VisionEncoder {
         v_(dims),
         text_hidden_(text_hidden),
         tensor_units_(options.tensor_units && ctx.info().coopmat),
+        profile_(options.profile),
         kernels_(ctx.kernel_cache(options.pipeline_dir)),
         sets_(ctx),
         stream_(ctx) {
@@ -114,6 +125,22 @@ class VisionEncoder {
   // The vision tower's output [patches, hidden], post-LayerNorm applied
   // (transformers' last_hidden_state).
   std::vector<float> vision_output() const { return read_back(act_[kEncoded]); }
+
+  // With EncoderOptions::profile: the last encode()'s device time per kernel
+  // module, in the order each first ran.
+  std::vector<StageTime> stage_times() const {
+    if (!timestamps_) throw Error("vision: stage_times() needs an encoder made with EncoderOptions::profile");
+    const std::vector<double> ns = timestamps_->read_ns(uint32_t(dispatches_.size() + 1));
+    std::vector<StageTime> out;
+    for (size_t i = 0; i < dispatches_.size(); ++i) {
+      const std::string& name = dispatches_[i].kernel->name();
+      auto it = std::find_if(out.begin(), out.end(), [&](const StageTime& t) { return t.kernel == name; });
+      if (it == out.end()) it = out.insert(out.end(), StageTime{name, 0, 0.0});
+      it->dispatches++;
+      it->ms += (ns[i + 1] - ns[i]) / 1e6;
+    }
+    return out;
+  }
 
   const VisionDims& dims() const { return v_; }
   uint32_t text_hidden() const { return text_hidden_; }
@@ -408,7 +435,15 @@ class VisionEncoder {
     gpu::Stream::full_barrier(cb);  // the host's pixels, the last pass's reads of x
     cb.copyBuffer(weights_[position_].handle, act_[kX].handle, vk::BufferCopy{0, 0, uint64_t(n) * H * 4});
     gpu::Stream::full_barrier(cb);
-    for (const gpu::Dispatch& d : dispatches_) gpu::record(cb, d, d.barrier_after);
+    if (profile_) {
+      timestamps_ = std::make_unique<gpu::Timestamps>(ctx_, uint32_t(dispatches_.size() + 1));
+      timestamps_->reset(cb);
+      timestamps_->write(cb, 0);
+    }
+    for (size_t i = 0; i < dispatches_.size(); ++i) {
+      gpu::record(cb, dispatches_[i], dispatches_[i].barrier_after);
+      if (profile_) timestamps_->write(cb, uint32_t(i + 1));
+    }
     gpu::Stream::full_barrier(cb);  // the soft tokens, for whoever reads them next
     cb.end();
   }
@@ -430,6 +465,7 @@ class VisionEncoder {
   VisionDims v_;
   uint32_t text_hidden_;
   bool tensor_units_;
+  bool profile_;
   std::shared_ptr<gpu::KernelCache> kernels_;
   gpu::DescriptorArena sets_;
   mutable gpu::Stream stream_;  // read_back runs on it too
@@ -439,6 +475,7 @@ class VisionEncoder {
   std::vector<Layer> layers_;
   gpu::BufferSet weights_, act_, host_;
   std::vector<gpu::Dispatch> dispatches_;
+  std::unique_ptr<gpu::Timestamps> timestamps_;  // with profile_
   std::unique_ptr<vk::raii::CommandBuffer> pass_;
 };
 
