@@ -107,6 +107,7 @@ endforeach()
 foreach(kernel vision_patches vision_layernorm vision_attention vision_gelu vision_pool)
   unicorn_shader(${kernel} ${kernel}.comp)
 endforeach()
+unicorn_coop_shader(vision_attention_coop vision_attention_coop.comp)
 
 # The aggregate header: includes every module inside namespace unicorn::spirv
 # and a table for lookup by name.

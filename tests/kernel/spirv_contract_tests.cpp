@@ -56,6 +56,8 @@ std::optional<ModuleContract> contract_of(std::string_view module) {
       {"vision_patches", contract<k::VisionPatches>(k::kVisionPatchesBindings)},
       {"vision_layernorm", contract<k::VisionLayerNorm>(k::kVisionLayerNormBindings)},
       {"vision_attention", contract<k::VisionAttention>(k::kVisionAttentionBindings)},
+      {"vision_attention_coop", contract<k::VisionAttentionCoop>(k::kVisionAttentionCoopBindings)},
+      {"vision_attention_coop_nv", contract<k::VisionAttentionCoop>(k::kVisionAttentionCoopBindings)},
       {"vision_gelu", contract<k::VisionGelu>(k::kVisionGeluBindings)},
       {"vision_pool", contract<k::VisionPool>(k::kVisionPoolBindings)},
   };

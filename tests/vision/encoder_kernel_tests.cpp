@@ -161,6 +161,60 @@ TEST(VisionKernel, AttentionSeesEveryPatchWithBiasesOnQKV) {
   EXPECT_LT(worst(out.read(), want), 1e-5) << "vision_attention patches " << n << " heads " << heads << " dim " << hd;
 }
 
+// The CPU reference of attention over all patches: out [n, heads * hd].
+std::vector<double> attention_reference(const std::vector<float>& qkv, const std::vector<float>& bias, uint32_t n,
+                                        uint32_t heads, uint32_t hd) {
+  const uint32_t H = heads * hd;
+  const double scale = 1.0 / std::sqrt(double(hd));
+  std::vector<double> want(size_t(n) * H);
+  const auto at = [&](uint32_t t, uint32_t part, uint32_t h, uint32_t d) {
+    return double(qkv[size_t(t) * 3 * H + part * H + h * hd + d]) + bias[part * H + h * hd + d];
+  };
+  for (uint32_t h = 0; h < heads; ++h)
+    for (uint32_t t = 0; t < n; ++t) {
+      std::vector<double> s(n);
+      double m = -INFINITY, sum = 0;
+      for (uint32_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (uint32_t d = 0; d < hd; ++d) dot += at(t, 0, h, d) * at(j, 1, h, d);
+        s[j] = dot * scale;
+        m = std::max(m, s[j]);
+      }
+      for (double& v : s) sum += (v = std::exp(v - m));
+      for (uint32_t d = 0; d < hd; ++d) {
+        double o = 0;
+        for (uint32_t j = 0; j < n; ++j) o += s[j] / sum * at(j, 2, h, d);
+        want[size_t(t) * H + h * hd + d] = o;
+      }
+    }
+  return want;
+}
+
+// On the tensor units: fp16 Q, K, V and P, so a looser bar. 72-dim heads
+// (SigLIP So400m's, padded to 80) and 16 (the tiny model's); 150 patches: a
+// partial row tile and a partial key tile.
+TEST(VisionKernel, AttentionOnTensorUnitsSeesEveryPatch) {
+  const auto& info = kernel_device().ctx.info();
+  if (!info.coopmat) GTEST_SKIP() << info.name << ": " << info.coopmat_note;
+  for (uint32_t hd : {72u, 16u}) {
+    const uint32_t n = 150, heads = 2, H = heads * hd;
+    ASSERT_TRUE(kernels::vision_attention_coop_fits(hd, info.coop_m, info.coop_n, info.coop_k, info.subgroup_size,
+                                                    info.max_shared_memory))
+        << "head dim " << hd;
+    const auto qkv = random_floats(size_t(n) * 3 * H, 13, -2, 2), bias = random_floats(3 * H, 14);
+    const Floats qb(qkv), bb(bias), out(size_t(n) * H);
+    const uint32_t rows = kernels::kVisionAttentionCoopGroups * info.coop_m;
+    dispatch("vision_attention_coop", kernels::kVisionAttentionCoopBindings,
+             kernels::VisionAttentionCoop{n, heads, hd, kernels::vision_attention_coop_pad(hd, info.coop_n, info.coop_k),
+                                          1.0f / std::sqrt(float(hd)), rows, kernels::kVisionAttentionCoopKeys,
+                                          info.coop_m, info.coop_n, info.coop_k, info.subgroup_size,
+                                          kernels::kVisionAttentionCoopGroups * info.subgroup_size},
+             {&qb, &bb, &out}, {groups_of(n, rows), heads, 1});
+    EXPECT_LT(worst(out.read(), attention_reference(qkv, bias, n, heads, hd)), 2e-2)
+        << "vision_attention_coop patches " << n << " heads " << heads << " dim " << hd;
+  }
+}
+
 TEST(VisionKernel, GeluAddsTheBiasThenAppliesGeluTanh) {
   const uint32_t rows = 3, dim = 100;
   const auto h0 = random_floats(rows * dim, 9, -4, 4), bias = random_floats(dim, 10);

@@ -62,9 +62,9 @@ void tiny_golden(const gpu::Context& ctx, const fs::path& fixtures) {
     e.encode(read_floats(dir / "pixel_values.bin"));
     const float ve = max_abs_diff(e.vision_output(), read_floats(dir / "vision_out.bin"));
     const float se = max_abs_diff(e.soft_tokens(), read_floats(dir / "soft_tokens.bin"));
-    std::printf("[ golden ] tiny F32 weights, products on %s: vision tower %.3g of scale, soft tokens %.3g\n",
-                e.tensor_units() ? "tensor units (fp16 operands)" : "fp32 tiles", ve / vision_scale,
-                se / soft_scale);
+    std::printf("[ golden ] tiny F32 weights, products on %s, attention %s: vision tower %.3g of scale, soft tokens %.3g\n",
+                e.tensor_units() ? "tensor units (fp16 operands)" : "fp32 tiles",
+                e.attention_on_tensor_units() ? "on tensor units" : "fp32", ve / vision_scale, se / soft_scale);
   }
 }
 

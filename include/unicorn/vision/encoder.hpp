@@ -17,7 +17,7 @@
 //   per layer l:
 //     qkv = h [Wq; Wk; Wv]^T                       [n, 3H]     matmul
 //     a = softmax((q + bq)(k + bk)^T / sqrt(d)) (v + bv), all patches, per head
-//                                                  [n, H]      vision_attention
+//                                                  [n, H]      vision_attention(_coop)
 //     proj = a Wo^T; x += proj + bo; h = LN2_l(x)  [n, H]      matmul, vision_layernorm
 //     f = gelu_tanh(h W1^T + b1)                   [n, F]      matmul, vision_gelu
 //     proj = f W2^T; x += proj + b2;
@@ -26,9 +26,9 @@
 //   soft = pooled Wproj                            [T, Ht]     matmul
 // Products run on matmul_<fmt>, or on the tensor units (matmul_coop_<fmt>,
 // fp16 operands, fp32 sums) where the device has them and the options allow,
-// as the text model's prefill does. Weights keep their file's format (F32,
-// F16, BF16; the layers' products also Q8_0); biases, norms and position
-// embeddings go to the device in fp32.
+// as the text model's prefill does; attention then too (vision_attention_coop).
+// Weights keep their file's format (F32, F16, BF16; the layers' products also
+// Q8_0); biases, norms and position embeddings go to the device in fp32.
 #pragma once
 
 #include <algorithm>
@@ -145,6 +145,7 @@ class VisionEncoder {
   const VisionDims& dims() const { return v_; }
   uint32_t text_hidden() const { return text_hidden_; }
   bool tensor_units() const { return tensor_units_; }  // whether the products run on them
+  bool attention_on_tensor_units() const { return attention_coop_; }  // vision_attention_coop
   // Floating-point operations of one encode (2 per multiply-add), for rates.
   static uint64_t flops(const VisionDims& v, uint32_t text_hidden) {
     const uint64_t n = v.patches(), H = v.hidden, F = v.ffn;
@@ -401,16 +402,32 @@ class VisionEncoder {
     add(patches, pb, {}, {kernels::vision_elementwise_groups(uint64_t(n) * v_.patch_inputs()), 1, 1});
     linear(kCols, kProj, patch_, kPatchStep, n);                    // proj [n, H]
     layer_norm(layers_[0].ln1_w, layers_[0].ln1_b, kH, &patch_bias_);  // x = pos + proj + b; h = LN1(x)
+    const auto& info = ctx_.info();
+    const float scale = 1.0f / std::sqrt(float(v_.head_dim()));
+    // Attention on the tensor units where the products are and the head fits
+    // the tile, else in fp32 on the ALUs.
+    attention_coop_ = tensor_units_ && kernels::vision_attention_coop_fits(v_.head_dim(), info.coop_m, info.coop_n,
+                                                                         info.coop_k, info.subgroup_size,
+                                                                         info.max_shared_memory);
+    const uint32_t coop_rows = kernels::kVisionAttentionCoopGroups * info.coop_m;
     const auto& attention =
-        kernel("vision_attention", kernels::kVisionAttentionBindings,
-               kernels::VisionAttention{n, v_.heads, v_.head_dim(), 1.0f / std::sqrt(float(v_.head_dim())),
-                                        kernels::kVisionAttentionKeys, kernels::kVisionAttentionRows});
+        attention_coop_
+            ? kernel("vision_attention_coop", kernels::kVisionAttentionCoopBindings,
+                     kernels::VisionAttentionCoop{
+                         n, v_.heads, v_.head_dim(),
+                         kernels::vision_attention_coop_pad(v_.head_dim(), info.coop_n, info.coop_k), scale,
+                         coop_rows, kernels::kVisionAttentionCoopKeys, info.coop_m, info.coop_n, info.coop_k,
+                         info.subgroup_size, kernels::kVisionAttentionCoopGroups * info.subgroup_size})
+            : kernel("vision_attention", kernels::kVisionAttentionBindings,
+                     kernels::VisionAttention{n, v_.heads, v_.head_dim(), scale, kernels::kVisionAttentionKeys,
+                                              kernels::kVisionAttentionRows});
+    const uint32_t attention_rows = attention_coop_ ? coop_rows : kernels::kVisionAttentionRows;
     const auto& gelu = kernel("vision_gelu", kernels::kVisionGeluBindings, kernels::VisionGelu{v_.ffn, n});
     for (uint32_t l = 0; l < v_.layers; ++l) {
       const Layer& L = layers_[l];
       linear(kH, kQkv, L.qkv, kPatchStep, n);  // qkv [n, 3H]
       const vk::DescriptorBufferInfo ab[] = {a(kQkv), w(L.qkv_bias), a(kAttn)};
-      add(attention, ab, {}, {groups(n, kernels::kVisionAttentionRows), v_.heads, 1});  // attn [n, H]
+      add(attention, ab, {}, {groups(n, attention_rows), v_.heads, 1});  // attn [n, H]
       linear(kAttn, kProj, L.out, kPatchStep, n);            // proj [n, H]
       layer_norm(L.ln2_w, L.ln2_b, kH, &L.out_bias);         // x += proj + bo; h = LN2(x)
       linear(kH, kFfn, L.fc1, kPatchStep, n);                // f [n, F]
@@ -466,6 +483,7 @@ class VisionEncoder {
   uint32_t text_hidden_;
   bool tensor_units_;
   bool profile_;
+  bool attention_coop_ = false;
   std::shared_ptr<gpu::KernelCache> kernels_;
   gpu::DescriptorArena sets_;
   mutable gpu::Stream stream_;  // read_back runs on it too
