@@ -337,6 +337,24 @@ TEST(Mmproj, TheOlderSwappedFeedForwardNamesAreReadByShape) {
   expect_matches_safetensors(w, Format::F32);
 }
 
+// Every naming the checkpoints in the wild use: the official releases'
+// (vision_tower.vision_model.), newer transformers' (model. before it) and
+// transformers 5's files (no vision_model.), as the fixture's.
+TEST(Mmproj, HuggingFaceNamesOfEveryLayoutMapToLlamaCppsNames) {
+  using unicorn::io::hf_vision_to_gguf_name;
+  EXPECT_EQ(hf_vision_to_gguf_name("vision_tower.vision_model.encoder.layers.26.mlp.fc2.bias"), "v.blk.26.ffn_down.bias");
+  EXPECT_EQ(hf_vision_to_gguf_name("model.vision_tower.vision_model.post_layernorm.weight"), "v.post_ln.weight");
+  EXPECT_EQ(hf_vision_to_gguf_name("model.vision_tower.encoder.layers.3.self_attn.out_proj.weight"),
+            "v.blk.3.attn_out.weight");
+  EXPECT_EQ(hf_vision_to_gguf_name("vision_tower.vision_model.embeddings.patch_embedding.weight"), "v.patch_embd.weight");
+  EXPECT_EQ(hf_vision_to_gguf_name("model.multi_modal_projector.mm_input_projection_weight"), "mm.input_projection.weight");
+  EXPECT_EQ(hf_vision_to_gguf_name("multi_modal_projector.mm_soft_emb_norm.weight"), "mm.soft_emb_norm.weight");
+  EXPECT_EQ(hf_vision_to_gguf_name("vision_tower.vision_model.head.probe"), std::nullopt);  // SigLIP's pooling head
+  expect_error([] { hf_vision_to_gguf_name("vision_tower.vision_model.encoder.layers.0.mlp.fc3.weight"); },
+               "not a Gemma 3 (SigLIP) vision tower tensor");
+  expect_error([] { hf_vision_to_gguf_name("multi_modal_projector.linear_1.weight"); }, "not a Gemma 3 projector tensor");
+}
+
 TEST(Mmproj, HuggingFaceConfigWithoutAnEncoderIsRefused) {
   nlohmann::json c = unicorn::io::read_json_file(tiny_hf() / "config.json");
   c.erase("vision_config");

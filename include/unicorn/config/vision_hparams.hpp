@@ -41,7 +41,7 @@ struct VisionHparam {
 // soft_norm_eps has the same keys as layer_norm_eps.
 inline constexpr VisionHparam kVisionHparams[] = {
     // field             GGUF key                                      config.json key          default  min    max
-    {"image_size",       "clip.vision.image_size",                    "image_size",            224,     1,     1 << 16},
+    {"image_size",       "clip.vision.image_size",                    "image_size",            224,     1,     1 << 14},
     {"patch",            "clip.vision.patch_size",                    "patch_size",            16,      1,     1 << 12},
     {"layers",           "clip.vision.block_count",                   "num_hidden_layers",     12,      1,     1024},
     {"hidden",           "clip.vision.embedding_length",              "hidden_size",           768,     1,     65536},

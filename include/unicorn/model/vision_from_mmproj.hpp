@@ -125,8 +125,8 @@ inline VisionWeights vision_from_mmproj(const io::GgufFile& g) {
     detail::FoundTensor* down = index_of(b + "ffn_down.weight");
     detail::FoundTensor* up_bias = index_of(b + "ffn_up.bias");
     detail::FoundTensor* down_bias = index_of(b + "ffn_down.bias");
-    if (up && down && up_bias && down_bias && !down->dims.empty() && down->dims[0] == v.hidden &&
-        up->dims[0] == v.ffn) {
+    if (up && down && up_bias && down_bias && !down->dims.empty() && !up->dims.empty() &&
+        down->dims[0] == v.hidden && up->dims[0] == v.ffn) {
       std::swap(*up, *down);
       std::swap(*up_bias, *down_bias);
     }
