@@ -28,9 +28,8 @@
 // --tokenizer gives it that vocabulary instead.
 //
 // --mmproj writes Gemma 3's image encoder (SigLIP and the projector) in the
-// layout llama.cpp's converter gives it (model/vision_weights.hpp,
-// docs/file_formats.md): clip.* keys, v.* and mm.* tensors; 1-D tensors, the
-// patch convolution and the position embedding F32, the input projection F16,
+// layout llama.cpp's converter gives it (model/vision_weights.hpp; docs/files.md,
+// "Image encoder files"): clip.* keys, v.* and mm.* tensors; 1-D tensors, the patch convolution and the position embedding F32, the input projection F16,
 // the other matrices in --mmproj-type (F16 unless said; Q8_0 falls back to F16
 // for rows that are not whole blocks, as the official 4304-wide fc2), the
 // soft-embedding norm stored as 1 + w. With --out as well, the text model goes

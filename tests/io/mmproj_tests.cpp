@@ -205,6 +205,23 @@ TEST(Mmproj, CarriesTheKeysLlamaCppsClipLoaderReads) {
   EXPECT_EQ(g.get_f32_array("clip.vision.image_std"), std::vector<float>(3, 0.5f));
   EXPECT_EQ(g.find("clip.vision.projector.scale_factor"), nullptr);
   EXPECT_EQ(g.tensors().size(), 39u);
+  // clip.cpp reads each with gguf_get_val_u32 / _f32 / _bool / _str, which
+  // assert the exact type: a uint64 or a float64 would abort llama.cpp.
+  using unicorn::io::GgufType;
+  const std::pair<const char*, GgufType> types[] = {
+      {"general.architecture", GgufType::String},        {"clip.projector_type", GgufType::String},
+      {"clip.has_vision_encoder", GgufType::Bool},       {"clip.use_gelu", GgufType::Bool},
+      {"clip.vision.projection_dim", GgufType::UInt32},  {"clip.vision.image_size", GgufType::UInt32},
+      {"clip.vision.patch_size", GgufType::UInt32},      {"clip.vision.embedding_length", GgufType::UInt32},
+      {"clip.vision.feed_forward_length", GgufType::UInt32}, {"clip.vision.block_count", GgufType::UInt32},
+      {"clip.vision.attention.head_count", GgufType::UInt32},
+      {"clip.vision.attention.layer_norm_epsilon", GgufType::Float32},
+      {"clip.vision.image_mean", GgufType::Array},       {"clip.vision.image_std", GgufType::Array},
+      {"general.file_type", GgufType::UInt32}};
+  for (const auto& [key, type] : types) {
+    ASSERT_NE(g.find(key), nullptr) << key;
+    EXPECT_EQ(g.find(key)->type(), type) << key << " is " << g.find(key)->type_description();
+  }
 }
 
 TEST(Mmproj, HuggingFaceDirectoryReadsAsTheSameEncoder) {
