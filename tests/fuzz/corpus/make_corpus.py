@@ -77,6 +77,46 @@ def gguf_seeds():
     }
 
 
+def mmproj_seeds():
+    """A one-layer Gemma 3 image encoder as llama.cpp's mmproj GGUF (8-pixel
+    images, 4-pixel patches, one soft token, hidden 32, feed-forward 64,
+    projection 32): F32 vectors and embeddings, F16 matrices."""
+    h, f, text = 32, 64, 32
+    keys = [kv("general.architecture", 8, s("clip")), kv("clip.has_vision_encoder", 7, b"\1"),
+            kv("clip.projector_type", 8, s("gemma3")), kv("clip.use_gelu", 7, b"\1"),
+            kv("clip.vision.projection_dim", 4, struct.pack("<I", text)),
+            kv("clip.vision.image_size", 4, struct.pack("<I", 8)), kv("clip.vision.patch_size", 4, struct.pack("<I", 4)),
+            kv("clip.vision.embedding_length", 4, struct.pack("<I", h)),
+            kv("clip.vision.feed_forward_length", 4, struct.pack("<I", f)),
+            kv("clip.vision.block_count", 4, struct.pack("<I", 1)),
+            kv("clip.vision.attention.head_count", 4, struct.pack("<I", 2)),
+            kv("clip.vision.attention.layer_norm_epsilon", 6, struct.pack("<f", 1e-6)),
+            kv("clip.vision.projector.scale_factor", 4, struct.pack("<I", 2)),
+            kv("clip.vision.image_mean", 9, arr(6, [0.5] * 3, lambda v: struct.pack("<f", v))),
+            kv("clip.vision.image_std", 9, arr(6, [0.5] * 3, lambda v: struct.pack("<f", v)))]
+    specs = [("v.patch_embd.weight", [4, 4, 3, h], 0), ("v.patch_embd.bias", [h], 0),
+             ("v.position_embd.weight", [h, 4], 0)]
+    for stem, dims in [("ln1", [h]), ("attn_q", [h, h]), ("attn_k", [h, h]), ("attn_v", [h, h]),
+                       ("attn_out", [h, h]), ("ln2", [h]), ("ffn_up", [h, f]), ("ffn_down", [f, h])]:
+        specs.append((f"v.blk.0.{stem}.weight", dims, 1 if len(dims) == 2 else 0))
+        if stem != "ln1" and stem != "ln2":
+            specs.append((f"v.blk.0.{stem}.bias", [dims[1]], 0))
+        else:
+            specs.append((f"v.blk.0.{stem}.bias", [h], 0))
+    specs += [("v.post_ln.weight", [h], 0), ("v.post_ln.bias", [h], 0),
+              ("mm.input_projection.weight", [text, h], 1), ("mm.soft_emb_norm.weight", [h], 0)]
+    tensors, data = [], b""
+    for name, dims, t in specs:
+        n = 1
+        for d in dims:
+            n *= d
+        one = name.endswith("ln1.weight") or name.endswith("ln2.weight") or name.startswith(("v.post_ln.weight", "mm.soft"))
+        blob = struct.pack("<%d%s" % (n, "e" if t else "f"), *([1.0 if one else 0.01] * n))
+        tensors.append((name, dims, t, len(data)))
+        data += blob + b"\0" * (-len(blob) % 32)
+    return {"tiny-encoder.gguf": gguf(keys, tensors, data)}
+
+
 def safetensors_seeds():
     def file(header, data):
         h = json.dumps(header).encode()
@@ -229,6 +269,7 @@ def grammar_seeds():
 def main():
     targets = {
         "gguf": gguf_seeds(),
+        "mmproj": mmproj_seeds(),
         "safetensors": safetensors_seeds(),
         "hf_config": {"tiny-config.json": open(os.path.join(ROOT, "tests/model/fixtures/tiny/config.json"), "rb").read(),
                       "multimodal.json": json.dumps({"architectures": ["Gemma3ForConditionalGeneration"],
