@@ -6,9 +6,10 @@
 // soft_tokens.bin [16, 96] as the image, golden.json's prompt (boi, 16 image
 // tokens, eoi). Bidirectional inside the image gives logits_f32.bin; the same
 // soft tokens under causal attention give logits_causal.bin, which differs
-// from it by up to 6.2: the mask is what the first test checks.
+// from it by up to 6.2: each logits test matches both, and checks that they differ.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -114,7 +115,7 @@ std::vector<PromptImage> one_token_images() {
   return images;
 }
 
-// max |a - b| / max |b| over rows [row_begin, +rows) of [*, vocab] logits.
+// max |a - b| / max |b|: the error relative to the logit scale.
 double relative_error(std::span<const float> a, std::span<const float> b) {
   double diff = 0, scale = 0;
   for (size_t i = 0; i < b.size(); ++i) {
