@@ -32,6 +32,11 @@ find_dependency(Vulkan)
 find_dependency(Boost 1.74)
 find_dependency(nlohmann_json 3)
 find_dependency(Threads)
+find_dependency(JPEG)
+find_dependency(GIF 5)
+find_dependency(PkgConfig)
+pkg_check_modules(UNICORN_STB REQUIRED IMPORTED_TARGET stb)
+pkg_check_modules(UNICORN_WEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
 # CLI11 is found by unicorn_add_engine() & co. when first called: a host that
 # only includes the headers needs none.
 include("${CMAKE_CURRENT_LIST_DIR}/unicornTargets.cmake")

@@ -3,7 +3,8 @@
 // attention — causal softmax attention of one query head over the cache, with
 // grouped-query heads and, on local layers, a sliding window. Token t at
 // position p attends to positions (p - WINDOW, p] on local layers, [0, p] on
-// global ones — Hugging Face's Gemma 3 masks.
+// global ones — Hugging Face's Gemma 3 masks; in prefill an image's rows also
+// see its rows after their own (step.glsl's sees_ahead).
 // One workgroup per token and QUERY_HEADS query heads of one kv group, which
 // share each key and value load; each token row has its own position
 // and stream (step.glsl). The cache's rows are (stream, kv head) pairs,
@@ -216,7 +217,9 @@ void main() {
   if (QUERY_HEADS > 1) { INIT_HEAD(1, qr1, acc1) }
   // Keys [lo, end) come from the cache; with PREP the token's own (position
   // p) from head_k, since another workgroup may be writing it.
-  const uint end = PREP != 0 ? p : p + 1;
+  // In prefill an image's rows see to its end (step.glsl's sees_ahead; the
+  // window stays the query's own: from p back).
+  const uint end = PREP != 0 ? p : p + 1 + step_rows[t].sees_ahead;
 
 // One head's online softmax over the batch's keys kr and values vr.
 #define ATTEND_BATCH(QR, ACC, M, L)                                             \

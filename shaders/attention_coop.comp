@@ -7,7 +7,7 @@
 #extension GL_EXT_control_flow_attributes : require
 // attention_coop — attention_tiled's function (causal softmax attention of a
 // prefill chunk over the cache, grouped-query heads, sliding window on local
-// layers) with both products on the tensor units: S = Q K^T and O += P V as
+// layers; an image's rows see the whole image: step.glsl) with both products on the tensor units: S = Q K^T and O += P V as
 // fp16 cooperative matrices accumulating in fp32. attention_tiled does them
 // as fp32 dot products on the ordinary ALUs (~14 TFLOP/s on the H100).
 //
@@ -159,8 +159,9 @@ void store_tiles(uint tid) {
 // The positions row `row` sees: [lo, hi]; empty past the chunk.
 void row_range(uint row, uint rows, out uint lo, out uint hi) {
   if (row >= rows) { lo = 1; hi = 0; return; }
-  hi = step_rows[row / G].pos;
-  lo = WINDOW != 0 && hi + 1 > WINDOW ? hi + 1 - WINDOW : 0;
+  const uint pos = step_rows[row / G].pos;  // the window is the query's: from pos back
+  lo = WINDOW != 0 && pos + 1 > WINDOW ? pos + 1 - WINDOW : 0;
+  hi = pos + step_rows[row / G].sees_ahead;  // an image's rows see to its end
 }
 
 #define ACC fcoopmatNV<32, gl_ScopeSubgroup, TM, TN>

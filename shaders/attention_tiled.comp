@@ -2,7 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // attention_tiled — attention.comp's function (causal softmax attention over
 // the cache, grouped-query heads, sliding window on local layers: the token at
-// position p sees (p - WINDOW, p], or [0, p] on global layers) for chunks of
+// position p sees (p - WINDOW, p], or [0, p] on global layers; an image's
+// rows also the image's rows after p: step.glsl's sees_ahead) for chunks of
 // many tokens, where attention.comp's workgroup per (token, head) reads every
 // key once per query and waits on memory: prefill.
 // One workgroup per tile of ROWS query rows of one kv head. Rows are (token,
@@ -100,8 +101,9 @@ TILE_T cache_element(bool values, uint e, uint j0, uint lo, uint hi) {
 // The positions row r of the tile sees: [lo, hi]; empty past the chunk.
 void row_range(uint row, uint rows, out uint lo, out uint hi) {
   if (row >= rows) { lo = 1; hi = 0; return; }
-  hi = step_rows[row / G].pos;
-  lo = WINDOW != 0 && hi + 1 > WINDOW ? hi + 1 - WINDOW : 0;
+  const uint pos = step_rows[row / G].pos;  // the window is the query's: from pos back
+  lo = WINDOW != 0 && pos + 1 > WINDOW ? pos + 1 - WINDOW : 0;
+  hi = pos + step_rows[row / G].sees_ahead;  // an image's rows see to its end
 }
 
 void main() {

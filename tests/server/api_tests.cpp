@@ -125,7 +125,17 @@ TEST(Request, RefusalsNameTheField) {
       {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
       {R"({"messages":[{"role":"user","content":"x","name":"bob"}]})", "messages[0].name"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+       "messages[0].content[0].image_url.url"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,a$=="}}]}]})",
+       "messages[0].content[0].image_url.url"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:,abc"}}]}]})",
+       "messages[0].content[0].image_url.url"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:x;base64,aGk=","size":1}}]}]})",
+       "messages[0].content[0].image_url.size"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":5}]}]})",
        "messages[0].content[0].image_url"},
+      {R"({"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"data:x;base64,aGk="}}]},{"role":"user","content":"b"}]})",
+       "messages[1].content[0].type"},
       {R"({"messages":[{"role":"user","content":[{"type":"image","text":"x"}]}]})", "messages[0].content[0].type"},
       {R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})", "messages"},
       {R"({"messages":[{"role":"assistant","content":"a"}]})", "messages"},
@@ -613,8 +623,11 @@ TEST(Ollama, RefusalsNameTheField) {
       {m + R"(,"format":{"type":"object","not":{}}})", "'format': "},
       {m + R"(,"format":"yaml"})", "format: must be \"json\" or a JSON schema"},
       {m + R"(,"format":7})", "format: must be"},
-      {R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "images: this model has no vision encoder"},
-      {R"({"model":"m","prompt":"x","images":["aGk="]})", "images: this model has no vision encoder", Route::Generate},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","images":["a$k="]}]})", "messages[0].images[0]: base64"},
+      {R"({"model":"m","messages":[{"role":"assistant","content":"x","images":["aGk="]}]})", "messages[0].images: only"},
+      {R"({"model":"m","prompt":"x","images":[5]})", "'images[0]' must be a base64 string", Route::Generate},
+      {R"({"model":"m","prompt":"x","raw":true,"images":["aGk="]})", "images with raw: true", Route::Generate},
+      {R"({"model":"m","messages":[],"images":["aGk="]})", "'images' is not supported by this endpoint"},
       {R"({"model":"m","prompt":"x","images":"aGk="})", "'images' must be", Route::Generate},
       {R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", "messages[0].role: 'tool'"},
       {R"({"model":"m","messages":[{"role":"robot","content":"x"}]})", "messages[0].role must be"},
@@ -763,4 +776,62 @@ TEST(Ollama, ModelDescriptions) {
   EXPECT_EQ(show_refusal(R"({"model":"tiny","extra":1})").status, 400);
 
   EXPECT_EQ(ollama_version()["version"], UNICORN_PROJECT_VERSION) << "CMakeLists.txt's project() version";
+}
+
+// An image part: its data: URL's bytes go to the message's images, and the
+// content holds Gemma 3's marker where the template writes the image, text
+// parts trimmed as the template trims them.
+TEST(Request, ImagePartsCarryTheirBytesInOrder) {
+  const auto r = parse_completion_request(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":" What differs? "},
+           {"type":"image_url","image_url":{"url":"data:image/png;base64,aGk=","detail":"high"}},
+           {"type":"image_url","image_url":"data:image/jpeg;base64,AAEC/w"},{"type":"text","text":"x"}]}]})",
+      Kind::Chat);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].content, "What differs?<start_of_image><start_of_image>x");
+  ASSERT_EQ(r.messages[0].images.size(), 2u);
+  EXPECT_EQ(r.messages[0].images[0], "hi");
+  EXPECT_EQ(r.messages[0].images[1], std::string("\x00\x01\x02\xff", 4));
+}
+
+TEST(Request, ImageUrlsMustBeInline) {
+  try {
+    (void)parse_completion_request(
+        R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]})",
+        Kind::Chat);
+    FAIL() << "an https image URL was taken";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_NE(e.message.find("fetches nothing"), std::string::npos) << e.message;
+  }
+}
+
+TEST(DataUrl, Base64DecodesExactlyAndRefusesMalformedText) {
+  EXPECT_EQ(decode_base64(""), "");
+  EXPECT_EQ(decode_base64("Zg=="), "f");
+  EXPECT_EQ(decode_base64("Zm8="), "fo");
+  EXPECT_EQ(decode_base64("Zm9v"), "foo");
+  EXPECT_EQ(decode_base64("Zm9vYg"), "foob");  // unpadded, as some clients send
+  EXPECT_THROW(decode_base64("Zm9vY"), Error);   // 5 characters: no encoding has that length
+  EXPECT_THROW(decode_base64("Zm9v\nYmFy"), Error);
+  EXPECT_THROW(decode_base64("Zg=a"), Error);
+  EXPECT_THROW(decode_base64("Zm9vYg="), Error);  // padded to a length that is not a multiple of 4
+  EXPECT_EQ(data_url_bytes("data:image/png;base64,Zm9v"), "foo");
+  EXPECT_THROW(data_url_bytes("data:image/png,Zm9v"), Error);
+  EXPECT_THROW(data_url_bytes("ftp://x"), Error);
+}
+
+// Ollama's images: base64 files, each before the text as the template writes
+// an image; /api/generate's go to its one user turn.
+TEST(Ollama, ImagesCarryTheirBytesBeforeTheText) {
+  const auto c = parse_ollama_request(
+      R"({"model":"m","messages":[{"role":"user","content":"Which?","images":["aGk=","AAEC/w=="]}]})", Route::Chat, 256);
+  ASSERT_EQ(c.completion.messages.size(), 1u);
+  EXPECT_EQ(c.completion.messages[0].content, "<start_of_image><start_of_image>Which?");
+  ASSERT_EQ(c.completion.messages[0].images.size(), 2u);
+  EXPECT_EQ(c.completion.messages[0].images[0], "hi");
+  const auto g = parse_ollama_request(R"({"model":"m","prompt":"What?","images":["aGk="]})", Route::Generate, 256);
+  ASSERT_EQ(g.completion.messages.size(), 1u);
+  EXPECT_EQ(g.completion.messages[0].content, "<start_of_image>What?");
+  EXPECT_EQ(g.completion.messages[0].images, std::vector<std::string>{"hi"});
 }

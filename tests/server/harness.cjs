@@ -64,6 +64,23 @@ async function post(server, route, body, headers = {}) {
   return { status: res.status, headers: res.headers, text, json };
 }
 
+// The data of each server-sent event in a response body, as it arrives
+// (one "data: ..." line per event, events ended by a blank line).
+async function* sseData(body) {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const bytes of body) {
+    buffered += decoder.decode(bytes, { stream: true });
+    let cut;
+    while ((cut = buffered.indexOf("\n\n")) >= 0) {
+      const event = buffered.slice(0, cut);
+      buffered = buffered.slice(cut + 2);
+      if (!event.startsWith("data: ")) throw new Error(`not an SSE data line: ${event}`);
+      yield event.slice(6);
+    }
+  }
+}
+
 // A streamed completion read as server-sent events: the parsed chunks, and
 // whether "data: [DONE]" ended them. `onChunk(chunk, index)` may return
 // "abort" to drop the connection there.
@@ -80,25 +97,15 @@ async function streamEvents(server, route, body, { onChunk } = {}) {
     out.json = await res.json();
     return out;
   }
-  const decoder = new TextDecoder();
-  let buffered = "";
   try {
-    for await (const bytes of res.body) {
-      buffered += decoder.decode(bytes, { stream: true });
-      let cut;
-      while ((cut = buffered.indexOf("\n\n")) >= 0) {
-        const event = buffered.slice(0, cut);
-        buffered = buffered.slice(cut + 2);
-        if (!event.startsWith("data: ")) throw new Error(`not an SSE data line: ${event}`);
-        const data = event.slice(6);
-        if (data === "[DONE]") { out.done = true; continue; }
-        const chunk = JSON.parse(data);
-        out.chunks.push(chunk);
-        if (onChunk && onChunk(chunk, out.chunks.length - 1) === "abort") {
-          out.aborted = true;
-          controller.abort();
-          return out;
-        }
+    for await (const data of sseData(res.body)) {
+      if (data === "[DONE]") { out.done = true; continue; }
+      const chunk = JSON.parse(data);
+      out.chunks.push(chunk);
+      if (onChunk && onChunk(chunk, out.chunks.length - 1) === "abort") {
+        out.aborted = true;
+        controller.abort();
+        return out;
       }
     }
   } catch (e) {
@@ -171,5 +178,5 @@ async function metrics(server) {
   return out;
 }
 
-module.exports = { env, npm, tinyArgs, start, stop, rssKiB, post, streamEvents, streamed, raw, postThenLeave,
+module.exports = { env, npm, tinyArgs, start, stop, rssKiB, post, sseData, streamEvents, streamed, raw, postThenLeave,
                    metrics };

@@ -219,7 +219,8 @@ test("bad input is a 400 in Ollama's shape, naming why", async () => {
     assert.match(r.message, message);
   }
   const images = await refused(client.generate({ model, prompt: "What is this?", images: ["aGk="] }));
-  assert.deepEqual(images, { status: 400, message: "images: this model has no vision encoder" });
+  assert.equal(images.status, 400);
+  assert.match(images.message, /^images: this model has no vision encoder \(1 image sent to a text-only Gemma 3/);
   const rawSystem = await refused(client.generate({ model, prompt: "x", raw: true, system: "s" }));
   assert.equal(rawSystem.message, "raw mode does not support template, system, or context");
   assert.deepEqual(await refused(client.chat({ model: "llama3", messages: hi })), { status: 404, message: "model 'llama3' not found" });

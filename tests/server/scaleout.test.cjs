@@ -123,19 +123,11 @@ async function ask(port, body, { stream = false, session, onFirstChunk } = {}) {
     try { out.json = JSON.parse(out.text); } catch { /* HAProxy's own error page */ }
     return out;
   }
-  const decoder = new TextDecoder();
-  let buffered = "";
   try {
-    for await (const bytes of res.body) {
-      buffered += decoder.decode(bytes, { stream: true });
-      let cut;
-      while ((cut = buffered.indexOf("\n\n")) >= 0) {
-        const data = buffered.slice(6, cut);  // past "data: "
-        buffered = buffered.slice(cut + 2);
-        if (data === "[DONE]") { out.done = true; continue; }
-        out.chunks.push(JSON.parse(data));
-        if (out.chunks.length === 1 && onFirstChunk) onFirstChunk(out);
-      }
+    for await (const data of h.sseData(res.body)) {
+      if (data === "[DONE]") { out.done = true; continue; }
+      out.chunks.push(JSON.parse(data));
+      if (out.chunks.length === 1 && onFirstChunk) onFirstChunk(out);
     }
   } catch {
     out.cut = true;  // the connection ended mid-stream

@@ -17,7 +17,7 @@ endif()
 set(floors 0 1 2 3 4 5 6 7)
 set(floor_0 base)                 # the exception type, where code is compiled
 set(floor_1 config quant)         # what a deployment is, as values
-set(floor_2 layout io)            # what the compiler derives from one; file formats
+set(floor_2 layout io image)      # what the compiler derives from one; file formats; images
 set(floor_3 gpu model text)       # Vulkan; a file's header as a config; the tokenizer
 set(floor_4 grammar)              # constrained decoding over a vocabulary
 set(floor_5 engine vision)        # the engine: buffers, recorded passes, loading; the image encoder

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "temp_dir.hpp"
+#include "unicorn/generation/image_prompt.hpp"
 #include "unicorn/io/gguf.hpp"
 #include "unicorn/io/gguf_writer.hpp"
 #include "unicorn/text/chat_template.hpp"
@@ -230,6 +231,27 @@ TEST_F(Gemma3, SpecialTokenIds) {
   EXPECT_THROW((void)tokenizer_->token_text(262145), unicorn::Error);
   const std::vector<int32_t> bad{2, -1};
   EXPECT_THROW((void)tokenizer_->decode(bad), unicorn::Error);
+}
+
+// An image in a rendered prompt becomes what transformers' processor makes
+// of it: "\n\n<start_of_image>", the soft tokens, "<end_of_image>\n\n",
+// the newlines merged with the text's own by BPE.
+TEST_F(Gemma3, ImagePromptsAreLaidOutAsTheProcessorLaysThem) {
+  using unicorn::text::encode_image_prompt;
+  const int32_t boi = tokenizer_->find_token("<start_of_image>"), eoi = tokenizer_->find_token("<end_of_image>");
+  ASSERT_EQ(boi, 255999);
+  ASSERT_EQ(eoi, 256000);
+  const int32_t nl2 = tokenizer_->find_token("\n\n"), nl4 = tokenizer_->find_token("\n\n\n\n");
+  const auto p = encode_image_prompt(*tokenizer_, "<bos>A<start_of_image>B\n\n<start_of_image>", 2, 4, -7);
+  const std::vector<int32_t> a = tokenizer_->encode("A"), b = tokenizer_->encode("B");
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  const std::vector<int32_t> want{2, a[0], nl2, boi, -7, -7, -7, -7, eoi, nl2, b[0], nl4, boi, -7, -7, -7, -7, eoi, nl2};
+  EXPECT_EQ(p.ids, want);
+  EXPECT_EQ(p.image_start, (std::vector<uint32_t>{4, 13}));
+  EXPECT_THROW((void)encode_image_prompt(*tokenizer_, "<bos>A<start_of_image>", 2, 4, -7), unicorn::Error)
+      << "two images for one marker";
+  EXPECT_EQ(encode_image_prompt(*tokenizer_, "<bos>plain", 0, 256, -7).ids, tokenizer_->encode("<bos>plain"));
 }
 
 TEST_F(Gemma3, ChatTemplateMatchesJinja) {

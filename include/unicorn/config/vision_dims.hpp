@@ -29,7 +29,7 @@ struct VisionDims {
     (uint32_t, ffn),               // MLP intermediate size
     (uint32_t, tokens_per_image),  // soft tokens the projector makes of one image
     (float, layer_norm_eps),
-    (float, soft_norm_eps));       // the projector's RMSNorm (the text model's rms_eps)
+    (float, soft_norm_eps));       // the projector's RMSNorm (transformers gives it the vision layer_norm_eps)
 
   constexpr uint32_t patches_per_side() const { return image_size / patch; }
   constexpr uint32_t patches() const { return patches_per_side() * patches_per_side(); }

@@ -227,6 +227,10 @@ class EngineCore {
   // Pass::Decode the tokens go one at a time through the decode pass, so tests
   // check both recorded passes against the same reference.
   std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill);
+  // The same through the prefill pass for a prompt with images (prefill's
+  // `images`), chunked as prefill() chunks it: tests hold an image's rows
+  // against transformers.
+  std::vector<float> forward_logits(std::span<const int32_t> tokens, std::span<const PromptImage> images);
 
   // Scoring a text, as evaluation harnesses do (the completions API's echo
   // with logprobs): feeds `tokens` but the last to `stream` from its position
@@ -250,10 +254,14 @@ class EngineCore {
   // Runs a prompt (in chunks) from the stream's position and returns the
   // stream's next token (see set_sampling).
   int32_t prefill(std::span<const int32_t> tokens) { return prefill(0, tokens); }
-  int32_t prefill(uint32_t stream, std::span<const int32_t> tokens);
+  // With `images` (by stream position; PromptImage): their positions hold the
+  // image-token id in `tokens`, their embeddings are the soft tokens, and
+  // each image's rows see each other. The chunks are as long as a pass holds
+  // but never cut an image; an image longer than prefill_chunk is refused.
+  int32_t prefill(uint32_t stream, std::span<const int32_t> tokens, std::span<const PromptImage> images = {});
   // Runs tokens (in chunks) from the stream's position into its KV cache and
   // chooses no token: the part of a prompt before its last chunk.
-  void feed(uint32_t stream, std::span<const int32_t> tokens);
+  void feed(uint32_t stream, std::span<const int32_t> tokens, std::span<const PromptImage> images = {});
 
   // Several streams' prompt chunks in one prefill pass, every weight read once
   // for all of them (a server's new requests): distinct streams, each chunk
@@ -491,7 +499,37 @@ class EngineCore {
   void write_step(Lane& lane, std::span<const StepRow> rows, uint32_t logit_count);
 
   // Teacher forcing: a chunk of one stream's tokens, every row's logits.
-  void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens);
+  void run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens,
+                 std::span<const PromptImage> images = {});
+
+  // --- images in a prompt (PromptImage) ---
+
+  // How many of `count` tokens fed from position `pos` one chunk of at most
+  // `room` rows takes: as many as fit, but it ends before an image it would
+  // cut. 0 when an image starts at `pos` and is longer than `room`.
+  static size_t chunk_tokens(uint32_t pos, size_t count, size_t room, std::span<const PromptImage> images);
+  // Refuses an image among `count` tokens from `pos` that is longer than
+  // `room` (callers check before chunk_tokens, which then never gives 0).
+  static void check_images_fit(uint32_t pos, size_t count, size_t room, std::span<const PromptImage> images,
+                               const char* what);
+  // Refuses images of a chunk of `n` tokens from `pos` that the chunk would
+  // cut, that overlap, or whose soft tokens their buffer does not hold.
+  void check_images(uint32_t stream, uint32_t pos, size_t n, std::span<const PromptImage> images) const;
+  // An image's soft token in a pass: x row `row` takes the hidden-size row at
+  // `offset` bytes of `source`.
+  struct SoftRow {
+    uint32_t row;
+    const gpu::Buffer* source;
+    uint64_t offset;
+  };
+  // Marks a chunk's rows (positions from rows[0].pos; the pass's rows from
+  // `first_row`) that are an image's (check_images first): no token id, and
+  // they see to the image's end; their soft tokens go to `soft`.
+  void place_images(std::span<StepRow> rows, uint32_t first_row, std::span<const PromptImage> images,
+                    std::vector<SoftRow>& soft) const;
+  // Copies the soft tokens into the lane's x rows before its pass (embed.comp
+  // leaves those rows as they are).
+  void copy_soft_tokens(Lane& lane, std::span<const SoftRow> soft);
 
   // A decode pass over a written step: logit row i samples for batch[i].
   void run(const Graph& graph, std::span<const StreamToken> batch);

@@ -309,7 +309,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
                                           c_.part(qn, c_.layout_.parts_of(qn)[0]),
                                           c_.part(kn, c_.layout_.parts_of(kn)[0]), lane_.counters[0].whole()};
     const uint32_t part_rows = uint32_t(kp[i].rows);  // (stream, kv head) cache rows
-    const uint32_t row_tiles = groups(query_rows, tile.rows);
+    const uint32_t row_tiles = tiled ? groups(query_rows, tile.rows) : 0;  // no tile: attention.comp
     add(k, std::span(b).first(k.bindings()),
         {uint32_t(kp[i].row_begin), part_rows, wait ? wait->counter : 0u, wait ? wait->count : 0u},
         tiled ? std::array{coop.rows && pairs ? groups(row_tiles, 2) : row_tiles, part_rows, 1u}

@@ -138,6 +138,24 @@ UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32
   return out;
 }
 
+UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32_t> tokens,
+                                                          std::span<const PromptImage> images) {
+  check_tokens(0, tokens);
+  const RawLogits raw(*this);
+  const uint32_t V = cfg_.model.vocab;
+  std::vector<float> out(tokens.size() * size_t(V));
+  const uint32_t all_rows = std::min(cfg_.prefill_chunk, layout_.logit_rows);
+  check_images_fit(position(0), tokens.size(), all_rows, images, "forward_logits");
+  if (!prefill_all_logits_) prefill_all_logits_ = record_forward(cfg_.prefill_chunk, all_rows, PassKind::Prefill);
+  for (size_t done = 0; done < tokens.size();) {
+    const size_t n = chunk_tokens(position(0), tokens.size() - done, all_rows, images);
+    run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n), images);
+    read_logits(*prefill_all_logits_->lane, uint32_t(n), out.data() + done * V);
+    done += n;
+  }
+  return out;
+}
+
 UNICORN_DECL std::vector<TokenLogprobs> EngineCore::score(uint32_t stream, std::span<const int32_t> tokens,
                                                           uint32_t top) {
   if (top > kMaxTopLogprobs)
@@ -195,20 +213,30 @@ UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const Promp
   return out;
 }
 
-UNICORN_DECL int32_t EngineCore::prefill(uint32_t stream, std::span<const int32_t> tokens) {
+UNICORN_DECL int32_t EngineCore::prefill(uint32_t stream, std::span<const int32_t> tokens,
+                                         std::span<const PromptImage> images) {
   check_tokens(stream, tokens);
   if (tokens.empty()) throw Error("prefill: the prompt is empty");
-  const size_t last = (tokens.size() - 1) / cfg_.prefill_chunk * cfg_.prefill_chunk;
-  feed(stream, tokens.first(last));
-  const PromptChunk chunk{stream, tokens.subspan(last), true};
-  return prefill(std::span(&chunk, 1))[0];
+  check_images_fit(position(stream), tokens.size(), cfg_.prefill_chunk, images, "prefill");
+  // Chunks as long as a pass holds, each ending before an image it would cut
+  // (without images: prefill_chunk tokens each); the last ends the prompt.
+  for (size_t done = 0;;) {
+    const size_t n = chunk_tokens(position(stream), tokens.size() - done, cfg_.prefill_chunk, images);
+    const PromptChunk chunk{stream, tokens.subspan(done, n), done + n == tokens.size(), images};
+    const int32_t next = prefill(std::span(&chunk, 1))[0];
+    if ((done += n) == tokens.size()) return next;
+  }
 }
 
-UNICORN_DECL void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens) {
+UNICORN_DECL void EngineCore::feed(uint32_t stream, std::span<const int32_t> tokens,
+                                   std::span<const PromptImage> images) {
   check_tokens(stream, tokens);
-  for (size_t done = 0; done < tokens.size(); done += cfg_.prefill_chunk) {
-    const PromptChunk chunk{stream, tokens.subspan(done, std::min<size_t>(cfg_.prefill_chunk, tokens.size() - done))};
+  check_images_fit(position(stream), tokens.size(), cfg_.prefill_chunk, images, "feed");
+  for (size_t done = 0; done < tokens.size();) {
+    const size_t n = chunk_tokens(position(stream), tokens.size() - done, cfg_.prefill_chunk, images);
+    const PromptChunk chunk{stream, tokens.subspan(done, n), false, images};
     prefill(std::span(&chunk, 1));
+    done += n;
   }
 }
 
@@ -225,6 +253,7 @@ UNICORN_DECL void EngineCore::begin_prefill(std::span<const PromptChunk> chunks)
     const PromptChunk& c = chunks[i];
     check_tokens(c.stream, c.tokens);
     if (c.tokens.empty()) throw Error("prefill: stream " + std::to_string(c.stream) + "'s chunk is empty");
+    check_images(c.stream, position(c.stream), c.tokens.size(), c.images);
     for (size_t j = 0; j < i; ++j)
       if (chunks[j].stream == c.stream)
         throw Error("prefill: stream " + std::to_string(c.stream) + " appears twice in one pass");
@@ -245,15 +274,22 @@ UNICORN_DECL void EngineCore::begin_prefill(std::span<const PromptChunk> chunks)
   // Each chunk is a segment of rows; rows between segments repeat the
   // previous segment's last token (twins: the same values written to the
   // same cache slots), so no attention tile holds two streams' rows.
+  // A twin of an image's row takes the same soft token.
   std::vector<StepRow> step;
+  std::vector<SoftRow> soft;
   std::vector<uint32_t> logit_streams;
   std::vector<InFlight> pass;
   for (const PromptChunk& c : chunks) {
-    while (step.size() < prefill_segment_start(uint32_t(step.size()))) step.push_back(step.back());
+    while (step.size() < prefill_segment_start(uint32_t(step.size()))) {
+      if (!soft.empty() && soft.back().row + 1 == step.size())
+        soft.push_back({uint32_t(step.size()), soft.back().source, soft.back().offset});
+      step.push_back(step.back());
+    }
     StreamState& s = streams_[c.stream];
-    const uint32_t pos = uint32_t(s.tokens.size());
+    const uint32_t pos = uint32_t(s.tokens.size()), first_row = uint32_t(step.size());
     for (size_t t = 0; t < c.tokens.size(); ++t)
       step.push_back({uint32_t(c.tokens[t]), pos + uint32_t(t), c.stream, 0});
+    place_images(std::span(step).subspan(first_row), first_row, c.images, soft);
     pass.push_back({c.stream, s.tokens.size(), c.ends_prompt});
     s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
     note_written(s);
@@ -265,6 +301,7 @@ UNICORN_DECL void EngineCore::begin_prefill(std::span<const PromptChunk> chunks)
   write_step(lane, step, uint32_t(logit_streams.size()));
   for (size_t j = 0; j < logit_streams.size(); ++j) write_sampler(lane, uint32_t(j), logit_streams[j]);
   try {
+    copy_soft_tokens(lane, soft);
     lane.stream.submit(*graph.commands, other_lane(lane));
   } catch (...) {
     for (const InFlight& f : pass) streams_[f.stream].tokens.resize(f.tokens_before);
@@ -300,11 +337,105 @@ UNICORN_DECL std::vector<PromptChunk> EngineCore::prefill_pass(std::span<const P
   for (const PromptChunk& c : waiting) {
     const uint32_t start = prefill_segment_start(rows);
     if (start >= cfg_.prefill_chunk) break;
-    const size_t n = std::min<size_t>(cfg_.prefill_chunk - start, c.tokens.size());
-    pass.push_back({c.stream, c.tokens.first(n), c.ends_prompt && n == c.tokens.size()});
+    // An image that does not fit the rows left waits for the next pass;
+    // one that fits no pass is refused.
+    const size_t room = cfg_.prefill_chunk - start;
+    if (start == 0) check_images_fit(position(c.stream), c.tokens.size(), room, c.images, "prefill");
+    const size_t n = chunk_tokens(position(c.stream), c.tokens.size(), room, c.images);
+    if (n == 0) break;
+    pass.push_back({c.stream, c.tokens.first(n), c.ends_prompt && n == c.tokens.size(), c.images});
     rows = start + uint32_t(n);
   }
   return pass;
+}
+
+UNICORN_DECL size_t EngineCore::chunk_tokens(uint32_t pos, size_t count, size_t room,
+                                             std::span<const PromptImage> images) {
+  size_t n = std::min(count, room);
+  // Images do not overlap (check_images), so the one the end would cut is the
+  // only one, and ending before it cuts no other.
+  for (const PromptImage& image : images) {
+    const uint64_t begin = image.pos, end = uint64_t(image.pos) + image.rows;
+    if (begin >= pos && begin < pos + n && end > pos + n) return begin - pos;
+  }
+  return n;
+}
+
+UNICORN_DECL void EngineCore::check_images_fit(uint32_t pos, size_t count, size_t room,
+                                               std::span<const PromptImage> images, const char* what) {
+  for (const PromptImage& image : images)
+    if (image.rows > room && image.pos < pos + count && uint64_t(image.pos) + image.rows > pos)
+      throw Error(std::string(what) + ": an image of " + std::to_string(image.rows) + " soft tokens at position " +
+                  std::to_string(image.pos) + " does not fit a prefill pass of " + std::to_string(room) +
+                  " rows: its tokens attend to each other, so they go through one pass (compile a deployment "
+                  "whose prefill_chunk holds the image's tokens)");
+}
+
+UNICORN_DECL void EngineCore::check_images(uint32_t stream, uint32_t pos, size_t n,
+                                           std::span<const PromptImage> images) const {
+  const uint64_t chunk_end = uint64_t(pos) + n;
+  const auto where = [&](uint64_t begin, uint64_t end) {
+    return "stream " + std::to_string(stream) + "'s image at positions [" + std::to_string(begin) + ", " +
+           std::to_string(end) + ")";
+  };
+  for (size_t i = 0; i < images.size(); ++i) {
+    const PromptImage& image = images[i];
+    const uint64_t begin = image.pos, end = begin + image.rows;
+    if (image.rows == 0) throw Error("prefill: " + where(begin, end) + " has no soft tokens");
+    if (end <= pos || begin >= chunk_end) continue;  // fed before this chunk, or after it
+    if (begin < pos || end > chunk_end)
+      throw Error("prefill: " + where(begin, end) + " is cut by a chunk of positions [" + std::to_string(pos) +
+                  ", " + std::to_string(chunk_end) + "): an image's soft tokens attend to each other, so they "
+                  "go through one pass (EngineCore::prefill_pass and prefill chunk them so)");
+    const uint64_t bytes = uint64_t(image.rows) * cfg_.model.hidden * 4;
+    if (!image.soft_tokens || image.offset + bytes > image.soft_tokens->size)
+      throw Error("prefill: " + where(begin, end) + " needs " + std::to_string(bytes) + " bytes of soft tokens ([" +
+                  std::to_string(image.rows) + ", " + std::to_string(cfg_.model.hidden) + "] float32) from byte " +
+                  std::to_string(image.offset) + " of a buffer of " +
+                  std::to_string(image.soft_tokens ? image.soft_tokens->size : 0));
+    for (size_t j = 0; j < i; ++j)
+      if (images[j].pos < end && begin < uint64_t(images[j].pos) + images[j].rows)
+        throw Error("prefill: " + where(begin, end) + " overlaps " +
+                    where(images[j].pos, uint64_t(images[j].pos) + images[j].rows));
+  }
+}
+
+UNICORN_DECL void EngineCore::place_images(std::span<StepRow> rows, uint32_t first_row,
+                                           std::span<const PromptImage> images, std::vector<SoftRow>& soft) const {
+  const uint32_t pos = rows.empty() ? 0 : rows[0].pos;
+  const uint64_t row_bytes = uint64_t(cfg_.model.hidden) * 4;
+  for (const PromptImage& image : images) {
+    if (image.pos < pos || image.pos >= pos + rows.size()) continue;  // whole in the chunk, or out of it
+    for (uint32_t i = 0; i < image.rows; ++i) {
+      StepRow& row = rows[image.pos - pos + i];
+      row.token = StepRow::kEmbeddedRow;
+      row.sees_ahead = image.rows - 1 - i;  // to the image's last token
+      soft.push_back({first_row + image.pos - pos + i, image.soft_tokens, image.offset + i * row_bytes});
+    }
+  }
+}
+
+UNICORN_DECL void EngineCore::copy_soft_tokens(Lane& lane, std::span<const SoftRow> soft) {
+  if (soft.empty()) return;
+  const uint64_t row_bytes = uint64_t(cfg_.model.hidden) * 4;
+  // One region per run of rows consecutive in both buffers (an image: one run).
+  struct Copy {
+    vk::Buffer source;
+    vk::BufferCopy region;
+  };
+  std::vector<Copy> copies;
+  for (const SoftRow& r : soft) {
+    Copy* last = copies.empty() ? nullptr : &copies.back();
+    if (last && last->source == r.source->handle && last->region.srcOffset + last->region.size == r.offset &&
+        last->region.dstOffset + last->region.size == r.row * row_bytes)
+      last->region.size += row_bytes;
+    else
+      copies.push_back({r.source->handle, vk::BufferCopy{r.offset, r.row * row_bytes, row_bytes}});
+  }
+  const vk::Buffer x = lane.acts[size_t(Act::X)].handle;
+  lane.stream.run_once([&](vk::CommandBuffer cb) {
+    for (const Copy& c : copies) cb.copyBuffer(c.source, x, c.region);
+  });
 }
 
 UNICORN_DECL int32_t EngineCore::decode(int32_t token) {
@@ -407,11 +538,17 @@ UNICORN_DECL void EngineCore::write_step(Lane& lane, std::span<const StepRow> ro
   std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
 }
 
-UNICORN_DECL void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens) {
+UNICORN_DECL void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std::span<const int32_t> tokens,
+                                        std::span<const PromptImage> images) {
   if (prefill_in_flight()) throw Error("prefill: a prefill pass is in flight");
+  check_images(stream, position(stream), tokens.size(), images);
   Lane& lane = *graph.lane;
   const uint32_t n = uint32_t(tokens.size());
-  write_step(lane, chunk_rows(stream, tokens, 0, n), n);
+  std::vector<StepRow> rows = chunk_rows(stream, tokens, 0, n);
+  std::vector<SoftRow> soft;
+  place_images(rows, 0, images, soft);
+  write_step(lane, rows, n);
+  copy_soft_tokens(lane, soft);
   StreamState& s = streams_[stream];
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
   note_written(s);

@@ -1,6 +1,6 @@
 // unicorn/engine/step.hpp — what one submission carries between host and
-// device: the streams' tokens a caller hands a pass (StreamToken, PromptChunk)
-// and the host-visible rows the shaders read (StepHeader and StepRow mirror
+// device: the streams' tokens a caller hands a pass (StreamToken, PromptChunk,
+// PromptImage) and the host-visible rows the shaders read (StepHeader and StepRow mirror
 // shaders/include/step.glsl; SamplerState mirrors shaders/include/sampler.glsl).
 #pragma once
 
@@ -11,6 +11,10 @@
 
 #include "unicorn/config/sampling.hpp"
 
+namespace unicorn::gpu {
+struct Buffer;  // unicorn/gpu/memory.hpp (not included: this header stays free of Vulkan's)
+}
+
 namespace unicorn {
 
 // One stream's token in a batched decode step.
@@ -19,12 +23,31 @@ struct StreamToken {
   int32_t token;
 };
 
+// An image in a stream's prompt: its soft tokens (the image encoder's output)
+// are the embeddings of the stream's rows at positions [pos, pos + rows),
+// taken as they are (Gemma 3 scales only text embeddings by sqrt(hidden)), and
+// those rows see each other whatever their order (attention inside one image
+// is bidirectional), causal towards everything else. The prompt holds the
+// image-token id at those positions (the stream keeps it as its token there).
+// An image goes through one prefill pass whole: the engine's chunking keeps
+// it in one chunk, and refuses one longer than a chunk.
+struct PromptImage {
+  uint32_t pos;                    // the stream position of its first soft token
+  uint32_t rows;                   // its soft tokens (VisionDims::tokens_per_image)
+  const gpu::Buffer* soft_tokens;  // float32 [rows, hidden] from `offset` bytes on; outlives the call
+  uint64_t offset = 0;             // bytes
+};
+
 // One stream's run of prompt tokens in a prefill pass that may hold several
 // streams' (EngineCore::prefill(std::span<const PromptChunk>)).
 struct PromptChunk {
   uint32_t stream;
   std::span<const int32_t> tokens;  // fed from the stream's position on
   bool ends_prompt = false;         // choose the stream's next token from the last one's logits
+  // The images of the stream's prompt, by stream position: those whose
+  // positions this chunk feeds must lie in it whole; the others are ignored,
+  // so a prompt's chunks may all pass the prompt's whole list.
+  std::span<const PromptImage> images = {};
 };
 
 // A chosen token's log-probability and the most likely tokens' (largest
@@ -49,10 +72,14 @@ struct StepHeader {
   uint32_t logit_count;
 };
 struct StepRow {
-  uint32_t token;
+  uint32_t token;  // kEmbeddedRow: an image's soft token, its x row written before the pass
   uint32_t pos;
   uint32_t stream;
   uint32_t logit_source;  // in rows i < logit_count: the token row logit row i takes
+  uint32_t sees_ahead = 0;  // positions after its own it also attends to (0: causal; an image's rows: to its end)
+  // No token id: embed.comp writes nothing into this row's x (no embedding
+  // part holds the id), whose embedding the host copied there (an image's soft token).
+  static constexpr uint32_t kEmbeddedRow = 0xffffffffu;
 };
 
 // Mirrors SamplerRow in shaders/include/sampler.glsl: one per logit row, each

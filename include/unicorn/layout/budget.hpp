@@ -6,7 +6,9 @@
 // hold). The layout already holds every stream's KV cache
 // (DeploymentConfig::streams); the activations are one set for prefill
 // passes and, with several streams, a smaller one for the decode steps, whose
-// rows are the step's streams (detail::decode_lane_slot).
+// rows are the step's streams (detail::decode_lane_slot). A deployment with an
+// image encoder (DeploymentConfig::vision) adds its weights and activations
+// (layout/vision_budget.hpp) to the pools they live in.
 #pragma once
 
 #include <array>
@@ -14,14 +16,16 @@
 
 #include "unicorn/config/deployment.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/layout/vision_budget.hpp"
 
 namespace unicorn {
 
 struct PoolBudget {
   std::array<uint64_t, kGroupCount> group_bytes{};
+  uint64_t vision_bytes = 0;  // the image encoder's weights and activations here
 
   constexpr uint64_t total() const {
-    uint64_t n = 0;
+    uint64_t n = vision_bytes;
     for (uint64_t b : group_bytes) n += b;
     return n;
   }
@@ -53,6 +57,9 @@ constexpr Budget placement_budget(const DeploymentConfig& c, const LayoutView& L
     for (size_t a = 0; a < L.activations.size(); ++a)
       acts += detail::decode_lane_slot(c, Act(a), L.activations[a]).bytes;
   b.pools[size_t(L.activation_pool)].group_bytes[size_t(Group::Activations)] += acts;
+  const VisionBudget v = vision_budget(c);
+  b.pools[size_t(c.placement.pool_of(Group::Embeddings, -1))].vision_bytes += v.weights;
+  b.pools[size_t(L.activation_pool)].vision_bytes += v.activations;
   return b;
 }
 

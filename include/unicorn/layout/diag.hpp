@@ -11,6 +11,13 @@
 // a pool overflow (NpuSram included, before the next check); NPU kernels not
 // built. The numbers are bytes: pool totals from kBudgetOf<D>, capacities
 // from the deployment's hardware profile.
+//
+// A deployment with an image encoder (DeploymentConfig::vision) is checked for
+// the encoder's invariants (config/vision_dims.hpp), for one image's tokens
+// against the context and the prefill chunk, and for its bytes
+// (layout/vision_budget.hpp) in the placement: a pool that only the encoder
+// makes overflow gets a sentence of its own. The projector maps into
+// model.hidden by construction, so its output always fits the text model.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,7 @@
 #include "unicorn/config/deployment.hpp"
 #include "unicorn/layout/budget.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/layout/vision_budget.hpp"
 
 namespace unicorn::diag {
 
@@ -107,6 +115,87 @@ struct activation_exceeds_binding {
   static_assert(bytes_needed <= bytes_available,
                 "unicorn: an activation buffer of one prefill chunk exceeds the 128 MiB every "
                 "Vulkan device can bind; lower prefill_chunk");
+  static constexpr bool ok = true;
+};
+
+// --- the image encoder (DeploymentConfig::vision) ---
+
+template <uint32_t image_size, uint32_t patch>
+struct vision_patches_do_not_tile_image {
+  static_assert(patch > 0 && image_size % patch == 0,
+                "unicorn: the image encoder cuts its image_size x image_size input into patch x patch "
+                "squares, so image_size must be a multiple of patch; fix `image_size` or `patch` in the "
+                "VisionDims");
+  static constexpr bool ok = true;
+};
+
+constexpr uint32_t isqrt(uint32_t n) {
+  uint32_t s = 0;
+  while ((s + 1) * (s + 1) <= n) ++s;
+  return s;
+}
+template <uint32_t tokens_per_image, uint32_t patches_per_side>
+struct vision_tokens_do_not_pool_patches {
+  static_assert(isqrt(tokens_per_image) > 0 && isqrt(tokens_per_image) * isqrt(tokens_per_image) == tokens_per_image &&
+                    patches_per_side % isqrt(tokens_per_image) == 0,
+                "unicorn: the projector average-pools the square grid of patches into a square grid of "
+                "soft tokens, so tokens_per_image must be a square (256 = 16 x 16 for Gemma 3) whose side "
+                "divides the patches per side, image_size / patch (template arguments: tokens_per_image, "
+                "patches per side); fix `tokens_per_image` in the VisionDims");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t hidden, uint32_t heads>
+struct vision_heads_do_not_divide_hidden {
+  static_assert(heads > 0 && hidden % heads == 0,
+                "unicorn: the image encoder's attention splits its hidden size over its heads, so hidden "
+                "must be a multiple of heads; fix `hidden` or `heads` in the VisionDims");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t layers, uint32_t ffn, uint32_t layer_norm_eps_is_positive>
+struct vision_dims_empty {
+  static_assert(layers > 0 && ffn > 0 && layer_norm_eps_is_positive,
+                "unicorn: the image encoder needs at least one layer, a feed-forward size and a positive "
+                "layer_norm_eps; fill in the VisionDims (kGemma3Siglip for Gemma 3 4B, 12B and 27B)");
+  static constexpr bool ok = true;
+};
+
+// One image is <start_of_image>, tokens_per_image soft tokens, <end_of_image>.
+template <uint32_t image_tokens, uint32_t context>
+struct image_longer_than_context {
+  static_assert(image_tokens <= context,
+                "unicorn: one image takes tokens_per_image soft tokens plus <start_of_image> and "
+                "<end_of_image> (template arguments: those tokens, max_context); raise max_context");
+  static constexpr bool ok = true;
+};
+
+// Attention is bidirectional inside an image, so its tokens are prefilled in one chunk.
+template <uint32_t image_tokens, uint32_t chunk>
+struct image_longer_than_prefill_chunk {
+  static_assert(image_tokens <= chunk,
+                "unicorn: an image's soft tokens and its two markers are prefilled in one chunk (its "
+                "tokens attend to each other both ways) (template arguments: those tokens, "
+                "prefill_chunk); raise prefill_chunk to at least tokens_per_image + 2");
+  static constexpr bool ok = true;
+};
+
+template <uint64_t bytes_needed, uint64_t bytes_available>
+struct vision_activation_exceeds_binding {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: one of the image encoder's activation buffers (an image's patches times its "
+                "hidden or feed-forward size) exceeds the 128 MiB every Vulkan device can bind; pick a "
+                "smaller image_size or a larger patch");
+  static constexpr bool ok = true;
+};
+
+template <Pool pool, uint64_t bytes_needed, uint64_t bytes_available, uint64_t encoder_bytes>
+struct vision_encoder_overflows_pool {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: the text model fits, but with the image encoder (its weights counted at F16 "
+                "and one image's activations) the pool overflows (template arguments: pool, bytes "
+                "needed, bytes available, the encoder's bytes); pick a larger memory profile, lower "
+                "max_context, or deploy without .with_vision()");
   static constexpr bool ok = true;
 };
 
@@ -221,9 +310,17 @@ constexpr bool check_placement() {
                                                                           : Group::Activations,
                   npu - npu_attention>::ok);
   } else if constexpr (over(b.need(Pool::Vram), h.capacity_of(Pool::Vram))) {
-    static_assert(vram_overflow<b.need(Pool::Vram), h.capacity_of(Pool::Vram)>::ok);
+    if constexpr (over(b.need(Pool::Vram) - b[Pool::Vram].vision_bytes, h.capacity_of(Pool::Vram)))
+      static_assert(vram_overflow<b.need(Pool::Vram), h.capacity_of(Pool::Vram)>::ok);
+    else
+      static_assert(vision_encoder_overflows_pool<Pool::Vram, b.need(Pool::Vram), h.capacity_of(Pool::Vram),
+                                                  b[Pool::Vram].vision_bytes>::ok);
   } else if constexpr (over(b.need(Pool::Gtt), h.capacity_of(Pool::Gtt))) {
-    static_assert(gtt_overflow<b.need(Pool::Gtt), h.capacity_of(Pool::Gtt)>::ok);
+    if constexpr (over(b.need(Pool::Gtt) - b[Pool::Gtt].vision_bytes, h.capacity_of(Pool::Gtt)))
+      static_assert(gtt_overflow<b.need(Pool::Gtt), h.capacity_of(Pool::Gtt)>::ok);
+    else
+      static_assert(vision_encoder_overflows_pool<Pool::Gtt, b.need(Pool::Gtt), h.capacity_of(Pool::Gtt),
+                                                  b[Pool::Gtt].vision_bytes>::ok);
   } else if constexpr (h.vram_and_gtt_share_one_heap && over(shared, h.capacity_of(Pool::Vram))) {
     static_assert(vram_and_gtt_overflow_one_heap<shared, h.capacity_of(Pool::Vram)>::ok);
   } else if constexpr (over(npu, h.capacity_of(Pool::NpuSram))) {
@@ -231,6 +328,26 @@ constexpr bool check_placement() {
   } else if constexpr (npu != 0) {
     static_assert(npu_kernels_not_built<Group::Attention, npu, h.capacity_of(Pool::NpuSram)>::ok);
   }
+  return true;
+}
+
+// The image encoder's own checks, before the placement counts its bytes.
+template <Deployment D>
+constexpr bool check_vision() {
+  constexpr DeploymentConfig c = D::kConfig;
+  constexpr VisionDims v = c.vision;
+  static_assert(vision_dims_empty<v.layers, v.ffn, (v.layer_norm_eps > 0 && v.soft_norm_eps > 0)>::ok);
+  static_assert(vision_patches_do_not_tile_image<v.image_size, v.patch>::ok);
+  static_assert(vision_heads_do_not_divide_hidden<v.hidden, v.heads>::ok);
+  if constexpr (patches_tile_image(v)) {
+    static_assert(vision_tokens_do_not_pool_patches<v.tokens_per_image, v.patches_per_side()>::ok);
+    static_assert(vision_activation_exceeds_binding<vision_budget(c).largest_activation, kMaxBindingBytes>::ok);
+  }
+  // The chunk is at most the context: one sentence for an image longer than both.
+  if constexpr (v.tokens_per_image + 2 > c.max_context)
+    static_assert(image_longer_than_context<v.tokens_per_image + 2, c.max_context>::ok);
+  else
+    static_assert(image_longer_than_prefill_chunk<v.tokens_per_image + 2, c.prefill_chunk>::ok);
   return true;
 }
 
@@ -259,6 +376,7 @@ constexpr bool check_deployment() {
                                            kMaxBindingBytes>::ok);
   static_assert(activation_exceeds_binding<uint32_t(Act::Q), L.activations[size_t(Act::Q)].bytes,
                                            kMaxBindingBytes>::ok);
+  if constexpr (c.has_vision()) static_assert(check_vision<D>());
   static_assert(check_placement<D>());
   return true;
 }

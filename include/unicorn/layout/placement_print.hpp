@@ -40,6 +40,13 @@ inline void print_placement(std::ostream& os, const DeploymentConfig& c, const B
                   (unsigned long long)need);
     os << line;
   }
+  if (c.has_vision()) {
+    const VisionBudget v = vision_budget(c);
+    os << "image encoder " << c.vision.name << ": " << human_bytes(v.weights) << " of weights (counted at F16) in "
+       << pool_name(c.placement.pool_of(Group::Embeddings, -1)) << ", " << human_bytes(v.activations)
+       << " of activations in " << pool_name(c.placement.pool_of(Group::Activations, -1))
+       << " (in the totals above)\n";
+  }
   if (c.hardware.vram_and_gtt_share_one_heap)
     os << "Vram and Gtt are one heap on this profile: together "
        << human_bytes(b.need(Pool::Vram) + b.need(Pool::Gtt)) << " of "

@@ -30,6 +30,7 @@
 #include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/step.hpp"
 #include "unicorn/grammar/json_schema.hpp"
+#include "unicorn/server/data_url.hpp"
 #include "unicorn/grammar/matcher.hpp"
 #include "unicorn/server/tools.hpp"
 #include "unicorn/text/chat_template.hpp"
@@ -166,25 +167,55 @@ inline bool boolean(const Json& v, const std::string& field) {
   return v.get<bool>();
 }
 
-// A message's content: a string, or an array of text parts (OpenAI's
-// [{"type": "text", "text": ...}]), joined.
-inline std::string content_text(const Json& v, const std::string& field) {
+// A message's content: a string, or an array of parts (OpenAI's
+// [{"type": "text", "text"}, {"type": "image_url", "image_url": {"url"}}]).
+// As Gemma 3's template renders a list, each text part is trimmed and an
+// image part is written text::kImageMarker; the images' bytes, from data:
+// URLs (data_url.hpp), go to `images` in order.
+inline std::string content_text(const Json& v, const std::string& field, std::vector<std::string>* images = nullptr) {
   if (v.is_string()) return v.get<std::string>();
-  if (!v.is_array()) throw wrong_type(field, v, "a string or an array of text parts");
+  if (!v.is_array()) throw wrong_type(field, v, "a string or an array of content parts");
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string part = field + "[" + std::to_string(i) + "]";
     const Json& p = v[i];
     if (!p.is_object()) throw wrong_type(part, p, "an object");
+    if (!p.contains("type") || !p["type"].is_string()) throw wrong_type(part + ".type", p.value("type", Json()), "a string");
+    const std::string type = p["type"].get<std::string>();
+    if (type == "image_url" && images) {
+      for (const auto& [k, _] : p.items())
+        if (k != "type" && k != "image_url")
+          throw bad_request("'" + part + "." + k + "' is not supported: image parts are {type: \"image_url\", image_url: {url}}",
+                            part + "." + k, "unsupported_parameter");
+      const Json& u = p.value("image_url", Json());
+      const std::string at = part + ".image_url";
+      // {url, detail?}; some clients send the URL itself as a string.
+      if (!u.is_object() && !u.is_string()) throw wrong_type(at, u, "an object {url}");
+      if (u.is_object())
+        for (const auto& [k, f] : u.items())
+          if (k != "url" && !(k == "detail" && f.is_string()))
+            throw bad_request("'" + at + "." + k + "' is not supported: image_url takes url (and detail, which "
+                              "changes nothing here: every image is seen at the encoder's 896 pixels)",
+                              at + "." + k, "unsupported_parameter");
+      const Json& url = u.is_object() ? u.value("url", Json()) : u;
+      if (!url.is_string()) throw wrong_type(at + ".url", url, "a string");
+      try {
+        images->push_back(data_url_bytes(url.get<std::string>()));
+      } catch (const Error& e) {
+        throw bad_request(std::string(at) + ".url: " + e.what(), at + ".url", "invalid_image_url");
+      }
+      out += text::kImageMarker;
+      continue;
+    }
+    if (type != "text")
+      throw bad_request("'" + part + ".type' must be \"text\"" + (images ? " or \"image_url\"" : "") + ", not '" + type + "'",
+                        part + ".type", "unsupported_content");
     for (const auto& [k, _] : p.items())
       if (k != "type" && k != "text")
-        throw bad_request("'" + part + "." + k + "' is not supported: content parts are {type: \"text\", text}",
+        throw bad_request("'" + part + "." + k + "' is not supported: text parts are {type: \"text\", text}",
                           part + "." + k, "unsupported_parameter");
-    if (!p.contains("type") || p["type"] != "text")
-      throw bad_request("'" + part + ".type' must be \"text\": this server runs Gemma 3's text model only",
-                        part + ".type", "unsupported_content");
     if (!p.contains("text") || !p["text"].is_string()) throw wrong_type(part + ".text", p.value("text", Json()), "a string");
-    out += p["text"].get<std::string>();
+    out += text::detail::js_trim(p["text"].get<std::string>());
   }
   return out;
 }
@@ -248,7 +279,9 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
     const bool content = m.contains("content") && !((calls || !refusal.empty()) && m["content"].is_null());
     if (!content && !calls && refusal.empty())
       throw bad_request("'" + at + ".content' is required", at + ".content", "missing_field");
-    std::string text = content ? content_text(m["content"], at + ".content") : refusal;
+    std::vector<std::string> images;
+    std::string text = content ? content_text(m["content"], at + ".content", role == "user" ? &images : nullptr)
+                               : refusal;
     if (calls) {
       const std::vector<ToolCall> c = message_tool_calls(m["tool_calls"], at + ".tool_calls");
       if (!c.empty()) text += (text.empty() ? "" : "\n") + calls_text(c);
@@ -264,7 +297,7 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
       continue;
     }
     results_open = false;
-    out.push_back({role, text});
+    out.push_back({role, text, std::move(images)});
   }
   return out;
 }

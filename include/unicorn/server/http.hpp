@@ -530,6 +530,12 @@ class Server {
     const auto& tok = model_->tokenizer;
     auto job = std::make_shared<Job>();
     if (r.kind == CompletionRequest::Kind::Chat) {
+      size_t images = 0;
+      for (const auto& m : r.messages) images += m.images.size();
+      if (images && !model_->engine.config().has_vision())
+        throw bad_request("images: this model has no vision encoder (" + std::to_string(images) + " image" +
+                              (images == 1 ? "" : "s") + " sent to a text-only Gemma 3; serve a 4B, 12B or 27B "
+                              "model with its --mmproj file)", "messages", "unsupported_content");
       job->prompt = tok.encode(text::render_chat(r.messages, true), /*add_bos=*/false);
     } else if (r.prompt_text) {
       job->prompt = tok.encode(*r.prompt_text, /*add_bos=*/true);

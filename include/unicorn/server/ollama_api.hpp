@@ -33,6 +33,7 @@
 #include "unicorn/config/dims.hpp"
 #include "unicorn/config/sampling.hpp"
 #include "unicorn/server/api.hpp"
+#include "unicorn/server/data_url.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
@@ -183,6 +184,30 @@ inline void options(const Json& o, OllamaRequest& r, uint32_t context, bool& who
   }
 }
 
+// Ollama's `images`: base64 files (no data: prefix), each written before the
+// text as Gemma 3's template writes an image part (text::kImageMarker).
+inline std::vector<std::string> images(const Json& v, const std::string& field) {
+  if (v.is_null()) return {};
+  if (!v.is_array()) throw wrong_type(field, v, "an array of base64 images");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) throw wrong_type(at, v[i], "a base64 string");
+    try {
+      out.push_back(decode_base64(v[i].get<std::string>()));
+    } catch (const Error& e) {
+      throw bad_request(at + ": " + e.what(), at, "invalid_image");
+    }
+  }
+  return out;
+}
+
+inline std::string with_image_markers(size_t images, const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < images; ++i) out += text::kImageMarker;
+  return out + text;
+}
+
 // /api/chat's messages: {role, content, images?, thinking?, tool_calls?, ...}.
 inline std::vector<text::ChatMessage> messages(const Json& v) {
   if (!v.is_array()) throw wrong_type("messages", v, "an array of messages");
@@ -192,6 +217,7 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
     const Json& m = v[i];
     if (!m.is_object()) throw wrong_type(at, m, "an object");
     std::string role, content;
+    std::vector<std::string> pictures;
     for (const auto& [k, f] : m.items()) {
       const std::string field = at + "." + k;
       if (k == "role") {
@@ -201,10 +227,7 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
         if (!f.is_null() && !f.is_string()) throw wrong_type(field, f, "a string");
         if (f.is_string()) content = f.get<std::string>();
       } else if (k == "images") {
-        if (!f.is_null() && !f.is_array()) throw wrong_type(field, f, "an array of base64 images");
-        if (!f.is_null() && !f.empty())
-          throw bad_request("images: this model has no vision encoder (" + field + " holds " +
-                                std::to_string(f.size()) + ")", field, "unsupported_content");
+        pictures = images(f, field);
       } else if (k == "thinking") {
         // A thinking model's reasoning on an earlier turn: Gemma 3's template
         // has no place for it (Ollama's renders only the content too).
@@ -223,7 +246,10 @@ inline std::vector<text::ChatMessage> messages(const Json& v) {
     if (role != "system" && role != "user" && role != "assistant")
       throw bad_request(at + ".role must be system, user or assistant, not '" + role.substr(0, 32) + "'",
                         at + ".role", "invalid_value");
-    out.push_back({role, content});
+    if (!pictures.empty() && role != "user")
+      throw bad_request(at + ".images: only a user's message shows images", at + ".images", "invalid_value");
+    const size_t n = pictures.size();
+    out.push_back({role, with_image_markers(n, content), std::move(pictures)});
   }
   return out;
 }
@@ -268,6 +294,7 @@ inline OllamaRequest parse_ollama_request(std::string_view body, OllamaRequest::
   c.sampling.repeat_last_n = ollama::kRepeatLastN;
   std::vector<text::ChatMessage> messages;
   std::string prompt, system;
+  std::vector<std::string> prompt_images;  // /api/generate's images
   bool raw = false, top_logprobs = false, whole_context_window = false;
   const auto string_field = [&](const std::string& key, const Json& v) {
     if (v.is_null()) return std::string();
@@ -308,8 +335,7 @@ inline OllamaRequest parse_ollama_request(std::string_view body, OllamaRequest::
       // 0 unloads, -1 forever): this server holds its one model until it stops.
       if (!v.is_null() && !v.is_string() && !v.is_number()) throw wrong_type(key, v, "a duration (\"5m\") or seconds");
     } else if (key == "images") {
-      if (!v.is_null() && !v.is_array()) throw wrong_type(key, v, "an array of base64 images");
-      if (!v.is_null() && !v.empty()) throw bad_request("images: this model has no vision encoder", key, "unsupported_content");
+      prompt_images = detail::images(v, key);
     } else if (key == "options") {
       if (!v.is_null()) detail::options(v, r, context, whole_context_window);
     } else if (key == "think") {
@@ -353,11 +379,14 @@ inline OllamaRequest parse_ollama_request(std::string_view body, OllamaRequest::
   } else if (prompt.empty()) {
     r.load_only = true;
   } else if (raw) {
+    if (!prompt_images.empty())
+      throw bad_request("images with raw: true: a raw prompt has no place for an image", "images", "invalid_value");
     c.kind = CompletionRequest::Kind::Text;
     c.prompt_text = std::move(prompt);
   } else {  // through the chat template, as one user turn after the system prompt
     if (!system.empty()) c.messages.push_back({"system", std::move(system)});
-    c.messages.push_back({"user", std::move(prompt)});
+    const size_t n = prompt_images.size();
+    c.messages.push_back({"user", detail::with_image_markers(n, prompt), std::move(prompt_images)});
   }
   return r;
 }

@@ -14,15 +14,24 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "unicorn/base/error.hpp"
 #include "unicorn/base/linkage.hpp"
 
 namespace unicorn::text {
 
+// Where an image stands in a message's content, as Gemma 3's template writes
+// an image part; the prompt's builder (generation/) puts the image's soft
+// tokens there.
+inline constexpr std::string_view kImageMarker = "<start_of_image>";
+
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" (or "model")
   std::string content;
+  // Encoded image files (PNG, JPEG, ...), one for each kImageMarker in
+  // content, in the order they appear.
+  std::vector<std::string> images = {};
 };
 
 namespace detail {

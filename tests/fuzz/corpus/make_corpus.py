@@ -77,6 +77,46 @@ def gguf_seeds():
     }
 
 
+def mmproj_seeds():
+    """A one-layer Gemma 3 image encoder as llama.cpp's mmproj GGUF (8-pixel
+    images, 4-pixel patches, one soft token, hidden 32, feed-forward 64,
+    projection 32): F32 vectors and embeddings, F16 matrices."""
+    h, f, text = 32, 64, 32
+    keys = [kv("general.architecture", 8, s("clip")), kv("clip.has_vision_encoder", 7, b"\1"),
+            kv("clip.projector_type", 8, s("gemma3")), kv("clip.use_gelu", 7, b"\1"),
+            kv("clip.vision.projection_dim", 4, struct.pack("<I", text)),
+            kv("clip.vision.image_size", 4, struct.pack("<I", 8)), kv("clip.vision.patch_size", 4, struct.pack("<I", 4)),
+            kv("clip.vision.embedding_length", 4, struct.pack("<I", h)),
+            kv("clip.vision.feed_forward_length", 4, struct.pack("<I", f)),
+            kv("clip.vision.block_count", 4, struct.pack("<I", 1)),
+            kv("clip.vision.attention.head_count", 4, struct.pack("<I", 2)),
+            kv("clip.vision.attention.layer_norm_epsilon", 6, struct.pack("<f", 1e-6)),
+            kv("clip.vision.projector.scale_factor", 4, struct.pack("<I", 2)),
+            kv("clip.vision.image_mean", 9, arr(6, [0.5] * 3, lambda v: struct.pack("<f", v))),
+            kv("clip.vision.image_std", 9, arr(6, [0.5] * 3, lambda v: struct.pack("<f", v)))]
+    specs = [("v.patch_embd.weight", [4, 4, 3, h], 0), ("v.patch_embd.bias", [h], 0),
+             ("v.position_embd.weight", [h, 4], 0)]
+    for stem, dims in [("ln1", [h]), ("attn_q", [h, h]), ("attn_k", [h, h]), ("attn_v", [h, h]),
+                       ("attn_out", [h, h]), ("ln2", [h]), ("ffn_up", [h, f]), ("ffn_down", [f, h])]:
+        specs.append((f"v.blk.0.{stem}.weight", dims, 1 if len(dims) == 2 else 0))
+        if stem != "ln1" and stem != "ln2":
+            specs.append((f"v.blk.0.{stem}.bias", [dims[1]], 0))
+        else:
+            specs.append((f"v.blk.0.{stem}.bias", [h], 0))
+    specs += [("v.post_ln.weight", [h], 0), ("v.post_ln.bias", [h], 0),
+              ("mm.input_projection.weight", [text, h], 1), ("mm.soft_emb_norm.weight", [h], 0)]
+    tensors, data = [], b""
+    for name, dims, t in specs:
+        n = 1
+        for d in dims:
+            n *= d
+        one = name.endswith("ln1.weight") or name.endswith("ln2.weight") or name.startswith(("v.post_ln.weight", "mm.soft"))
+        blob = struct.pack("<%d%s" % (n, "e" if t else "f"), *([1.0 if one else 0.01] * n))
+        tensors.append((name, dims, t, len(data)))
+        data += blob + b"\0" * (-len(blob) % 32)
+    return {"tiny-encoder.gguf": gguf(keys, tensors, data)}
+
+
 def safetensors_seeds():
     def file(header, data):
         h = json.dumps(header).encode()
@@ -226,9 +266,121 @@ def grammar_seeds():
     return out
 
 
+# The image decoder's seeds (fuzz_image): tiny files of every format and the
+# layouts the decoders branch on. PNG, BMP and GIF are written here; the JPEG
+# and WebP bytes were written once by libjpeg-turbo (baseline, gray,
+# progressive) and libwebp (lossless with alpha, lossy) and are kept as bytes.
+JPEG_RGB_8X8 = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123"
+    "251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffdb0043011112"
+    "121815182f1a1a2f63423842636363636363636363636363636363636363636363636363636363636363636363636363"
+    "6363636363636363636363636363ffc00011080008000803012200021101031101ffc400150001010000000000000000"
+    "0000000000000002ffc4001b10000203010101000000000000000000000102001121311222ffc4001501010100000000"
+    "000000000000000000000203ffc4001a110002020300000000000000000000000000010311124171ffda000c03010002"
+    "110311003f0085507e7c80b758a4250cd156708cef17acc6222251e5b6b84a474cffd9")
+JPEG_GRAY_3X5 = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123"
+    "251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffc0000b080005"
+    "000301011100ffc40014000100000000000000000000000000000001ffc4001d10000202010500000000000000000000"
+    "00020301041100051271a1ffda0008010100003f0013b3935206161681918c2d75c2463ae599f75fffd9")
+JPEG_PROGRESSIVE_9X7 = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123"
+    "251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffdb0043011112"
+    "121815182f1a1a2f63423842636363636363636363636363636363636363636363636363636363636363636363636363"
+    "6363636363636363636363636363ffc20011080007000903012200021101031101ffc400160001010100000000000000"
+    "000000000000000203ffc40014010100000000000000000000000000000002ffda000c030100021003100000018dc47f"
+    "ffc4001510010100000000000000000000000000000023ffda000801010001050251ffc4001511010100000000000000"
+    "000000000000000011ffda0008010301013f01afffc400161101010100000000000000000000000000110001ffda0008"
+    "010201013f01312fffc4001610010101000000000000000000000000000031b1ffda0008010100063f024c7fffc4001c"
+    "100001040301000000000000000000000011000121f031c1d1f1ffda0008010100013f2160f11a03972abe17ffda000c"
+    "0301000200030000001083ffc40018110101000300000000000000000000000001110031d1ffda0008010301013f1060"
+    "19bee7ffc40017110100030000000000000000000000000001001141ffda0008010201013f10192ca9ffc4001a100101"
+    "010100030000000000000000000001113100217191ffda0008010100013f106c96654092d24ba19b3c6abbdff7afffd9")
+WEBP_LOSSLESS_ALPHA_4X3 = bytes.fromhex(
+    "524946465a000000574542505650384c4d0000002f038000105f40266dc3be88d839ff26678248db8656c4e1fc2bb928"
+    "226ddb18ad88c3693891b66d8c56c4e1dc9d6092a6da8ec97f5805dd06abfe00826c9b640a73bac29dae70f188fe872f"
+    "0b00")
+WEBP_LOSSY_4X3 = bytes.fromhex(
+    "524946464c000000574542505650382040000000d001009d012a0400030002c04c25b00274010efe038e0000faf3d91c"
+    "626e4eba7fbdee8e813cda3770bce53e20be4cded037c8021d10ccf67dcaf1ff40000000")
+
+
+def png(width, height, depth, color_type, rows, extra=(), interlace=0, raw=None):
+    """rows: each row's bytes, given filter 0 here; or raw: the filtered data whole."""
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, color_type, 0, 0, interlace)
+    if raw is None:
+        raw = b"".join(b"\0" + r for r in rows)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + b"".join(chunk(k, v) for k, v in extra)
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def bmp(width, height, bits, rows, palette=b""):
+    stride = (bits * width + 31) // 32 * 4
+    data = b"".join(r.ljust(stride, b"\0") for r in rows)
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, bits, 0, len(data), 2835, 2835, len(palette) // 4, 0)
+    return b"BM" + struct.pack("<IHHI", offset + len(data), 0, 0, offset) + info + palette + data
+
+
+def gif(width, height, indices, palette, transparent=None, interlace=False):
+    """LZW with a clear code after every second index, so that every code is a
+    literal of 3 bits (a minimum code size of 2: 4 colours)."""
+    codes = []
+    for i in range(0, len(indices), 2):
+        codes += [4] + list(indices[i:i + 2])
+    codes.append(5)
+    bits, nbits = 0, 0
+    out = bytearray()
+    for c in codes:
+        bits |= c << nbits
+        nbits += 3
+        while nbits >= 8:
+            out.append(bits & 255)
+            bits >>= 8
+            nbits -= 8
+    if nbits:
+        out.append(bits & 255)
+    gce = b""
+    if transparent is not None:
+        gce = b"\x21\xf9\x04\x01\x00\x00" + bytes([transparent]) + b"\x00"
+    desc = b"\x2c" + struct.pack("<HHHHB", 0, 0, width, height, 0x40 if interlace else 0)
+    return (b"GIF89a" + struct.pack("<HHBBB", width, height, 0x81, 0, 0) + palette.ljust(12, b"\0") + gce + desc
+            + b"\x02" + bytes([len(out)]) + bytes(out) + b"\x00\x3b")
+
+
+def image_seeds():
+    pal = bytes([255, 0, 0, 0, 255, 0, 0, 0, 255, 250, 250, 250])
+    return {
+        "rgb-1x1.png": png(1, 1, 8, 2, [b"\xc8\x1e\x5a"]),
+        "rgba-2x2.png": png(2, 2, 8, 6, [bytes(range(8)), bytes(range(8, 16))]),
+        "gray16-3x2.png": png(3, 2, 16, 0, [bytes(range(6)), bytes(range(6, 12))]),
+        "graya-2x1.png": png(2, 1, 8, 4, [b"\x10\x00\xf0\xff"]),
+        "palette-trns-2x2.png": png(2, 2, 2, 3, [b"\x10", b"\xc0"], [(b"PLTE", pal), (b"tRNS", b"\x00\x80")]),
+        # Adam7 on 3 x 3: passes 1, 4, 5, 6 and 7 hold 1, 1, 2, 1 + 1 and 3 pixels.
+        "interlaced-3x3.png": png(3, 3, 8, 0, None, interlace=1,
+                                  raw=b"\0\x01" b"\0\x03" b"\0\x07\x09" b"\0\x02" b"\0\x08" b"\0\x04\x05\x06"),
+        "rgb-2x2.bmp": bmp(2, 2, 24, [b"\x00\x00\xff\x00\xff\x00", b"\xff\x00\x00\xff\xff\xff"]),
+        "palette-3x2.bmp": bmp(3, 2, 8, [b"\x00\x01\x02", b"\x02\x01\x00"], palette=bytes([0, 0, 255, 0, 0, 255, 0, 0, 255, 0, 0, 0])),
+        "top-down-2x2.bmp": bmp(2, -2, 32, [bytes(range(8)), bytes(range(8, 16))]),
+        "3x2.gif": gif(3, 2, [0, 1, 2, 3, 2, 1], pal),
+        "transparent-2x2.gif": gif(2, 2, [0, 1, 2, 3], pal, transparent=3),
+        "interlaced-2x4.gif": gif(2, 4, [0, 1, 2, 3, 3, 2, 1, 0], pal, interlace=True),
+        "rgb-8x8.jpg": JPEG_RGB_8X8,
+        "gray-3x5.jpg": JPEG_GRAY_3X5,
+        "progressive-9x7.jpg": JPEG_PROGRESSIVE_9X7,
+        "lossless-alpha-4x3.webp": WEBP_LOSSLESS_ALPHA_4X3,
+        "lossy-4x3.webp": WEBP_LOSSY_4X3,
+    }
+
+
 def main():
     targets = {
         "gguf": gguf_seeds(),
+        "mmproj": mmproj_seeds(),
         "safetensors": safetensors_seeds(),
         "hf_config": {"tiny-config.json": open(os.path.join(ROOT, "tests/model/fixtures/tiny/config.json"), "rb").read(),
                       "multimodal.json": json.dumps({"architectures": ["Gemma3ForConditionalGeneration"],
@@ -250,6 +402,7 @@ def main():
                      "truncated.kld": kld_base(16, 8, 2)[:-3]},
         "ollama_manifest": ollama_manifests(),
         "grammar": grammar_seeds(),
+        "image": image_seeds(),
     }
     for target, seeds in targets.items():
         d = os.path.join(HERE, target)
