@@ -20,6 +20,7 @@
 #include "unicorn/config/deployment.hpp"
 #include "unicorn/gpu/context.hpp"
 #include "unicorn/io/safetensors.hpp"
+#include "unicorn/model/vision_from_hf.hpp"
 #include "unicorn/vision/encoder.hpp"
 
 namespace unicorn {
@@ -185,6 +186,54 @@ INSTANTIATE_TEST_SUITE_P(Encoder, EncoderFormats,
                          testing::Values(LowerPrecision{Format::F16, 3e-3f}, LowerPrecision{Format::BF16, 2.5e-2f},
                                          LowerPrecision{Format::Q8_0, 6e-2f}),
                          [](const auto& info) { return std::string(format_name(info.param.matrices)); });
+
+// Through the readers' VisionWeights (model/vision_weights.hpp): the Hugging
+// Face directory as model/vision_from_hf.hpp reads it, then as an mmproj
+// holds it, the soft-embedding norm stored as 1 + w and the projector in
+// Q8_0 (ggml's blocks, made fp32 at upload).
+TEST(Encoder, TakesTheReadersVisionWeightsHfAndMmprojConventions) {
+  const auto st = io::SafetensorsModel::open(tiny_dir());
+  VisionWeights w = vision_from_hf(tiny_dir(), st);
+  const auto g = golden();
+  const float soft_scale = g["soft_scale"];
+  const auto soft_ref = read_floats(tiny_dir() / "soft_tokens.bin");
+  {
+    vision::Encoder<TinyVision> encoder(device(), w, {.tensor_units = false}, /*gguf=*/false);
+    encoder.encode(read_floats(tiny_dir() / "pixel_values.bin"));
+    EXPECT_LE(max_abs_diff(encoder.soft_tokens(), soft_ref), 1e-4f * soft_scale) << "from vision_from_hf";
+  }
+  // As an mmproj: 1 + w, and a Q8_0 projector.
+  std::vector<float> one_plus_w;
+  std::vector<std::byte> projection_q8;
+  for (VisionTensor& t : w.tensors) {
+    if (t.name == "mm.soft_emb_norm.weight") {
+      one_plus_w.resize(t.dims[0]);
+      std::memcpy(one_plus_w.data(), t.data.data(), one_plus_w.size() * 4);
+      for (float& v : one_plus_w) v += 1.0f;
+      t.data = std::as_bytes(std::span(one_plus_w));
+    } else if (t.name == "mm.input_projection.weight") {
+      std::vector<float> x(t.data.size() / 4);
+      std::memcpy(x.data(), t.data.data(), t.data.size());
+      tools::quantize(Format::Q8_0, x, projection_q8);
+      t.format = Format::Q8_0;
+      t.data = projection_q8;
+    }
+  }
+  w.soft_norm_stores_one_plus_w = true;
+  vision::Encoder<TinyVision> encoder(device(), w, {.tensor_units = false});
+  encoder.encode(read_floats(tiny_dir() / "pixel_values.bin"));
+  const float err = max_abs_diff(encoder.soft_tokens(), soft_ref);
+  // The Q8_0 projector's rounding: 6.3e-3 of the scale measured here.
+  EXPECT_LE(err, 3e-2f * soft_scale) << "as an mmproj: 1 + w norm, Q8_0 projector";
+  std::printf("mmproj conventions (Q8_0 projector): soft tokens %.3g of their scale\n", err / soft_scale);
+}
+
+TEST(Encoder, RefusesAnEncoderOfAnotherShapeFromAFile) {
+  const auto st = io::SafetensorsModel::open(tiny_dir());
+  VisionWeights w = vision_from_hf(tiny_dir(), st);
+  w.dims.layers = 3;
+  EXPECT_THROW(vision::Encoder<TinyVision>(device(), w, {}, false), Error);
+}
 
 TEST(Encoder, RefusesQ8_0WhereRowsAreNoWholeBlocks) {
   Weights w;

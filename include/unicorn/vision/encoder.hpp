@@ -51,6 +51,8 @@
 #include "unicorn/gpu/memory.hpp"
 #include "unicorn/gpu/staging.hpp"
 #include "unicorn/gpu/timing.hpp"
+#include "unicorn/model/vision_weights.hpp"
+#include "unicorn/vision/from_weights.hpp"
 #include "unicorn/vision/kernels.hpp"
 #include "unicorn/vision/tensors.hpp"
 
@@ -102,6 +104,10 @@ class VisionEncoder {
     upload(weights);
     record();
   }
+  // From what a reader made of a file (model/vision_weights.hpp: an mmproj
+  // GGUF or a Hugging Face directory): its dimensions and projection width.
+  VisionEncoder(const gpu::Context& ctx, const VisionWeights& weights, EncoderOptions options = {})
+      : VisionEncoder(ctx, weights.dims, weights.projection_dim, weight_table(weights).tensors, std::move(options)) {}
   VisionEncoder(const VisionEncoder&) = delete;
   VisionEncoder& operator=(const VisionEncoder&) = delete;
 
@@ -530,6 +536,19 @@ class Encoder : public VisionEncoder {
 
   Encoder(const gpu::Context& ctx, const HostTensors& weights, EncoderOptions options = {})
       : VisionEncoder(ctx, kDims, kTextHidden, weights, std::move(options)) {}
+  // A file's encoder, checked against the compiled one field by field
+  // (check_vision_fits) and against the text model's width.
+  Encoder(const gpu::Context& ctx, const VisionWeights& weights, EncoderOptions options = {}, bool gguf = true)
+      : VisionEncoder(ctx, kDims, kTextHidden, checked(weights, gguf).tensors, std::move(options)) {}
+
+ private:
+  static WeightTable checked(const VisionWeights& w, bool gguf) {
+    check_vision_fits(w, kDims, gguf);
+    if (w.projection_dim != kTextHidden)
+      throw Error(w.source + ": the projector maps to " + std::to_string(w.projection_dim) +
+                  ", but this engine's text model is " + std::to_string(kTextHidden) + " wide");
+    return weight_table(w);
+  }
 };
 
 }  // namespace unicorn::vision
