@@ -57,8 +57,9 @@ void tiny_golden(const gpu::Context& ctx, const fs::path& fixtures) {
   std::ifstream gf(dir / "golden.json");
   const auto g = nlohmann::json::parse(gf);
   const float vision_scale = g["vision_scale"], soft_scale = g["soft_scale"];
-  for (bool tensor_units : {false, true}) {
-    vision::VisionEncoder e(ctx, kGemma3SiglipTiny, 96, table, {.tensor_units = tensor_units});
+  for (int path = 0; path < 3; ++path) {  // fp32 tiles; tensor units with fp32 attention; all on tensor units
+    vision::VisionEncoder e(ctx, kGemma3SiglipTiny, 96, table,
+                            {.tensor_units = path > 0, .attention_tensor_units = path == 2});
     e.encode(read_floats(dir / "pixel_values.bin"));
     const float ve = max_abs_diff(e.vision_output(), read_floats(dir / "vision_out.bin"));
     const float se = max_abs_diff(e.soft_tokens(), read_floats(dir / "soft_tokens.bin"));
@@ -115,12 +116,14 @@ void real_shape(const gpu::Context& ctx, int repeats) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& p : pixels) p = u(rng);
   const double tflop = double(vision::VisionEncoder::flops(kGemma3Siglip, text_hidden)) / 1e12;
-  for (bool tensor_units : {true, false}) {
+  for (int path = 2; path >= 0; --path) {  // all on tensor units; products only; fp32 tiles
+    const bool tensor_units = path > 0;
     const auto t0 = std::chrono::steady_clock::now();
-    vision::VisionEncoder e(ctx, kGemma3Siglip, text_hidden, w.table, {.tensor_units = tensor_units});
+    vision::VisionEncoder e(ctx, kGemma3Siglip, text_hidden, w.table,
+                            {.tensor_units = tensor_units, .attention_tensor_units = path == 2});
     const auto t1 = std::chrono::steady_clock::now();
     e.encode(pixels);  // warm-up
-    const int n = tensor_units ? repeats : std::max(1, repeats / 4);
+    const int n = tensor_units ? repeats : std::max(1, repeats / 4);  // fp32 tiles are slow
     std::vector<double> ms;
     for (int i = 0; i < n; ++i) {
       const auto a = std::chrono::steady_clock::now();
@@ -130,21 +133,21 @@ void real_shape(const gpu::Context& ctx, int repeats) {
     std::sort(ms.begin(), ms.end());
     {  // where the time goes, from a profiled encoder of the same shape
       vision::VisionEncoder p(ctx, kGemma3Siglip, text_hidden, w.table,
-                              {.tensor_units = tensor_units, .profile = true});
+                              {.tensor_units = tensor_units, .attention_tensor_units = path == 2, .profile = true});
       p.encode(pixels);
       p.encode(pixels);
       for (const vision::StageTime& t : p.stage_times())
-        std::printf("[ stage  ] %s %-22s %3u dispatches %8.2f ms\n", tensor_units ? "tensor units" : "fp32 tiles  ",
+        std::printf("[ stage  ] path %d %-24s %3u dispatches %8.2f ms\n", path,
                     t.kernel.c_str(), t.dispatches, t.ms);
     }
     const auto soft = e.soft_tokens();
     bool finite = true;
     float largest = 0;
     for (float f : soft) finite = finite && std::isfinite(f), largest = std::max(largest, std::abs(f));
-    std::printf("[ timing ] %s, 896 image, F16 weights, products on %s: created in %.0f ms; encode median %.2f ms, "
+    std::printf("[ timing ] %s, 896 image, F16 weights, products on %s, attention %s: created in %.0f ms; encode median %.2f ms, "
                 "best %.2f ms over %d; %.3f TFLOP -> %.1f TFLOP/s; soft tokens %s, max |value| %.3g\n",
                 ctx.info().name.c_str(), e.tensor_units() ? "tensor units" : "fp32 tiles",
-                std::chrono::duration<double, std::milli>(t1 - t0).count(), ms[ms.size() / 2], ms[0], n, tflop,
+                e.attention_on_tensor_units() ? "on tensor units" : "fp32", std::chrono::duration<double, std::milli>(t1 - t0).count(), ms[ms.size() / 2], ms[0], n, tflop,
                 tflop / (ms[ms.size() / 2] / 1e3), finite ? "finite" : "NOT FINITE", largest);
   }
 }

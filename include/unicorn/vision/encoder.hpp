@@ -63,6 +63,9 @@ struct EncoderOptions {
   // coopmat); false keeps them on fp32 tiles (matmul), as a golden held to
   // fp32 wants.
   bool tensor_units = true;
+  // With tensor_units: attention on them too (vision_attention_coop) where the
+  // head fits its tile; false keeps vision_attention (fp32 ALUs).
+  bool attention_tensor_units = true;
   std::filesystem::path pipeline_dir{};  // the on-disk pipeline cache (gpu/pipeline_cache.hpp); empty: none
   // A timestamp after every dispatch, for stage_times() (unicorn-bench, encoder_timing).
   bool profile = false;
@@ -87,6 +90,7 @@ class VisionEncoder {
         text_hidden_(text_hidden),
         tensor_units_(options.tensor_units && ctx.info().coopmat),
         profile_(options.profile),
+        attention_tensor_units_(options.attention_tensor_units),
         kernels_(ctx.kernel_cache(options.pipeline_dir)),
         sets_(ctx),
         stream_(ctx) {
@@ -412,7 +416,7 @@ class VisionEncoder {
     const float scale = 1.0f / std::sqrt(float(v_.head_dim()));
     // Attention on the tensor units where the products are and the head fits
     // the tile, else in fp32 on the ALUs.
-    attention_coop_ = tensor_units_ && kernels::vision_attention_coop_fits(v_.head_dim(), info.coop_m, info.coop_n,
+    attention_coop_ = tensor_units_ && attention_tensor_units_ && kernels::vision_attention_coop_fits(v_.head_dim(), info.coop_m, info.coop_n,
                                                                          info.coop_k, info.subgroup_size,
                                                                          info.max_shared_memory);
     const uint32_t coop_rows = kernels::kVisionAttentionCoopGroups * info.coop_m;
@@ -489,6 +493,7 @@ class VisionEncoder {
   uint32_t text_hidden_;
   bool tensor_units_;
   bool profile_;
+  bool attention_tensor_units_;
   bool attention_coop_ = false;
   std::shared_ptr<gpu::KernelCache> kernels_;
   gpu::DescriptorArena sets_;
