@@ -17,7 +17,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "temp_dir.hpp"
 #include "unicorn/engine.hpp"
 #include "../tools/tuning_env.hpp"
 
@@ -258,27 +257,9 @@ std::string file_bytes(const fs::path& p) {
 }
 
 // The server tests' tiny tokenizer with <start_of_image> and <end_of_image>
-// at the golden's ids (506, 507; the merges "la" and "lo" that held them are
-// dropped), so that text prompts can place images.
-fs::path vision_tokenizer(const fs::path& dir) {
-  const char* tiny = std::getenv("UNICORN_TINY_TOKENIZER");
-  std::ifstream in(tiny ? tiny : "tests/server/fixtures/tiny_tokenizer.json");
-  auto t = nlohmann::json::parse(in);
-  auto& vocab = t["model"]["vocab"];
-  auto& merges = t["model"]["merges"];
-  for (const char* gone : {"la", "lo"}) {
-    vocab.erase(gone);
-    const std::string left(1, gone[0]), right(1, gone[1]);
-    for (size_t i = 0; i < merges.size(); ++i)
-      if (merges[i][0] == left && merges[i][1] == right) merges.erase(i--);
-  }
-  for (const auto& [id, content] : {std::pair{506, "<start_of_image>"}, std::pair{507, "<end_of_image>"}})
-    t["added_tokens"].push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
-                                 {"rstrip", false}, {"normalized", false}, {"special", true}});
-  const fs::path out = dir / "vision_tokenizer.json";
-  std::ofstream(out) << t.dump();
-  return out;
-}
+// at the golden's ids (fixtures/make_tiny_vision_tokenizer.py), so that text
+// prompts can place images.
+fs::path vision_tokenizer() { return tiny_dir().parent_path() / "tiny_vision_tokenizer.json"; }
 
 }  // namespace
 
@@ -308,9 +289,8 @@ TEST_F(ImagePrompt, AnImageFileGivesTransformersLogits) {
 // a pass at a time without cutting an image (24-row passes here), and choose
 // what teacher forcing of the same rows chooses.
 TEST_F(ImagePrompt, GenerateAndChatPlaceImagesAsTeacherForcing) {
-  test::TempDir dir("unicorn-vision");
   Engine<TinyVision<24>> engine(context(), options());
-  engine.load(tiny_dir(), {.tokenizer = vision_tokenizer(dir.path())});
+  engine.load(tiny_dir(), {.tokenizer = vision_tokenizer()});
   ASSERT_TRUE(engine.sees_images());
   const std::string png = file_bytes(tiny_dir() / "image.png");
   const std::vector<std::string> images{png, png};
@@ -357,7 +337,7 @@ TEST_F(ImagePrompt, GenerateAndChatPlaceImagesAsTeacherForcing) {
   EXPECT_THROW_WITH(engine.generate("a<start_of_image>b<start_of_image>", o), "places 2 images");
   // A model without an encoder says so.
   Engine<TinyText<32>> text_only(context(), options());
-  text_only.load(tiny_dir(), {.tokenizer = vision_tokenizer(dir.path())});
+  text_only.load(tiny_dir(), {.tokenizer = vision_tokenizer()});
   EXPECT_FALSE(text_only.sees_images());
   EXPECT_THROW_WITH(text_only.generate("x", o), "has no vision encoder");
   // A file that is no image is named.
