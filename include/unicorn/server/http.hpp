@@ -509,6 +509,7 @@ class Server {
     f.eos = model.tokenizer.eos_id();
     f.end_of_turn = model.tokenizer.end_of_turn_id();
     f.vocab = c.model.vocab;
+    f.vision = bool(model.images);
     return f;
   }
 
