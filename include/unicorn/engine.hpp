@@ -142,6 +142,11 @@ class AnyEngine {
   text::ImageEncoder image_encoder() {
     return [this](std::span<const std::string> files) { return encode_images(files); };
   }
+  // The encoder itself (unicorn-bench times it apart from decoding the file).
+  vision::VisionEncoder& vision_encoder() {
+    if (!encoder_) (void)encode_images({});  // throws, saying why there is none
+    return *encoder_;
+  }
   text::EncodedImages encode_images(std::span<const std::string> files) {
     if (!encoder_)
       throw Error(config().has_vision()
