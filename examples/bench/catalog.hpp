@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "unicorn/gemma3.hpp"
 #include "unicorn/layout/compiled_deployment.hpp"
 
 namespace unicorn::examples::bench {
@@ -35,9 +36,10 @@ constexpr uint32_t kBatchStreams = 32;
 // Room for llama-bench's pp512 and tg128 (less for the tiny test model).
 template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram, uint32_t Streams = 1>
 struct Bench {
-  static constexpr DeploymentConfig kConfig = make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
-                                                  .placed(placement_of(P))
-                                                  .with_streams(Streams);
+  static constexpr DeploymentConfig kConfig =
+      deployments::with_official_vision(make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
+                                            .placed(placement_of(P))
+                                            .with_streams(Streams));
   static constexpr BenchPlacement kPlacement = P;
 };
 template <const ModelDims& M>

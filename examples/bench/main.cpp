@@ -34,10 +34,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <fstream>
 #include <optional>
 #include <random>
 
@@ -77,6 +78,9 @@ struct Options {
   // or a JSON schema, its mask computed on the host as the server does; the
   // vocabulary is the tokenizer's (--tokenizer).
   std::string grammar, json_schema, tokenizer;
+  // An image through the encoder (--mmproj, or the one beside the model), and
+  // a prompt that holds it: the image's own costs beside the text's.
+  std::string image, mmproj;
 };
 
 // The grammar of --grammar or --json-schema (its matcher's state restarts
@@ -392,6 +396,61 @@ int run_batch(AnyEngine& engine, const Options& o, std::mt19937& rng, double roo
   return 0;
 }
 
+// --image: the file decoded and resized on the host, the encoder alone on
+// the device (median of the repetitions after a warm-up), and the first token
+// of a short question about the image (the image's rows and the question in
+// one prefill), each timed as a user meets it.
+int run_image(AnyEngine& engine, const Options& o, nlohmann::json& j) {
+  std::ifstream in(o.image, std::ios::binary);
+  const std::string file{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in.good() && !in.eof()) throw Error(o.image + ": cannot be read");
+  vision::VisionEncoder& encoder = engine.vision_encoder();
+  const VisionDims& v = engine.config().vision;
+  const uint32_t hidden = engine.config().model.hidden;
+  std::vector<double> decode_ms, encode_ms, first_token_ms;
+  std::vector<float> pixels;
+  const std::vector<std::string> files{file};
+  for (uint32_t r = 0; r <= o.repetitions; ++r) {
+    auto a = Clock::now();
+    pixels = image::pixel_values(image::decode_image(std::as_bytes(std::span(file)), o.image), v);
+    const double d_ms = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
+    a = Clock::now();
+    encoder.encode(pixels);  // returns when the device is done
+    const double e_ms = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
+    // A question about the image, from the file: what a user waits for.
+    a = Clock::now();
+    text::GenerateOptions q{.max_tokens = 1, .images = files};
+    (void)engine.generate("Describe this image.", q);
+    const double t_ms = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
+    if (r == 0) continue;  // warm-up: pipelines, caches
+    decode_ms.push_back(d_ms), encode_ms.push_back(e_ms), first_token_ms.push_back(t_ms);
+  }
+  const auto median = [](std::vector<double> x) { std::sort(x.begin(), x.end()); return x[x.size() / 2]; };
+  const double flops = double(vision::VisionEncoder::flops(v, hidden));
+  const double enc = median(encode_ms);
+  j["image"] = {{"file", o.image},
+                {"encoder", std::string(v.name)},
+                {"encoder_tensor_units", encoder.tensor_units()},
+                {"decode_resize_ms", median(decode_ms)},
+                {"encode_ms", enc},
+                {"encode_tflops", flops / (enc * 1e-3) / 1e12},
+                {"encode_tflop_per_image", flops / 1e12},
+                {"first_token_ms", median(first_token_ms)},
+                {"first_token_what", "decode + encode + prefill of the image's rows and a 5-token question"}};
+  if (o.json) {
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  print_header(j);
+  const auto& im = j["image"];
+  std::printf("image %s: decode and resize %.2f ms (host), encoder %.2f ms on %s (%.2f TFLOP: %.1f TFLOP/s), "
+              "first token of a question about it %.2f ms (median of %u)\n",
+              o.image.c_str(), im["decode_resize_ms"].get<double>(), enc,
+              encoder.tensor_units() ? "tensor units" : "fp32 tiles", flops / 1e12,
+              im["encode_tflops"].get<double>(), im["first_token_ms"].get<double>(), o.repetitions);
+  return 0;
+}
+
 int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o) {
   if (o.prompt + o.generate + 1 > d.config.max_context)
     throw Error("-p + -n must stay under the bench context of " +
@@ -420,7 +479,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   AnyEngine engine(ctx, d, options);
   const double engine_s = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
-  const LoadReport load = engine.load(o.model);
+  const LoadReport load = engine.load(o.model, {.tokenizer = o.tokenizer, .mmproj = o.mmproj});
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const uint64_t weight_bytes = d.layout.weight_bytes();
 
@@ -476,6 +535,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   engine.set_sampling(p);
   j["sampling"] = std::string(o.sample ? "temperature 0.8, top-k 40, top-p 0.95, min-p 0.05" : "greedy") +
                   (o.logprobs ? ", logprobs with " + std::to_string(*o.logprobs) + " alternatives" : "");
+  if (!o.image.empty()) return run_image(engine, o, j);
   if (o.batch && o.invariance) return run_invariance(engine, o, rng);
   if (o.batch) return run_batch(engine, o, rng, roofline, j);
   std::optional<Constraint> constraint = make_constraint(o);
@@ -632,6 +692,10 @@ int main(int argc, char** argv) {
                  "the host before each step as the server's structured output does (needs --tokenizer)");
   app.add_option("--json-schema", o.json_schema, "the same with a JSON schema file (response_format's json_schema)")
       ->excludes(app.get_option("--grammar"));
+  app.add_option("--image", o.image,
+                 "time an image (PNG, JPEG, ...): decoding, the encoder (and its TFLOP/s), and the first token of a "
+                 "question about it (4B, 12B, 27B; with --mmproj or the mmproj*.gguf beside the model)");
+  app.add_option("--mmproj", o.mmproj, "the image encoder's file (llama.cpp's mmproj GGUF) for --image");
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.json or GGUF whose vocabulary the grammar's masks cover");
   if (const auto status = unicorn::tools::parse(app, argc, argv, "unicorn-bench")) return *status;
   unicorn::tools::remove_temporaries_on_signals("unicorn-bench");  // the pipeline cache file's

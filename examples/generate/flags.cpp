@@ -54,6 +54,11 @@ std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_gen
   app.add_option("--n-gpu-layers,--gpu-layers", f.gpu_layers, "(also -ngl) accepted and ignored: every layer runs on the GPU");
   app.add_option("-t,--threads", f.threads, "accepted and ignored: no inference work runs on the CPU");
   app.add_option("--tokenizer", f.tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
+  app.add_option("--image", f.images,
+                 "an image (PNG, JPEG, BMP, GIF, WebP) the prompt is about; repeatable; each goes where the prompt "
+                 "writes <start_of_image>, else all before it (Gemma 3 4B, 12B, 27B with their mmproj)");
+  app.add_option("--mmproj", f.mmproj,
+                 "the image encoder's file (llama.cpp's mmproj GGUF); default: the one mmproj*.gguf beside the model");
   app.add_option("--tokens", f.tokens, "teacher forcing: comma-separated token ids");
   app.add_option("--logits-out", f.logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
   app.add_flag("--layout", f.show_layout, "print the compile-time layout and exit");

@@ -28,8 +28,8 @@ struct SamplingFlags {
 
 // Every flag of the generator (flags.cpp says what each means, in --help).
 struct GenerateFlags {
-  std::string model, prompt, prompt_file, tokens, logits_out, tokenizer, system_prompt;
-  std::vector<std::string> stop;
+  std::string model, prompt, prompt_file, tokens, logits_out, tokenizer, system_prompt, mmproj;
+  std::vector<std::string> stop, images;  // images: files, in the order given
   int n_predict = 256;
   std::optional<uint32_t> ctx;
   bool chat = false, interactive = false, show_layout = false, show_placement = false, show_engines = false,

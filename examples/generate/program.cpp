@@ -27,6 +27,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -138,11 +139,29 @@ std::optional<std::string> read_line(const char* prompt) {
 }
 
 // Multi-turn chat on standard input: the KV cache is kept across turns.
+// An image file's bytes (decoded later, by the engine, within its limits);
+// an error naming the file where it cannot be read whole.
+std::string read_image_file(const std::string& path) {
+  constexpr std::uintmax_t kMaxImageFileBytes = 256u << 20;  // no photo a user sends is near it
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw unicorn::Error(path + ": cannot read the image (" + ec.message() + ")");
+  if (size > kMaxImageFileBytes)
+    throw unicorn::Error(path + ": " + std::to_string(size >> 20) + " MiB is past the " +
+                         std::to_string(kMaxImageFileBytes >> 20) + " MiB an image file may have");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(size, '\0');
+  if (!in || !in.read(bytes.data(), std::streamsize(size)))
+    throw unicorn::Error(path + ": cannot read the image");
+  return bytes;
+}
+
 int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::GenerateOptions opt) {
   auto session = engine.chat(system);
   opt.cancel = &g_interrupt;
-  std::fprintf(stderr, "chat: type a message; /reset starts over, /quit, Ctrl-D or Ctrl-C at the prompt "
-                       "ends; Ctrl-C stops an answer\n");
+  std::fprintf(stderr, "chat: type a message; %s/reset starts over, /quit, Ctrl-D or Ctrl-C at the prompt "
+                       "ends; Ctrl-C stops an answer\n",
+               engine.sees_images() ? "/image PATH shows the next message an image, " : "");
   while (true) {
     print("\n");
     if (g_signal == SIGTERM) {  // the answer it stopped is closed
@@ -164,9 +183,25 @@ int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::Gener
       session.reset();
       continue;
     }
+    if (line.starts_with("/image")) {  // as llama.cpp's mtmd CLI: the next message is about it
+      std::string path = line.substr(6);
+      path.erase(0, path.find_first_not_of(" \t"));
+      path.erase(path.find_last_not_of(" \t") + 1);
+      try {
+        if (path.empty()) throw unicorn::Error("/image PATH: name an image file");
+        if (!engine.sees_images()) (void)engine.encode_images({});  // names why it cannot
+        opt.images.push_back(read_image_file(path));
+        std::fprintf(stderr, "%s: the next message is about it (%zu image%s)\n", path.c_str(), opt.images.size(),
+                     opt.images.size() == 1 ? "" : "s");
+      } catch (const unicorn::Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+      }
+      continue;
+    }
     if (line.empty()) continue;
     try {
       const auto r = session.answer(line, opt, print);
+      opt.images.clear();
       print("\n");
       std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
                    r.generated / std::max(r.decode_seconds, 1e-9),
@@ -292,7 +327,11 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
                      unicorn::tools::engine_options_from_env({.context = context, .products = flags.products}));
     if (ids_forced.empty())  // --tokens needs none
       flags.tokenizer = unicorn::tools::tokenizer_for_model(flags.model, flags.tokenizer, program.default_tokenizer);
-    const auto report = engine.load(flags.model, {.tokenizer = flags.tokenizer, .progress = progress_bar});
+    // Read before the model loads, so that a missing image fails at once.
+    std::vector<std::string> images;
+    for (const std::string& path : flags.images) images.push_back(read_image_file(path));
+    const auto report =
+        engine.load(flags.model, {.tokenizer = flags.tokenizer, .progress = progress_bar, .mmproj = flags.mmproj});
     stop_if_signalled("while loading");
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", flags.model.c_str(),
@@ -301,6 +340,9 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     const auto memory = engine.device_memory();
     std::fprintf(stderr, "device memory %.2f MiB: KV cache %.2f MiB, %u positions per stream\n",
                  memory.device() / 1048576.0, memory.kv_cache() / 1048576.0, engine.context_size());
+    if (engine.sees_images()) std::fprintf(stderr, "image encoder from %s\n", engine.vision_source().c_str());
+    if (!images.empty() && !engine.sees_images())
+      (void)engine.encode_images(images);  // names why this engine reads no images
     if (flags.check_tensors) {
       const auto c = engine.check_tensors();
       std::fprintf(stderr, "check-tensors: %zu tensors (%.1f MiB) hold no NaN or Inf (%.3f s)\n", c.tensors,
@@ -333,12 +375,15 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     std::optional<uint32_t>& seed = flags.sampling.seed;
     if (!seed) seed = std::random_device{}();
     flags.sampling.params.seed = *seed;
-    const unicorn::text::GenerateOptions request{
-        .max_tokens = flags.n_predict, .stop = flags.stop, .sampling = flags.sampling.params, .cancel = &g_interrupt};
+    const unicorn::text::GenerateOptions request{.max_tokens = flags.n_predict,
+                                                 .stop = flags.stop,
+                                                 .sampling = flags.sampling.params,
+                                                 .cancel = &g_interrupt,
+                                                 .images = images};
     unicorn::tools::require_tokenizer(engine, flags.model);  // a model without a vocabulary fails here
     engine.tokenizer();
     if (flags.interactive) return chat_loop(engine, flags.system_prompt, request);
-    if (!flags.chat) {  // the prompt is echoed, so it is checked first
+    if (!flags.chat && images.empty()) {  // the prompt is echoed, so it is checked first
       const size_t n = engine.tokenizer().encode(flags.prompt, /*add_bos=*/true).size();
       if (n >= context)
         throw unicorn::Error("the prompt is " + std::to_string(n) + " tokens; the context holds " +

@@ -23,12 +23,13 @@ enum class Shape { Generator, Server };
 
 template <const ModelDims& M, Scheme S>
 struct ForGenerator {
-  static constexpr DeploymentConfig kConfig = make_deployment(M, S, deployments::kGeneratorContext);
+  static constexpr DeploymentConfig kConfig =
+      deployments::with_official_vision(make_deployment(M, S, deployments::kGeneratorContext));
 };
 template <const ModelDims& M, Scheme S>
 struct ForServer {
-  static constexpr DeploymentConfig kConfig =
-      make_deployment(M, S, deployments::kServerContext).with_streams(deployments::kServerSlots);
+  static constexpr DeploymentConfig kConfig = deployments::with_official_vision(
+      make_deployment(M, S, deployments::kServerContext).with_streams(deployments::kServerSlots));
 };
 
 // Every size runs llama-quantize's K mixes: where a matrix's rows are not whole

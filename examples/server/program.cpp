@@ -49,13 +49,16 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
                        : std::string(name) + ": an OpenAI-compatible server for " + std::string(first.model.name) +
                              " (" + std::to_string(first.streams) + " slots of " +
                              std::to_string(first.max_context) + " tokens, compiled in)"};
-  std::string model, tokenizer;
+  std::string model, tokenizer, mmproj;
   unicorn::server::ServerOptions opt;
   std::optional<uint32_t> slots, context;
   unsigned timeout = 60, grace = 30;
   bool quiet = false, no_webui = false, check_tensors = false, show_engines = false, show_layout = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
   app.add_option("--tokenizer", tokenizer, "tokenizer.json or GGUF to use instead of the model's own");
+  app.add_option("--mmproj", mmproj,
+                 "the image encoder's file (llama.cpp's mmproj GGUF) for image_url parts; default: the one "
+                 "mmproj*.gguf beside the model");
   app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
   app.add_option("--port", opt.port, "port to listen on (0: any free port, printed)")->capture_default_str();
   app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' (not on /health and /metrics)");
@@ -181,7 +184,8 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
       // The KV cache holds `context` positions per slot.
       engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = opt.context}));
       const auto report = engine->load(
-          model, {.tokenizer = unicorn::tools::tokenizer_for_model(model, tokenizer, program.default_tokenizer)});
+          model, {.tokenizer = unicorn::tools::tokenizer_for_model(model, tokenizer, program.default_tokenizer),
+                  .mmproj = mmproj});
       unicorn::tools::require_tokenizer(*engine, model);
       engine->tokenizer();  // built now: a vocabulary that does not read fails before serving
       if (check_tensors) {
@@ -191,6 +195,8 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
       }
       std::fprintf(stderr, "%s: loaded %s (%s, %.1f MiB) on %s\n", name, model.c_str(),
                    report.format.c_str(), report.bytes / 1048576.0, engine->context().info().name.c_str());
+      if (engine->sees_images())
+        std::fprintf(stderr, "%s: image encoder from %s\n", name, engine->vision_source().c_str());
       return unicorn::server::Model(*engine);
     });
   } catch (const std::exception& e) {

@@ -27,6 +27,15 @@
 #include "unicorn/engine/loader.hpp"
 #include "unicorn/generation/chat_session.hpp"
 #include "unicorn/generation/generate.hpp"
+#include "unicorn/generation/image_prompt.hpp"
+#include "unicorn/image/decode.hpp"
+#include "unicorn/image/preprocess.hpp"
+#include "unicorn/io/gguf.hpp"
+#include "unicorn/io/safetensors.hpp"
+#include "unicorn/model/vision_from_hf.hpp"
+#include "unicorn/model/vision_from_mmproj.hpp"
+#include "unicorn/vision/encoder.hpp"
+#include "unicorn/vision/from_weights.hpp"
 #include "unicorn/layout/budget.hpp"
 #include "unicorn/layout/compiled_deployment.hpp"
 #include "unicorn/layout/diag.hpp"
@@ -41,6 +50,11 @@ struct LoadOptions {
   // supplies one: the demo model and files of older converters carry none).
   std::filesystem::path tokenizer;
   LoadProgress progress;  // (bytes placed, bytes in all), as weights reach the device
+  // The image encoder's file (llama.cpp's mmproj GGUF), for a deployment that
+  // has one (DeploymentConfig::vision). Empty: the one file named mmproj*.gguf
+  // beside the model, as Google's releases keep it, or a Hugging Face
+  // directory's own vision tower; none found, the engine reads text only.
+  std::filesystem::path mmproj;
 };
 
 // The engine of a compiled deployment chosen at run time; Engine<D> is this
@@ -72,8 +86,14 @@ class AnyEngine {
     LoadReport report = load_model(core_, model, options.progress);
     if (!tokenizer_) vocabulary_ = report.vocabulary;  // the file was opened once, by the loader
     model_ = model;
+    load_vision(model, options.mmproj);
     return report;
   }
+  // Whether images can be given: the deployment has an image encoder and its
+  // weights were found at load().
+  bool sees_images() const { return encoder_ != nullptr; }
+  // The image encoder's file, when sees_images().
+  const std::string& vision_source() const { return vision_source_; }
   // The tokenizer loaded with the model; an error naming the model if it had
   // none and LoadOptions::tokenizer gave none. Not to be called from two
   // threads at once before its first use.
@@ -90,18 +110,66 @@ class AnyEngine {
   // Text in, text out, on stream 0: starts a new sequence (<bos> + prompt),
   // streams the continuation to `on_text` and returns it with its timings.
   // Sampling, stop strings, the token limit and a cancel flag are options.
+  // With options.images, each image goes where the prompt writes
+  // <start_of_image> (text::kImageMarker), or all before the prompt when it
+  // writes none.
   text::GenerateResult generate(std::string_view prompt, const text::GenerateOptions& options = {},
                                 const text::TextSink& on_text = {}) {
-    const auto ids = tokenizer().encode(prompt, /*add_bos=*/true);
-    check_fits(ids.size());
     core_.reset(0);
-    return text::detail::generate(core_, tokenizer(), 0, ids, options, on_text);
+    if (options.images.empty()) {
+      const auto ids = tokenizer().encode(prompt, /*add_bos=*/true);
+      check_fits(ids.size());
+      return text::detail::generate(core_, tokenizer(), 0, ids, options, on_text);
+    }
+    std::string text = "<bos>";
+    if (text::count_image_markers(prompt) == 0)
+      for (size_t i = 0; i < options.images.size(); ++i) text += text::kImageMarker;
+    text += prompt;
+    const text::PlacedImages p = text::place_images(tokenizer(), text, options.images, image_encoder(), 0);
+    check_fits(p.ids.size());
+    return text::detail::generate(core_, tokenizer(), 0, p.ids, options, on_text, nullptr, p.images);
   }
   // A conversation on `stream` (Gemma 3's chat template; the KV cache is kept
   // across turns, and ChatSession::cancel stops an answer from any thread).
   // Sessions on different streams are independent; use one thread at a time.
   text::ChatSession chat(std::string system_prompt = {}, uint32_t stream = 0) {
-    return text::ChatSession(core_, tokenizer(), std::move(system_prompt), stream);
+    return text::ChatSession(core_, tokenizer(), std::move(system_prompt), stream, image_encoder());
+  }
+
+  // The image encoder as the prompt builders take it (generation/image_prompt.hpp):
+  // files in, their soft tokens in one host-visible buffer out. Throws
+  // naming why when this engine reads no images.
+  text::ImageEncoder image_encoder() {
+    return [this](std::span<const std::string> files) { return encode_images(files); };
+  }
+  // The encoder itself (unicorn-bench times it apart from decoding the file).
+  vision::VisionEncoder& vision_encoder() {
+    if (!encoder_) (void)encode_images({});  // throws, saying why there is none
+    return *encoder_;
+  }
+  text::EncodedImages encode_images(std::span<const std::string> files) {
+    if (!encoder_)
+      throw Error(config().has_vision()
+                      ? "images: no image encoder was loaded with " + model_.string() +
+                            " (give its mmproj file: LoadOptions::mmproj, --mmproj)"
+                      : "images: this model has no vision encoder (" + std::string(config().model.name) +
+                            " reads text only; Gemma 3 4B, 12B and 27B see images)");
+    const VisionDims& v = config().vision;
+    text::EncodedImages out;
+    out.rows = v.tokens_per_image;
+    out.image_bytes = uint64_t(out.rows) * config().model.hidden * sizeof(float);
+    const uint64_t sizes[] = {out.image_bytes * std::max<size_t>(files.size(), 1)};
+    auto buffer = std::make_shared<gpu::BufferSet>(core_.context(), sizes, gpu::MemoryKind::HostVisible,
+                                                   "image soft tokens");
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string name = "image " + std::to_string(i + 1) + " of " + std::to_string(files.size());
+      const image::RgbImage rgb = image::decode_image(std::as_bytes(std::span(files[i])), name);
+      encoder_->encode(image::pixel_values(rgb, v));
+      const std::vector<float> soft = encoder_->soft_tokens();
+      std::memcpy(static_cast<std::byte*>((*buffer)[0].mapped) + i * out.image_bytes, soft.data(), out.image_bytes);
+    }
+    out.soft_tokens = std::move(buffer);
+    return out;
   }
 
   // Scans every loaded weight for NaN and Inf on the GPU (engine/check_tensors.hpp);
@@ -190,6 +258,51 @@ class AnyEngine {
   detail::EngineCore& core() { return core_; }
 
  private:
+  // The image encoder of a deployment that has one: from `mmproj`, else the
+  // one mmproj*.gguf beside the model, else a Hugging Face directory's own.
+  void load_vision(const std::filesystem::path& model, const std::filesystem::path& mmproj) {
+    encoder_.reset();
+    vision_source_.clear();
+    namespace fs = std::filesystem;
+    if (!config().has_vision()) {
+      if (!mmproj.empty())
+        throw Error(mmproj.string() + ": " + std::string(config().model.name) +
+                    " has no image encoder compiled in; an mmproj file goes with Gemma 3 4B, 12B or 27B");
+      return;
+    }
+    fs::path file = mmproj;
+    if (file.empty() && !fs::is_directory(model)) {
+      std::vector<fs::path> found;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(model.parent_path().empty() ? "." : model.parent_path(), ec))
+        if (e.path().filename().string().starts_with("mmproj") && e.path().extension() == ".gguf")
+          found.push_back(e.path());
+      if (found.size() > 1)
+        throw Error(model.string() + ": " + std::to_string(found.size()) + " mmproj*.gguf files lie beside it (" +
+                    found[0].filename().string() + ", " + found[1].filename().string() +
+                    "...): name the image encoder's with LoadOptions::mmproj (--mmproj)");
+      if (found.empty()) return;  // text only
+      file = found[0];
+    }
+    const uint32_t hidden = config().model.hidden;
+    const auto build = [&](const VisionWeights& w) {
+      check_vision_fits_text(w, config().model);
+      check_vision_fits(w, config().vision, !file.empty());
+      const vision::WeightTable t = vision::weight_table(w);
+      encoder_ = std::make_unique<vision::VisionEncoder>(core_.context(), config().vision, hidden, t.tensors);
+      vision_source_ = w.source;
+    };
+    if (!file.empty()) {
+      const io::GgufFile g = io::GgufFile::open(file);
+      build(vision_from_mmproj(g));
+    } else {
+      const io::SafetensorsModel st = io::SafetensorsModel::open(model);
+      const auto vision = [](const io::SafeTensor& t) { return t.name.find("vision_tower.") != std::string::npos; };
+      if (std::ranges::none_of(st.tensors(), vision)) return;  // a text-only directory
+      build(vision_from_hf(model, st));
+    }
+  }
+
   void check_fits(size_t prompt_tokens) const {
     if (prompt_tokens >= core_.context_limit())
       throw Error("the prompt is " + std::to_string(prompt_tokens) + " tokens; the context holds " +
@@ -202,6 +315,8 @@ class AnyEngine {
   mutable std::optional<text::Tokenizer> tokenizer_;  // built by tokenizer() from vocabulary_
   std::filesystem::path vocabulary_;                  // where the model's own tokenizer is (LoadReport::vocabulary)
   std::filesystem::path model_;
+  std::unique_ptr<vision::VisionEncoder> encoder_;  // a deployment with vision whose weights were found
+  std::string vision_source_;
 };
 
 template <Deployment D>

@@ -13,14 +13,24 @@
 
 namespace unicorn::deployments {
 
+// Gemma 3's vision-language sizes (4B, 12B, 27B) see images: their
+// deployments name the image encoder (config/vision_dims.hpp), whose weights
+// come in the mmproj file beside the model (LoadOptions::mmproj). The others
+// read text only.
+constexpr DeploymentConfig with_official_vision(const DeploymentConfig& c) {
+  const bool sees = c.model.name == kGemma3_4B.name || c.model.name == kGemma3_12B.name ||
+                    c.model.name == kGemma3_27B.name;
+  return sees ? c.with_vision(kGemma3Siglip) : c;
+}
+
 // Google's QAT Q4_0 GGUF releases (Q4_0 weights, F16 embedding), a KV cache of
 // kGeneratorContext tokens (32K), as every official engine of a generator.
 inline constexpr uint32_t kGeneratorContext = 32768;
 struct Gemma3_270M_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_270M, schemes::kQ4_0_QAT, kGeneratorContext); };
 struct Gemma3_1B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_1B, schemes::kQ4_0_QAT, kGeneratorContext); };
-struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kGeneratorContext); };
-struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, kGeneratorContext); };
-struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kGeneratorContext); };
+struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kGeneratorContext)); };
+struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, kGeneratorContext)); };
+struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kGeneratorContext)); };
 
 // The built-in demo (unicorn-generate with no --model): models/gemma3-demo.gguf, a
 // small Gemma 3 trained on English (tools/train_demo) with the real tokenizer. Its
@@ -48,9 +58,9 @@ using Gemma3_Demo_Formats =
 inline constexpr uint32_t kServerSlots = 4, kServerContext = 8192;
 struct Gemma3_270M_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_270M, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
 struct Gemma3_1B_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_1B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
-struct Gemma3_4B_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
-struct Gemma3_12B_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
-struct Gemma3_27B_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
+struct Gemma3_4B_QAT_Server { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots)); };
+struct Gemma3_12B_QAT_Server { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots)); };
+struct Gemma3_27B_QAT_Server { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots)); };
 // unicorn-server with no --model: the demo model, 8 slots of its 1024 tokens.
 struct Gemma3_Demo_Server { static constexpr DeploymentConfig kConfig = Gemma3_Demo::kConfig.with_streams(8); };
 

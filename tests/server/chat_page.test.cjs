@@ -266,6 +266,32 @@ test("on a narrow screen the settings fold away and nothing overflows", async ()
   assert.deepEqual(problems, []);
 });
 
+test("with a model that sees images the page attaches one and sends it as an image_url part", async () => {
+  assert.equal(await page.$eval("#attach", (e) => e.hidden), true, "the text-only model's page offers images");
+  const fixtures = h.env("UNICORN_VISION_FIXTURES");
+  const vision = await h.start(h.env("UNICORN_TINY_VISION_SERVER"), [
+    "--model", path.join(fixtures, "tiny"), "--tokenizer", path.join(fixtures, "tiny_vision_tokenizer.json")]);
+  const { p } = await openPage(vision.url + "/");
+  try {
+    await p.waitForSelector("#attach:not([hidden])", { timeout: 10000 });
+    await (await p.$("#image")).uploadFile(path.join(fixtures, "tiny", "image.png"));
+    await p.waitForSelector("#attachments img.thumb");
+    await p.type("#input", "what is it?");
+    await p.keyboard.press("Enter");
+    await answered(p, 1);
+    const body = sent[sent.length - 1];
+    const content = body.messages[body.messages.length - 1].content;
+    assert.deepEqual(content[0], { type: "text", text: "what is it?" });
+    assert.equal(content[1].type, "image_url");
+    assert.match(content[1].image_url.url, /^data:image\/png;base64,iVBOR/);
+    assert.equal(await p.$$eval(".msg.user img.thumb", (all) => all.length), 1, "the question shows its image");
+    assert.equal(await p.$$eval("#attachments img", (all) => all.length), 0, "the image went with the message");
+  } finally {
+    await p.close();
+    await h.stop(vision);
+  }
+});
+
 test("a conversation with the demo model, saved as a screenshot (UNICORN_SCREENSHOT)", { skip: !process.env.UNICORN_SCREENSHOT }, async () => {
   // The demo model's file as the README's users name it; the build's Gemma 3 tokenizer goes with it.
   const demo = path.resolve(h.env("UNICORN_TINY_MODEL"), "../../../../models/gemma3-demo.gguf");

@@ -239,3 +239,108 @@ TEST_F(ImagePrompt, RefusesImagesItCannotRun) {
   const auto logits = core.forward_logits(g.prompt, the_image());
   EXPECT_LE(relative_error(logits, g.logits), kTolerance);
 }
+
+// --- the whole path: an image file through the engine's encoder ---
+
+namespace {
+
+// The tiny text model with the tiny encoder beside it: loading the fixture's
+// Hugging Face directory finds the vision tower there.
+template <uint32_t Chunk>
+struct TinyVision {
+  static constexpr DeploymentConfig kConfig = TinyText<Chunk>::kConfig.with_vision(kGemma3SiglipTiny);
+};
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// The server tests' tiny tokenizer with <start_of_image> and <end_of_image>
+// at the golden's ids (fixtures/make_tiny_vision_tokenizer.py), so that text
+// prompts can place images.
+fs::path vision_tokenizer() { return tiny_dir().parent_path() / "tiny_vision_tokenizer.json"; }
+
+}  // namespace
+
+// image.png decoded and resized as transformers' processor does, encoded on
+// the device by the engine's encoder, placed in golden.json's prompt: the
+// soft tokens and every position's logits against transformers'.
+TEST_F(ImagePrompt, AnImageFileGivesTransformersLogits) {
+  Engine<TinyVision<32>> engine(context(), options());
+  engine.load(tiny_dir());
+  ASSERT_TRUE(engine.sees_images()) << "the fixture's vision tower was not found";
+  const Golden& g = golden();
+  const std::string png = file_bytes(tiny_dir() / "image.png");
+  const text::EncodedImages encoded = engine.encode_images(std::span(&png, 1));
+  ASSERT_EQ(encoded.rows, g.image_rows);
+  const auto* soft = reinterpret_cast<const float*>((*encoded.soft_tokens)[0].mapped);
+  const double e_soft = relative_error(std::span(soft, g.soft.size()), g.soft);
+  const PromptImage image[] = {{g.image_pos, g.image_rows, &(*encoded.soft_tokens)[0]}};
+  const double e = relative_error(engine.core().forward_logits(g.prompt, image), g.logits);
+  std::printf("[ golden ] image file to logits: soft tokens %.2e, logits %.2e\n", e_soft, e);
+  const bool fp16 = engine.context().info().coopmat;  // the encoder's products on tensor units
+  EXPECT_LE(e_soft, fp16 ? 1e-2 : 1e-4) << "the projector's output vs transformers'";
+  EXPECT_LE(e, fp16 ? 1e-2 : kTolerance);
+}
+
+// AnyEngine::generate and ChatSession place the images where the prompt
+// writes <start_of_image> (before it when it writes none), feed the prompt
+// a pass at a time without cutting an image (24-row passes here), and choose
+// what teacher forcing of the same rows chooses.
+TEST_F(ImagePrompt, GenerateAndChatPlaceImagesAsTeacherForcing) {
+  Engine<TinyVision<24>> engine(context(), options());
+  engine.load(tiny_dir(), {.tokenizer = vision_tokenizer()});
+  ASSERT_TRUE(engine.sees_images());
+  const std::string png = file_bytes(tiny_dir() / "image.png");
+  const std::vector<std::string> images{png, png};
+  // Teacher forcing of the same text and images: the last row's greedy
+  // token and its log-probability.
+  const auto forced = [&](std::string_view text, std::span<const std::string> files) {
+    auto placed = text::place_images(engine.tokenizer(), text, files, engine.image_encoder(), 0);
+    engine.core().reset(0);
+    const auto logits = engine.core().forward_logits(placed.ids, placed.images);
+    const std::span<const float> last(logits.data() + logits.size() - kGemma3Tiny.vocab, kGemma3Tiny.vocab);
+    const auto best = std::ranges::max_element(last);
+    double sum = 0;
+    for (float x : last) sum += std::exp(double(x) - *best);
+    return std::pair{int32_t(best - last.begin()), float(-std::log(sum))};
+  };
+  // What generation chose first (chosen by the pass that ended the prompt),
+  // and its log-probability as the sampler computed it on the device.
+  const auto first = [&](const text::GenerateResult& r) {
+    return std::pair{r.pending, engine.core().logprobs(0).logprob};
+  };
+  const auto expect_near = [](std::pair<int32_t, float> got, std::pair<int32_t, float> want, const char* what) {
+    EXPECT_EQ(got.first, want.first) << what;
+    EXPECT_NEAR(got.second, want.second, 1e-4) << what << ": the chosen token's log-probability";
+  };
+  text::GenerateOptions o{.max_tokens = 1, .sampling = {.logprobs = true}, .images = images};
+  const text::TextSink none;
+  // Markers where the prompt writes them: the second image past a 24-row pass.
+  // (Each generation's result is read before teacher forcing resets the stream.)
+  const auto r = engine.generate("see<start_of_image>and<start_of_image>then", o, none);
+  EXPECT_GT(r.prompt_tokens, 2 * 16 + 8) << "two images' rows and markers";
+  const auto two = first(r);
+  expect_near(two, forced("<bos>see<start_of_image>and<start_of_image>then", images), "two images");
+  // No markers: all before the text.
+  const auto before = first(engine.generate("then", o, none));
+  expect_near(before, forced("<bos><start_of_image><start_of_image>then", images), "images before the text");
+  // A chat turn.
+  auto chat = engine.chat();
+  const auto turn = first(chat.answer("what?", {.max_tokens = 1, .sampling = {.logprobs = true}, .images = {png}}, none));
+  expect_near(turn,
+              forced("<bos><start_of_turn>user\n<start_of_image>what?<end_of_turn>\n<start_of_turn>model\n",
+                     std::span(&png, 1)),
+              "a chat turn");
+  o.images = {png};
+  EXPECT_THROW_WITH(engine.generate("a<start_of_image>b<start_of_image>", o), "places 2 images");
+  // A model without an encoder says so.
+  Engine<TinyText<32>> text_only(context(), options());
+  text_only.load(tiny_dir(), {.tokenizer = vision_tokenizer()});
+  EXPECT_FALSE(text_only.sees_images());
+  EXPECT_THROW_WITH(text_only.generate("x", o), "has no vision encoder");
+  // A file that is no image is named.
+  o.images = {"not an image"};
+  EXPECT_THROW_WITH(engine.generate("x", o), "image 1 of 1");
+}

@@ -262,6 +262,15 @@ class EngineCore {
   // Runs tokens (in chunks) from the stream's position into its KV cache and
   // chooses no token: the part of a prompt before its last chunk.
   void feed(uint32_t stream, std::span<const int32_t> tokens, std::span<const PromptImage> images = {});
+  // How many of `count` tokens fed from position `pos` one chunk of at most
+  // `room` rows takes: as many as fit, but it ends before an image it would
+  // cut (generation/generate.hpp feeds a long prompt a pass at a time by it).
+  // 0 when an image starts at `pos` and is longer than `room`.
+  static size_t chunk_tokens(uint32_t pos, size_t count, size_t room, std::span<const PromptImage> images);
+  // Refuses an image among `count` tokens from `pos` that is longer than
+  // `room` (callers check before chunk_tokens, which then never gives 0).
+  static void check_images_fit(uint32_t pos, size_t count, size_t room, std::span<const PromptImage> images,
+                               const char* what);
 
   // Several streams' prompt chunks in one prefill pass, every weight read once
   // for all of them (a server's new requests): distinct streams, each chunk
@@ -504,14 +513,6 @@ class EngineCore {
 
   // --- images in a prompt (PromptImage) ---
 
-  // How many of `count` tokens fed from position `pos` one chunk of at most
-  // `room` rows takes: as many as fit, but it ends before an image it would
-  // cut. 0 when an image starts at `pos` and is longer than `room`.
-  static size_t chunk_tokens(uint32_t pos, size_t count, size_t room, std::span<const PromptImage> images);
-  // Refuses an image among `count` tokens from `pos` that is longer than
-  // `room` (callers check before chunk_tokens, which then never gives 0).
-  static void check_images_fit(uint32_t pos, size_t count, size_t room, std::span<const PromptImage> images,
-                               const char* what);
   // Refuses images of a chunk of `n` tokens from `pos` that the chunk would
   // cut, that overlap, or whose soft tokens their buffer does not hold.
   void check_images(uint32_t stream, uint32_t pos, size_t n, std::span<const PromptImage> images) const;

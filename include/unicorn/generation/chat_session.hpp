@@ -12,6 +12,7 @@
 #include <string>
 
 #include "unicorn/generation/generate.hpp"
+#include "unicorn/generation/image_prompt.hpp"
 #include "unicorn/text/chat_template.hpp"
 
 namespace unicorn::text {
@@ -21,8 +22,8 @@ class ChatSession {
   // Made by AnyEngine::chat(). The engine and tokenizer outlive the session;
   // one session per stream at a time.
   ChatSession(unicorn::detail::EngineCore& engine, const Tokenizer& tok, std::string system_prompt = "",
-              uint32_t stream = 0)
-      : engine_(engine), tok_(tok), system_(std::move(system_prompt)), stream_(stream) {
+              uint32_t stream = 0, ImageEncoder images = {})
+      : engine_(engine), tok_(tok), system_(std::move(system_prompt)), stream_(stream), encode_(std::move(images)) {
     if (stream >= engine.streams())
       throw Error("chat: stream " + std::to_string(stream) + " asked; this engine has " +
                   std::to_string(engine.streams()));
@@ -31,21 +32,30 @@ class ChatSession {
   ChatSession& operator=(const ChatSession&) = delete;
 
   // Answers `user`, streaming text to `on_text`; returns what the turn did.
+  // opt.images (a model that sees images) go where `user` writes
+  // <start_of_image>, or all before its text.
   GenerateResult answer(const std::string& user, const GenerateOptions& opt = {}, const TextSink& on_text = {}) {
-    std::vector<int32_t> ids;
+    std::string said = user;
+    if (count_image_markers(user) == 0 && !opt.images.empty()) {
+      said.clear();
+      for (size_t i = 0; i < opt.images.size(); ++i) said += kImageMarker;
+      said += js_trim(user);
+    }
+    std::string text;
     if (turns_ == 0) {
       std::vector<ChatMessage> msgs;
       if (!system_.empty()) msgs.push_back({"system", system_});
-      msgs.push_back({"user", user});
-      ids = tok_.encode(render_chat(msgs, true));
+      msgs.push_back({"user", said});
+      text = render_chat(msgs, true);
       engine_.reset(stream_);
     } else {
       // Close the previous model turn, then the new user turn, as the template would.
-      ids = closing_;
-      const auto more = tok_.encode("\n<start_of_turn>user\n" + std::string(js_trim(user)) +
-                                    "<end_of_turn>\n<start_of_turn>model\n");
-      ids.insert(ids.end(), more.begin(), more.end());
+      text = "\n<start_of_turn>user\n" + std::string(js_trim(said)) + "<end_of_turn>\n<start_of_turn>model\n";
     }
+    const uint32_t base = engine_.position(stream_) + uint32_t(turns_ == 0 ? 0 : closing_.size());
+    PlacedImages placed = place_images(tok_, text, opt.images, encode_, base);
+    std::vector<int32_t> ids = turns_ == 0 ? std::vector<int32_t>{} : closing_;
+    ids.insert(ids.end(), placed.ids.begin(), placed.ids.end());
     if (engine_.position(stream_) + ids.size() >= engine_.context_limit())
       throw Error(turns_ == 0 ? "the prompt is " + std::to_string(ids.size()) + " tokens; the context holds " +
                                     std::to_string(engine_.context_limit())
@@ -53,7 +63,7 @@ class ChatSession {
                                     std::to_string(engine_.context_limit()) + " tokens: start a new one (/reset)");
     cancel_ = false;
     const uint32_t turn_start = engine_.position(stream_);
-    GenerateResult r = detail::generate(engine_, tok_, stream_, ids, opt, on_text, &cancel_);
+    GenerateResult r = detail::generate(engine_, tok_, stream_, ids, opt, on_text, &cancel_, placed.images);
     if (r.pending < 0) {  // cancelled inside the prompt: the turn did not happen
       if (turns_ > 0 && engine_.can_rewind(stream_, turn_start)) engine_.rewind(stream_, turn_start);
       else reset();  // the first turn, or the earlier turns' positions are overwritten: start over
@@ -92,6 +102,7 @@ class ChatSession {
   std::vector<int32_t> closing_;
   int turns_ = 0;
   std::atomic<bool> cancel_{false};
+  ImageEncoder encode_;  // empty: the model reads text only
 };
 
 }  // namespace unicorn::text

@@ -33,6 +33,10 @@ struct GenerateOptions {
   // Set from any thread (or a signal handler) to stop after the token being
   // made; the result then says StopReason::cancelled. Not owned.
   const std::atomic<bool>* cancel = nullptr;
+  // Encoded image files (PNG, JPEG, BMP, GIF, WebP) for a model that sees
+  // images (AnyEngine::sees_images): AnyEngine::generate puts each where the
+  // prompt writes <start_of_image>, or all before the prompt.
+  std::vector<std::string> images = {};
 };
 
 // Why generation stopped. Each name says what happened in full ("limit" alone
@@ -75,9 +79,11 @@ namespace detail {
 // `opt.sampling` (set on that stream, its draws starting over). `also_cancel`
 // is a second flag (ChatSession::cancel's). Used through AnyEngine::generate
 // and ChatSession.
+// `images` place image soft tokens in the prompt (by stream position:
+// engine/step.hpp's PromptImage; generation/image_prompt.hpp lays them out).
 GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                         std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                        const std::atomic<bool>* also_cancel = nullptr);
+                        const std::atomic<bool>* also_cancel = nullptr, std::span<const PromptImage> images = {});
 
 }  // namespace detail
 }  // namespace unicorn::text
@@ -90,7 +96,7 @@ namespace unicorn::text::detail {
 
 UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                                      std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                                     const std::atomic<bool>* also_cancel) {
+                                     const std::atomic<bool>* also_cancel, std::span<const PromptImage> images) {
   using Clock = std::chrono::steady_clock;
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
@@ -116,17 +122,24 @@ UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const 
   // pass (a long prompt is many), not after the whole prompt.
   const std::string prefill_what = "prefill of " + std::to_string(prompt.size()) + " prompt tokens at position " +
                                    std::to_string(engine.position(stream));
-  const size_t chunk = engine.config().prefill_chunk, last = (prompt.size() - 1) / chunk * chunk;
-  for (size_t at = 0; at < last; at += chunk) {
+  // A pass ends before an image it would cut (an image's rows see each
+  // other, so they go in together).
+  using Core = unicorn::detail::EngineCore;
+  const size_t chunk = engine.config().prefill_chunk;
+  const uint32_t start = engine.position(stream);
+  step(prefill_what, [&] { Core::check_images_fit(start, prompt.size(), chunk, images, "prefill"); });
+  size_t at = 0;
+  for (size_t n; (n = Core::chunk_tokens(start + uint32_t(at), prompt.size() - at, chunk, images)) < prompt.size() - at;
+       at += n) {
     if (cancelled()) {
       r.stopped_by = StopReason::cancelled;  // with no pending token: the prompt is not all in
       r.prompt_tokens = int(at);    // what went in
       r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       return r;
     }
-    step(prefill_what, [&] { engine.feed(stream, prompt.subspan(at, chunk)); });
+    step(prefill_what, [&] { engine.feed(stream, prompt.subspan(at, n), images); });
   }
-  int32_t next = step(prefill_what, [&] { return engine.prefill(stream, prompt.subspan(last)); });
+  int32_t next = step(prefill_what, [&] { return engine.prefill(stream, prompt.subspan(at), images); });
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   TextStream text(tok, opt.stop);

@@ -12,11 +12,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "unicorn/base/error.hpp"
+#include "unicorn/engine/step.hpp"
+#include "unicorn/gpu/memory.hpp"
 #include "unicorn/text/chat_template.hpp"
 #include "unicorn/text/tokenizer.hpp"
 
@@ -74,6 +79,49 @@ inline ImagePrompt encode_image_prompt(const Tokenizer& tok, std::string_view re
   if (out.image_start.size() != images)
     throw Error("internal: " + std::to_string(out.image_start.size()) + " <start_of_image> tokens for " +
                 std::to_string(images) + " images");
+  return out;
+}
+
+// Images' soft tokens on the device, as an image encoder leaves them for the
+// text model (AnyEngine's: vision/encoder.hpp).
+struct EncodedImages {
+  std::shared_ptr<const gpu::BufferSet> soft_tokens;  // float32, image i's rows from i * image_bytes on
+  uint32_t rows = 0;         // soft tokens per image
+  uint64_t image_bytes = 0;  // bytes per image
+};
+// Encodes image files (PNG, JPEG, ...) in order; throws Error naming a bad one.
+using ImageEncoder = std::function<EncodedImages(std::span<const std::string> files)>;
+
+// A piece of a prompt with its images placed: the ids to feed from stream
+// position `base` on, and where each image's soft tokens go.
+struct PlacedImages {
+  std::vector<int32_t> ids;
+  std::vector<PromptImage> images;  // by stream position; their buffer is `encoded`'s
+  EncodedImages encoded;
+};
+
+// `text` (encoded without <bos>: a rendered prompt carries its own) with one
+// kImageMarker per file of `images`, each image encoded by `encode`.
+inline PlacedImages place_images(const Tokenizer& tok, std::string_view text, std::span<const std::string> images,
+                                 const ImageEncoder& encode, uint32_t base) {
+  PlacedImages out;
+  if (images.empty()) {
+    if (count_image_markers(text) != 0) (void)encode_image_prompt(tok, text, 0, 0, 0);  // names the mismatch
+    out.ids = tok.encode(text, /*add_bos=*/false);
+    return out;
+  }
+  if (!encode) throw Error("images: this model has no vision encoder");
+  const size_t markers = count_image_markers(text);
+  if (markers != images.size()) (void)encode_image_prompt(tok, text, images.size(), 0, 0);  // names it
+  out.encoded = encode(images);
+  // The rows hold <start_of_image>'s id: transformers' <image_soft_token> lies
+  // past the text vocabulary, and the rows are never embedded.
+  const ImagePrompt laid =
+      encode_image_prompt(tok, text, images.size(), out.encoded.rows, tok.find_token("<start_of_image>"));
+  out.ids = laid.ids;
+  for (size_t i = 0; i < images.size(); ++i)
+    out.images.push_back({base + laid.image_start[i], out.encoded.rows, &(*out.encoded.soft_tokens)[0],
+                          i * out.encoded.image_bytes});
   return out;
 }
 

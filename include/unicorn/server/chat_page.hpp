@@ -105,7 +105,10 @@ main { flex: 1; display: flex; flex-direction: column; min-width: 0; }
   background: var(--panel); border: 1px solid var(--border); border-radius: 10px;
 }
 #input:focus, #settings input:focus, #settings textarea:focus { outline: 2px solid var(--accent); outline-offset: -1px; }
-#send, #stop { height: 2.6rem; }
+#send, #stop, #attach { height: 2.6rem; }
+#attachments:empty { display: none; }
+#attachments { display: flex; gap: .4rem; padding: 0 1rem; }
+.thumb { max-height: 4rem; max-width: 6rem; border-radius: 6px; border: 1px solid var(--border); }
 #settings {
   width: 290px; flex: none; overflow-y: auto; padding: 1rem; display: flex; flex-direction: column; gap: .75rem;
   background: var(--panel); border-left: 1px solid var(--border);
@@ -138,7 +141,10 @@ main { flex: 1; display: flex; flex-direction: column; min-width: 0; }
   <main>
     <div id="messages" aria-live="polite"></div>
     <div id="error" role="alert" hidden></div>
+    <div id="attachments" aria-label="Images for the next message"></div>
     <form id="composer">
+      <button id="attach" type="button" title="Add an image to the next message" hidden>Image</button>
+      <input id="image" type="file" accept="image/png,image/jpeg,image/gif,image/webp,image/bmp" multiple hidden>
       <textarea id="input" rows="1" placeholder="Message (Enter sends, Shift+Enter: new line)" aria-label="Message"></textarea>
       <button id="send" class="primary" type="submit">Send</button>
       <button id="stop" class="danger" type="button" hidden>Stop</button>
@@ -167,7 +173,9 @@ const ui = {
   messages: $("messages"), error: $("error"), composer: $("composer"), input: $("input"), send: $("send"),
   stop: $("stop"), model: $("model"), settings: $("settings"), system: $("system"), temperature: $("temperature"),
   topP: $("top_p"), maxTokens: $("max_tokens"), seed: $("seed"), apiKey: $("api_key"),
+  attach: $("attach"), image: $("image"), attachments: $("attachments"),
 };
+let images = [];  // data: URLs of the images the next message shows (a model that sees them)
 let conversation = [];  // sent with each request: user and assistant turns, alternating
 let controller = null;  // the AbortController of the answer being streamed
 
@@ -318,6 +326,9 @@ async function loadModel() {
     if (!res.ok) throw await apiError(res);
     const list = await res.json();
     ui.model.textContent = list.data && list.data.length ? list.data[0].id : "no model";
+    // Images only where the model sees them (Ollama's capabilities, on the same server).
+    const show = await fetch("api/show", { method: "POST", headers: headers(), body: JSON.stringify({ model: ui.model.textContent }) });
+    ui.attach.hidden = !(show.ok && ((await show.json()).capabilities || []).includes("vision"));
     showError("");
   } catch (e) {
     ui.model.textContent = "model unknown";
@@ -385,7 +396,11 @@ async function send() {
   const turns = conversation;  // "New chat" starts another; this answer belongs to this one
   const question = addMessage("user");
   question.content.textContent = text;
-  turns.push({ role: "user", content: text });
+  const shown = images;
+  for (const url of shown) question.content.append(thumbnail(url));
+  turns.push({ role: "user", content: shown.length
+    ? [{ type: "text", text }, ...shown.map((url) => ({ type: "image_url", image_url: { url } }))] : text });
+  setImages([]);
   ui.input.value = "";
   resizeInput();
   const answer = addMessage("assistant");
@@ -433,11 +448,38 @@ async function send() {
     turns.pop();
     question.root.remove();
     answer.root.remove();
-    if (turns === conversation && !ui.input.value) ui.input.value = text;
+    if (turns === conversation && !ui.input.value) ui.input.value = text, setImages(shown);
     resizeInput();
   }
   ui.input.focus();
 }
+
+function thumbnail(url) {
+  const img = document.createElement("img");
+  img.className = "thumb";
+  img.alt = "an image";
+  img.src = url;
+  return img;
+}
+function setImages(urls) {
+  images = urls;
+  ui.attachments.replaceChildren(...urls.map(thumbnail));
+}
+ui.attach.addEventListener("click", () => ui.image.click());
+ui.image.addEventListener("change", async () => {
+  const read = (file) => new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(r.result);
+    r.onerror = () => reject(new Error(`${file.name}: cannot be read`));
+    r.readAsDataURL(file);
+  });
+  try {
+    setImages([...images, ...await Promise.all([...ui.image.files].map(read))]);
+  } catch (e) {
+    showError(e.message);
+  }
+  ui.image.value = "";
+});
 
 function resizeInput() {
   ui.input.style.height = "auto";
@@ -453,6 +495,7 @@ ui.stop.addEventListener("click", () => { if (controller) controller.abort(); })
 $("new-chat").addEventListener("click", () => {
   if (controller) controller.abort();
   conversation = [];
+  setImages([]);
   ui.messages.replaceChildren();
   showError("");
   ui.input.focus();

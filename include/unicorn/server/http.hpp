@@ -22,6 +22,7 @@
 
 // The engine (Vulkan-Hpp) before Asio: Asio's serial ports pull in
 // <termios.h>, whose baud-rate macros (B0, ...) break Vulkan-Hpp's templates.
+#include "unicorn/image/decode.hpp"
 #include "unicorn/server/api.hpp"
 #include "unicorn/server/metrics.hpp"
 #include "unicorn/server/ollama_api.hpp"
@@ -133,6 +134,7 @@ class Server {
       const uint32_t slots = opt_.slots ? opt_.slots : model.engine.streams();
       scheduler_.emplace(model.engine, model.tokenizer,
                          SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariance, opt_.prefill_overlap}, metrics_);
+      if (model.images) scheduler_->set_image_encoder(model.images);
       metrics_.ready(true);
       ready_ = true;
       std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens; decode steps %s)\n",
@@ -507,6 +509,7 @@ class Server {
     f.eos = model.tokenizer.eos_id();
     f.end_of_turn = model.tokenizer.end_of_turn_id();
     f.vocab = c.model.vocab;
+    f.vision = bool(model.images);
     return f;
   }
 
@@ -530,13 +533,31 @@ class Server {
     const auto& tok = model_->tokenizer;
     auto job = std::make_shared<Job>();
     if (r.kind == CompletionRequest::Kind::Chat) {
-      size_t images = 0;
-      for (const auto& m : r.messages) images += m.images.size();
-      if (images && !model_->engine.config().has_vision())
-        throw bad_request("images: this model has no vision encoder (" + std::to_string(images) + " image" +
-                              (images == 1 ? "" : "s") + " sent to a text-only Gemma 3; serve a 4B, 12B or 27B "
+      std::vector<std::shared_ptr<const std::string>> files;
+      for (const auto& m : r.messages)
+        for (const std::string& f : m.images) files.push_back(std::make_shared<const std::string>(f));
+      if (!files.empty() && !model_->images)
+        throw bad_request("images: this model has no vision encoder (" + std::to_string(files.size()) + " image" +
+                              (files.size() == 1 ? "" : "s") + " sent to a text-only Gemma 3; serve a 4B, 12B or 27B "
                               "model with its --mmproj file)", "messages", "unsupported_content");
-      job->prompt = tok.encode(text::render_chat(r.messages, true), /*add_bos=*/false);
+      if (files.empty()) {
+        job->prompt = tok.encode(text::render_chat(r.messages, true), /*add_bos=*/false);
+      } else {
+        // Decoded here, on the request's thread, so that a bad file is the
+        // client's 400; the scheduler decodes it again when it encodes it.
+        for (size_t i = 0; i < files.size(); ++i) {
+          try {
+            (void)image::decode_image(std::as_bytes(std::span(*files[i])), "image " + std::to_string(i + 1));
+          } catch (const Error& e) {
+            throw bad_request(std::string("messages: ") + e.what(), "messages", "invalid_image");
+          }
+        }
+        const uint32_t rows = model_->engine.config().vision.tokens_per_image;
+        const text::ImagePrompt laid = text::encode_image_prompt(tok, text::render_chat(r.messages, true), files.size(),
+                                                                 rows, tok.find_token("<start_of_image>"));
+        job->prompt = laid.ids;
+        for (size_t i = 0; i < files.size(); ++i) job->images.push_back({laid.image_start[i], files[i]});
+      }
     } else if (r.prompt_text) {
       job->prompt = tok.encode(*r.prompt_text, /*add_bos=*/true);
     } else {

@@ -467,6 +467,7 @@ struct OllamaModelFacts {
   int64_t loaded_at = 0;      // Unix seconds: the server's start
   int32_t bos = -1, eos = -1, end_of_turn = -1;
   uint32_t vocab = 0;
+  bool vision = false;  // images are taken (an image encoder is loaded)
 };
 
 namespace ollama {
@@ -598,7 +599,7 @@ inline Json ollama_show(const OllamaModelFacts& m, std::string_view body) {
             {"tokenizer.ggml.bos_token_id", m.bos},
             {"tokenizer.ggml.eos_token_id", m.eos},
             {"tokenizer.ggml.eot_token_id", m.end_of_turn}}},
-          {"capabilities", Json::array({"completion"})},
+          {"capabilities", m.vision ? Json::array({"completion", "vision"}) : Json::array({"completion"})},
           {"modified_at", ollama::rfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(m.loaded_at)))}};
 }
 

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "unicorn/engine/core.hpp"
+#include "unicorn/generation/image_prompt.hpp"
 #include "unicorn/server/api.hpp"
 #include "unicorn/server/metrics.hpp"
 #include "unicorn/server/serve.hpp"
@@ -79,6 +80,15 @@ class Job {
   // Its text is a function of the request alone (a seed given, or greedy):
   // the steps it shares run batch-invariant kernels (SchedulerOptions).
   bool deterministic = false;
+  // The prompt's images (chat image parts): where each one's soft tokens go
+  // (its first row's index in `prompt`, whose rows there hold a placeholder
+  // id) and its file. The scheduler encodes an image when the job takes a
+  // slot, unless the slot's cache holds the same file at the same place.
+  struct Image {
+    uint32_t pos;
+    std::shared_ptr<const std::string> file;
+  };
+  std::vector<Image> images;
   Clock::time_point arrived = Clock::now();
 
   // Set by the session when its client goes away: the job leaves its slot at
@@ -162,13 +172,17 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   Scheduler(detail::EngineCore& engine, const text::Tokenizer& tok, SchedulerOptions opt, Metrics& metrics)
-      : engine_(engine), tok_(tok), opt_(opt), metrics_(metrics), slots_(opt.slots), invariant_(opt.slots, 0) {
+      : engine_(engine), tok_(tok), opt_(opt), metrics_(metrics), slots_(opt.slots), invariant_(opt.slots, 0),
+        held_images_(opt.slots) {
     if (opt.slots == 0 || opt.slots > engine.streams())
       throw Error("server: " + std::to_string(opt.slots) + " slots asked; this engine is compiled for " +
                   std::to_string(engine.streams()) + " (STREAMS of unicorn_add_server), and a flag may only lower it");
     metrics_.slots(opt.slots);
     for (uint32_t s = 0; s < opt.slots; ++s) engine_.reset(s);
   }
+  // The model's image encoder (AnyEngine::image_encoder), run on the
+  // scheduler's thread, as every pass of the engine is; none: text only.
+  void set_image_encoder(text::ImageEncoder encode) { encode_images_ = std::move(encode); }
 
   // From any thread. Queues a job; false when the queue is full or the
   // scheduler is stopping (the caller answers 503).
@@ -274,6 +288,9 @@ class Scheduler {
     Clock::time_point last_token;
     uint64_t admitted_at = 0;  // admission order: the oldest prompt prefills first
     uint64_t used_at = 0;      // when its cache was last written: the least recent is reused first
+    // Its job's images still to prefill, by stream position, and their soft tokens.
+    std::vector<PromptImage> images;
+    text::EncodedImages encoded;
   };
 
   // A later choice waits while its leader is queued or prefilling its prompt
@@ -323,11 +340,16 @@ class Scheduler {
     Slot& slot = slots_[best];
     const uint32_t stream = uint32_t(best);
     std::optional<grammar::Matcher> matcher;
+    std::vector<PromptImage> images;
+    text::EncodedImages encoded;
     uint32_t copied = 0;
     try {
       copied = copy_from_leader(*job, stream);
       if (copied) best_reuse = copied;
       else engine_.rewind(stream, best_reuse), invariant_[stream] = std::min(invariant_[stream], best_reuse);
+      encode_images(*job, best_reuse, images, encoded);
+      held_images_[stream].clear();
+      for (const Job::Image& im : job->images) held_images_[stream].push_back(im);
       engine_.set_sampling(stream, job->sampling);  // lifts the last job's mask
       if (job->grammar) {
         matcher.emplace(job->grammar, vocabulary());
@@ -337,6 +359,8 @@ class Scheduler {
       return finish_unstarted(*job, {500, std::string("server: ") + e.what(), "server_error", "", ""});
     }
     slot = Slot{};
+    slot.images = std::move(images);
+    slot.encoded = std::move(encoded);
     slot.matcher = std::move(matcher);
     slot.job = std::move(job);
     slot.fed = best_reuse;
@@ -363,7 +387,36 @@ class Scheduler {
       limit = std::min<size_t>(limit, invariant_[stream]);
     uint32_t n = 0;
     while (n < limit && held[n] == prompt[n]) ++n;
+    // Image rows all hold one placeholder id: equal ids are the same image
+    // only where the cache holds the same file there. The prefix ends at the
+    // first image that differs (or that it would cut): that one is fed whole.
+    const uint32_t rows = encoded_rows();
+    const auto same_file = [&](const Job::Image& a, const std::vector<Job::Image>& in) {
+      return std::ranges::any_of(in, [&](const Job::Image& b) { return b.pos == a.pos && *b.file == *a.file; });
+    };
+    for (const Job::Image& im : job.images)
+      if (im.pos < n && (n < im.pos + rows || !same_file(im, held_images_[stream]))) n = std::min(n, im.pos);
+    for (const Job::Image& im : held_images_[stream])
+      if (im.pos < n && !same_file(im, job.images)) n = std::min(n, im.pos);
     return engine_.can_rewind(stream, n) ? n : 0;
+  }
+
+  // Soft tokens per image of this engine (0: it reads no images).
+  uint32_t encoded_rows() const { return engine_.config().vision.tokens_per_image; }
+
+  // Encodes the job's images that lie past the `fed` prompt tokens the slot
+  // keeps, and places them by stream position (positions are prompt indices:
+  // the slot's stream holds the prompt from 0).
+  void encode_images(const Job& job, uint32_t fed, std::vector<PromptImage>& images, text::EncodedImages& encoded) {
+    std::vector<std::string> files;
+    std::vector<uint32_t> at;
+    for (const Job::Image& im : job.images)
+      if (im.pos >= fed) files.push_back(*im.file), at.push_back(im.pos);
+    if (files.empty()) return;
+    if (!encode_images_) throw Error("images: this server's model has no image encoder");
+    encoded = encode_images_(files);
+    for (size_t i = 0; i < files.size(); ++i)
+      images.push_back({at[i], encoded.rows, &(*encoded.soft_tokens)[0], i * encoded.image_bytes});
   }
 
   void drop_cancelled() {
@@ -386,7 +439,8 @@ class Scheduler {
     if (waiting.empty()) return;
     std::ranges::sort(waiting, {}, [](const Slot* s) { return s->admitted_at; });
     std::vector<PromptChunk> rest;  // each waiting prompt's tokens still to feed
-    for (const Slot* s : waiting) rest.push_back({stream_of(*s), std::span(s->job->prompt).subspan(s->fed), true});
+    for (const Slot* s : waiting)
+      rest.push_back({stream_of(*s), std::span(s->job->prompt).subspan(s->fed), true, s->images});
     const std::vector<PromptChunk> chunks = engine_.prefill_pass(rest);
     const std::vector<Slot*> who(waiting.begin(), waiting.begin() + ptrdiff_t(chunks.size()));
     try {
@@ -628,6 +682,9 @@ class Scheduler {
   // Per stream: how many tokens at the start of its cache were written by
   // prefill or by batch-invariant decode steps (what a deterministic job may reuse).
   std::vector<uint32_t> invariant_;
+  // Per slot: the images its stream's cache holds (the last job's), by position.
+  std::vector<std::vector<Job::Image>> held_images_;
+  text::ImageEncoder encode_images_;
   std::shared_ptr<const grammar::Vocabulary> vocabulary_;  // vocabulary(): made at the first grammar
   std::vector<uint32_t> mask_;                               // constrain()'s words
   uint64_t clock_ = 0;       // a logical clock for admission order and cache age

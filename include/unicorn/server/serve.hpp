@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ class EngineCore;
 }
 namespace unicorn::text {
 class Tokenizer;
+struct EncodedImages;  // generation/image_prompt.hpp
 }
 
 namespace unicorn::server {
@@ -75,10 +77,14 @@ struct ServerOptions {
 // (AnyEngine or Engine<D>: `return server::Model(engine);`) and its tokenizer.
 struct Model {
   template <class LoadedEngine>
-  explicit Model(LoadedEngine& e) : engine(e.core()), tokenizer(e.tokenizer()) {}
+  explicit Model(LoadedEngine& e) : engine(e.core()), tokenizer(e.tokenizer()) {
+    if (e.sees_images()) images = e.image_encoder();
+  }
 
   detail::EngineCore& engine;
   const text::Tokenizer& tokenizer;
+  // The model's image encoder (text::ImageEncoder); empty: it reads text only.
+  std::function<text::EncodedImages(std::span<const std::string>)> images;
 };
 
 // Listens on options.host:options.port (printing "listening on
