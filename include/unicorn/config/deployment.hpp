@@ -34,8 +34,15 @@ struct DeploymentConfig {
   // The image encoder beside the text model (config/vision_dims.hpp); a
   // deployment without one has vision.name empty and refuses images.
   VisionDims vision{};
+  // Speculative decoding: the deployment whose model drafts tokens for this
+  // one (a static constexpr DeploymentConfig; nullptr: none), and the most
+  // tokens it drafts a round: this engine's verify pass checks them in
+  // draft_max + 1 rows that read every weight once (EngineCore::verify).
+  const DeploymentConfig* draft = nullptr;
+  uint32_t draft_max = 0;
 
   constexpr bool has_vision() const { return !vision.name.empty(); }
+  constexpr bool has_draft() const { return draft != nullptr; }
 
   // Copies with one change.
   constexpr DeploymentConfig placed(const Placement& p) const {
@@ -62,6 +69,14 @@ struct DeploymentConfig {
   constexpr DeploymentConfig with_vision(const VisionDims& v) const {
     DeploymentConfig c = *this;
     c.vision = v;
+    return c;
+  }
+  // The same deployment with `d`'s model drafting up to max_tokens tokens a
+  // round for it (`d` must outlive it: a deployment's static kConfig).
+  constexpr DeploymentConfig with_draft(const DeploymentConfig& d, uint32_t max_tokens = 16) const {
+    DeploymentConfig c = *this;
+    c.draft = &d;
+    c.draft_max = max_tokens;
     return c;
   }
   // The same deployment with a KV cache of n positions: the engine's run-time
