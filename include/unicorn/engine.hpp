@@ -223,6 +223,13 @@ class AnyEngine {
   // layers still hold what the next token would see.
   bool can_rewind(uint32_t stream, uint32_t pos) const { return core_.can_rewind(stream, pos); }
   void rewind(uint32_t stream, uint32_t pos) { core_.rewind(stream, pos); }
+  // Speculative decoding's parts (EngineCore::verify; generate() and chat()
+  // run them with a draft; unicorn-bench times them): the verify pass's rows,
+  // several tokens of a stream checked in one pass, and the draw counter.
+  uint32_t verify_rows() const { return core_.verify_rows(); }
+  std::vector<int32_t> verify(uint32_t stream, std::span<const int32_t> tokens) { return core_.verify(stream, tokens); }
+  uint32_t draws(uint32_t stream) const { return core_.draws(stream); }
+  void set_draws(uint32_t stream, uint32_t n) { core_.set_draws(stream, n); }
   // Positions each stream's KV cache holds (EngineOptions::context, else the
   // compiled context), and the device memory the engine allocated, per kind.
   uint32_t context_size() const { return core_.context_size(); }
