@@ -50,12 +50,13 @@ class Speculator {
   // and every returned token but the final one, which is not fed.
   std::vector<int32_t> next(int32_t last) {
     const uint32_t q = target_.position(stream_);
-    // Room for the verify pass's rows (last and the guesses) in both contexts.
-    const auto room = [](const unicorn::detail::EngineCore& e, uint32_t pos) {
-      return e.context_limit() > pos ? e.context_limit() - pos : 0u;
+    // Guesses that leave both contexts two positions to spare past the verify
+    // pass's rows (last and the guesses), so that no guess is fed where a
+    // step would have found the context full.
+    const auto room = [q](const unicorn::detail::EngineCore& e) {
+      return e.context_limit() > q + 3 ? e.context_limit() - q - 3 : 0u;
     };
-    const uint32_t k = std::min({k_, room(target_, q) - std::min(room(target_, q), 1u),
-                                 room(draft_, q) - std::min(room(draft_, q), 1u)});
+    const uint32_t k = std::min({k_, room(target_), room(draft_)});
     if (k == 0) return {decode_target(last)};
 
     follow_target();
