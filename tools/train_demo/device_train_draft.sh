@@ -2,7 +2,10 @@
 # On the GPU machine (device tool): train the demo model's speculative-decoding draft
 # (issue 55) in one call of about 4.5 minutes on an H100, and return it as a Hugging Face
 # directory.
-#   tools/train_demo/device_train_draft.sh CORPUS TOKENIZER OUT
+#   tools/train_demo/device_train_draft.sh CORPUS TOKENIZER OUT [UNICORN_CONVERT]
+# With UNICORN_CONVERT (a unicorn-convert binary carried from the development machine),
+# the draft also comes back converted: OUT/gemma3-demo-draft.gguf (F16, Q4_0 embedding),
+# which is what the repository keeps, and the safetensors stay behind.
 # CORPUS is make_corpus.py's directory (train.txt, heldout.txt; made on the development
 # machine from Debian packages), TOKENIZER the Gemma 3 tokenizer.json (the build's, from
 # npm), plain or as .gz / .xz. Needs python3 with torch, transformers and tokenizers; no
@@ -17,7 +20,7 @@
 #   (cd $d && sha256sum -c) < OUT/gemma3-demo-draft/model.safetensors.sha256
 #   build/bin/unicorn-convert --hf $d --type F16 --embedding Q4_0 --out models/gemma3-demo-draft.gguf
 set -euo pipefail
-corpus=$1 tokenizer=$2 out=$3
+corpus=$1 tokenizer=$2 out=$3 convert=${4:-}
 here=$(dirname "$0")
 work=/tmp/train_draft
 mkdir -p "$out" "$work"
@@ -44,6 +47,15 @@ echo "== trained in $(($(date +%s) - start)) s"
 dir=$work/run/gemma3-demo-draft
 mkdir -p "$out/gemma3-demo-draft"
 cp "$dir"/*.json "$out/gemma3-demo-draft/"
+if [ -n "$convert" ]; then
+  [ -f "$dir/tokenizer.json" ] || cp "$work/tokenizer.json" "$dir/"
+  "$convert" --hf "$dir" --type F16 --embedding Q4_0 --out "$out/gemma3-demo-draft.gguf"
+  rm -f "$out/gemma3-demo-draft/tokenizer.json"
+  cp "$work/run/train_log.json" "$out/"
+  ls -l "$out" "$out/gemma3-demo-draft"
+  echo "== done in $(($(date +%s) - start)) s"
+  exit 0
+fi
 rm -f "$out/gemma3-demo-draft/tokenizer.json"  # 33 MB, and the lead has it
 (cd "$dir" && sha256sum model.safetensors) > "$out/gemma3-demo-draft/model.safetensors.sha256"
 split -b 15M "$dir/model.safetensors" "$out/gemma3-demo-draft/model.safetensors.part-"
