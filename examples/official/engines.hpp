@@ -55,6 +55,9 @@ std::vector<CompiledDeployment> engines_4b(Shape shape);
 std::vector<CompiledDeployment> engines_12b(Shape shape);
 std::vector<CompiledDeployment> engines_27b(Shape shape);
 
+// The speculative pairs, one stream each (engines_pairs.cpp): the generator's --draft.
+std::vector<CompiledDeployment> pairs();
+
 // Every size's, smallest first.
 inline std::vector<CompiledDeployment> engines(Shape shape) {
   std::vector<CompiledDeployment> all;

@@ -21,6 +21,7 @@
 // an AnyEngine& or a CompiledDeployment.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -300,7 +301,7 @@ class AnyEngine {
   // compiled vocabularies are one size (diag::check_pair) and the loader
   // checks each file's rows; where the draft's file carries a vocabulary, its
   // token strings must be those of the tokenizer the model runs with (its own,
-  // or LoadOptions::tokenizer), id for id. A draft file that carries none is
+  // or LoadOptions::tokenizer), id for id over the rows. A draft file that carries none is
   // taken to share the model's (the draft's tokenizer itself is never used).
   void load_draft(const std::filesystem::path& file, const LoadProgress& progress) {
     const LoadReport report = draft_->load(file, {.progress = progress});
@@ -311,10 +312,10 @@ class AnyEngine {
         const std::string why = file.string() + ": the draft's vocabulary is not the one " + model_.string() +
                                 " runs with; a draft must share the model's tokenizer (Gemma 3 270M or 1B for "
                                 "Gemma 3 4B, 12B and 27B): ";
-        if (theirs->vocab_size() != ours.vocab_size())
-          throw Error(why + std::to_string(theirs->vocab_size()) + " tokens against " +
-                      std::to_string(ours.vocab_size()));
-        for (size_t id = 0; id < ours.vocab_size(); ++id)
+        // The ids either engine can choose: a tokenizer.json may name tokens
+        // past the embedding's rows (Gemma 3's <image_soft_token>), a GGUF not.
+        const size_t ids = std::min({size_t(config().model.vocab), ours.vocab_size(), theirs->vocab_size()});
+        for (size_t id = 0; id < ids; ++id)
           if (theirs->token_text(int32_t(id)) != ours.token_text(int32_t(id)))
             throw Error(why + "token " + std::to_string(id) + " is '" + std::string(theirs->token_text(int32_t(id))) +
                         "' in the draft and '" + std::string(ours.token_text(int32_t(id))) + "' in the model");
