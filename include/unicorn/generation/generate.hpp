@@ -37,8 +37,6 @@ struct GenerateOptions {
   // images (AnyEngine::sees_images): AnyEngine::generate puts each where the
   // prompt writes <start_of_image>, or all before the prompt.
   std::vector<std::string> images = {};
-  int draft_max = -1;  // tokens drafted a round (-1: the engine's compiled bound; 0: off)
-  int draft_min = 0;   // the fewest a round drafts
 };
 
 // Why generation stopped. Each name says what happened in full ("limit" alone
@@ -73,7 +71,6 @@ struct GenerateResult {
   StopReason stopped_by = StopReason::length_limit;  // to_string(stopped_by): in words
   int32_t pending = -1;       // the last token produced, not yet fed to the model; -1: cancelled
                               // before the prompt was all in (the stream holds a part of it)
-  int drafted = 0, accepted = 0, verify_passes = 0;  // speculative decoding
 };
 
 namespace detail {
@@ -86,8 +83,7 @@ namespace detail {
 // engine/step.hpp's PromptImage; generation/image_prompt.hpp lays them out).
 GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                         std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                        const std::atomic<bool>* also_cancel = nullptr, std::span<const PromptImage> images = {},
-                        unicorn::detail::EngineCore* draft = nullptr);
+                        const std::atomic<bool>* also_cancel = nullptr, std::span<const PromptImage> images = {});
 
 }  // namespace detail
 }  // namespace unicorn::text
@@ -100,8 +96,7 @@ namespace unicorn::text::detail {
 
 UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                                      std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                                     const std::atomic<bool>* also_cancel, std::span<const PromptImage> images,
-                                     unicorn::detail::EngineCore* /*draft*/) {
+                                     const std::atomic<bool>* also_cancel, std::span<const PromptImage> images) {
   using Clock = std::chrono::steady_clock;
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
