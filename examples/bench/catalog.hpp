@@ -33,13 +33,28 @@ constexpr Placement placement_of(BenchPlacement p) {
 // The most streams --batch runs (llama.cpp's batched figures go to 32).
 constexpr uint32_t kBatchStreams = 32;
 
+// The most tokens --draft drafts a round: one stream's engines record a
+// verify pass of this many + 1 rows (the k up to 16).
+constexpr uint32_t kBenchDraftMax = 16;
+// What drafts for the bench's one-stream engines: --draft takes any file of
+// the same vocabulary that a one-stream entry runs (a bench pairs at run
+// time), and the tiny test model drafts for itself.
+template <const ModelDims& M>
+struct BenchDraft {
+  static constexpr const ModelDims& kModel = M.vocab == kGemma3_270M.vocab ? kGemma3_270M : M;
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kModel, schemes::kQ4_0, kModel.max_context < 2048 ? kModel.max_context : 2048, 512);
+};
+
 // Room for llama-bench's pp512 and tg128 (less for the tiny test model).
 template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram, uint32_t Streams = 1>
 struct Bench {
-  static constexpr DeploymentConfig kConfig =
+  static constexpr DeploymentConfig kUndrafted =
       deployments::with_official_vision(make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
                                             .placed(placement_of(P))
                                             .with_streams(Streams));
+  static constexpr DeploymentConfig kConfig =
+      Streams == 1 ? kUndrafted.with_draft(BenchDraft<M>::kConfig, kBenchDraftMax) : kUndrafted;
   static constexpr BenchPlacement kPlacement = P;
 };
 template <const ModelDims& M>

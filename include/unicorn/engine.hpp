@@ -9,8 +9,8 @@
 //   chat.answer("Why is the sky blue?", {.sampling = {.temperature = 0.7f, .seed = 1}}, print);
 //
 // A deployment with a draft (speculative decoding: deployments::Gemma3_27B_QAT_Draft270M)
-// builds the draft's engine beside its own on the same device; load() takes
-// the draft's file as LoadOptions::draft, and generate() and chat() then
+// takes the draft's file as LoadOptions::draft: load() builds the draft's
+// engine beside its own on the same device, and generate() and chat() then
 // draft with it (docs/speculative.md).
 //
 // The deployment type fixes model, scheme, budget and placement (which pool
@@ -75,14 +75,14 @@ class AnyEngine {
  public:
   // Opens the Vulkan device options.device chooses (by default the best GPU,
   // without validation). `options`: what is chosen at creation (engine/options.hpp).
-  // A deployment with a draft (CompiledDeployment::draft) also builds the
-  // draft's engine on the same device, after its own, with the same options
-  // and this engine's context.
+  // A deployment with a draft (CompiledDeployment::draft) builds the draft's
+  // engine when a load() first names its file (LoadOptions::draft), so that
+  // one used without a draft costs nothing more.
   explicit AnyEngine(const CompiledDeployment& d, const EngineOptions& options = {})
       : owned_ctx_(std::make_unique<gpu::Context>(options.device)), core_(*owned_ctx_, d.config, d.layout, options),
-        deployment_(d), draft_(make_draft(core_, d, options)) {}
+        deployment_(d), options_(options) {}
   AnyEngine(gpu::Context& ctx, const CompiledDeployment& d, const EngineOptions& options = {})
-      : core_(ctx, d.config, d.layout, options), deployment_(d), draft_(make_draft(core_, d, options)) {}
+      : core_(ctx, d.config, d.layout, options), deployment_(d), options_(options) {}
 
   const CompiledDeployment& deployment() const { return deployment_; }
   const DeploymentConfig& config() const { return deployment_.config; }
@@ -99,7 +99,7 @@ class AnyEngine {
     vocabulary_.clear();
     model_.clear();
     draft_loaded_ = false;
-    if (!options.draft.empty() && !draft_)
+    if (!options.draft.empty() && !deployment_.draft)
       throw Error(options.draft.string() + ": " + std::string(config().model.name) +
                   "'s engine has no draft compiled in; a draft file goes with a speculative pair's engine "
                   "(DeploymentConfig::with_draft, e.g. deployments::Gemma3_27B_QAT_Draft270M: docs/speculative.md)");
@@ -250,6 +250,13 @@ class AnyEngine {
   // layers still hold what the next token would see.
   bool can_rewind(uint32_t stream, uint32_t pos) const { return core_.can_rewind(stream, pos); }
   void rewind(uint32_t stream, uint32_t pos) { core_.rewind(stream, pos); }
+  // Speculative decoding's parts (EngineCore::verify; generate() and chat()
+  // run them with a draft; unicorn-bench times them): the verify pass's rows,
+  // several tokens of a stream checked in one pass, and the draw counter.
+  uint32_t verify_rows() const { return core_.verify_rows(); }
+  std::vector<int32_t> verify(uint32_t stream, std::span<const int32_t> tokens) { return core_.verify(stream, tokens); }
+  uint32_t draws(uint32_t stream) const { return core_.draws(stream); }
+  void set_draws(uint32_t stream, uint32_t n) { core_.set_draws(stream, n); }
   // Positions each stream's KV cache holds (EngineOptions::context, else the
   // compiled context), and the device memory the engine allocated, per kind.
   uint32_t context_size() const { return core_.context_size(); }
@@ -285,16 +292,6 @@ class AnyEngine {
   detail::EngineCore& core() { return core_; }
 
  private:
-  // The draft's engine of a deployment that has one: the same device and
-  // options, a KV cache as long as the model's (diag::check_pair: the draft's
-  // compiled context is at least the model's).
-  static std::unique_ptr<AnyEngine> make_draft(detail::EngineCore& core, const CompiledDeployment& d,
-                                               const EngineOptions& options) {
-    if (!d.draft) return nullptr;
-    EngineOptions draft_options = options;
-    draft_options.context = std::min(core.context_size(), d.draft->config.max_context);
-    return std::make_unique<AnyEngine>(core.context(), *d.draft, draft_options);
-  }
   detail::EngineCore* draft_core() { return draft_loaded_ ? &draft_->core_ : nullptr; }
 
   // The draft's weights, and its vocabulary against the model's: the
@@ -304,6 +301,13 @@ class AnyEngine {
   // or LoadOptions::tokenizer), id for id over the rows. A draft file that carries none is
   // taken to share the model's (the draft's tokenizer itself is never used).
   void load_draft(const std::filesystem::path& file, const LoadProgress& progress) {
+    // The draft's engine: the same device and options, a KV cache as long as
+    // the model's (diag::check_pair: the draft's compiled context is at least that).
+    if (!draft_) {
+      EngineOptions options = options_;
+      options.context = std::min(core_.context_size(), deployment_.draft->config.max_context);
+      draft_ = std::make_unique<AnyEngine>(core_.context(), *deployment_.draft, options);
+    }
     const LoadReport report = draft_->load(file, {.progress = progress});
     if (!report.vocabulary.empty() && has_tokenizer()) {
       const std::optional<text::Tokenizer> theirs = text::model_tokenizer(report.vocabulary);
@@ -383,7 +387,8 @@ class AnyEngine {
   std::filesystem::path model_;
   std::unique_ptr<vision::VisionEncoder> encoder_;  // a deployment with vision whose weights were found
   std::string vision_source_;
-  std::unique_ptr<AnyEngine> draft_;  // a deployment with a draft: its engine, built after core_
+  EngineOptions options_;             // the draft's engine is made with them
+  std::unique_ptr<AnyEngine> draft_;  // a deployment with a draft: its engine, from the first load() that names one
   bool draft_loaded_ = false;         // its weights are in (has_draft)
 };
 

@@ -2,8 +2,9 @@
 // draft builds the draft's engine beside its own) on the tiny test models:
 // kGemma3Tiny (the fixture's Hugging Face directory, with the server tests'
 // 512-token tokenizer) drafted by kGemma3TinyK (unicorn-convert's random
-// weights). Whether it drafts, which draft files it refuses and why. That the
-// drafted text is the model's own is the speculative loop's test.
+// weights). Whether it drafts, that generate() and chat() draft with it, and
+// which draft files it refuses and why. That the drafted text is the model's
+// own in every case is the speculative loop's test (speculative_tests.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -95,6 +96,22 @@ TEST(PairEngine, DraftsOnceTheDraftsWeightsAreLoaded) {
   e.load(model_dir(), {.tokenizer = tokenizer()});
   EXPECT_FALSE(e.has_draft());
   EXPECT_EQ(e.draft(), nullptr);
+}
+
+// generate() and chat() hand the loaded draft to the loop: it verifies in
+// passes, and the greedy text is the model's alone (--draft-max 0).
+TEST(PairEngine, GenerateAndChatDraftWithTheLoadedDraft) {
+  Engine<TinyPair>& e = pair();
+  e.load(model_dir(), {.tokenizer = tokenizer(), .draft = same_vocabulary_draft()});
+  ASSERT_TRUE(e.has_draft());
+  const text::GenerateResult drafted = e.generate("the quick brown fox", {.max_tokens = 12});
+  const text::GenerateResult alone = e.generate("the quick brown fox", {.max_tokens = 12, .draft_max = 0});
+  EXPECT_GT(drafted.verify_passes, 0);
+  EXPECT_GT(drafted.drafted, 0);
+  EXPECT_EQ(alone.verify_passes, 0);
+  EXPECT_EQ(drafted.text, alone.text);
+  const text::GenerateResult turn = e.chat().answer("hello", {.max_tokens = 8});
+  EXPECT_GT(turn.verify_passes, 0);
 }
 
 TEST(PairEngine, RefusesADraftWhoseVocabularyIsNotTheModels) {

@@ -22,16 +22,25 @@ namespace {
 // 6 slots of 256 tokens (steps of 2 to 6 take the tensor-unit pass where the
 // device has one: kernels::kSplitKFromStreams); 32-token prefill chunks, so prompts take several and
 // the 16-position window's ring wraps (as in tests/model).
+// The tiny model at Q4_0 drafts for it (speculative rounds, 4 guesses).
+struct TinyDraft {
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Tiny, schemes::all(Format::Q4_0, Format::F32), 256, 32);
+};
 struct TinyServer {
-  static constexpr DeploymentConfig kConfig =
-      make_deployment(kGemma3Tiny, schemes::all(Format::Q8_0, Format::F16), 256, 32).with_streams(6);
+  static constexpr DeploymentConfig kConfig = make_deployment(kGemma3Tiny, schemes::all(Format::Q8_0, Format::F16), 256, 32)
+                                                  .with_streams(6)
+                                                  .with_draft(TinyDraft::kConfig, 4);
 };
 
 struct World {
   gpu::Context ctx{tools::device_from_env()};
   Engine<TinyServer> engine{ctx, tools::engine_options_from_env()};
+  Engine<TinyDraft> draft{ctx, tools::engine_options_from_env()};
   text::Tokenizer tok = text::load_tokenizer(std::getenv("UNICORN_TINY_TOKENIZER"));
-  World() { engine.load(std::string(std::getenv("UNICORN_FIXTURES")) + "/tiny"); }
+  World() {
+    engine.load(std::string(std::getenv("UNICORN_FIXTURES")) + "/tiny");
+    draft.load(std::string(std::getenv("UNICORN_FIXTURES")) + "/tiny");
+  }
 };
 World& world() {
   static World w;
@@ -136,6 +145,41 @@ std::vector<std::shared_ptr<Job>> copies(const std::vector<std::shared_ptr<Job>>
 }
 
 }  // namespace
+
+// With a draft model, a job alone takes speculative rounds, and gives the
+// text (and tokens, and finish) the steps give; a second job arriving
+// mid-answer makes both take batched steps. Stops inside a round (the token
+// limit, <end_of_turn>) leave the slot's cache as the steps leave it.
+TEST(Scheduler, AJobAloneTakesSpeculativeRoundsWithTheSameText) {
+  auto jobs = mixed_jobs();
+  for (auto& j : jobs) j->deterministic = false;  // deterministic jobs take the invariant steps
+  std::vector<Outcome> alone;
+  std::vector<std::vector<int32_t>> alone_held;
+  {
+    Running r({.slots = 1});
+    for (const auto& j : copies(jobs)) alone.push_back(r.run_alone(j)), alone_held.push_back(held());
+    EXPECT_EQ(counter(r.metrics.text(), "unicorn_verify_passes_total"), 0.0);
+  }
+  {
+    Running r({.slots = 1});
+    r.scheduler.set_draft(&world().draft.core());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Outcome got = r.run_alone(copies({jobs[i]})[0]);
+      EXPECT_EQ(got, alone[i]) << "job " << i << ": " << got.text << " | " << alone[i].text;
+      EXPECT_EQ(held(), alone_held[i]) << "job " << i << ": the slot's cache";
+    }
+    const std::string m = r.metrics.text();
+    EXPECT_GT(counter(m, "unicorn_verify_passes_total"), 0.0);
+    EXPECT_GT(counter(m, "unicorn_draft_tokens_accepted_total"), 0.0) << "the same weights at Q4_0 guess some right";
+  }
+  // Two at once: batched steps, with the same texts.
+  Running r({.slots = 2});
+  r.scheduler.set_draft(&world().draft.core());
+  const auto two = copies({jobs[1], jobs[2]});
+  for (auto& j : two) ASSERT_TRUE(r.scheduler.submit(j));
+  EXPECT_EQ(collect(*two[0]), alone[1]);
+  EXPECT_EQ(collect(*two[1]), alone[2]);
+}
 
 // A seeded request gives the same text whether it runs alone or shares every
 // step with others that join and leave at other times, in whichever slot,

@@ -191,7 +191,9 @@ class EngineCore {
   // earlier sequence that went further before a rewind (StreamState::ring_from).
   bool can_rewind(uint32_t stream, uint32_t pos) const;
   // Goes back to position `pos`: the stream keeps its first `pos` tokens (and
-  // their KV cache) and the next token fed lands at `pos`. A prompt that
+  // their KV cache) and the next token fed lands at `pos`. Its draw counter
+  // goes back by the positions dropped (at most to 0), so that a token chosen
+  // again at a position draws what it drew there before. A prompt that
   // shares a prefix with what the stream holds then prefills only the rest.
   void rewind(uint32_t stream, uint32_t pos);
   // Gives stream `to` the first `n` tokens of stream `from` and their keys and
@@ -314,6 +316,23 @@ class EngineCore {
   // next tokens, in the same order. Every weight is read once for the whole
   // step; each stream's result is the one decode() would give it alone.
   std::vector<int32_t> decode(std::span<const StreamToken> batch);
+  // Speculative decoding's check (generation/speculative.hpp). Rows of the
+  // verify pass: DeploymentConfig::draft_max + 1, or 0 where it has none.
+  uint32_t verify_rows() const { return verify_ ? cfg_.draft_max + 1 : 0; }
+  // Feeds `tokens` (1 to verify_rows() of them) to `stream` from its position
+  // in one pass that reads every weight once, and returns the token chosen
+  // after each: row i's is the one decode() would choose after tokens[0..i]
+  // fed one at a time (the draw counter and the penalty history advance row
+  // by row, and the rows' products are decode's, sum for sum). The stream
+  // keeps every token fed; rewind() drops those a draft got wrong. Not for a
+  // constrained stream (an allowed-token mask holds for one token).
+  std::vector<int32_t> verify(uint32_t stream, std::span<const int32_t> tokens);
+  // The stream's draw counter (tokens chosen since set_sampling: the random
+  // number a sampled choice takes), and setting it, so that a draft model's
+  // stream draws at each position what the target's draws there.
+  uint32_t draws(uint32_t stream) const { return stream_state(stream).counter; }
+  void set_draws(uint32_t stream, uint32_t n) { stream_state(stream).counter = n; }
+
   // The log-probabilities of the token last chosen for `stream` (by decode()
   // or by the prefill that ended its prompt), where its sampling asks for
   // them (SamplingParams::logprobs): read back from the pass that chose it,
@@ -426,7 +445,10 @@ class EngineCore {
   // What a recorded pass is: prompt chunks (matrix-matrix kernels), one token
   // per stream (matrix-vector kernels), or one token per stream with the
   // products on tensor units (matmul_coop_splitk, for steps of many streams).
-  enum class PassKind { Prefill, Decode, DecodeSplitK };
+  // Verify: several consecutive tokens of one stream on the matrix-vector
+  // kernels, each row's keys and values written before any row attends
+  // (speculative decoding's check, EngineCore::verify).
+  enum class PassKind { Prefill, Decode, DecodeSplitK, Verify };
 
   const gpu::Buffer& slab_of(const TensorSlot& t, const TensorPart& p) const {
     return t.arena == Arena::Weights ? weight_slabs_[p.slab] : kv_slabs_[p.slab];
@@ -596,8 +618,9 @@ class EngineCore {
   // several streams (streams > 1), and, recorded on first use, prompt chunks
   // with a row of logits for each of several streams' prompts, and with every
   // token's logits (teacher forcing).
+  // With DeploymentConfig::draft_max, the verify pass: draft_max + 1 rows of one stream.
   std::optional<Graph> prefill_, decode_, batch_, batch_small_, prefill_many_logits_,
-      prefill_all_logits_;
+      prefill_all_logits_, verify_;
   Tuning tuning_;  // kernel shapes (EngineOptions::tuning)
   bool tensor_units_;  // prefill and batched products, prefill attention on fp16 tensor units
   bool int_dot_;       // decode's block-format products on matvec_dot (Tuning::matvec_int_dot, Products)

@@ -40,7 +40,8 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
     for (size_t a = 0; a < chunk_acts.size(); ++a)
       step_acts.push_back(detail::decode_lane_slot(cfg_, Act(a), chunk_acts[a]));
     prefill_lane_.emplace(ctx, cfg_, chunk_acts, layout.activation_pool, cfg_.prefill_chunk, 1, " of prefill");
-    decode_lane_.emplace(ctx, cfg_, step_acts, layout.activation_pool, cfg_.streams, 0, " of decode steps");
+    decode_lane_.emplace(ctx, cfg_, step_acts, layout.activation_pool, std::max(cfg_.streams, cfg_.draft_max + 1), 0,
+                         " of decode steps");
   }
   prefill_ = record_forward(cfg_.prefill_chunk, 1, PassKind::Prefill);
   decode_ = record_forward(1, 1, PassKind::Decode);
@@ -57,6 +58,7 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
       batch_small_ = record_forward(kernels::kSplitKSmallTokens, kernels::kSplitKSmallTokens,
                                     PassKind::DecodeSplitK, kernels::kSplitKSmallTokens);
   }
+  if (cfg_.draft_max > 0) verify_ = record_forward(cfg_.draft_max + 1, cfg_.draft_max + 1, PassKind::Verify);
   kernels_->save();  // the next start reads these pipelines from disk
 }
 

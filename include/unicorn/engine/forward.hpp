@@ -33,7 +33,7 @@ class EngineCore::Recorder {
   Recorder(EngineCore& core, const Lane& lane, uint32_t n, uint32_t logit_rows, PassKind kind,
            uint32_t splitk_tokens)
       : c_(core), lane_(lane), n_(n), logit_rows_(logit_rows), decode_(kind != PassKind::Prefill),
-        splitk_(kind == PassKind::DecodeSplitK), splitk_tokens_(splitk_tokens), m_(core.cfg_.model),
+        splitk_(kind == PassKind::DecodeSplitK), verify_(kind == PassKind::Verify), splitk_tokens_(splitk_tokens), m_(core.cfg_.model),
         half_(half_operands()) {}
 
   std::vector<gpu::Dispatch> forward() {
@@ -169,7 +169,9 @@ class EngineCore::Recorder {
   void attention(int l, AttentionKind kind, std::optional<Wait> wait = std::nullopt);
   // Whether attention() does attn_prep's work itself: decode passes
   // (one token per stream, shaders/attention.comp's PREP).
-  bool prep_in_attention() const { return decode_ && c_.tuning_.decode_attention_prep != 0; }
+  // Not in a verify pass: its rows are one stream's, and each attends to the
+  // keys the rows before it write.
+  bool prep_in_attention() const { return decode_ && !verify_ && c_.tuning_.decode_attention_prep != 0; }
   // Whether layer l's q, k and v products signal its attention instead of a
   // barrier (can_wait, Tuning::decode_attention_wait): attention with PREP,
   // over one cache part.
@@ -209,6 +211,7 @@ class EngineCore::Recorder {
   uint32_t n_, logit_rows_;
   bool decode_;  // one token per stream: per-row positions and streams
   bool splitk_;  // its products on matmul_coop_splitk rather than matrix-vector kernels
+  bool verify_;  // one stream's consecutive tokens (PassKind::Verify)
   uint32_t splitk_tokens_;  // their tile's token rows (0: by the pass's rows)
   const ModelDims& m_;
   bool half_;  // products take fp16 operands (Act::Operand)

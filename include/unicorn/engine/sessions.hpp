@@ -39,6 +39,7 @@ UNICORN_DECL void EngineCore::rewind(uint32_t stream, uint32_t pos) {
                 " (its sliding-window layers no longer hold the keys before it)");
   check_not_in_flight(stream, "rewind");
   StreamState& s = stream_state(stream);
+  s.counter -= std::min<uint32_t>(s.counter, uint32_t(s.tokens.size()) - pos);
   s.tokens.resize(pos);
   s.ring_from = std::min(s.ring_from, pos);  // nothing from pos on is this sequence's any more
 }
@@ -456,6 +457,41 @@ UNICORN_DECL std::vector<int32_t> EngineCore::decode(std::span<const StreamToken
   std::vector<int32_t> next(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) next[i] = chosen_token(*graph.lane, uint32_t(i));
   return next;
+}
+
+UNICORN_DECL std::vector<int32_t> EngineCore::verify(uint32_t stream, std::span<const int32_t> tokens) {
+  if (!verify_)
+    throw Error("verify: this engine has no verify pass (its deployment drafts nothing: DeploymentConfig::draft_max is 0)");
+  if (tokens.empty() || tokens.size() > verify_rows())
+    throw Error("verify: " + std::to_string(tokens.size()) + " tokens; the verify pass takes 1 to " +
+                std::to_string(verify_rows()) + " (DeploymentConfig::draft_max + 1)");
+  check_tokens(stream, tokens);
+  check_not_in_flight(stream, "verify");
+  if (constrained(stream))
+    throw Error("verify: stream " + std::to_string(stream) +
+                " is constrained (its allowed-token mask holds for one token at a time): decode it");
+  Lane& lane = *verify_->lane;
+  const uint32_t n = uint32_t(tokens.size());
+  write_step(lane, chunk_rows(stream, tokens, 0, n), n);
+  StreamState& s = streams_[stream];
+  const size_t tokens_before = s.tokens.size();
+  const uint32_t counter_before = s.counter;
+  // Row i's sampler sees the tokens up to tokens[i] and draws with the
+  // counter decode() would have there.
+  for (uint32_t i = 0; i < n; ++i) {
+    s.tokens.push_back(tokens[i]);
+    note_written(s);
+    write_sampler(lane, i, stream);
+  }
+  try {
+    submit(*verify_, tokens_before, stream);
+  } catch (...) {
+    s.counter = counter_before;
+    throw;
+  }
+  std::vector<int32_t> chosen(n);
+  for (uint32_t i = 0; i < n; ++i) chosen[i] = chosen_token(lane, i);
+  return chosen;
 }
 
 UNICORN_DECL void EngineCore::note_written(StreamState& s) const {

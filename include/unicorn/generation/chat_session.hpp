@@ -21,9 +21,11 @@ class ChatSession {
  public:
   // Made by AnyEngine::chat(). The engine and tokenizer outlive the session;
   // one session per stream at a time.
+  // With `draft`, answers come speculatively (generate.hpp).
   ChatSession(unicorn::detail::EngineCore& engine, const Tokenizer& tok, std::string system_prompt = "",
-              uint32_t stream = 0, ImageEncoder images = {})
-      : engine_(engine), tok_(tok), system_(std::move(system_prompt)), stream_(stream), encode_(std::move(images)) {
+              uint32_t stream = 0, ImageEncoder images = {}, unicorn::detail::EngineCore* draft = nullptr)
+      : engine_(engine), tok_(tok), system_(std::move(system_prompt)), stream_(stream), encode_(std::move(images)),
+        draft_(draft) {
     if (stream >= engine.streams())
       throw Error("chat: stream " + std::to_string(stream) + " asked; this engine has " +
                   std::to_string(engine.streams()));
@@ -63,7 +65,7 @@ class ChatSession {
                                     std::to_string(engine_.context_limit()) + " tokens: start a new one (/reset)");
     cancel_ = false;
     const uint32_t turn_start = engine_.position(stream_);
-    GenerateResult r = detail::generate(engine_, tok_, stream_, ids, opt, on_text, &cancel_, placed.images);
+    GenerateResult r = detail::generate(engine_, tok_, stream_, ids, opt, on_text, &cancel_, placed.images, draft_);
     if (r.pending < 0) {  // cancelled inside the prompt: the turn did not happen
       if (turns_ > 0 && engine_.can_rewind(stream_, turn_start)) engine_.rewind(stream_, turn_start);
       else reset();  // the first turn, or the earlier turns' positions are overwritten: start over
@@ -103,6 +105,7 @@ class ChatSession {
   int turns_ = 0;
   std::atomic<bool> cancel_{false};
   ImageEncoder encode_;  // empty: the model reads text only
+  unicorn::detail::EngineCore* draft_;  // speculative decoding's draft, or none
 };
 
 }  // namespace unicorn::text

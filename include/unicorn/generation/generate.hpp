@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "unicorn/base/linkage.hpp"
 #include "unicorn/config/sampling.hpp"
 #include "unicorn/engine/core.hpp"
+#include "unicorn/generation/speculative.hpp"
 #include "unicorn/gpu/device_error.hpp"
 #include "unicorn/text/text_stream.hpp"
 #include "unicorn/text/tokenizer.hpp"
@@ -37,6 +39,13 @@ struct GenerateOptions {
   // images (AnyEngine::sees_images): AnyEngine::generate puts each where the
   // prompt writes <start_of_image>, or all before the prompt.
   std::vector<std::string> images = {};
+  // Speculative decoding, where the engine has a draft model (AnyEngine::
+  // has_draft): the most tokens it guesses a round (-1: the deployment's
+  // draft_max; 0: none, every token from a decode step) and, below that, the
+  // fewest (0: always the most; else the count adapts between the two to the
+  // run of guesses last kept). The text is the same either way.
+  int draft_max = -1;
+  int draft_min = 0;
 };
 
 // Why generation stopped. Each name says what happened in full ("limit" alone
@@ -71,6 +80,11 @@ struct GenerateResult {
   StopReason stopped_by = StopReason::length_limit;  // to_string(stopped_by): in words
   int32_t pending = -1;       // the last token produced, not yet fed to the model; -1: cancelled
                               // before the prompt was all in (the stream holds a part of it)
+  // Speculative decoding: tokens the draft guessed, those kept, and the
+  // target's verify passes (0 without a draft).
+  int drafted = 0;
+  int accepted = 0;
+  int verify_passes = 0;
 };
 
 namespace detail {
@@ -81,9 +95,13 @@ namespace detail {
 // and ChatSession.
 // `images` place image soft tokens in the prompt (by stream position:
 // engine/step.hpp's PromptImage; generation/image_prompt.hpp lays them out).
+// With `draft` (an engine of one stream over the same vocabulary) and a
+// verify pass in `engine`, tokens come speculatively (speculative.hpp),
+// except for a constrained stream or one whose log-probabilities are asked.
 GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                         std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                        const std::atomic<bool>* also_cancel = nullptr, std::span<const PromptImage> images = {});
+                        const std::atomic<bool>* also_cancel = nullptr, std::span<const PromptImage> images = {},
+                        unicorn::detail::EngineCore* draft = nullptr);
 
 }  // namespace detail
 }  // namespace unicorn::text
@@ -96,7 +114,8 @@ namespace unicorn::text::detail {
 
 UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const Tokenizer& tok, uint32_t stream,
                                      std::span<const int32_t> prompt, const GenerateOptions& opt, const TextSink& on_text,
-                                     const std::atomic<bool>* also_cancel, std::span<const PromptImage> images) {
+                                     const std::atomic<bool>* also_cancel, std::span<const PromptImage> images,
+                                     unicorn::detail::EngineCore* draft) {
   using Clock = std::chrono::steady_clock;
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
@@ -149,6 +168,17 @@ UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const 
     r.text += piece;
   };
 
+  std::optional<Speculator> speculator;
+  const uint32_t draft_max = opt.draft_max < 0 ? engine.config().draft_max : uint32_t(opt.draft_max);
+  if (draft && draft_max > 0 && engine.verify_rows() > 1 && !engine.constrained(stream) && !opt.sampling.logprobs)
+    speculator.emplace(engine, stream, *draft, draft_max, uint32_t(std::max(opt.draft_min, 0)));
+  // Tokens a verify pass gave past `next` (fed up to the last, which is not),
+  // and the position `next` is fed at: where the stream goes back to if the
+  // answer stops before it reaches them.
+  std::vector<int32_t> ahead;
+  size_t ahead_at = 0;
+  uint32_t next_pos = engine.position(stream);
+
   t0 = Clock::now();
   r.stopped_by = StopReason::length_limit;
   while (r.generated < opt.max_tokens) {
@@ -159,16 +189,35 @@ UNICORN_DECL GenerateResult generate(unicorn::detail::EngineCore& engine, const 
     emit(text.push(next));
     if (text.stopped()) { r.stopped_by = StopReason::stop_string; break; }
     if (r.generated == opt.max_tokens) break;
+    if (ahead_at < ahead.size()) {
+      next = ahead[ahead_at++];
+      ++next_pos;
+      continue;
+    }
     if (engine.position(stream) >= engine.context_limit()) { r.stopped_by = StopReason::context_full; break; }
-    next = step("decode step " + std::to_string(r.generated) + " of " + std::to_string(opt.max_tokens) +
-                    " at position " + std::to_string(engine.position(stream)),
-                [&] {
-                  if (stream == 0) return engine.decode(next);
-                  const StreamToken row[] = {{stream, next}};
-                  return engine.decode(row)[0];
-                });
+    const std::string what = "decode step " + std::to_string(r.generated) + " of " + std::to_string(opt.max_tokens) +
+                             " at position " + std::to_string(engine.position(stream));
+    if (speculator) {
+      ahead = step(what, [&] { return speculator->next(next); });
+      next = ahead[0];
+      ahead_at = 1;
+    } else {
+      next = step(what, [&] {
+        if (stream == 0) return engine.decode(next);
+        const StreamToken row[] = {{stream, next}};
+        return engine.decode(row)[0];
+      });
+    }
+    ++next_pos;
   }
+  // `next` is not fed: tokens a verify pass fed after it go.
+  if (engine.position(stream) > next_pos) engine.rewind(stream, next_pos);
   r.pending = next;
+  if (speculator) {
+    r.drafted = speculator->stats().drafted;
+    r.accepted = speculator->stats().accepted;
+    r.verify_passes = speculator->stats().verify_passes;
+  }
   emit(text.finish());
   r.decode_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;

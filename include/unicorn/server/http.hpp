@@ -135,6 +135,7 @@ class Server {
       scheduler_.emplace(model.engine, model.tokenizer,
                          SchedulerOptions{slots, opt_.queue_limit, opt_.batch_invariance, opt_.prefill_overlap}, metrics_);
       if (model.images) scheduler_->set_image_encoder(model.images);
+      if (model.draft) scheduler_->set_draft(model.draft);
       metrics_.ready(true);
       ready_ = true;
       std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens; decode steps %s)\n",

@@ -85,6 +85,14 @@ class Metrics {
     step_streams_ += streams;
     steps_beside_prefill_ += beside_prefill;
   }
+  // A speculative round (a slot generating alone with a draft model): the
+  // draft's guesses, those the verify pass kept.
+  void speculative_round(uint32_t drafted, uint32_t accepted) {
+    std::lock_guard lock(m_);
+    verify_passes_++;
+    drafted_ += drafted;
+    accepted_ += accepted;
+  }
   // A prefill pass over several prompts' chunks (tokens of each).
   void prefill_pass(std::span<const uint32_t> chunk_tokens) {
     std::lock_guard lock(m_);
@@ -140,6 +148,11 @@ class Metrics {
     counter(o, "unicorn_decode_steps_beside_prefill_total",
             "Decode steps run while a prefill pass was in flight (overlapping it where the GPU has a second queue).",
             steps_beside_prefill_);
+    counter(o, "unicorn_verify_passes_total",
+            "Speculative rounds: a slot generating alone, the draft model's guesses checked in one pass.",
+            verify_passes_);
+    counter(o, "unicorn_draft_tokens_total", "Tokens the draft model guessed.", drafted_);
+    counter(o, "unicorn_draft_tokens_accepted_total", "Of them, those the model kept (its own choices).", accepted_);
     counter(o, "unicorn_prefill_passes_total", "Prefill passes run (each over one or several prompts' chunks).",
             prefill_passes_);
     counter(o, "unicorn_prefill_chunks_total", "Prompt chunks prefilled.", prefill_chunks_);
@@ -168,6 +181,7 @@ class Metrics {
   std::map<std::string, uint64_t> completions_, rejected_;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, disconnects_ = 0;
   uint64_t steps_ = 0, step_streams_ = 0, steps_beside_prefill_ = 0, prefill_passes_ = 0, prefill_chunks_ = 0, prefill_tokens_ = 0;
+  uint64_t verify_passes_ = 0, drafted_ = 0, accepted_ = 0;
   uint32_t queued_ = 0, busy_ = 0, slots_ = 0;
   int64_t answering_ = 0;
   bool ready_ = false;

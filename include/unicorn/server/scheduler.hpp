@@ -23,6 +23,15 @@
 // each of its tokens the matcher's allowed-token mask goes to the engine
 // (EngineCore::constrain), and each chosen token advances it.
 //
+// With a draft model (set_draft), a slot generating alone - no other slot
+// busy, none waiting, no prefill pass in flight - takes speculative rounds
+// (generation/speculative.hpp): the draft guesses, one verify pass checks,
+// and each kept token is delivered as a step's would be. They are the tokens
+// the steps would give, so nothing else changes; whenever another job comes,
+// batched steps take over (the batch wins: one pass serves every slot).
+// Deterministic jobs under batch invariance, constrained and logprobs jobs
+// take steps.
+//
 // Sampling parameters and seeds are per slot and applied on the GPU; a seed's
 // draws depend only on the seed and the token's index in its completion
 // (EngineCore::set_sampling), so a seeded request gives the same text whatever
@@ -43,6 +52,7 @@
 
 #include "unicorn/engine/core.hpp"
 #include "unicorn/generation/image_prompt.hpp"
+#include "unicorn/generation/speculative.hpp"
 #include "unicorn/server/api.hpp"
 #include "unicorn/server/metrics.hpp"
 #include "unicorn/server/serve.hpp"
@@ -183,6 +193,14 @@ class Scheduler {
   // The model's image encoder (AnyEngine::image_encoder), run on the
   // scheduler's thread, as every pass of the engine is; none: text only.
   void set_image_encoder(text::ImageEncoder encode) { encode_images_ = std::move(encode); }
+  // A draft model (an engine of one stream over the same vocabulary, whose
+  // passes also run on this thread) for slots generating alone; the engine
+  // must have a verify pass (DeploymentConfig::draft_max).
+  void set_draft(detail::EngineCore* draft) {
+    if (draft && engine_.verify_rows() < 2)
+      throw Error("server: a draft model needs an engine with a verify pass (DeploymentConfig::draft_max)");
+    draft_ = draft;
+  }
 
   // From any thread. Queues a job; false when the queue is full or the
   // scheduler is stopping (the caller answers 503).
@@ -291,6 +309,8 @@ class Scheduler {
     // Its job's images still to prefill, by stream position, and their soft tokens.
     std::vector<PromptImage> images;
     text::EncodedImages encoded;
+    // Its job's speculative rounds (made at its first), while it generates alone.
+    std::unique_ptr<text::detail::Speculator> speculator;
   };
 
   // A later choice waits while its leader is queued or prefilling its prompt
@@ -531,6 +551,7 @@ class Scheduler {
     const bool fixed = opt_.batch_invariance == BatchInvariance::Always ||
                        (opt_.batch_invariance == BatchInvariance::Deterministic &&
                         std::ranges::any_of(who, [](const Slot* s) { return s->job->deterministic; }));
+    if (!fixed && who.size() == 1 && speculative_round(*who[0])) return;
     engine_.set_batch_passes(fixed ? detail::EngineCore::BatchPasses::Fixed : detail::EngineCore::BatchPasses::BySize);
     std::vector<uint32_t> positions;  // where each row's token goes in its cache
     for (const StreamToken& t : batch) positions.push_back(uint32_t(engine_.tokens(t.stream).size()));
@@ -552,6 +573,44 @@ class Scheduler {
       s.used_at = ++clock_;
       deliver(s, batch[i].stream, next[i]);
     }
+  }
+
+  // A round of speculative decoding for `s`, the only job (see the first
+  // comment); false where it takes a step instead.
+  bool speculative_round(Slot& s) {
+    {
+      std::lock_guard lock(m_);
+      if (!draft_ || busy_ != 1 || !queue_.empty()) return false;
+    }
+    if (engine_.prefill_in_flight() || s.matcher || s.job->sampling.logprobs) return false;
+    const uint32_t stream = stream_of(s), q = engine_.position(stream);
+    std::vector<int32_t> tokens;
+    try {
+      if (!s.speculator)
+        s.speculator = std::make_unique<text::detail::Speculator>(engine_, stream, *draft_, engine_.config().draft_max, 0);
+      const text::detail::DraftStats before = s.speculator->stats();
+      tokens = s.speculator->next(s.next);
+      const text::detail::DraftStats& after = s.speculator->stats();
+      if (after.verify_passes > before.verify_passes)
+        metrics_.speculative_round(uint32_t(after.drafted - before.drafted), uint32_t(after.accepted - before.accepted));
+      else
+        metrics_.decode_step(1, false);  // no room for guesses: a step
+      engine_failures_ = 0;
+    } catch (const std::exception& e) {
+      engine_failed(std::string("speculative decoding: ") + e.what(), {&s});
+      return true;
+    }
+    const auto now = Clock::now();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      metrics_.inter_token(seconds(now - s.last_token) / double(tokens.size()));
+      s.used_at = ++clock_;
+      deliver(s, stream, tokens[i]);
+      if (!s.job) {  // it ended at tokens[i], which is never fed: the tokens fed after it go
+        if (engine_.position(stream) > q + 1 + i) engine_.rewind(stream, q + 1 + uint32_t(i));
+        break;
+      }
+    }
+    return true;
   }
 
   // The grammar's vocabulary, made once (its byte trie of the whole
@@ -610,6 +669,7 @@ class Scheduler {
     s.job->end(finish, std::move(error), usage);
     s.job.reset();
     s.generating = false;
+    s.speculator.reset();
   }
 
   // A queued job whose client went away: ended as a running one would be.
@@ -685,6 +745,7 @@ class Scheduler {
   // Per slot: the images its stream's cache holds (the last job's), by position.
   std::vector<std::vector<Job::Image>> held_images_;
   text::ImageEncoder encode_images_;
+  detail::EngineCore* draft_ = nullptr;  // set_draft
   std::shared_ptr<const grammar::Vocabulary> vocabulary_;  // vocabulary(): made at the first grammar
   std::vector<uint32_t> mask_;                               // constrain()'s words
   uint64_t clock_ = 0;       // a logical clock for admission order and cache age

@@ -85,6 +85,9 @@ struct Model {
   const text::Tokenizer& tokenizer;
   // The model's image encoder (text::ImageEncoder); empty: it reads text only.
   std::function<text::EncodedImages(std::span<const std::string>)> images;
+  // A draft model for speculative rounds of a slot generating alone
+  // (Scheduler::set_draft); none: batched steps only.
+  detail::EngineCore* draft = nullptr;
 };
 
 // Listens on options.host:options.port (printing "listening on
