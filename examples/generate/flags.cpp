@@ -65,7 +65,8 @@ std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_gen
   app.add_option("--draft-max", f.draft_max,
                  "with --draft: the most tokens drafted a round (default: the pair's compiled bound; 0: no drafting)")
       ->check(CLI::Range(0, int(kMaxDraftTokens)));
-  app.add_option("--draft-min", f.draft_min, "with --draft: the fewest tokens drafted a round")
+  app.add_option("--draft-min", f.draft_min, "with --draft: the fewest tokens drafted a round (0: always --draft-max; more: the count follows the "
+                 "guesses the last rounds kept)")
       ->capture_default_str()
       ->check(CLI::Range(0, int(kMaxDraftTokens)));
   app.add_option("--tokens", f.tokens, "teacher forcing: comma-separated token ids");
