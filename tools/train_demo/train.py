@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Trains the built-in demo model: a small Gemma 3 on the corpus of make_corpus.py.
+"""Trains the built-in demo model, or its draft: a small Gemma 3 on the corpus of make_corpus.py.
 
 On any CUDA machine with torch, transformers and tokenizers (about 4 minutes on an H100):
     python3 tools/train_demo/train.py --corpus CORPUS_DIR --tokenizer tokenizer.json --out OUT
 writes OUT/gemma3-demo/ (config.json, model.safetensors in fp32, tokenizer.json), which
 unicorn-convert turns into the committed file:
     unicorn-convert --hf OUT/gemma3-demo --type F16 --embedding Q4_0 --out models/gemma3-demo.gguf
+With --model draft it trains the demo's speculative-decoding draft (issue 55) the same way,
+into OUT/gemma3-demo-draft/ (about 3.5 minutes on an H100; --max-minutes guards it):
+    unicorn-convert --hf OUT/gemma3-demo-draft --type F16 --embedding Q4_0 --out models/gemma3-demo-draft.gguf
 
 The model is Gemma3ForCausalLM with the real Gemma 3 tokenizer (262,144 tokens), five
 sliding-window layers and one global layer, as Gemma 3 interleaves them. Its dimensions
-must match unicorn::kGemma3Demo (include/unicorn/config/dims.hpp).
+must match unicorn::kGemma3Demo (include/unicorn/config/dims.hpp). The draft shares the
+tokenizer, context, window, RoPE and norms, with hidden 64 and two layers (a sliding-window
+one, then a global one): unicorn::kGemma3DemoDraft.
 
 Why the embedding is Q4_0 and the rest F16: the tied embedding (262,144 x 192) is 50 M of
 the model's 54 M parameters; at F16 it alone would be 100 MB, at Q8_0 53 MB, at Q4_0 28 MB,
@@ -46,18 +51,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats import f16, q4_0  # noqa: E402
 
 BOS = 2
-# unicorn::kGemma3Demo
-DIMS = dict(vocab_size=262144, hidden_size=192, intermediate_size=768, num_hidden_layers=6,
-            num_attention_heads=4, num_key_value_heads=1, head_dim=64,
-            max_position_embeddings=1024, rms_norm_eps=1e-6, sliding_window=128,
-            query_pre_attn_scalar=64)
-GLOBAL_EVERY = 6
+SHARED = dict(vocab_size=262144, max_position_embeddings=1024, rms_norm_eps=1e-6, sliding_window=128)
+# The models this script trains. `dims` must match the engine's ModelDims of the same name
+# (include/unicorn/config/dims.hpp); layer l is global iff (l + 1) % global_every == 0.
+# `steps`, `qat_steps` and `max_minutes` are the defaults of the flags of those names.
+MODELS = {
+    "demo": dict(  # unicorn::kGemma3Demo
+        name="gemma3-demo", global_every=6, steps=2600, qat_steps=400, max_minutes=None,
+        dims=dict(SHARED, hidden_size=192, intermediate_size=768, num_hidden_layers=6,
+                  num_attention_heads=4, num_key_value_heads=1, head_dim=64, query_pre_attn_scalar=64)),
+    # unicorn::kGemma3DemoDraft. Its step costs nearly the demo's: the time goes to the
+    # logits (8,192 x 262,144 a step), which do not shrink with the hidden size. So fewer
+    # steps, to train in about 3.5 minutes on an H100, with a guard on the whole run.
+    "draft": dict(
+        name="gemma3-demo-draft", global_every=2, steps=2000, qat_steps=300, max_minutes=4.0,
+        dims=dict(SHARED, hidden_size=64, intermediate_size=256, num_hidden_layers=2,
+                  num_attention_heads=2, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32)),
+}
 
 
-def make_config(attn_implementation="sdpa"):
-    layer_types = ["full_attention" if (i + 1) % GLOBAL_EVERY == 0 else "sliding_attention"
-                   for i in range(DIMS["num_hidden_layers"])]
-    common = dict(DIMS, hidden_activation="gelu_pytorch_tanh", layer_types=layer_types,
+def make_config(attn_implementation="sdpa", model="demo"):
+    spec = MODELS[model]
+    dims = spec["dims"]
+    layer_types = ["full_attention" if (i + 1) % spec["global_every"] == 0 else "sliding_attention"
+                   for i in range(dims["num_hidden_layers"])]
+    common = dict(dims, hidden_activation="gelu_pytorch_tanh", layer_types=layer_types,
                   pad_token_id=0, bos_token_id=BOS, eos_token_id=1, tie_word_embeddings=True,
                   final_logit_softcapping=None, attn_logit_softcapping=None,
                   attn_implementation=attn_implementation)
@@ -87,7 +105,7 @@ def loss_of(model, windows, quantize_embedding):
     w = emb.weight
     if quantize_embedding:  # straight-through: Q4_0 forward, identity backward
         w = w + (q4_0(w) - w).detach()
-    x = F.embedding(inputs, w) * (DIMS["hidden_size"] ** 0.5)  # Gemma's embedding scale
+    x = F.embedding(inputs, w) * (model.config.hidden_size ** 0.5)  # Gemma's embedding scale
     h = model.model(inputs_embeds=x, use_cache=False).last_hidden_state
     logits = F.linear(h, w)  # tied LM head
     return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), windows[:, 1:].reshape(-1))
@@ -104,12 +122,14 @@ def heldout_loss(model, windows, quantize_embedding, batch):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=MODELS, default="demo",
+                    help="demo: the built-in model; draft: its speculative-decoding draft")
     ap.add_argument("--corpus", required=True, help="make_corpus.py's directory (train.txt, heldout.txt)")
     ap.add_argument("--tokenizer", required=True, help="Gemma 3 tokenizer.json")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--steps", type=int, default=2600, help="steps of the first phase (cosine schedule)")
-    ap.add_argument("--qat-steps", type=int, default=400, help="steps with the embedding on Q4_0's grid")
+    ap.add_argument("--steps", type=int, help="steps of the first phase (cosine schedule; default: the model's)")
+    ap.add_argument("--qat-steps", type=int, help="steps with the embedding on Q4_0's grid (default: the model's)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -120,7 +140,15 @@ def main():
     ap.add_argument("--eval-windows", type=int, default=64)
     ap.add_argument("--max-seconds", type=float, default=300,
                     help="a phase stops here even if steps remain (a guard for a leased machine; logged)")
+    ap.add_argument("--max-minutes", type=float,
+                    help="both phases stop this long after the start (tokenizing included), the first at "
+                         "its share by steps of the time left, and the best weights are saved; logged "
+                         "(default: the model's; none for the demo)")
     args = ap.parse_args()
+    spec = MODELS[args.model]
+    for key in ("steps", "qat_steps", "max_minutes"):
+        if getattr(args, key) is None:
+            setattr(args, key, spec[key])
 
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -135,11 +163,12 @@ def main():
     print(f"tokens: train {len(train):,}, held-out {len(held):,} ({n_eval} windows evaluated); "
           f"tokenized in {time.time() - t0:.1f} s", flush=True)
 
-    cfg = make_config()
+    cfg = make_config(model=args.model)
     model = Gemma3ForCausalLM(cfg).to(device).train()
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {n_params / 1e6:.2f} M parameters ({model.model.embed_tokens.weight.numel() / 1e6:.2f} M "
-          f"in the embedding); transformers {transformers.__version__}, torch {torch.__version__}, "
+    n_embedding = model.model.embed_tokens.weight.numel()
+    print(f"model {spec['name']}: {n_params / 1e6:.2f} M parameters ({n_embedding / 1e6:.2f} M in the embedding); "
+          f"transformers {transformers.__version__}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}", flush=True)
 
     decay = [p for p in model.parameters() if p.ndim == 2]
@@ -159,7 +188,11 @@ def main():
         progress = (step - warmup) / max(1, total - warmup)
         return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
-    def run_phase(name, steps, peak, warmup, quantize_embedding):
+    end = t0 + 60 * args.max_minutes if args.max_minutes else None
+
+    def run_phase(name, steps, peak, warmup, quantize_embedding, share):
+        # This phase's deadline under --max-minutes: its share of the time left.
+        deadline = time.time() + share * (end - time.time()) if end else None
         best = (heldout_loss(model, eval_windows, quantize_embedding, args.batch), 0,
                 {k: v.detach().clone() for k, v in model.state_dict().items()})
         start = time.time()
@@ -174,9 +207,11 @@ def main():
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-            out_of_time = time.time() - start > args.max_seconds
+            guard = ("--max-seconds" if time.time() - start > args.max_seconds else
+                     "--max-minutes" if deadline and time.time() > deadline else None)
+            out_of_time = guard is not None
             if out_of_time:
-                print(f"{name}: stopped by --max-seconds at step {step} of {steps}", flush=True)
+                print(f"{name}: stopped by {guard} at step {step} of {steps}", flush=True)
                 log["stopped_early"] = f"{name} at step {step}"
             if step % args.eval_every == 0 or step == steps or out_of_time:
                 h = heldout_loss(model, eval_windows, quantize_embedding, args.batch)
@@ -195,8 +230,9 @@ def main():
               f"({time.time() - start:.1f} s)", flush=True)
         return best[0], best[1], time.time() - start
 
-    phase1 = run_phase("train", args.steps, args.lr, args.warmup, False)
-    phase2 = run_phase("qat", args.qat_steps, args.qat_lr, 0, True)
+    phase1 = run_phase("train", args.steps, args.lr, args.warmup, False,
+                       args.steps / (args.steps + args.qat_steps))
+    phase2 = run_phase("qat", args.qat_steps, args.qat_lr, 0, True, 1.0)
 
     # The saved model: embedding on Q4_0's grid, the other matrices on F16's, norms fp32.
     model = model.float().cpu()
@@ -207,12 +243,12 @@ def main():
     snapped = heldout_loss(model.to(device), eval_windows, False, args.batch)
     print(f"saved weights (Q4_0 embedding, F16 matrices): held-out loss {snapped:.4f}", flush=True)
 
-    out = os.path.join(args.out, "gemma3-demo")
+    out = os.path.join(args.out, spec["name"])
     os.makedirs(out, exist_ok=True)
     model.cpu().save_pretrained(out, safe_serialization=True)
     model.to(device)
     shutil.copy(args.tokenizer, os.path.join(out, "tokenizer.json"))
-    log.update({"command": "python3 " + " ".join(sys.argv), "parameters": n_params,
+    log.update({"command": "python3 " + " ".join(sys.argv), "model": spec["name"], "parameters": n_params,
                 "train_tokens": len(train), "heldout_tokens": len(held), "gpu": torch.cuda.get_device_name(),
                 "torch": torch.__version__, "transformers": transformers.__version__,
                 "phase1": {"best_heldout": phase1[0], "best_step": phase1[1], "seconds": phase1[2]},
