@@ -130,8 +130,8 @@ inline constexpr ModelDims kGemma3Demo{
 // kGemma3Demo's tokenizer and context with a third of its weights (nearly all
 // of them the 262144 x 64 embedding, which is also the LM head): one
 // sliding-window layer of the demo's window, then one global.
-// Its weights: trained on the demo's corpus as the demo is (issue 55), or
-// random ones in its shapes from `unicorn-convert --random gemma3-demo-draft`.
+// tools/train_demo/train.py --model draft trains it as it trains the demo;
+// `unicorn-convert --random gemma3-demo-draft` writes random weights in its shapes.
 inline constexpr ModelDims kGemma3DemoDraft{
     .name = "gemma3-demo-draft", .hidden = 64, .layers = 2, .heads = 2, .kv_heads = 1,
     .head_dim = 32, .ffn = 256, .vocab = 262144, .sliding_window = 128, .global_every = 2,
