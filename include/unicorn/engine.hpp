@@ -114,8 +114,10 @@ class AnyEngine {
   // Whether generate() and chat() draft: the deployment has a draft and its
   // weights were loaded (LoadOptions::draft).
   bool has_draft() const { return draft_loaded_; }
-  // The draft's engine when has_draft(), else nullptr.
+  // The draft's engine when has_draft(), else nullptr (the server's scheduler
+  // takes its core: server::Model::draft).
   const AnyEngine* draft() const { return draft_loaded_ ? draft_.get() : nullptr; }
+  AnyEngine* draft() { return draft_loaded_ ? draft_.get() : nullptr; }
   // Whether images can be given: the deployment has an image encoder and its
   // weights were found at load().
   bool sees_images() const { return encoder_ != nullptr; }
