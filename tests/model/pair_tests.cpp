@@ -15,6 +15,7 @@
 #include "../tools/tuning_env.hpp"
 #include "temp_dir.hpp"
 #include "unicorn/engine.hpp"
+#include "unicorn/gemma3_demo.hpp"
 
 namespace fs = std::filesystem;
 using namespace unicorn;
@@ -79,7 +80,19 @@ std::string error_of(const auto& run) {
   return "(no error)";
 }
 
+// The demo pair's engine type (gemma3_demo.hpp) passes Engine<D>'s checks,
+// and carries its draft as a run-time value.
+static_assert(Gemma3_Demo_Speculative::kConfig.has_draft() && !Gemma3_Demo::kConfig.has_draft());
+
 }  // namespace
+
+TEST(PairEngine, TheDemoPairCarriesItsDraft) {
+  const CompiledDeployment pair = Gemma3_Demo_Speculative::compiled();
+  ASSERT_NE(pair.draft, nullptr);
+  EXPECT_EQ(pair.draft->config.model.name, kGemma3DemoDraft.name);
+  EXPECT_EQ(pair.draft->layout.layers, kGemma3DemoDraft.layers);
+  EXPECT_EQ(Gemma3_Demo::compiled().draft, nullptr);
+}
 
 TEST(PairEngine, DraftsOnceTheDraftsWeightsAreLoaded) {
   Engine<TinyPair>& e = pair();
