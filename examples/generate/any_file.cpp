@@ -11,6 +11,6 @@ int main(int argc, char** argv) {
   namespace official = unicorn::examples::official;
   std::vector<unicorn::CompiledDeployment> engines{unicorn::compiled_deployment<unicorn::deployments::Gemma3_Demo>()};
   for (const unicorn::CompiledDeployment& e : official::engines(official::Shape::Generator)) engines.push_back(e);
-  for (const unicorn::CompiledDeployment& e : official::pairs()) engines.push_back(e);  // for --draft
+  for (const unicorn::CompiledDeployment& e : official::pairs(official::Shape::Generator)) engines.push_back(e);  // for --draft
   return unicorn::examples::generate_main(argc, argv, engines, this_program());
 }

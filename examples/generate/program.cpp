@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <variant>
 
+#include "../pick_pair.hpp"
 #include "flags.hpp"
 #include "program.hpp"
 #include "model_tokenizer.hpp"
@@ -245,50 +246,6 @@ void print_timings(double load_s, const unicorn::text::GenerateResult& r) {
   line("generation", r.generated, r.decode_seconds);
 }
 
-// An engine in words, with its draft where it has one (--engines).
-std::string engine_words(const unicorn::CompiledDeployment& e) {
-  return unicorn::engine_text(e) + (e.draft ? "; drafted by " + unicorn::engine_text(*e.draft) + ", up to " +
-                                                  std::to_string(e.config.draft_max) + " tokens a round"
-                                            : "");
-}
-
-// The engine of `engines` that runs `model`: with no `draft`, one without a
-// draft (pick_engine's choice among them, or its refusal); with one, the pair
-// whose model runs `model` and whose draft runs `draft`, or why none does.
-size_t pick_for(std::span<const unicorn::CompiledDeployment> engines, const std::filesystem::path& model,
-                const std::filesystem::path& draft, const std::string& binary) {
-  std::vector<unicorn::CompiledDeployment> some;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < engines.size(); ++i)
-    if ((engines[i].draft != nullptr) == !draft.empty()) some.push_back(engines[i]), index.push_back(i);
-  if (draft.empty()) return some.empty() ? unicorn::pick_engine(engines, model, binary)
-                                         : index[unicorn::pick_engine(some, model, binary)];
-  if (some.empty())
-    throw unicorn::Error("--draft: none of the engines compiled into " + binary +
-                         " has a draft (a speculative pair: docs/speculative.md)");
-  // The pairs whose model runs the file.
-  const unicorn::ModelFile model_file(model);
-  std::vector<size_t> fits;
-  std::string models;
-  for (size_t i = 0; i < some.size(); ++i) {
-    if (model_file.runs_in(some[i])) fits.push_back(i);
-    models += (models.empty() ? "" : "; ") + unicorn::engine_text(some[i]);
-  }
-  if (fits.empty())
-    throw unicorn::Error(model.string() + ": no speculative pair compiled into " + binary +
-                         " runs this file as its model; their models are: " + models + " (" + binary +
-                         " --engines lists every pair)");
-  const unicorn::ModelFile draft_file(draft);
-  std::string drafts;
-  for (size_t i : fits) {
-    if (draft_file.runs_in(*some[i].draft)) return index[i];
-    drafts += (drafts.empty() ? "" : "; ") + unicorn::engine_text(*some[i].draft);
-  }
-  throw unicorn::Error(draft.string() + ": no draft compiled for " + unicorn::engine_text(some[fits[0]]) + " into " +
-                       binary + " runs this file; its drafts are: " + drafts + " (" + binary +
-                       " --engines lists every pair)");
-}
-
 void progress_bar(uint64_t done, uint64_t total) {
   static int shown = -1;
   const int pct = total ? int(100 * done / total) : 100;
@@ -320,7 +277,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
   try {
     if (flags.show_engines) {
       std::string list;
-      for (const CompiledDeployment& e : engines) list += engine_words(e) + "\n";
+      for (const CompiledDeployment& e : engines) list += unicorn::examples::engine_words(e) + "\n";
       return unicorn::tools::print_and_finish(name, list);
     }
     // The engine that runs --model (the first one without: the built-in demo
@@ -332,7 +289,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     const std::string model_to_pick = flags.model.empty() && !flags.draft.empty() && program.default_model
                                           ? std::string(program.default_model)
                                           : flags.model;
-    if (!model_to_pick.empty() && engines.size() > 1) chosen = pick_for(engines, model_to_pick, flags.draft, name);
+    if (!model_to_pick.empty() && engines.size() > 1) chosen = unicorn::examples::pick_for(engines, model_to_pick, flags.draft, name);
     const CompiledDeployment& deployment = engines[chosen];
     const DeploymentConfig& config = deployment.config;
     if (flags.show_layout || flags.show_placement) {

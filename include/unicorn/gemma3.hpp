@@ -66,7 +66,7 @@ struct Gemma3_27B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = Gemm
 struct Gemma3_Demo_Draft { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3DemoDraft, kDemoScheme, 1024, 128); };
 struct Gemma3_Demo_Speculative { static constexpr DeploymentConfig kConfig = Gemma3_Demo::kConfig.with_draft(Gemma3_Demo_Draft::kConfig); };
 // Every ready-made pair, the demo's first (the binaries that pick a pair by
-// the files they are given: examples/official/engines.hpp).
+// the files they are given: examples/official/engines.hpp); the servers' below.
 using Gemma3_Pairs = std::tuple<Gemma3_Demo_Speculative, Gemma3_4B_QAT_Draft270M, Gemma3_12B_QAT_Draft270M,
                                 Gemma3_27B_QAT_Draft270M, Gemma3_12B_QAT_Draft1B, Gemma3_27B_QAT_Draft1B>;
 
@@ -82,5 +82,18 @@ struct Gemma3_12B_QAT_Server { static constexpr DeploymentConfig kConfig = with_
 struct Gemma3_27B_QAT_Server { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots)); };
 // unicorn-server with no --model: the demo model, 8 slots of its 1024 tokens.
 struct Gemma3_Demo_Server { static constexpr DeploymentConfig kConfig = Gemma3_Demo::kConfig.with_streams(8); };
+
+// The servers drafted (unicorn-server --draft): a slot generating alone takes
+// speculative rounds, and batched steps whenever others are busy
+// (server/scheduler.hpp). The draft has one stream; its context the slots'.
+struct Gemma3_Demo_Server_Speculative { static constexpr DeploymentConfig kConfig = Gemma3_Demo_Server::kConfig.with_draft(Gemma3_Demo_Draft::kConfig); };
+struct Gemma3_4B_QAT_Server_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_4B_QAT_Server::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Server_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT_Server::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_27B_QAT_Server_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT_Server::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Server_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT_Server::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+struct Gemma3_27B_QAT_Server_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT_Server::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+using Gemma3_Server_Pairs =
+    std::tuple<Gemma3_Demo_Server_Speculative, Gemma3_4B_QAT_Server_Draft270M, Gemma3_12B_QAT_Server_Draft270M,
+               Gemma3_27B_QAT_Server_Draft270M, Gemma3_12B_QAT_Server_Draft1B, Gemma3_27B_QAT_Server_Draft1B>;
 
 }  // namespace unicorn::deployments

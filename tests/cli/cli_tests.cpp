@@ -415,7 +415,8 @@ TEST(Cli, ServerServesEveryOfficialFile) {
   EXPECT_CONTAINS(engines.out, "gemma3-demo, embedding Q4_0, attention F16, ffn F16, context 1024, 8 streams\n"
                                "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
   EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
-  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 31) << engines.out;
+  // And the 6 speculative pairs (--draft), which a file without --draft never picks.
+  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 31 + 6) << engines.out;
   const Result demo = run(server + " --layout");
   EXPECT_EQ(demo.code, 0) << demo.out;
   EXPECT_CONTAINS(demo.out, "model gemma3-demo: hidden");
@@ -489,6 +490,21 @@ TEST(Cli, GenerateDraftPicksTheSpeculativePair) {
   EXPECT_EQ(bare.code, 2) << bare.out;
   EXPECT_CONTAINS(bare.out, "need --draft FILE");
   for (const fs::path& f : {big, small, k_mix, four}) fs::remove(f);
+}
+
+// unicorn-server --draft serves the server-shaped pair that runs both files.
+TEST(Cli, ServerDraftPicksTheSpeculativePair) {
+  const std::string server = env("UNICORN_SERVER");
+  const fs::path big = tmp() / "server-gemma3-27b-qat.gguf", small = tmp() / "server-gemma3-1b-qat.gguf";
+  write_sparse_gguf(big, unicorn::kGemma3_27B, unicorn::schemes::kQ4_0_QAT);
+  write_sparse_gguf(small, unicorn::kGemma3_1B, unicorn::schemes::kQ4_0_QAT);
+  const Result pair = run(server + " --model " + big.string() + " --draft " + small.string() + " --layout");
+  EXPECT_EQ(pair.code, 0) << pair.out;
+  EXPECT_CONTAINS(pair.out, "context 8192, 4 streams; drafted by gemma3-1b,");
+  const Result none = run(server + " --model " + small.string() + " --draft " + small.string() + " --layout");
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_CONTAINS(none.out, "no speculative pair compiled into unicorn-server runs this file as its model");
+  for (const fs::path& f : {big, small}) fs::remove(f);
 }
 
 // The demo pair runs with no --model: a draft of kGemma3DemoDraft's shapes

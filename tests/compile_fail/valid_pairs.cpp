@@ -15,6 +15,7 @@ constexpr bool all_pairs_pass(std::tuple<P...>*) {
   return (u::diag::check_deployment<P>() && ...);
 }
 static_assert(all_pairs_pass(static_cast<d::Gemma3_Pairs*>(nullptr)));
+static_assert(all_pairs_pass(static_cast<d::Gemma3_Server_Pairs*>(nullptr)));  // 4 and 8 slots
 
 // The 27B drafted by the 270M: the model's bytes, then the draft's whole budget.
 using Pair = d::Gemma3_27B_QAT_Draft270M;
