@@ -2,8 +2,8 @@
 // draft builds the draft's engine beside its own) on the tiny test models:
 // kGemma3Tiny (the fixture's Hugging Face directory, with the server tests'
 // 512-token tokenizer) drafted by kGemma3TinyK (unicorn-convert's random
-// weights). Whether it drafts, that generate() and chat() draft with it, and
-// which draft files it refuses and why. That the drafted text is the model's
+// weights). Whether it drafts, that generate(), chat() and a server made from
+// it draft with it, and which draft files it refuses and why. That the drafted text is the model's
 // own in every case is the speculative loop's test (speculative_tests.cpp).
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include "temp_dir.hpp"
 #include "unicorn/engine.hpp"
 #include "unicorn/gemma3_demo.hpp"
+#include "unicorn/server/serve.hpp"
 
 namespace fs = std::filesystem;
 using namespace unicorn;
@@ -125,6 +126,17 @@ TEST(PairEngine, GenerateAndChatDraftWithTheLoadedDraft) {
   EXPECT_EQ(drafted.text, alone.text);
   const text::GenerateResult turn = e.chat().answer("hello", {.max_tokens = 8});
   EXPECT_GT(turn.verify_passes, 0);
+}
+
+// A server made from the engine (server::Model) takes the loaded draft, and
+// none without one: unicorn-server --draft's rounds.
+TEST(PairEngine, AServerTakesTheLoadedDraft) {
+  Engine<TinyPair>& e = pair();
+  e.load(model_dir(), {.tokenizer = tokenizer(), .draft = same_vocabulary_draft()});
+  ASSERT_NE(e.draft(), nullptr);
+  EXPECT_EQ(server::Model(e).draft, &e.draft()->core());
+  e.load(model_dir(), {.tokenizer = tokenizer()});
+  EXPECT_EQ(server::Model(e).draft, nullptr);
 }
 
 TEST(PairEngine, RefusesADraftWhoseVocabularyIsNotTheModels) {
