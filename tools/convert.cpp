@@ -460,10 +460,11 @@ int write_random_mmproj(const ModelDims& m, Format type, const std::filesystem::
 
 const ModelDims& random_model_dims(const std::string& model) {
   for (const ModelDims* c : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B,
-                             &kGemma3Tiny, &kGemma3TinyK, &kGemma3TinyKFallback, &kGemma3Demo})
+                             &kGemma3Tiny, &kGemma3TinyK, &kGemma3TinyKFallback, &kGemma3Demo, &kGemma3DemoDraft})
     if (c->name == model) return *c;
   throw Error("unknown model '" + model + "' (gemma3-270m, gemma3-1b, gemma3-4b, "
-              "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-tiny-k-fallback, gemma3-demo)");
+              "gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, gemma3-tiny-k-fallback, gemma3-demo, "
+              "gemma3-demo-draft)");
 }
 
 int write_random(const std::string& model, const FileScheme& scheme,
@@ -510,7 +511,7 @@ int main(int argc, char** argv) {
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
                              "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, "
-                             "gemma3-tiny-k-fallback, gemma3-demo");
+                             "gemma3-tiny-k-fallback, gemma3-demo, gemma3-demo-draft (the demo's draft)");
   auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);

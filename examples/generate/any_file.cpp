@@ -1,6 +1,7 @@
 // unicorn-generate's own translation unit: the built-in demo model's engine
 // first (it runs with no --model), then every official size's
-// (examples/official/engines.hpp); a model file picks the one that runs it.
+// (examples/official/engines.hpp) and the speculative pairs; a model file
+// (and --draft's) picks the one that runs it.
 // Usage: program.cpp's first comment.
 #include "../official/engines.hpp"
 #include "program.hpp"
@@ -10,5 +11,6 @@ int main(int argc, char** argv) {
   namespace official = unicorn::examples::official;
   std::vector<unicorn::CompiledDeployment> engines{unicorn::compiled_deployment<unicorn::deployments::Gemma3_Demo>()};
   for (const unicorn::CompiledDeployment& e : official::engines(official::Shape::Generator)) engines.push_back(e);
+  for (const unicorn::CompiledDeployment& e : official::pairs(official::Shape::Generator)) engines.push_back(e);  // for --draft
   return unicorn::examples::generate_main(argc, argv, engines, this_program());
 }

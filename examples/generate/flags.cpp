@@ -59,6 +59,16 @@ std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_gen
                  "writes <start_of_image>, else all before it (Gemma 3 4B, 12B, 27B with their mmproj)");
   app.add_option("--mmproj", f.mmproj,
                  "the image encoder's file (llama.cpp's mmproj GGUF); default: the one mmproj*.gguf beside the model");
+  app.add_option("--draft,--model-draft", f.draft,
+                 "speculative decoding: a smaller Gemma 3 of the model's vocabulary drafts tokens that the model "
+                 "checks in one pass; the text stays the model's token for token (docs/speculative.md)");
+  app.add_option("--draft-max", f.draft_max,
+                 "with --draft: the most tokens drafted a round (default: the pair's compiled bound; 0: no drafting)")
+      ->check(CLI::Range(0, int(kMaxDraftTokens)));
+  app.add_option("--draft-min", f.draft_min, "with --draft: the fewest tokens drafted a round (0: always --draft-max; more: the count follows the "
+                 "guesses the last rounds kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, int(kMaxDraftTokens)));
   app.add_option("--tokens", f.tokens, "teacher forcing: comma-separated token ids");
   app.add_option("--logits-out", f.logits_out, "with --tokens: write every position's logits (float32 LE, one row of vocab values per token)");
   app.add_flag("--layout", f.show_layout, "print the compile-time layout and exit");
@@ -77,6 +87,11 @@ std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_gen
     // (Empty, it would read as no --tokens, and the prompt would come from standard input.)
     if (app.count("--tokens") && f.tokens.empty())
       throw CLI::ValidationError("--tokens", "is empty: give comma-separated token ids");
+    if ((app.count("--draft-max") || app.count("--draft-min")) && f.draft.empty())
+      throw CLI::ValidationError("--draft-max and --draft-min", "need --draft FILE, the draft model");
+    if (f.draft_max && f.draft_min > *f.draft_max)
+      throw CLI::ValidationError("--draft-min", std::to_string(f.draft_min) + " is more than --draft-max " +
+                                                    std::to_string(*f.draft_max));
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return tools::exit_for(app, e, name);  // --help
     std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());

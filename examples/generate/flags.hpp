@@ -38,6 +38,11 @@ struct GenerateFlags {
   std::optional<uint64_t> max_device_memory;
   Products products = Products::by_scheme;
   std::optional<int> gpu_layers, threads;  // llama-cli's -ngl and -t: taken, and ignored with a note
+  // Speculative decoding: the draft model's file, the most tokens it drafts a
+  // round (none: the pair's compiled bound; 0: off) and the fewest.
+  std::string draft;
+  std::optional<int> draft_max;
+  int draft_min = 0;
 };
 
 // Parses the command line of a generator of `engines`: its flags, or the exit

@@ -13,6 +13,11 @@
 //   unicorn-gemma3-1b --model DIR --tokens 2,94,2245 --logits-out logits.f32
 //   unicorn-gemma3-1b --layout
 //   unicorn-gemma3-27b-phoenix-ffn-gtt --placement
+//   unicorn-generate --model gemma-3-27b-it-q4_0.gguf --draft gemma-3-270m-it-q4_0.gguf -p "Why is the sky blue?"
+//
+// With --draft the engine is a speculative pair's (unicorn/gemma3.hpp's
+// Gemma3_Pairs): the one whose model runs --model and whose draft runs
+// --draft. Without it, an engine without a draft, as before.
 //
 // Exit codes: 0 success (also when the reader of standard output goes away,
 // `| head`); 1 a run-time error (bad file, device, context, a write that
@@ -37,6 +42,7 @@
 #include <unistd.h>
 #include <variant>
 
+#include "../pick_pair.hpp"
 #include "flags.hpp"
 #include "program.hpp"
 #include "model_tokenizer.hpp"
@@ -156,6 +162,16 @@ std::string read_image_file(const std::string& path) {
   return bytes;
 }
 
+// How the draft did, where one drafted: the drafted tokens the model took,
+// and the tokens each verify pass gave (those it took and its own).
+std::string draft_words(const unicorn::text::GenerateResult& r) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%d of %d drafted tokens accepted (%.0f %%), %.2f tokens per verify pass (%d passes)",
+                r.accepted, r.drafted, r.drafted ? 100.0 * r.accepted / r.drafted : 0.0,
+                r.verify_passes ? double(r.accepted + r.verify_passes) / r.verify_passes : 0.0, r.verify_passes);
+  return line;
+}
+
 int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::GenerateOptions opt) {
   auto session = engine.chat(system);
   opt.cancel = &g_interrupt;
@@ -203,10 +219,11 @@ int chat_loop(AnyEngine& engine, const std::string& system, unicorn::text::Gener
       const auto r = session.answer(line, opt, print);
       opt.images.clear();
       print("\n");
-      std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u]\n", r.generated,
+      std::fprintf(stderr, "[%d tokens, %.1f tokens/s%s; context %u/%u%s%s]\n", r.generated,
                    r.generated / std::max(r.decode_seconds, 1e-9),
                    r.stopped_by == unicorn::text::StopReason::cancelled ? ", stopped" : "", engine.position(),
-                   engine.context_limit());
+                   engine.context_limit(), engine.has_draft() ? "; draft: " : "",
+                   engine.has_draft() ? draft_words(r).c_str() : "");
     } catch (const unicorn::io::OutputError&) {
       throw;  // standard output is gone: so is the chat
     } catch (const unicorn::Error& e) {
@@ -260,16 +277,19 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
   try {
     if (flags.show_engines) {
       std::string list;
-      for (const CompiledDeployment& e : engines) list += unicorn::engine_text(e) + "\n";
+      for (const CompiledDeployment& e : engines) list += unicorn::examples::engine_words(e) + "\n";
       return unicorn::tools::print_and_finish(name, list);
     }
     // The engine that runs --model (the first one without: the built-in demo
-    // model's, where there is one); --layout and --placement show it.
+    // model's, where there is one; with --draft, the pair that runs both
+    // files); --layout and --placement show it.
     size_t chosen = 0;
-    if (!flags.model.empty()) {
-      flags.model = unicorn::tools::resolve_model_path(flags.model);  // ollama:NAME -> the blob in Ollama's store
-      if (engines.size() > 1) chosen = unicorn::pick_engine(engines, flags.model, name);
-    }
+    if (!flags.model.empty()) flags.model = unicorn::tools::resolve_model_path(flags.model);  // ollama:NAME -> the blob in Ollama's store
+    if (!flags.draft.empty()) flags.draft = unicorn::tools::resolve_model_path(flags.draft);
+    const std::string model_to_pick = flags.model.empty() && !flags.draft.empty() && program.default_model
+                                          ? std::string(program.default_model)
+                                          : flags.model;
+    if (!model_to_pick.empty() && engines.size() > 1) chosen = unicorn::examples::pick_for(engines, model_to_pick, flags.draft, name);
     const CompiledDeployment& deployment = engines[chosen];
     const DeploymentConfig& config = deployment.config;
     if (flags.show_layout || flags.show_placement) {
@@ -330,8 +350,9 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     // Read before the model loads, so that a missing image fails at once.
     std::vector<std::string> images;
     for (const std::string& path : flags.images) images.push_back(read_image_file(path));
-    const auto report =
-        engine.load(flags.model, {.tokenizer = flags.tokenizer, .progress = progress_bar, .mmproj = flags.mmproj});
+    const auto report = engine.load(
+        flags.model,
+        {.tokenizer = flags.tokenizer, .progress = progress_bar, .mmproj = flags.mmproj, .draft = flags.draft});
     stop_if_signalled("while loading");
     const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "loaded %s (%s, %.1f MiB) in %.2f s on %s\n", flags.model.c_str(),
@@ -341,6 +362,14 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     std::fprintf(stderr, "device memory %.2f MiB: KV cache %.2f MiB, %u positions per stream\n",
                  memory.device() / 1048576.0, memory.kv_cache() / 1048576.0, engine.context_size());
     if (engine.sees_images()) std::fprintf(stderr, "image encoder from %s\n", engine.vision_source().c_str());
+    if (engine.has_draft()) {
+      if (flags.draft_max && uint32_t(*flags.draft_max) > config.draft_max)
+        throw unicorn::Error("--draft-max " + std::to_string(*flags.draft_max) + ": this pair's verify pass is compiled for " +
+                             std::to_string(config.draft_max) + " drafted tokens at most");
+      std::fprintf(stderr, "draft %s (%s), up to %d tokens a round\n", flags.draft.c_str(),
+                   std::string(engine.draft()->config().model.name).c_str(),
+                   flags.draft_max.value_or(int(config.draft_max)));
+    }
     if (!images.empty() && !engine.sees_images())
       (void)engine.encode_images(images);  // names why this engine reads no images
     if (flags.check_tensors) {
@@ -379,7 +408,9 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
                                                  .stop = flags.stop,
                                                  .sampling = flags.sampling.params,
                                                  .cancel = &g_interrupt,
-                                                 .images = images};
+                                                 .images = images,
+                                                 .draft_max = flags.draft_max.value_or(-1),
+                                                 .draft_min = flags.draft_min};
     unicorn::tools::require_tokenizer(engine, flags.model);  // a model without a vocabulary fails here
     engine.tokenizer();
     if (flags.interactive) return chat_loop(engine, flags.system_prompt, request);
@@ -395,6 +426,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     print("\n");  // out before the stats line on stderr
     const bool interrupted = r.stopped_by == unicorn::text::StopReason::cancelled;
     print_timings(load_s, r);
+    if (engine.has_draft()) std::fprintf(stderr, "draft      %s\n", draft_words(r).c_str());
     const std::string stopped_by(unicorn::text::to_string(r.stopped_by));
     std::fprintf(stderr, "stopped: %s%s; seed %u\n", interrupted ? signal_words(g_signal) : stopped_by.c_str(),
                  interrupted && r.pending < 0 ? " during the prompt" : "", *seed);

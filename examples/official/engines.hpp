@@ -55,6 +55,10 @@ std::vector<CompiledDeployment> engines_4b(Shape shape);
 std::vector<CompiledDeployment> engines_12b(Shape shape);
 std::vector<CompiledDeployment> engines_27b(Shape shape);
 
+// The speculative pairs (engines_pairs.cpp), for --draft: one stream each for
+// the generator, the servers' slots and context for the server.
+std::vector<CompiledDeployment> pairs(Shape shape);
+
 // Every size's, smallest first.
 inline std::vector<CompiledDeployment> engines(Shape shape) {
   std::vector<CompiledDeployment> all;

@@ -3,12 +3,15 @@
 // binary's own translation unit (main.cpp) names its deployment, whose streams
 // are the server's slots and whose context is each slot's. unicorn-server
 // holds several (any_file.cpp: the demo model's, and every official size in
-// the formats people download): --model's file picks the one that serves it
-// (engine/pick.hpp), as in unicorn-generate.
+// the formats people download, and the speculative pairs): --model's file
+// (and --draft's) picks the one that serves it (../pick_pair.hpp), as in
+// unicorn-generate. With a draft, a slot generating alone takes speculative
+// rounds (server/scheduler.hpp).
 //
 //   unicorn-server                                         # the built-in demo model on 127.0.0.1:8080
 //   unicorn-server -m gemma-3-4b-it-Q4_K_M.gguf             # any official file; --engines lists them
 //   unicorn-gemma3-27b-server -m gemma-3-27b-it-q4_0.gguf --port 8000 --api-key $KEY
+//   unicorn-server -m gemma-3-27b-it-q4_0.gguf --draft gemma-3-270m-it-q4_0.gguf   # speculative rounds
 //   curl http://127.0.0.1:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
 //
 // Exit codes: 0 after SIGINT/SIGTERM once running requests ended (or after
@@ -23,6 +26,7 @@
 #include <optional>
 #include <sstream>
 
+#include "../pick_pair.hpp"
 #include "model_tokenizer.hpp"
 #include "program.hpp"
 #include "ollama_env.hpp"
@@ -49,7 +53,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
                        : std::string(name) + ": an OpenAI-compatible server for " + std::string(first.model.name) +
                              " (" + std::to_string(first.streams) + " slots of " +
                              std::to_string(first.max_context) + " tokens, compiled in)"};
-  std::string model, tokenizer, mmproj;
+  std::string model, tokenizer, mmproj, draft;
   unicorn::server::ServerOptions opt;
   std::optional<uint32_t> slots, context;
   unsigned timeout = 60, grace = 30;
@@ -59,6 +63,9 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   app.add_option("--mmproj", mmproj,
                  "the image encoder's file (llama.cpp's mmproj GGUF) for image_url parts; default: the one "
                  "mmproj*.gguf beside the model");
+  app.add_option("--draft,--model-draft", draft,
+                 "speculative decoding: a smaller Gemma 3 of the model's vocabulary drafts for a slot generating "
+                 "alone, checked in one pass; the text stays the model's token for token (docs/speculative.md)");
   app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
   app.add_option("--port", opt.port, "port to listen on (0: any free port, printed)")->capture_default_str();
   app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' (not on /health and /metrics)");
@@ -109,7 +116,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   }
   if (show_engines) {
     std::string list;
-    for (const CompiledDeployment& e : engines) list += unicorn::engine_text(e) + "\n";
+    for (const CompiledDeployment& e : engines) list += unicorn::examples::engine_words(e) + "\n";
     return unicorn::tools::print_and_finish(name, list);
   }
 
@@ -150,10 +157,9 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
       if (tokenizer.empty()) tokenizer = program.default_tokenizer;
     }
     if (opt.model_id.empty()) opt.model_id = std::filesystem::path(model).filename().replace_extension().string();
-    if (!demo) {
-      model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
-      if (several) chosen = unicorn::pick_engine(engines, model, name);
-    }
+    if (!draft.empty()) draft = unicorn::tools::resolve_model_path(draft);
+    if (!demo) model = unicorn::tools::resolve_model_path(model);  // ollama:NAME -> the blob in Ollama's store
+    if (several && (!demo || !draft.empty())) chosen = unicorn::examples::pick_for(engines, model, draft, name);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());
     return 1;
@@ -161,12 +167,12 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   const CompiledDeployment& deployment = engines[chosen];
   if (several)
     if (const int status = check_limits(deployment)) return status;
+  if (several && !demo)
+    std::fprintf(stderr, "%s: engine %s\n", name, unicorn::examples::engine_words(deployment).c_str());
   if (show_layout) return show_layout_of(deployment);
   if (demo)
     std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
                  program.default_model_about);
-  else if (several)
-    std::fprintf(stderr, "%s: engine %s\n", name, unicorn::engine_text(deployment).c_str());
   opt.slots = slots.value_or(deployment.config.streams);
   opt.context = context.value_or(deployment.config.max_context);
   opt.idle_timeout = std::chrono::seconds(timeout);
@@ -185,7 +191,8 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
       engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = opt.context}));
       const auto report = engine->load(
           model, {.tokenizer = unicorn::tools::tokenizer_for_model(model, tokenizer, program.default_tokenizer),
-                  .mmproj = mmproj});
+                  .mmproj = mmproj,
+                  .draft = draft});
       unicorn::tools::require_tokenizer(*engine, model);
       engine->tokenizer();  // built now: a vocabulary that does not read fails before serving
       if (check_tensors) {
@@ -197,6 +204,10 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
                    report.format.c_str(), report.bytes / 1048576.0, engine->context().info().name.c_str());
       if (engine->sees_images())
         std::fprintf(stderr, "%s: image encoder from %s\n", name, engine->vision_source().c_str());
+      if (engine->has_draft())
+        std::fprintf(stderr, "%s: draft %s (%s): a slot generating alone takes rounds of up to %u drafted tokens\n",
+                     name, draft.c_str(), std::string(engine->draft()->config().model.name).c_str(),
+                     deployment.config.draft_max);
       return unicorn::server::Model(*engine);
     });
   } catch (const std::exception& e) {

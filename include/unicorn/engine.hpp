@@ -8,6 +8,11 @@
 //   auto chat = engine.chat("You are terse.");  // KV kept across turns
 //   chat.answer("Why is the sky blue?", {.sampling = {.temperature = 0.7f, .seed = 1}}, print);
 //
+// A deployment with a draft (speculative decoding: deployments::Gemma3_27B_QAT_Draft270M)
+// takes the draft's file as LoadOptions::draft: load() builds the draft's
+// engine beside its own on the same device, and generate() and chat() then
+// draft with it (docs/speculative.md).
+//
 // The deployment type fixes model, scheme, budget and placement (which pool
 // each tensor group lives in, checked against a hardware profile) at compile
 // time; every invariant is checked here with a message that says what to
@@ -16,6 +21,7 @@
 // an AnyEngine& or a CompiledDeployment.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -55,6 +61,11 @@ struct LoadOptions {
   // beside the model, as Google's releases keep it, or a Hugging Face
   // directory's own vision tower; none found, the engine reads text only.
   std::filesystem::path mmproj;
+  // The draft model's file (a GGUF or a Hugging Face directory), for a
+  // deployment that has a draft (DeploymentConfig::draft); empty: the engine
+  // decodes alone. Its vocabulary, where the file carries one, must be the
+  // model's token for token.
+  std::filesystem::path draft;
 };
 
 // The engine of a compiled deployment chosen at run time; Engine<D> is this
@@ -64,11 +75,14 @@ class AnyEngine {
  public:
   // Opens the Vulkan device options.device chooses (by default the best GPU,
   // without validation). `options`: what is chosen at creation (engine/options.hpp).
+  // A deployment with a draft (CompiledDeployment::draft) builds the draft's
+  // engine when a load() first names its file (LoadOptions::draft), so that
+  // one used without a draft costs nothing more.
   explicit AnyEngine(const CompiledDeployment& d, const EngineOptions& options = {})
       : owned_ctx_(std::make_unique<gpu::Context>(options.device)), core_(*owned_ctx_, d.config, d.layout, options),
-        deployment_(d) {}
+        deployment_(d), options_(options) {}
   AnyEngine(gpu::Context& ctx, const CompiledDeployment& d, const EngineOptions& options = {})
-      : core_(ctx, d.config, d.layout, options), deployment_(d) {}
+      : core_(ctx, d.config, d.layout, options), deployment_(d), options_(options) {}
 
   const CompiledDeployment& deployment() const { return deployment_; }
   const DeploymentConfig& config() const { return deployment_.config; }
@@ -78,17 +92,32 @@ class AnyEngine {
   // naming the first mismatch with this engine. The model's own vocabulary is
   // built on the first call of tokenizer() (about 0.4 s for Gemma 3's 262,144
   // tokens), so a program that never needs text (unicorn-bench) does not wait.
+  // options.draft loads the draft's weights too (refused by an engine
+  // compiled without a draft, and where its vocabulary differs).
   LoadReport load(const std::filesystem::path& model, const LoadOptions& options = {}) {
     tokenizer_.reset();
     vocabulary_.clear();
     model_.clear();
+    draft_loaded_ = false;
+    if (!options.draft.empty() && !deployment_.draft)
+      throw Error(options.draft.string() + ": " + std::string(config().model.name) +
+                  "'s engine has no draft compiled in; a draft file goes with a speculative pair's engine "
+                  "(DeploymentConfig::with_draft, e.g. deployments::Gemma3_27B_QAT_Draft270M: docs/speculative.md)");
     if (!options.tokenizer.empty()) tokenizer_ = text::load_tokenizer(options.tokenizer);  // a bad path fails first
     LoadReport report = load_model(core_, model, options.progress);
     if (!tokenizer_) vocabulary_ = report.vocabulary;  // the file was opened once, by the loader
     model_ = model;
     load_vision(model, options.mmproj);
+    if (!options.draft.empty()) load_draft(options.draft, options.progress);
     return report;
   }
+  // Whether generate() and chat() draft: the deployment has a draft and its
+  // weights were loaded (LoadOptions::draft).
+  bool has_draft() const { return draft_loaded_; }
+  // The draft's engine when has_draft(), else nullptr (the server's scheduler
+  // takes its core: server::Model::draft).
+  const AnyEngine* draft() const { return draft_loaded_ ? draft_.get() : nullptr; }
+  AnyEngine* draft() { return draft_loaded_ ? draft_.get() : nullptr; }
   // Whether images can be given: the deployment has an image encoder and its
   // weights were found at load().
   bool sees_images() const { return encoder_ != nullptr; }
@@ -119,7 +148,7 @@ class AnyEngine {
     if (options.images.empty()) {
       const auto ids = tokenizer().encode(prompt, /*add_bos=*/true);
       check_fits(ids.size());
-      return text::detail::generate(core_, tokenizer(), 0, ids, options, on_text);
+      return text::detail::generate(core_, tokenizer(), 0, ids, options, on_text, nullptr, {}, draft_core());
     }
     std::string text = "<bos>";
     if (text::count_image_markers(prompt) == 0)
@@ -127,13 +156,13 @@ class AnyEngine {
     text += prompt;
     const text::PlacedImages p = text::place_images(tokenizer(), text, options.images, image_encoder(), 0);
     check_fits(p.ids.size());
-    return text::detail::generate(core_, tokenizer(), 0, p.ids, options, on_text, nullptr, p.images);
+    return text::detail::generate(core_, tokenizer(), 0, p.ids, options, on_text, nullptr, p.images, draft_core());
   }
   // A conversation on `stream` (Gemma 3's chat template; the KV cache is kept
   // across turns, and ChatSession::cancel stops an answer from any thread).
   // Sessions on different streams are independent; use one thread at a time.
   text::ChatSession chat(std::string system_prompt = {}, uint32_t stream = 0) {
-    return text::ChatSession(core_, tokenizer(), std::move(system_prompt), stream, image_encoder());
+    return text::ChatSession(core_, tokenizer(), std::move(system_prompt), stream, image_encoder(), draft_core());
   }
 
   // The image encoder as the prompt builders take it (generation/image_prompt.hpp):
@@ -265,6 +294,42 @@ class AnyEngine {
   detail::EngineCore& core() { return core_; }
 
  private:
+  detail::EngineCore* draft_core() { return draft_loaded_ ? &draft_->core_ : nullptr; }
+
+  // The draft's weights, and its vocabulary against the model's: the
+  // compiled vocabularies are one size (diag::check_pair) and the loader
+  // checks each file's rows; where the draft's file carries a vocabulary, its
+  // token strings must be those of the tokenizer the model runs with (its own,
+  // or LoadOptions::tokenizer), id for id over the rows. A draft file that carries none is
+  // taken to share the model's (the draft's tokenizer itself is never used).
+  void load_draft(const std::filesystem::path& file, const LoadProgress& progress) {
+    // The draft's engine: the same device and options, a KV cache as long as
+    // the model's (diag::check_pair: the draft's compiled context is at least that).
+    if (!draft_) {
+      EngineOptions options = options_;
+      options.context = std::min(core_.context_size(), deployment_.draft->config.max_context);
+      draft_ = std::make_unique<AnyEngine>(core_.context(), *deployment_.draft, options);
+    }
+    const LoadReport report = draft_->load(file, {.progress = progress});
+    if (!report.vocabulary.empty() && has_tokenizer()) {
+      const std::optional<text::Tokenizer> theirs = text::model_tokenizer(report.vocabulary);
+      const text::Tokenizer& ours = tokenizer();
+      if (theirs) {
+        const std::string why = file.string() + ": the draft's vocabulary is not the one " + model_.string() +
+                                " runs with; a draft must share the model's tokenizer (Gemma 3 270M or 1B for "
+                                "Gemma 3 4B, 12B and 27B): ";
+        // The ids either engine can choose: a tokenizer.json may name tokens
+        // past the embedding's rows (Gemma 3's <image_soft_token>), a GGUF not.
+        const size_t ids = std::min({size_t(config().model.vocab), ours.vocab_size(), theirs->vocab_size()});
+        for (size_t id = 0; id < ids; ++id)
+          if (theirs->token_text(int32_t(id)) != ours.token_text(int32_t(id)))
+            throw Error(why + "token " + std::to_string(id) + " is '" + std::string(theirs->token_text(int32_t(id))) +
+                        "' in the draft and '" + std::string(ours.token_text(int32_t(id))) + "' in the model");
+      }
+    }
+    draft_loaded_ = true;
+  }
+
   // The image encoder of a deployment that has one: from `mmproj`, else the
   // one mmproj*.gguf beside the model, else a Hugging Face directory's own.
   void load_vision(const std::filesystem::path& model, const std::filesystem::path& mmproj) {
@@ -324,6 +389,9 @@ class AnyEngine {
   std::filesystem::path model_;
   std::unique_ptr<vision::VisionEncoder> encoder_;  // a deployment with vision whose weights were found
   std::string vision_source_;
+  EngineOptions options_;             // the draft's engine is made with them
+  std::unique_ptr<AnyEngine> draft_;  // a deployment with a draft: its engine, from the first load() that names one
+  bool draft_loaded_ = false;         // its weights are in (has_draft)
 };
 
 template <Deployment D>
@@ -336,7 +404,7 @@ class Engine : public AnyEngine {
   static constexpr uint32_t kStreams = kConfig.streams;
 
   // D as a run-time value (for AnyEngine, or code compiled once for any deployment).
-  static CompiledDeployment compiled() { return {kConfig, kLayout.view(), kBudget}; }
+  static CompiledDeployment compiled() { return {kConfig, kLayout.view(), kBudget, compiled_draft<D>()}; }
 
   explicit Engine(const EngineOptions& options = {}) : AnyEngine(compiled(), options) {}
   explicit Engine(gpu::Context& ctx, const EngineOptions& options = {}) : AnyEngine(ctx, compiled(), options) {}

@@ -51,6 +51,25 @@ using Gemma3_Demo_Formats =
     std::tuple<Gemma3_Demo, Gemma3_Demo_In<Format::F32>, Gemma3_Demo_In<Format::F16>, Gemma3_Demo_In<Format::BF16>,
                Gemma3_Demo_In<Format::Q8_0>, Gemma3_Demo_In<Format::Q4_0>>;
 
+// Speculative decoding (docs/speculative.md): a small model of the same
+// vocabulary drafts up to kMaxDraftTokens tokens a round and the large one
+// checks them in one pass over its weights; the text is the large model's
+// token for token. 270M drafts for 4B, 12B and 27B, 1B for 12B and 27B, all in
+// Google's QAT Q4_0, the draft's context the model's.
+struct Gemma3_4B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_4B_QAT::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_27B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+struct Gemma3_27B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+// The demo model's draft (kGemma3DemoDraft, in the demo's scheme and context)
+// and the demo drafted by it.
+struct Gemma3_Demo_Draft { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3DemoDraft, kDemoScheme, 1024, 128); };
+struct Gemma3_Demo_Speculative { static constexpr DeploymentConfig kConfig = Gemma3_Demo::kConfig.with_draft(Gemma3_Demo_Draft::kConfig); };
+// Every ready-made pair, the demo's first (the binaries that pick a pair by
+// the files they are given: examples/official/engines.hpp); the servers' below.
+using Gemma3_Pairs = std::tuple<Gemma3_Demo_Speculative, Gemma3_4B_QAT_Draft270M, Gemma3_12B_QAT_Draft270M,
+                                Gemma3_27B_QAT_Draft270M, Gemma3_12B_QAT_Draft1B, Gemma3_27B_QAT_Draft1B>;
+
 // Servers (unicorn-server, unicorn-gemma3-*-server): the same deployments with
 // several streams, each a slot of its own context. The KV cache is allocated
 // for every slot at its full context: 4 slots of 8K tokens cost the 27B about
@@ -63,5 +82,18 @@ struct Gemma3_12B_QAT_Server { static constexpr DeploymentConfig kConfig = with_
 struct Gemma3_27B_QAT_Server { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots)); };
 // unicorn-server with no --model: the demo model, 8 slots of its 1024 tokens.
 struct Gemma3_Demo_Server { static constexpr DeploymentConfig kConfig = Gemma3_Demo::kConfig.with_streams(8); };
+
+// The servers drafted (unicorn-server --draft): a slot generating alone takes
+// speculative rounds, and batched steps whenever others are busy
+// (server/scheduler.hpp). The draft has one stream; its context the slots'.
+struct Gemma3_Demo_Server_Speculative { static constexpr DeploymentConfig kConfig = Gemma3_Demo_Server::kConfig.with_draft(Gemma3_Demo_Draft::kConfig); };
+struct Gemma3_4B_QAT_Server_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_4B_QAT_Server::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Server_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT_Server::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_27B_QAT_Server_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT_Server::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Server_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT_Server::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+struct Gemma3_27B_QAT_Server_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT_Server::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+using Gemma3_Server_Pairs =
+    std::tuple<Gemma3_Demo_Server_Speculative, Gemma3_4B_QAT_Server_Draft270M, Gemma3_12B_QAT_Server_Draft270M,
+               Gemma3_27B_QAT_Server_Draft270M, Gemma3_12B_QAT_Server_Draft1B, Gemma3_27B_QAT_Server_Draft1B>;
 
 }  // namespace unicorn::deployments

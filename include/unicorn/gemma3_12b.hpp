@@ -2,4 +2,9 @@
 #pragma once
 #include "unicorn/engine.hpp"
 #include "unicorn/gemma3.hpp"
-namespace unicorn { using Gemma3_12B = Engine<deployments::Gemma3_12B_QAT>; }
+namespace unicorn {
+using Gemma3_12B = Engine<deployments::Gemma3_12B_QAT>;
+// The same, drafted by Gemma 3 270M or 1B (LoadOptions::draft: docs/speculative.md).
+using Gemma3_12B_Draft270M = Engine<deployments::Gemma3_12B_QAT_Draft270M>;
+using Gemma3_12B_Draft1B = Engine<deployments::Gemma3_12B_QAT_Draft1B>;
+}  // namespace unicorn

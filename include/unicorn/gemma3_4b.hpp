@@ -2,4 +2,8 @@
 #pragma once
 #include "unicorn/engine.hpp"
 #include "unicorn/gemma3.hpp"
-namespace unicorn { using Gemma3_4B = Engine<deployments::Gemma3_4B_QAT>; }
+namespace unicorn {
+using Gemma3_4B = Engine<deployments::Gemma3_4B_QAT>;
+// The same, drafted by Gemma 3 270M (LoadOptions::draft: docs/speculative.md).
+using Gemma3_4B_Draft270M = Engine<deployments::Gemma3_4B_QAT_Draft270M>;
+}  // namespace unicorn

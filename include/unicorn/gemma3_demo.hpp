@@ -3,4 +3,8 @@
 #pragma once
 #include "unicorn/engine.hpp"
 #include "unicorn/gemma3.hpp"
-namespace unicorn { using Gemma3_Demo = Engine<deployments::Gemma3_Demo>; }
+namespace unicorn {
+using Gemma3_Demo = Engine<deployments::Gemma3_Demo>;
+// The same, drafted by kGemma3DemoDraft (LoadOptions::draft: docs/speculative.md).
+using Gemma3_Demo_Speculative = Engine<deployments::Gemma3_Demo_Speculative>;
+}  // namespace unicorn

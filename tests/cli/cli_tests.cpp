@@ -415,7 +415,8 @@ TEST(Cli, ServerServesEveryOfficialFile) {
   EXPECT_CONTAINS(engines.out, "gemma3-demo, embedding Q4_0, attention F16, ffn F16, context 1024, 8 streams\n"
                                "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
   EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
-  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 31) << engines.out;
+  // And the 6 speculative pairs (--draft), which a file without --draft never picks.
+  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 31 + 6) << engines.out;
   const Result demo = run(server + " --layout");
   EXPECT_EQ(demo.code, 0) << demo.out;
   EXPECT_CONTAINS(demo.out, "model gemma3-demo: hidden");
@@ -454,6 +455,73 @@ TEST(Cli, GenerateRefusesAFileNoEngineRuns) {
                          "stores it as Q6_K");
   EXPECT_CONTAINS(r.out, "unicorn_add_engine(my-engine GGUF " + f.string() + ")");
   fs::remove(f);
+}
+
+// --draft picks the speculative pair whose model runs --model and whose draft
+// runs --draft (--placement prints the draft's bytes on a line of its own);
+// without it, the engines without a draft, as before. Files no pair runs are
+// refused with the pairs' names.
+TEST(Cli, GenerateDraftPicksTheSpeculativePair) {
+  const fs::path big = tmp() / "gemma3-27b-qat.gguf", small = tmp() / "gemma3-270m-qat.gguf",
+                 k_mix = tmp() / "gemma3-27b-q4_k_m.gguf", four = tmp() / "gemma3-4b-qat.gguf";
+  write_sparse_gguf(big, unicorn::kGemma3_27B, unicorn::schemes::kQ4_0_QAT);
+  write_sparse_gguf(small, unicorn::kGemma3_270M, unicorn::schemes::kQ4_0_QAT);
+  write_sparse_gguf(k_mix, unicorn::kGemma3_27B, unicorn::schemes::kQ4_K_M);
+  write_sparse_gguf(four, unicorn::kGemma3_4B, unicorn::schemes::kQ4_0_QAT);
+  const Result pair = run(gen() + " --model " + big.string() + " --draft " + small.string() + " --placement");
+  EXPECT_EQ(pair.code, 0) << pair.out;
+  EXPECT_CONTAINS(pair.out, "placement of gemma3-27b");
+  EXPECT_CONTAINS(pair.out, "draft gemma3-270m (embedding F16, attention Q4_0, ffn Q4_0; context 32768, up to 16 "
+                            "tokens a round): ");
+  const Result alone = run(gen() + " --model " + big.string() + " --placement");
+  EXPECT_EQ(alone.code, 0) << alone.out;
+  EXPECT_EQ(alone.out.find("draft"), std::string::npos) << alone.out;
+  const Result no_model = run(gen() + " --model " + k_mix.string() + " --draft " + small.string() + " -p hi");
+  EXPECT_EQ(no_model.code, 1) << no_model.out;
+  EXPECT_CONTAINS(no_model.out, "no speculative pair compiled into unicorn-generate runs this file as its model");
+  const Result no_draft = run(gen() + " --model " + big.string() + " --draft " + four.string() + " -p hi");
+  EXPECT_EQ(no_draft.code, 1) << no_draft.out;
+  EXPECT_CONTAINS(no_draft.out, "no draft compiled for gemma3-27b");
+  EXPECT_CONTAINS(no_draft.out, "its drafts are: gemma3-270m");
+  const Result engines = run(gen() + " --engines");
+  EXPECT_CONTAINS(engines.out, "gemma3-27b, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 32768; "
+                               "drafted by gemma3-1b,");
+  const Result bare = run(gen() + " --draft-max 4 -p hi");
+  EXPECT_EQ(bare.code, 2) << bare.out;
+  EXPECT_CONTAINS(bare.out, "need --draft FILE");
+  for (const fs::path& f : {big, small, k_mix, four}) fs::remove(f);
+}
+
+// unicorn-server --draft serves the server-shaped pair that runs both files.
+TEST(Cli, ServerDraftPicksTheSpeculativePair) {
+  const std::string server = env("UNICORN_SERVER");
+  const fs::path big = tmp() / "server-gemma3-27b-qat.gguf", small = tmp() / "server-gemma3-1b-qat.gguf";
+  write_sparse_gguf(big, unicorn::kGemma3_27B, unicorn::schemes::kQ4_0_QAT);
+  write_sparse_gguf(small, unicorn::kGemma3_1B, unicorn::schemes::kQ4_0_QAT);
+  const Result pair = run(server + " --model " + big.string() + " --draft " + small.string() + " --layout");
+  EXPECT_EQ(pair.code, 0) << pair.out;
+  EXPECT_CONTAINS(pair.out, "context 8192, 4 streams; drafted by gemma3-1b,");
+  const Result none = run(server + " --model " + small.string() + " --draft " + small.string() + " --layout");
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_CONTAINS(none.out, "no speculative pair compiled into unicorn-server runs this file as its model");
+  for (const fs::path& f : {big, small}) fs::remove(f);
+}
+
+// The demo pair runs with no --model: a draft of kGemma3DemoDraft's shapes
+// (unicorn-convert's random weights) drafts for the demo model, and the
+// program says how many of its tokens were taken.
+TEST(Cli, GenerateDraftsForTheDemoModel) {
+  const fs::path draft = tmp() / "demo-draft.gguf";
+  const Result made = run(env("UNICORN_CONVERT") + " --random gemma3-demo-draft --type F16 --embedding Q4_0 --out " +
+                          draft.string());
+  ASSERT_EQ(made.code, 0) << made.out;
+  const Result r = run(gen() + " --draft " + draft.string() + " -p 'In the beginning' -n 4 --temp 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_CONTAINS(r.out, "up to 16 tokens a round");
+  EXPECT_CONTAINS(r.out, "drafted tokens accepted");
+  const Result off = run(gen() + " --draft " + draft.string() + " --draft-max 17 -p hi");
+  EXPECT_EQ(off.code, 2) << off.out;
+  fs::remove(draft);
 }
 
 // The scheme a file's tensor types follow: a named one, or a mix built from

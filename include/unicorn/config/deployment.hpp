@@ -21,6 +21,10 @@
 
 namespace unicorn {
 
+// The most tokens a draft may propose a round (DeploymentConfig::draft_max):
+// the verify pass then has 17 rows, within every official deployment's passes.
+inline constexpr uint32_t kMaxDraftTokens = 16;
+
 struct DeploymentConfig {
   ModelDims model;
   Scheme scheme;
@@ -73,7 +77,7 @@ struct DeploymentConfig {
   }
   // The same deployment with `d`'s model drafting up to max_tokens tokens a
   // round for it (`d` must outlive it: a deployment's static kConfig).
-  constexpr DeploymentConfig with_draft(const DeploymentConfig& d, uint32_t max_tokens = 16) const {
+  constexpr DeploymentConfig with_draft(const DeploymentConfig& d, uint32_t max_tokens = kMaxDraftTokens) const {
     DeploymentConfig c = *this;
     c.draft = &d;
     c.draft_max = max_tokens;
@@ -91,6 +95,14 @@ struct DeploymentConfig {
 template <class D>
 concept Deployment = requires {
   { D::kConfig } -> std::convertible_to<DeploymentConfig>;
+};
+
+// The deployment that drafts for D (D::kConfig.draft), as a type, so that its
+// layout, budget and checks are computed as any deployment's are
+// (layout/diag.hpp's check_pair, Engine<D>'s second engine).
+template <Deployment D>
+struct DraftOf {
+  static constexpr DeploymentConfig kConfig = *D::kConfig.draft;
 };
 
 // Builds a deployment config with defaults a user would pick: the full model

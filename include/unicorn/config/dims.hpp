@@ -126,6 +126,17 @@ inline constexpr ModelDims kGemma3Demo{
     .head_dim = 64, .ffn = 768, .vocab = 262144, .sliding_window = 128, .global_every = 6,
     .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 1.f,
     .query_pre_attn_scalar = 64.f, .rms_eps = 1e-6f, .max_context = 1024};
+// The demo model's draft (speculative decoding: deployments::Gemma3_Demo_Speculative):
+// kGemma3Demo's tokenizer and context with a third of its weights (nearly all
+// of them the 262144 x 64 embedding, which is also the LM head): one
+// sliding-window layer of the demo's window, then one global.
+// tools/train_demo/train.py --model draft trains it as it trains the demo;
+// `unicorn-convert --random gemma3-demo-draft` writes random weights in its shapes.
+inline constexpr ModelDims kGemma3DemoDraft{
+    .name = "gemma3-demo-draft", .hidden = 64, .layers = 2, .heads = 2, .kv_heads = 1,
+    .head_dim = 32, .ffn = 256, .vocab = 262144, .sliding_window = 128, .global_every = 2,
+    .rope_theta_local = 10000.f, .rope_theta_global = 1000000.f, .rope_scale_global = 1.f,
+    .query_pre_attn_scalar = 32.f, .rms_eps = 1e-6f, .max_context = 1024};
 
 // Invariants of the whole Gemma 3 family (STYLE.md rule 4): checked for every
 // deployment, with messages that name the model.

@@ -8,7 +8,10 @@
 // passes and, with several streams, a smaller one for the decode steps, whose
 // rows are the step's streams (detail::decode_lane_slot). A deployment with an
 // image encoder (DeploymentConfig::vision) adds its weights and activations
-// (layout/vision_budget.hpp) to the pools they live in.
+// (layout/vision_budget.hpp) to the pools they live in. A deployment with a
+// draft (DeploymentConfig::draft, speculative decoding) adds the draft's whole
+// budget, pool by pool as the draft's placement puts it, at compile time
+// (kBudgetOf<D>): the two engines share one device (engine.hpp).
 #pragma once
 
 #include <array>
@@ -23,9 +26,10 @@ namespace unicorn {
 struct PoolBudget {
   std::array<uint64_t, kGroupCount> group_bytes{};
   uint64_t vision_bytes = 0;  // the image encoder's weights and activations here
+  uint64_t draft_bytes = 0;   // the draft engine's weights, KV cache and activations here
 
   constexpr uint64_t total() const {
-    uint64_t n = vision_bytes;
+    uint64_t n = vision_bytes + draft_bytes;
     for (uint64_t b : group_bytes) n += b;
     return n;
   }
@@ -63,8 +67,20 @@ constexpr Budget placement_budget(const DeploymentConfig& c, const LayoutView& L
   return b;
 }
 
-// The budget of deployment D, computed once at compile time.
 template <Deployment D>
-inline constexpr Budget kBudgetOf = placement_budget(D::kConfig, kLayoutOf<D>.view());
+constexpr Budget budget_of();
+
+// The budget of deployment D, computed once at compile time: its draft's in
+// draft_bytes where it has one.
+template <Deployment D>
+inline constexpr Budget kBudgetOf = budget_of<D>();
+
+template <Deployment D>
+constexpr Budget budget_of() {
+  Budget b = placement_budget(D::kConfig, kLayoutOf<D>.view());
+  if constexpr (D::kConfig.has_draft())
+    for (Pool p : kPools) b.pools[size_t(p)].draft_bytes += kBudgetOf<DraftOf<D>>.need(p);
+  return b;
+}
 
 }  // namespace unicorn

@@ -24,18 +24,35 @@ namespace unicorn {
 // generator, chat and server programs: examples/*/program.cpp), and for a
 // binary that holds several and picks one at run time. The layout and budget
 // are D's constexpr tables, alive for the whole program.
+// A deployment with a draft (speculative decoding) carries the draft's, whose
+// engine AnyEngine builds beside its own (engine.hpp).
 struct CompiledDeployment {
   const DeploymentConfig& config;
   LayoutView layout;
-  const Budget& budget;
+  const Budget& budget;  // the draft's bytes included (Budget: draft_bytes)
+  const CompiledDeployment* draft = nullptr;  // DraftOf<D>'s, alive for the whole program
 };
+
+template <Deployment D>
+CompiledDeployment compiled_deployment();
+
+// The draft of D as a run-time value (nullptr: D has none).
+template <Deployment D>
+const CompiledDeployment* compiled_draft() {
+  if constexpr (D::kConfig.has_draft()) {
+    static const CompiledDeployment draft = compiled_deployment<DraftOf<D>>();
+    return &draft;
+  } else {
+    return nullptr;
+  }
+}
 
 // D as a run-time value, after the compile-time checks Engine<D> makes
 // (diag::check_deployment: each failure is a static_assert that says what to change).
 template <Deployment D>
 CompiledDeployment compiled_deployment() {
   static_assert(diag::check_deployment<D>());
-  return {D::kConfig, kLayoutOf<D>.view(), kBudgetOf<D>};
+  return {D::kConfig, kLayoutOf<D>.view(), kBudgetOf<D>, compiled_draft<D>()};
 }
 
 }  // namespace unicorn

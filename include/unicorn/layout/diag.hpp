@@ -18,8 +18,18 @@
 // (layout/vision_budget.hpp) in the placement: a pool that only the encoder
 // makes overflow gets a sentence of its own. The projector maps into
 // model.hidden by construction, so its output always fits the text model.
+//
+// A deployment with a draft (DeploymentConfig::draft, speculative decoding) is
+// checked as a pair (check_pair<D>): the two models share one vocabulary; the
+// draft drafts for one stream and has no draft of its own, and follows the
+// model's positions through its own context; the verify pass's draft_max + 1
+// rows fit the model's passes; what the draft rewinds fits its sliding-window
+// ring; the draft passes every check of its own; and the pair's bytes fit the
+// model's hardware together (a pool only the draft makes overflow gets a
+// sentence of its own).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -199,6 +209,85 @@ struct vision_encoder_overflows_pool {
   static constexpr bool ok = true;
 };
 
+// --- speculative decoding (DeploymentConfig::draft) ---
+
+template <uint32_t model_vocab, uint32_t draft_vocab>
+struct draft_vocabulary_differs {
+  static_assert(model_vocab == draft_vocab,
+                "unicorn: the draft's vocabulary is not the model's (template arguments: the model's "
+                "tokens, the draft's); the model checks the token ids the draft proposes, so both must "
+                "share one tokenizer: draft with a model of the same family (Gemma 3 270M or 1B for "
+                "4B, 12B and 27B)");
+  static constexpr bool ok = true;
+};
+
+template <bool draft_has_draft>
+struct draft_has_a_draft_of_its_own {
+  static_assert(!draft_has_draft,
+                "unicorn: the draft deployment has a draft of its own; one model drafts for one, so "
+                "give the draft's deployment no .with_draft()");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t draft_streams>
+struct draft_with_several_streams {
+  static_assert(draft_streams == 1,
+                "unicorn: the draft deployment must have one stream (template argument: its streams); "
+                "it drafts for one of the model's streams at a time, following it on its stream 0; "
+                "drop .with_streams() from the draft's deployment");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t draft_max, uint32_t most>
+struct draft_max_out_of_range {
+  static_assert(draft_max >= 1 && draft_max <= most,
+                "unicorn: draft_max, the most tokens the draft proposes a round, must be between 1 "
+                "and 16 (template arguments: draft_max, 16); give .with_draft(d, max_tokens) a "
+                "max_tokens in that range");
+  static constexpr bool ok = true;
+};
+
+// The verify pass feeds draft_max + 1 rows of one stream: a prefill chunk's
+// activations and logit rows, and with several streams the decode lane's
+// (layout.hpp's decode_lane_rows), whichever is fewest.
+template <uint32_t verify_rows, uint32_t pass_rows>
+struct verify_rows_do_not_fit {
+  static_assert(verify_rows <= pass_rows,
+                "unicorn: the verify pass checks draft_max + 1 rows in one pass, more than the "
+                "model's passes hold (template arguments: draft_max + 1, the fewest of prefill_chunk, "
+                "the logit rows and, with several streams, the decode lane's rows); lower draft_max "
+                "or raise the model's prefill_chunk");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t draft_max, uint32_t draft_prefill_chunk>
+struct draft_ring_shorter_than_rewind {
+  static_assert(draft_max <= draft_prefill_chunk,
+                "unicorn: the draft takes back up to draft_max tokens a round, and its sliding-window "
+                "layers keep only window + prefill_chunk positions (template arguments: draft_max, "
+                "the draft's prefill_chunk); raise the draft's prefill_chunk or lower draft_max");
+  static constexpr bool ok = true;
+};
+
+template <uint32_t draft_context, uint32_t model_context>
+struct draft_context_shorter_than_model {
+  static_assert(draft_context >= model_context,
+                "unicorn: the draft's max_context is shorter than the model's (template arguments: "
+                "the draft's, the model's); the draft follows the model's stream position for "
+                "position, so give the draft's deployment at least the model's max_context");
+  static constexpr bool ok = true;
+};
+
+template <Pool pool, uint64_t bytes_needed, uint64_t bytes_available, uint64_t draft_bytes>
+struct draft_overflows_pool {
+  static_assert(bytes_needed <= bytes_available,
+                "unicorn: the model fits, but with its draft (the draft's weights, KV cache and "
+                "activations, in the pools of its own placement) the pool overflows (template "
+                "arguments: pool, bytes needed, bytes available, the draft's bytes); pick a smaller "
+                "draft, a larger memory profile, or lower max_context");
+  static constexpr bool ok = true;
+};
+
 // --- placement (config/placement.hpp, budget.hpp) ---
 
 template <Group group, uint64_t bytes_needed>
@@ -310,17 +399,23 @@ constexpr bool check_placement() {
                                                                           : Group::Activations,
                   npu - npu_attention>::ok);
   } else if constexpr (over(b.need(Pool::Vram), h.capacity_of(Pool::Vram))) {
-    if constexpr (over(b.need(Pool::Vram) - b[Pool::Vram].vision_bytes, h.capacity_of(Pool::Vram)))
-      static_assert(vram_overflow<b.need(Pool::Vram), h.capacity_of(Pool::Vram)>::ok);
+    constexpr PoolBudget p = b[Pool::Vram];
+    constexpr uint64_t have = h.capacity_of(Pool::Vram), own = p.total() - p.vision_bytes - p.draft_bytes;
+    if constexpr (over(own, have))
+      static_assert(vram_overflow<b.need(Pool::Vram), have>::ok);
+    else if constexpr (over(own + p.vision_bytes, have))
+      static_assert(vision_encoder_overflows_pool<Pool::Vram, b.need(Pool::Vram), have, p.vision_bytes>::ok);
     else
-      static_assert(vision_encoder_overflows_pool<Pool::Vram, b.need(Pool::Vram), h.capacity_of(Pool::Vram),
-                                                  b[Pool::Vram].vision_bytes>::ok);
+      static_assert(draft_overflows_pool<Pool::Vram, b.need(Pool::Vram), have, p.draft_bytes>::ok);
   } else if constexpr (over(b.need(Pool::Gtt), h.capacity_of(Pool::Gtt))) {
-    if constexpr (over(b.need(Pool::Gtt) - b[Pool::Gtt].vision_bytes, h.capacity_of(Pool::Gtt)))
-      static_assert(gtt_overflow<b.need(Pool::Gtt), h.capacity_of(Pool::Gtt)>::ok);
+    constexpr PoolBudget p = b[Pool::Gtt];
+    constexpr uint64_t have = h.capacity_of(Pool::Gtt), own = p.total() - p.vision_bytes - p.draft_bytes;
+    if constexpr (over(own, have))
+      static_assert(gtt_overflow<b.need(Pool::Gtt), have>::ok);
+    else if constexpr (over(own + p.vision_bytes, have))
+      static_assert(vision_encoder_overflows_pool<Pool::Gtt, b.need(Pool::Gtt), have, p.vision_bytes>::ok);
     else
-      static_assert(vision_encoder_overflows_pool<Pool::Gtt, b.need(Pool::Gtt), h.capacity_of(Pool::Gtt),
-                                                  b[Pool::Gtt].vision_bytes>::ok);
+      static_assert(draft_overflows_pool<Pool::Gtt, b.need(Pool::Gtt), have, p.draft_bytes>::ok);
   } else if constexpr (h.vram_and_gtt_share_one_heap && over(shared, h.capacity_of(Pool::Vram))) {
     static_assert(vram_and_gtt_overflow_one_heap<shared, h.capacity_of(Pool::Vram)>::ok);
   } else if constexpr (over(npu, h.capacity_of(Pool::NpuSram))) {
@@ -352,6 +447,28 @@ constexpr bool check_vision() {
 }
 
 template <Deployment D>
+constexpr bool check_deployment();
+
+// The pair's own checks (a deployment with a draft), before the placement
+// counts the draft's bytes with the model's.
+template <Deployment D>
+constexpr bool check_pair() {
+  constexpr DeploymentConfig c = D::kConfig;
+  constexpr DeploymentConfig d = *c.draft;
+  static_assert(draft_vocabulary_differs<c.model.vocab, d.model.vocab>::ok);
+  static_assert(draft_has_a_draft_of_its_own<d.has_draft()>::ok);
+  static_assert(draft_with_several_streams<d.streams>::ok);
+  static_assert(draft_max_out_of_range<c.draft_max, kMaxDraftTokens>::ok);
+  constexpr uint64_t lane = c.streams > 1 ? detail::decode_lane_rows(c) : UINT32_MAX;
+  constexpr uint32_t pass_rows = uint32_t(std::min<uint64_t>({c.prefill_chunk, kLayoutOf<D>.logit_rows, lane}));
+  static_assert(verify_rows_do_not_fit<c.draft_max + 1, pass_rows>::ok);
+  static_assert(draft_ring_shorter_than_rewind<c.draft_max, d.prefill_chunk>::ok);
+  static_assert(draft_context_shorter_than_model<d.max_context, c.max_context>::ok);
+  if constexpr (!d.has_draft()) static_assert(check_deployment<DraftOf<D>>());
+  return true;
+}
+
+template <Deployment D>
 constexpr bool check_deployment() {
   constexpr DeploymentConfig c = D::kConfig;
   constexpr ModelDims m = D::kConfig.model;
@@ -377,6 +494,7 @@ constexpr bool check_deployment() {
   static_assert(activation_exceeds_binding<uint32_t(Act::Q), L.activations[size_t(Act::Q)].bytes,
                                            kMaxBindingBytes>::ok);
   if constexpr (c.has_vision()) static_assert(check_vision<D>());
+  if constexpr (c.has_draft()) static_assert(check_pair<D>());
   static_assert(check_placement<D>());
   return true;
 }

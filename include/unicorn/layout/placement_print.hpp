@@ -1,6 +1,7 @@
 // unicorn/layout/placement_print.hpp — the compile-time placement, printed: bytes per
 // pool and tensor group against the hardware profile (`<binary> --placement`,
-// the run-time witness of the placement checks).
+// the run-time witness of the placement checks), the image encoder's and the
+// draft's bytes on lines of their own.
 #pragma once
 
 #include <cstdio>
@@ -46,6 +47,18 @@ inline void print_placement(std::ostream& os, const DeploymentConfig& c, const B
        << pool_name(c.placement.pool_of(Group::Embeddings, -1)) << ", " << human_bytes(v.activations)
        << " of activations in " << pool_name(c.placement.pool_of(Group::Activations, -1))
        << " (in the totals above)\n";
+  }
+  if (c.has_draft()) {
+    const DeploymentConfig& d = *c.draft;
+    os << "draft " << d.model.name << " (" << scheme_text(d) << "; context " << d.max_context << ", up to "
+       << c.draft_max << " tokens a round):";
+    const char* sep = " ";
+    for (Pool p : kPools)
+      if (b[p].draft_bytes) {
+        os << sep << human_bytes(b[p].draft_bytes) << " in " << pool_name(p);
+        sep = ", ";
+      }
+    os << " (its weights, KV cache and activations; in the totals above)\n";
   }
   if (c.hardware.vram_and_gtt_share_one_heap)
     os << "Vram and Gtt are one heap on this profile: together "

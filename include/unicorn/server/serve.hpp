@@ -79,6 +79,7 @@ struct Model {
   template <class LoadedEngine>
   explicit Model(LoadedEngine& e) : engine(e.core()), tokenizer(e.tokenizer()) {
     if (e.sees_images()) images = e.image_encoder();
+    if (auto* d = e.draft()) draft = &d->core();  // loaded with LoadOptions::draft
   }
 
   detail::EngineCore& engine;
