@@ -4,7 +4,8 @@
 # for the 4B and the 27B. For each pair, unicorn-bench --draft prints the
 # verify pass's cost for k = 1..16 beside a decode step, the speed-up those
 # costs give at acceptance 0.5, 0.7 and 0.9, and rounds of k = 8 guesses
-# with the acceptance forced (random weights accept nothing).
+# with the acceptance forced (random weights accept nothing): ACCEPTS="0.7 0.5
+# 0.9" by default.
 #   tools/device_speculative.sh BIN_DIR OUT_DIR [TYPE]    (TYPE: Q4_0, the default)
 # Binaries are built on the development machine and carried, with the loader
 # packages in .gl (device README's recipe), as tools/device_bench.sh does.
@@ -12,7 +13,7 @@ set -uo pipefail
 bin=$1 out=$2 type=${3:-Q4_0}
 source "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-for model in gemma3-270m gemma3-4b gemma3-27b; do
+for model in gemma3-270m gemma3-27b gemma3-4b; do
   file="$models/$model-$type.gguf"
   [ -f "$file" ] && continue
   start=$(date +%s)
@@ -20,8 +21,8 @@ for model in gemma3-270m gemma3-4b gemma3-27b; do
   echo "$model $type: wrote $(du -h "$file" | cut -f1) in $(( $(date +%s) - start )) s"
 done
 draft="$models/gemma3-270m-$type.gguf"
-for target in gemma3-4b gemma3-27b; do
-  for accept in 0.7 0.5 0.9; do
+for target in gemma3-27b gemma3-4b; do
+  for accept in ${ACCEPTS:-0.7 0.5 0.9}; do
     name="$target-accept$accept"
     "$bin/unicorn-bench" --model "$models/$target-$type.gguf" --draft "$draft" --draft-max 8 --draft-accept "$accept" \
       -p 128 -n 128 -r 3 --json > "$out/$name.json" 2> "$out/$name.err"
