@@ -459,7 +459,7 @@ int run_image(AnyEngine& engine, const Options& o, nlohmann::json& j) {
 
 // --draft: speculative decoding's costs and speed on this file. Measured
 // apart: a target decode step, a draft decode step, and the target's verify
-// pass of k + 1 rows for k = 1 .. the compiled bound (each token row checked
+// pass of k + 1 rows for k = 1 .. --draft-max (each token row checked
 // in one pass over the weights). Then -n tokens made in rounds of --draft-max
 // guesses, -r times: the draft guesses (its decode steps), the target checks
 // (verify), and keeps the guesses up to the first it would not have chosen —
@@ -528,7 +528,7 @@ int run_speculative(AnyEngine& target, gpu::Context& ctx, const Options& o, cons
   }
   const double t_step = median(step_ms), t_draft = median(draft_ms);
   std::vector<double> t_verify(kmax + 1);
-  for (uint32_t k = 1; k <= kmax; ++k) {
+  for (uint32_t k = 1; k <= o.draft_max; ++k) {
     std::vector<double> v;
     for (int i = 0; i < 33; ++i) {
       const auto a = Clock::now();
@@ -588,7 +588,7 @@ int run_speculative(AnyEngine& target, gpu::Context& ctx, const Options& o, cons
   }
   const double alone = median(alone_tps), with_draft = median(drafted_tps);
   nlohmann::json table = nlohmann::json::array();
-  for (uint32_t kk = 1; kk <= kmax; ++kk)
+  for (uint32_t kk = 1; kk <= o.draft_max; ++kk)
     table.push_back({{"k", kk}, {"verify_ms", t_verify[kk]}, {"times_one_step", t_verify[kk] / t_step},
                      {"speedup_at_0.5", speedup(0.5, kk)}, {"speedup_at_0.7", speedup(0.7, kk)},
                      {"speedup_at_0.9", speedup(0.9, kk)}});
@@ -613,7 +613,7 @@ int run_speculative(AnyEngine& target, gpu::Context& ctx, const Options& o, cons
   std::printf("speculative: draft %s (%s), a target step %.3f ms, a draft step %.3f ms\n", o.draft.c_str(),
               std::string(entry->deployment.config.model.name).c_str(), t_step, t_draft);
   std::printf("| k  | verify pass ms | x one step | speed-up at 0.5 | at 0.7 | at 0.9 |\n");
-  for (uint32_t kk = 1; kk <= kmax; ++kk)
+  for (uint32_t kk = 1; kk <= o.draft_max; ++kk)
     std::printf("| %-2u | %14.3f | %10.2f | %15.2f | %6.2f | %6.2f |\n", kk, t_verify[kk], t_verify[kk] / t_step,
                 speedup(0.5, kk), speedup(0.7, kk), speedup(0.9, kk));
   std::printf("rounds of %u guesses, %s: %.1f %% kept, %.2f tokens a verify pass; %.1f tokens/s against %.1f alone "
