@@ -57,6 +57,7 @@
 #include "unicorn/io/safetensors.hpp"
 #include "unicorn/io/tensor_names.hpp"
 #include "unicorn/layout/layout.hpp"
+#include "unicorn/model/from_gguf.hpp"
 #include "unicorn/model/from_hf.hpp"
 #include "unicorn/model/vision_from_hf.hpp"
 #include "unicorn/model/vision_weights.hpp"
@@ -197,6 +198,13 @@ int convert_hf(const std::filesystem::path& dir, const FileScheme& scheme,
   const auto hf = io::parse_hf_config(dir / "config.json");
   io::check_gemma3_supported(hf, (dir / "config.json").string());
   const ModelDims m = dims_from_hf(hf, ModelDims{}, (dir / "config.json").string());
+  // No GGUF key carries the query scale (model/from_gguf.hpp): say when the file
+  // will not run as the checkpoint does, in llama.cpp or in an engine it picks.
+  if (const float implied = gguf_query_pre_attn_scalar(m); m.query_pre_attn_scalar != implied)
+    std::cout << "note: query_pre_attn_scalar is " << m.query_pre_attn_scalar << " in "
+              << (dir / "config.json").string()
+              << ", but no GGUF key carries it: llama.cpp, and an engine made from the file alone, scale attention "
+              << "scores by 1/sqrt(" << implied << ") instead\n";
 
   const auto st = io::SafetensorsModel::open(dir);
   std::filesystem::path vocab_source = tokenizer;

@@ -25,7 +25,9 @@
 
 #include "gguf_metadata.hpp"
 #include "io_test_util.hpp"
+#include "unicorn/config/dims.hpp"
 #include "unicorn/io/gguf.hpp"
+#include "unicorn/model/from_gguf.hpp"
 #include "unicorn/text/load_tokenizer.hpp"
 
 namespace {
@@ -294,6 +296,35 @@ TEST(Convert, HfDirectoryWithoutTokenizerFilesFallsBack) {
   ASSERT_EQ(named.code, 0) << named.out;
   expect_same_tokens(out, env("UNICORN_TINY_TOKENIZER"));
 }
+
+TEST(Convert, SaysWhenTheCheckpointsQueryScaleIsNotTheFilesOne) {
+  // llama.cpp's gemma3 loader has no key for query_pre_attn_scalar: it takes
+  // head_dim (hidden / heads for the 27B). The tiny fixtures' 24 against their
+  // head_dim 32 moved llama.cpp's logits by 0.1 of their scale
+  // (notes/vision_llamacpp.md); the converter says so.
+  TempDir tmp;
+  const fs::path dir = make_hf_dir(tmp, nullptr);
+  const ConvertRun tiny = convert("--hf " + q(dir) + " --type F32 --out " + q(tmp / "a.gguf"));
+  ASSERT_EQ(tiny.code, 0) << tiny.out;
+  EXPECT_NE(tiny.out.find("query_pre_attn_scalar is 24"), std::string::npos) << tiny.out;
+  EXPECT_NE(tiny.out.find("by 1/sqrt(32) instead"), std::string::npos) << tiny.out;
+  // A checkpoint whose scale is head_dim's, as every official size has: no note.
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["query_pre_attn_scalar"] = 32;
+  fs::remove(dir / "config.json");
+  std::ofstream(dir / "config.json") << config.dump();
+  const ConvertRun same = convert("--hf " + q(dir) + " --type F32 --out " + q(tmp / "b.gguf"));
+  ASSERT_EQ(same.code, 0) << same.out;
+  EXPECT_EQ(same.out.find("query_pre_attn_scalar"), std::string::npos) << same.out;
+}
+constexpr bool implies_its_own_query_scale(const unicorn::ModelDims& d) {
+  return unicorn::gguf_query_pre_attn_scalar(d) == d.query_pre_attn_scalar;
+}
+static_assert(implies_its_own_query_scale(unicorn::kGemma3_270M) && implies_its_own_query_scale(unicorn::kGemma3_1B) &&
+                  implies_its_own_query_scale(unicorn::kGemma3_4B) &&
+                  implies_its_own_query_scale(unicorn::kGemma3_12B) &&
+                  implies_its_own_query_scale(unicorn::kGemma3_27B),
+              "every official Gemma 3 size has the query scale a GGUF file implies");
 
 TEST(Convert, GgufKeepsItsVocabulary) {
   TempDir tmp;

@@ -20,6 +20,14 @@
 
 namespace unicorn {
 
+// The query scale a GGUF file implies, which no key carries: llama.cpp's gemma3
+// loader takes hidden / heads for the 62-layer 27B and head_dim otherwise.
+// Every official size has it; a checkpoint with another query_pre_attn_scalar
+// (the test models' 24) runs differently from its GGUF (unicorn-convert says so).
+constexpr float gguf_query_pre_attn_scalar(const ModelDims& d) {
+  return d.layers == kGemma3_27B.layers && d.heads ? float(d.hidden / d.heads) : float(d.head_dim);
+}
+
 // The file's dimensions. What a GGUF file does not say is taken from `base`:
 // llama.cpp's gemma3 loader fixes the local RoPE base (10000), the layer
 // pattern (every 6th layer global) and the query scale, so the loader takes
@@ -127,7 +135,7 @@ UNICORN_DECL ModelDims dims_from_gguf(const io::GgufFile& g) {
   base.rope_theta_local = g.try_f32(hparam("rope_theta_local").gguf).value_or(10000.f);
   base.query_pre_attn_scalar = float(hparam("query_pre_attn_scalar").hf_default);  // llama.cpp's rule below
   ModelDims d = dims_from_gguf(g, base);
-  d.query_pre_attn_scalar = d.layers == kGemma3_27B.layers && d.heads ? float(d.hidden / d.heads) : float(d.head_dim);
+  d.query_pre_attn_scalar = gguf_query_pre_attn_scalar(d);
   return d;
 }
 
