@@ -181,6 +181,12 @@ TEST_F(Speculative, TextIsTheTargetsTokenForToken) {
       const Generated alone = run(nullptr, opt), drafted_run = run(draft, opt);
       expect_same(alone, drafted_run, std::string(name) + ", seed " + std::to_string(seed));
       EXPECT_GT(drafted_run.result.verify_passes, 0) << name;
+      // draft_min 0: every round drafts draft_max (6, or 2 with draft_max 2);
+      // draft_min 1: the bad draft's rounds fall to one guess.
+      const int k = seed == 3 ? 2 : 6;
+      if (seed != 2) EXPECT_EQ(drafted_run.result.drafted, k * drafted_run.result.verify_passes) << name << " seed " << seed;
+      if (seed == 2 && draft == &w.bad.core())
+        EXPECT_LT(drafted_run.result.drafted, 6 * drafted_run.result.verify_passes) << "the count adapts";
       EXPECT_EQ(alone.result.verify_passes, 0);
       drafted += drafted_run.result.drafted;
       accepted += drafted_run.result.accepted;

@@ -31,13 +31,13 @@ class Speculator {
  public:
   // `draft`'s stream 0 follows `stream` of `target` (their vocabularies are
   // one: the pair's compile-time check). Each round drafts `max_tokens`
-  // (at most target.verify_rows() - 1); with min_tokens < max_tokens the
-  // count adapts between the two to the run of guesses last kept.
+  // (at most target.verify_rows() - 1); with 0 < min_tokens < max_tokens
+  // the count adapts between the two to the run of guesses last kept.
   Speculator(unicorn::detail::EngineCore& target, uint32_t stream, unicorn::detail::EngineCore& draft,
              uint32_t max_tokens, uint32_t min_tokens)
       : target_(target), draft_(draft), stream_(stream),
         max_(std::min(max_tokens, target.verify_rows() ? target.verify_rows() - 1 : 0)),
-        min_(std::clamp(min_tokens, 1u, std::max(max_, 1u))), k_(max_) {
+        min_(min_tokens == 0 ? max_ : std::clamp(min_tokens, 1u, std::max(max_, 1u))), k_(max_) {
     if (max_ == 0) throw Error("speculative decoding: the target engine has no verify pass (DeploymentConfig::draft_max)");
     if (draft.config().model.vocab != target.config().model.vocab)
       throw Error("speculative decoding: the draft's vocabulary has " + std::to_string(draft.config().model.vocab) +
