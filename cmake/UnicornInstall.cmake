@@ -14,7 +14,7 @@ install(TARGETS unicorn EXPORT unicornTargets)
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/unicorn)
 install(EXPORT unicornTargets NAMESPACE unicorn:: DESTINATION ${_cmake_dir})
 install(FILES cmake/UnicornEngine.cmake cmake/engine_code.cpp DESTINATION ${_cmake_dir})
-install(FILES examples/program.hpp DESTINATION ${_cmake_dir})
+install(FILES examples/program.hpp examples/pick_pair.hpp DESTINATION ${_cmake_dir})
 install(FILES tools/tuning_env.hpp tools/ollama_env.hpp tools/program_exit.hpp tools/model_tokenizer.hpp tools/model_dims.cpp
         DESTINATION ${_cmake_dir}/tools)
 install(FILES examples/generate/main.cpp examples/generate/program.cpp examples/generate/program.hpp
