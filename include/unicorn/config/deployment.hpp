@@ -44,9 +44,13 @@ struct DeploymentConfig {
   // draft_max + 1 rows that read every weight once (EngineCore::verify).
   const DeploymentConfig* draft = nullptr;
   uint32_t draft_max = 0;
+  // Whether `draft` is set. A flag, not `draft != nullptr`: GCC does not fold
+  // a global's address compared with null in a constant expression under
+  // -fsanitize=address/undefined (tools/sanitize.sh's build).
+  bool drafted = false;
 
   constexpr bool has_vision() const { return !vision.name.empty(); }
-  constexpr bool has_draft() const { return draft != nullptr; }
+  constexpr bool has_draft() const { return drafted; }
 
   // Copies with one change.
   constexpr DeploymentConfig placed(const Placement& p) const {
@@ -80,6 +84,7 @@ struct DeploymentConfig {
   constexpr DeploymentConfig with_draft(const DeploymentConfig& d, uint32_t max_tokens = kMaxDraftTokens) const {
     DeploymentConfig c = *this;
     c.draft = &d;
+    c.drafted = true;
     c.draft_max = max_tokens;
     return c;
   }

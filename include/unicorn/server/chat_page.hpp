@@ -325,10 +325,13 @@ async function loadModel() {
     const res = await fetch("v1/models", { headers: headers() });
     if (!res.ok) throw await apiError(res);
     const list = await res.json();
-    ui.model.textContent = list.data && list.data.length ? list.data[0].id : "no model";
+    const id = list.data && list.data.length ? list.data[0].id : "no model";
     // Images only where the model sees them (Ollama's capabilities, on the same server).
-    const show = await fetch("api/show", { method: "POST", headers: headers(), body: JSON.stringify({ model: ui.model.textContent }) });
-    ui.attach.hidden = !(show.ok && ((await show.json()).capabilities || []).includes("vision"));
+    const show = await fetch("api/show", { method: "POST", headers: headers(), body: JSON.stringify({ model: id }) });
+    const sees = show.ok && ((await show.json()).capabilities || []).includes("vision");
+    // The page changes at once, when it knows everything: a name shown means the error is gone.
+    ui.model.textContent = id;
+    ui.attach.hidden = !sees;
     showError("");
   } catch (e) {
     ui.model.textContent = "model unknown";
