@@ -59,6 +59,7 @@
 #include "unicorn/layout/layout.hpp"
 #include "unicorn/model/from_gguf.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/model/to_hf.hpp"
 #include "unicorn/model/vision_from_hf.hpp"
 #include "unicorn/model/vision_weights.hpp"
 
@@ -513,7 +514,8 @@ int write_random(const std::string& model, const FileScheme& scheme,
 
 int main(int argc, char** argv) {
   CLI::App app{"unicorn-convert: write Gemma 3 GGUF files (llama.cpp-compatible)"};
-  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, tokenizer, out, mmproj, mmproj_type = "F16";
+  std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, tokenizer, out, mmproj, mmproj_type = "F16",
+      hf_config;
   uint64_t seed = 1;
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
@@ -538,11 +540,15 @@ int main(int argc, char** argv) {
   app.add_option("--mmproj-type", mmproj_type, "format of the mmproj's matrices (F32, F16, BF16, Q8_0)")
       ->capture_default_str();
   app.add_option("--seed", seed, "seed for --random")->capture_default_str();
+  app.add_option("--hf-config", hf_config,
+                 "with --random MODEL: write MODEL's Hugging Face config.json (a Gemma3ForCausalLM of its "
+                 "dimensions), from which scripts build it in transformers")
+      ->needs(rnd);
   if (const auto status = tools::parse(app, argc, argv, "unicorn-convert")) return *status;
   tools::remove_temporaries_on_signals("unicorn-convert");
   try {
-    if (out.empty() && mmproj.empty()) {
-      std::cerr << "unicorn-convert: give --out FILE, --mmproj FILE or both\n";
+    if (out.empty() && mmproj.empty() && hf_config.empty()) {
+      std::cerr << "unicorn-convert: give --out FILE, --mmproj FILE, --hf-config FILE or several\n";
       return 2;
     }
     const FileScheme scheme = parse_scheme(type, embedding);
@@ -553,6 +559,10 @@ int main(int argc, char** argv) {
     } else if (!random_model.empty()) {
       if (!mmproj.empty()) write_random_mmproj(random_model_dims(random_model), vision_type, mmproj, seed);
       if (!out.empty()) write_random(random_model, scheme, tokenizer, out, seed);
+      if (!hf_config.empty()) {
+        io::write_file(hf_config, hf_text_config(random_model_dims(random_model)).dump(2) + "\n");
+        std::cout << "wrote " << hf_config << " (" << random_model << "'s config.json)\n";
+      }
     } else if (!gguf_in.empty() && !out.empty()) {
       convert_gguf(gguf_in, scheme, tokenizer, out);
     } else {

@@ -2,6 +2,10 @@
 // multimodal text_config nesting with transformers' defaults, and bad input.
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/model/from_hf.hpp"
+#include "unicorn/model/to_hf.hpp"
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/for_each.hpp>
 
 #include "io_test_util.hpp"
 
@@ -279,6 +283,35 @@ TEST(HfConfig, FileErrors) {
   expect_error([&] { parse_hf_config(dir / "config.json"); }, "config.json: not valid JSON");
   test::write_file(dir / "config.json", "");
   expect_error([&] { parse_hf_config(dir / "config.json"); }, "not valid JSON");
+}
+
+// The scripts that build a model in transformers take its dimensions from
+// `unicorn-convert --hf-config` (model/to_hf.hpp): each built-in ModelDims, read
+// back in either of transformers' spellings, is itself, field by field.
+TEST(HfConfig, EveryBuiltInModelReadsBackFromTheConfigItWrites) {
+  for (const ModelDims* d : {&unicorn::kGemma3_270M, &unicorn::kGemma3_1B, &unicorn::kGemma3_4B, &kGemma3_12B,
+                             &kGemma3_27B, &kGemma3Tiny, &kGemma3TinyK, &kGemma3TinyKFallback, &kGemma3Demo,
+                             &kGemma3DemoDraft}) {
+    const json written = hf_text_config(*d);
+    json official = written;  // the released checkpoints' spelling only
+    official.erase("layer_types");
+    official.erase("rope_parameters");
+    for (const json& j : {written, official}) {
+      const ModelDims back = dims_from_hf(parse_hf_config_json(j), ModelDims{.name = d->name}, "config.json");
+      boost::hana::for_each(boost::hana::accessors<ModelDims>(), [&](auto field) {
+        EXPECT_EQ(boost::hana::second(field)(back), boost::hana::second(field)(*d))
+            << d->name << ": " << boost::hana::to<const char*>(boost::hana::first(field));
+      });
+    }
+  }
+  // Spelt as Google's files spell them.
+  const json one = hf_text_config(unicorn::kGemma3_1B);
+  const json google = json::parse(kGemma3_1B);  // google/gemma-3-1b-it's, above
+  for (const char* key : {"hidden_size", "num_hidden_layers", "rms_norm_eps", "rope_theta", "rope_local_base_freq",
+                          "rope_scaling", "sliding_window_pattern", "query_pre_attn_scalar", "max_position_embeddings",
+                          "vocab_size", "model_type", "architectures", "hidden_activation"})
+    EXPECT_EQ(one[key], google[key]) << key;
+  EXPECT_EQ(one.dump().find("e-07"), std::string::npos) << "floats as their shortest decimals";
 }
 
 }  // namespace

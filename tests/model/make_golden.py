@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Golden logits for the tiny Gemma 3 test model, from Hugging Face transformers.
 
-Runs where torch and transformers are installed (the GPU machine; no GPU needed):
-    python3 tests/model/make_golden.py OUT_DIR
+Runs where torch and transformers are installed (the GPU machine; no GPU needed), with
+the tiny model's dimensions from the engine:
+    unicorn-convert --random gemma3-tiny --hf-config dims.json
+    python3 tests/model/make_golden.py dims.json OUT_DIR
 and writes into OUT_DIR/tiny:
     config.json, model.safetensors   the model (random weights, fixed seed, fp32)
     golden.json                      prompt token ids, greedy continuations, metadata
@@ -12,7 +14,8 @@ on weights rounded through the format (ggml's reference quantizers, re-implement
 here with the same float32 arithmetic), so they isolate the engine's error from the
 format's. Copy OUT_DIR/tiny to tests/model/fixtures/tiny to update the fixture.
 
-Dimensions must match unicorn::kGemma3Tiny (include/unicorn/config/dims.hpp).
+The dimensions are unicorn::kGemma3Tiny's (include/unicorn/config/dims.hpp), read from
+the engine's config.json (tools/train_demo/gemma3_config.py).
 """
 import json
 import os
@@ -20,32 +23,19 @@ import sys
 
 import torch
 import transformers
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+from transformers import Gemma3ForCausalLM
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "train_demo"))
+import gemma3_config  # noqa: E402
 
 SEED = 20261122
 PROMPT_TOKENS = 96
 GREEDY_TOKENS = 32
-DIMS = dict(vocab_size=512, hidden_size=96, intermediate_size=192, num_hidden_layers=6,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-            max_position_embeddings=256, rms_norm_eps=1e-6, sliding_window=16,
-            query_pre_attn_scalar=24)
-GLOBAL_EVERY = 3
-LAYER_TYPES = ["full_attention" if (i + 1) % GLOBAL_EVERY == 0 else "sliding_attention"
-               for i in range(DIMS["num_hidden_layers"])]
 
 
-def make_config():
-    common = dict(DIMS, hidden_activation="gelu_pytorch_tanh", layer_types=LAYER_TYPES,
-                  pad_token_id=0, bos_token_id=2, eos_token_id=1, tie_word_embeddings=True,
-                  attn_implementation="eager")
-    try:  # transformers >= 5: RoPE parameters per layer type
-        cfg = Gemma3TextConfig(**common, rope_parameters={
-            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
-    except TypeError:  # older: global theta + scaling, local base frequency
-        cfg = Gemma3TextConfig(**common, rope_theta=1e6, rope_local_base_freq=1e4,
-                               rope_scaling={"rope_type": "linear", "factor": 8.0})
-    return cfg
+def make_config(dims):
+    return gemma3_config.text_config(dims, pad_token_id=0, bos_token_id=2, eos_token_id=1,
+                                     attn_implementation="eager")
 
 
 def randomize(model, gen):
@@ -112,14 +102,18 @@ def greedy(model, ids, n):
 
 
 def main():
-    out = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "tiny")
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: make_golden.py DIMS_JSON OUT_DIR (DIMS_JSON: unicorn-convert --random "
+                         "gemma3-tiny --hf-config FILE)")
+    dims = gemma3_config.load(sys.argv[1])
+    out = os.path.join(sys.argv[2], "tiny")
     os.makedirs(out, exist_ok=True)
     gen = torch.Generator().manual_seed(SEED)
-    cfg = make_config()
+    cfg = make_config(dims)
     model = Gemma3ForCausalLM(cfg).float().eval()
     randomize(model, gen)
     model.save_pretrained(out, safe_serialization=True)
-    prompt = torch.randint(3, DIMS["vocab_size"], (PROMPT_TOKENS,), generator=gen).tolist()
+    prompt = torch.randint(3, dims["vocab_size"], (PROMPT_TOKENS,), generator=gen).tolist()
     prompt[0] = 2  # <bos>
 
     golden = {"transformers": transformers.__version__, "torch": torch.__version__,

@@ -18,7 +18,8 @@ cp "$carry/models/gemma3-demo.gguf" "$BUILD_ROOT/models/"
 gunzip -c "$carry/tokenizer.json.gz" > "$tokenizer"
 texts=$carry/tests/perplexity
 
-python3 "$carry/tools/reference.py" --gguf "$BUILD_ROOT/models/gemma3-demo.gguf" --tokenizer "$tokenizer" \
+"$carry/bin/unicorn-convert" --random gemma3-demo --hf-config /tmp/dims.json  # the engine's dimensions
+python3 "$carry/tools/reference.py" --dims /tmp/dims.json --gguf "$BUILD_ROOT/models/gemma3-demo.gguf" --tokenizer "$tokenizer" \
   --text "excerpt=$texts/heldout-excerpt.txt@128" --text "excerpt256=$texts/heldout-excerpt.txt@256" \
   --text "heldout=$texts/heldout.txt@512" --out "$out/reference.json"
 cp "$out/reference.json" "$texts/heldout-excerpt.txt" "$BUILD_ROOT/tests/perplexity/"

@@ -18,8 +18,9 @@ gunzip -c "$carry/tokenizer.json.gz" > "$work/tokenizer.json"
 texts=(--text "excerpt=$carry/excerpt.txt@256" --text "excerpt128=$carry/excerpt.txt@128"
        --text "heldout=$carry/corpus/heldout.txt@512")
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+"$carry/bin/unicorn-convert" --random gemma3-demo --hf-config "$work/dims.json"  # the engine's dimensions
 if [ -n "${SMOKE:-}" ]; then
-  python3 "$here/train.py" --corpus "$carry/corpus" --tokenizer "$work/tokenizer.json" --out "$work/smoke" \
+  python3 "$here/train.py" --dims "$work/dims.json" --corpus "$carry/corpus" --tokenizer "$work/tokenizer.json" --out "$work/smoke" \
     --steps 20 --qat-steps 10 --eval-every 10 --eval-windows 4
   "$carry/bin/unicorn-convert" --hf "$work/smoke/gemma3-demo" --type F16 --embedding Q4_0 --out "$work/smoke.gguf"
   python3 "$here/reference.py" --model "$work/smoke/gemma3-demo" --gguf "$work/smoke.gguf" \
@@ -27,7 +28,7 @@ if [ -n "${SMOKE:-}" ]; then
   echo "== smoke run passed"
 fi
 start=$(date +%s)
-python3 "$here/train.py" --corpus "$carry/corpus" --tokenizer "$work/tokenizer.json" --out "$work/run"
+python3 "$here/train.py" --dims "$work/dims.json" --corpus "$carry/corpus" --tokenizer "$work/tokenizer.json" --out "$work/run"
 echo "== trained in $(($(date +%s) - start)) s"
 "$carry/bin/unicorn-convert" --hf "$work/run/gemma3-demo" --type F16 --embedding Q4_0 --out "$work/gemma3-demo.gguf"
 ls -l "$work/gemma3-demo.gguf"

@@ -2,10 +2,11 @@
 # On the GPU machine (device tool): train the demo model's speculative-decoding draft
 # (issue 55) in one call of about 4.5 minutes on an H100, and return it as a Hugging Face
 # directory.
-#   tools/train_demo/device_train_draft.sh CORPUS TOKENIZER OUT [UNICORN_CONVERT]
-# With UNICORN_CONVERT (a unicorn-convert binary carried from the development machine),
-# the draft also comes back converted: OUT/gemma3-demo-draft.gguf (F16, Q4_0 embedding),
-# which is what the repository keeps, and the safetensors stay behind.
+#   tools/train_demo/device_train_draft.sh CORPUS TOKENIZER OUT UNICORN_CONVERT
+# UNICORN_CONVERT is a unicorn-convert binary carried from the development machine: it
+# gives the draft's dimensions (--hf-config) and converts the result, so the draft comes
+# back as OUT/gemma3-demo-draft.gguf (F16, Q4_0 embedding), which is what users keep;
+# with SKIP_CONVERT=1 it comes back as a Hugging Face directory instead.
 # CORPUS is make_corpus.py's directory (train.txt, heldout.txt; made on the development
 # machine from Debian packages), TOKENIZER the Gemma 3 tokenizer.json (the build's, from
 # npm), plain or as .gz / .xz. Needs python3 with torch, transformers and tokenizers; no
@@ -20,7 +21,7 @@
 #   (cd $d && sha256sum -c) < OUT/gemma3-demo-draft/model.safetensors.sha256
 #   build/bin/unicorn-convert --hf $d --type F16 --embedding Q4_0 --out models/gemma3-demo-draft.gguf
 set -euo pipefail
-corpus=$1 tokenizer=$2 out=$3 convert=${4:-}
+corpus=$1 tokenizer=$2 out=$3 convert=$4
 here=$(dirname "$0")
 work=/tmp/train_draft
 mkdir -p "$out" "$work"
@@ -32,8 +33,9 @@ with opener(src, "rb") as f, open(dst, "wb") as g:
     shutil.copyfileobj(f, g)
 EOF
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+"$convert" --random gemma3-demo-draft --hf-config "$work/dims.json"  # the engine's dimensions
 if [ "${SMOKE:-1}" != 0 ]; then
-  python3 "$here/train.py" --model draft --corpus "$corpus" --tokenizer "$work/tokenizer.json" \
+  python3 "$here/train.py" --model draft --dims "$work/dims.json" --corpus "$corpus" --tokenizer "$work/tokenizer.json" \
     --out "$work/smoke" --steps 20 --qat-steps 10 --eval-every 10 --eval-windows 4
   python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print("smoke config:", {k: c[k] for k in
     ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
@@ -41,13 +43,13 @@ if [ "${SMOKE:-1}" != 0 ]; then
   echo "== smoke run passed"
 fi
 start=$(date +%s)
-python3 "$here/train.py" --model draft --corpus "$corpus" --tokenizer "$work/tokenizer.json" --out "$work/run" \
+python3 "$here/train.py" --model draft --dims "$work/dims.json" --corpus "$corpus" --tokenizer "$work/tokenizer.json" --out "$work/run" \
   2>&1 | tee "$out/train.log"
 echo "== trained in $(($(date +%s) - start)) s"
 dir=$work/run/gemma3-demo-draft
 mkdir -p "$out/gemma3-demo-draft"
 cp "$dir"/*.json "$out/gemma3-demo-draft/"
-if [ -n "$convert" ]; then
+if [ -z "${SKIP_CONVERT:-}" ]; then
   [ -f "$dir/tokenizer.json" ] || cp "$work/tokenizer.json" "$dir/"
   "$convert" --hf "$dir" --type F16 --embedding Q4_0 --out "$out/gemma3-demo-draft.gguf"
   rm -f "$out/gemma3-demo-draft/tokenizer.json"

@@ -35,6 +35,7 @@ from transformers import Gemma3ForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats import ROUNDERS  # noqa: E402
+import gemma3_config  # noqa: E402
 from train import make_config  # noqa: E402
 
 BOS = 2
@@ -159,10 +160,11 @@ def gguf_name(hf_name):
     return f"blk.{i}.{layer[rest.removesuffix('.weight')]}.weight"
 
 
-def model_from_gguf(path):
-    """The model whose weights a GGUF file holds (norms stored as 1 + w: w = g - 1, exact in fp32)."""
+def model_from_gguf(path, dims):
+    """The model whose weights a GGUF file holds (norms stored as 1 + w: w = g - 1, exact in fp32),
+    in the engine's dimensions `dims` (gemma3_config.load)."""
     tensors = read_gguf(path)
-    cfg = make_config(attn_implementation="eager")
+    cfg = make_config(dims, attn_implementation="eager")
     model = Gemma3ForCausalLM(cfg).float().eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -188,6 +190,8 @@ def check_gguf(model, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", help="Hugging Face directory of the demo model")
+    ap.add_argument("--dims", help="without --model: the model's config.json from the engine "
+                                   "(unicorn-convert --random gemma3-demo --hf-config FILE)")
     ap.add_argument("--tokenizer", help="tokenizer.json (default: the model directory's)")
     ap.add_argument("--text", action="append", required=True, help="NAME=FILE@CTX, repeatable")
     ap.add_argument("--gguf", help="the model as a GGUF file (with --model: checked to hold its weights)")
@@ -203,10 +207,10 @@ def main():
                                                   attn_implementation="eager").float().eval()
         if args.gguf:
             check_gguf(model, args.gguf)
-    elif args.gguf:
-        model = model_from_gguf(args.gguf)
+    elif args.gguf and args.dims:
+        model = model_from_gguf(args.gguf, gemma3_config.load(args.dims))
     else:
-        raise SystemExit("reference: give --gguf FILE, --model DIR or both")
+        raise SystemExit("reference: give --gguf FILE with --dims FILE, --model DIR, or --model and --gguf")
     model.to(device)
     tok = Tokenizer.from_file(args.tokenizer or os.path.join(args.model, "tokenizer.json"))
     texts = []

@@ -2,7 +2,8 @@
 """Trains the built-in demo model, or its draft: a small Gemma 3 on the corpus of make_corpus.py.
 
 On any CUDA machine with torch, transformers and tokenizers (about 4 minutes on an H100):
-    python3 tools/train_demo/train.py --corpus CORPUS_DIR --tokenizer tokenizer.json --out OUT
+    unicorn-convert --random gemma3-demo --hf-config dims.json
+    python3 tools/train_demo/train.py --dims dims.json --corpus CORPUS_DIR --tokenizer tokenizer.json --out OUT
 writes OUT/gemma3-demo/ (config.json, model.safetensors in fp32, tokenizer.json), which
 unicorn-convert turns into the committed file:
     unicorn-convert --hf OUT/gemma3-demo --type F16 --embedding Q4_0 --out models/gemma3-demo.gguf
@@ -12,7 +13,7 @@ into OUT/gemma3-demo-draft/ (about 3.5 minutes on an H100; --max-minutes guards 
 
 The model is Gemma3ForCausalLM with the real Gemma 3 tokenizer (262,144 tokens), five
 sliding-window layers and one global layer, as Gemma 3 interleaves them. Its dimensions
-must match unicorn::kGemma3Demo (include/unicorn/config/dims.hpp). The draft shares the
+are unicorn::kGemma3Demo's (include/unicorn/config/dims.hpp), from --dims. The draft shares the
 tokenizer, context, window, RoPE and norms, with hidden 64 and two layers (a sliding-window
 one, then a global one): unicorn::kGemma3DemoDraft.
 
@@ -48,43 +49,27 @@ from tokenizers import Tokenizer
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemma3_config  # noqa: E402
 from formats import f16, q4_0  # noqa: E402
 
 BOS = 2
-SHARED = dict(vocab_size=262144, max_position_embeddings=1024, rms_norm_eps=1e-6, sliding_window=128)
-# The models this script trains. `dims` must match the engine's ModelDims of the same name
-# (include/unicorn/config/dims.hpp); layer l is global iff (l + 1) % global_every == 0.
-# `steps`, `qat_steps` and `max_minutes` are the defaults of the flags of those names.
+# The models this script trains, by the engine's names; their dimensions come from the
+# engine (--dims: unicorn-convert --random NAME --hf-config FILE). `steps`, `qat_steps` and
+# `max_minutes` are the defaults of the flags of those names.
 MODELS = {
-    "demo": dict(  # unicorn::kGemma3Demo
-        name="gemma3-demo", global_every=6, steps=2600, qat_steps=400, max_minutes=None,
-        dims=dict(SHARED, hidden_size=192, intermediate_size=768, num_hidden_layers=6,
-                  num_attention_heads=4, num_key_value_heads=1, head_dim=64, query_pre_attn_scalar=64)),
+    "demo": dict(name="gemma3-demo", steps=2600, qat_steps=400, max_minutes=None),  # unicorn::kGemma3Demo
     # unicorn::kGemma3DemoDraft. Its step costs nearly the demo's: the time goes to the
     # logits (8,192 x 262,144 a step), which do not shrink with the hidden size. So fewer
     # steps, to train in about 3.5 minutes on an H100, with a guard on the whole run.
-    "draft": dict(
-        name="gemma3-demo-draft", global_every=2, steps=2000, qat_steps=300, max_minutes=4.0,
-        dims=dict(SHARED, hidden_size=64, intermediate_size=256, num_hidden_layers=2,
-                  num_attention_heads=2, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32)),
+    "draft": dict(name="gemma3-demo-draft", steps=2000, qat_steps=300, max_minutes=4.0),
 }
 
 
-def make_config(attn_implementation="sdpa", model="demo"):
-    spec = MODELS[model]
-    dims = spec["dims"]
-    layer_types = ["full_attention" if (i + 1) % spec["global_every"] == 0 else "sliding_attention"
-                   for i in range(dims["num_hidden_layers"])]
-    common = dict(dims, hidden_activation="gelu_pytorch_tanh", layer_types=layer_types,
-                  pad_token_id=0, bos_token_id=BOS, eos_token_id=1, tie_word_embeddings=True,
-                  final_logit_softcapping=None, attn_logit_softcapping=None,
-                  attn_implementation=attn_implementation)
-    try:  # transformers >= 5: RoPE parameters per layer type
-        return Gemma3TextConfig(**common, rope_parameters={
-            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
-    except TypeError:  # older: global theta, local base frequency
-        return Gemma3TextConfig(**common, rope_theta=1e6, rope_local_base_freq=1e4)
+def make_config(dims, attn_implementation="sdpa"):
+    """The model of the engine's config.json `dims` (gemma3_config.load), with the demo's token ids."""
+    return gemma3_config.text_config(dims, pad_token_id=0, bos_token_id=BOS, eos_token_id=1,
+                                     final_logit_softcapping=None, attn_logit_softcapping=None,
+                                     attn_implementation=attn_implementation)
 
 
 def tokenize(tok, path):
@@ -124,6 +109,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=MODELS, default="demo",
                     help="demo: the built-in model; draft: its speculative-decoding draft")
+    ap.add_argument("--dims", required=True,
+                    help="the model's config.json from the engine: unicorn-convert --random gemma3-demo "
+                         "--hf-config FILE (gemma3-demo-draft for --model draft)")
     ap.add_argument("--corpus", required=True, help="make_corpus.py's directory (train.txt, heldout.txt)")
     ap.add_argument("--tokenizer", required=True, help="Gemma 3 tokenizer.json")
     ap.add_argument("--out", required=True)
@@ -163,7 +151,7 @@ def main():
     print(f"tokens: train {len(train):,}, held-out {len(held):,} ({n_eval} windows evaluated); "
           f"tokenized in {time.time() - t0:.1f} s", flush=True)
 
-    cfg = make_config(model=args.model)
+    cfg = make_config(gemma3_config.load(args.dims))
     model = Gemma3ForCausalLM(cfg).to(device).train()
     n_params = sum(p.numel() for p in model.parameters())
     n_embedding = model.model.embed_tokens.weight.numel()

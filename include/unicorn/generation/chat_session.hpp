@@ -52,7 +52,7 @@ class ChatSession {
       engine_.reset(stream_);
     } else {
       // Close the previous model turn, then the new user turn, as the template would.
-      text = "\n<start_of_turn>user\n" + std::string(js_trim(said)) + "<end_of_turn>\n<start_of_turn>model\n";
+      text = "\n" + render_turn("user", js_trim(said)) + std::string(kModelTurnOpening);
     }
     const uint32_t base = engine_.position(stream_) + uint32_t(turns_ == 0 ? 0 : closing_.size());
     PlacedImages placed = place_images(tok_, text, opt.images, encode_, base);

@@ -45,6 +45,12 @@ std::string_view js_trim(std::string_view s);
 
 }  // namespace detail
 
+// One turn as the template writes it, contents already trimmed:
+// "<start_of_turn>{role}\n{content}<end_of_turn>\n".
+std::string render_turn(std::string_view role, std::string_view content);
+// What opens the model's turn: the template's generation prompt.
+inline constexpr std::string_view kModelTurnOpening = "<start_of_turn>model\n";
+
 // Renders a conversation as Gemma 3's template does. Roles must alternate
 // user/assistant after an optional leading system message, or this throws
 // (the template raises the same error).
@@ -101,13 +107,20 @@ UNICORN_DECL std::string_view js_trim(std::string_view s) {
 
 namespace unicorn::text {
 
+UNICORN_DECL std::string render_turn(std::string_view role, std::string_view content) {
+  std::string out = "<start_of_turn>";
+  out += role;
+  out += '\n';
+  out += content;
+  out += "<end_of_turn>\n";
+  return out;
+}
+
 UNICORN_DECL std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
   std::string out = "<bos>";
-  std::string_view first_user_prefix;
-  std::string system_prefix;
+  std::string system_prefix;  // folded into the first turn
   if (!messages.empty() && messages.front().role == "system") {
     system_prefix = messages.front().content + "\n\n";
-    first_user_prefix = system_prefix;
     messages = messages.subspan(1);
   }
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -115,14 +128,11 @@ UNICORN_DECL std::string render_chat(std::span<const ChatMessage> messages, bool
     if ((m.role == "user") != (i % 2 == 0))
       throw Error("render_chat: Conversation roles must alternate user/assistant/user/assistant/...");
     const std::string_view role = m.role == "assistant" ? std::string_view("model") : std::string_view(m.role);
-    out += "<start_of_turn>";
-    out += role;
-    out += '\n';
-    if (i == 0) out += first_user_prefix;
-    out += detail::js_trim(m.content);
-    out += "<end_of_turn>\n";
+    std::string content = i == 0 ? system_prefix : std::string();
+    content += detail::js_trim(m.content);
+    out += render_turn(role, content);
   }
-  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  if (add_generation_prompt) out += kModelTurnOpening;
   return out;
 }
 
