@@ -62,7 +62,7 @@ TEST(AttentionWait, WaitingAttentionGivesTheBarriersBits) {
       kernels::Attention spec{heads, kvh, hd, slots, 0, 0.125f, sg, 0, kernels::attention_threads(sg, hd, device().ctx.info().cpu()), 1, 1e4f, 1.f,
                               1e-6f, waits ? 1u : 0u, query_heads};
       run_recorded({product(*wq, q, qd, false), product(*wk, k, kd, false), product(*wv, v, kd, !waits),
-                    make_dispatch(kernels::variant("attention", kv), kernels::kAttentionBindings, spec,
+                    make_dispatch(variant("attention", kv), kernels::kAttentionBindings, spec,
                                   {&q, &kc, &vc, &o, &step, &k, &v, &qw, &kw, &counters}, {0, kvh, counter, count},
                                   {1, heads / query_heads, 1}, true)});
     };
@@ -123,7 +123,7 @@ struct RopeCase {
   uint32_t heads_per_group = 4;  // attn_prep's HEADS_PER_GROUP: 4 for chunks, 1 for decode
   std::string name() const {
     std::ostringstream s;
-    s << kernels::variant("attn_prep", kv) << " rope heads=4 kv=2 hd=" << hd << " theta=" << theta
+    s << variant("attn_prep", kv) << " rope heads=4 kv=2 hd=" << hd << " theta=" << theta
       << " scale=" << scale << " start_pos=" << start_pos << " HEADS_PER_GROUP=" << heads_per_group;
     return s.str();
   }
@@ -169,7 +169,7 @@ TEST_P(Rope, MatchesReference) {
   const auto step = step_buffer({n, c.start_pos, 0, 0});
   // A head's threads must be whole subgroups (kernels::attn_prep_heads_per_group).
   const uint32_t heads_per_group = std::min(c.heads_per_group, 128 / device().ctx.info().subgroup_size);
-  run(kernels::variant("attn_prep", c.kv), kernels::kAttnPrepBindings,
+  run(variant("attn_prep", c.kv), kernels::kAttnPrepBindings,
       kernels::AttnPrep{heads, kvh, c.hd, slots, c.theta, c.scale, eps, heads_per_group},
       {&q, &k, &v, &kc, &vc, &step, &qwb, &kwb}, {0, kvh},
       {n + 1, kernels::attn_prep_groups(heads + kvh, heads_per_group), 1});
@@ -367,14 +367,14 @@ TEST_P(Attention, AttnPrepAndAttentionMatchReference) {
                                      kernels::attention_threads(device().ctx.info().subgroup_size, c.hd, cpu),
                                      0, 0.f, 0.f, 0.f, 0, 1};
   const uint32_t group = c.heads / c.kv_heads, paired_heads = kernels::attention_query_heads(c.heads, c.kv_heads, 1, 2);
-  const std::string prep = kernels::variant("attn_prep", c.kv),
-                    attn = kernels::variant("attention", c.kv),
-                    tiled = kernels::variant("attention_tiled", c.kv);
+  const std::string prep = variant("attn_prep", c.kv),
+                    attn = variant("attention", c.kv),
+                    tiled = variant("attention_tiled", c.kv);
   const std::vector<kernels::AttentionTile> tiles = attention_tiled_tiles(c.hd, f16);
   ASSERT_FALSE(tiles.empty()) << c.name() << ": no attention_tiled shape fits this device";
   // attention_coop, where the device has cooperative matrices.
   const auto& info = device().ctx.info();
-  const std::string coop = kernels::variant("attention_coop", c.kv);
+  const std::string coop = variant("attention_coop", c.kv);
   const std::vector<kernels::AttentionTile> coop_tiles = attention_coop_tiles(c.hd);
 
   double coop_worst = 0;
@@ -804,7 +804,7 @@ TEST(AttentionStreams, EachRowItsOwnStreamAndPosition) {
   qwb.fill<float>(qw);
   kwb.fill<float>(kw);
   const auto step = step_buffer(rows);
-  const std::string prep = kernels::variant("attn_prep", Format::F32), attn = kernels::variant("attention", Format::F32);
+  const std::string prep = variant("attn_prep", Format::F32), attn = variant("attention", Format::F32);
   for (uint32_t p = 0; p < 2; ++p)
     run(prep, kernels::kAttnPrepBindings, kernels::AttnPrep{heads, kvh, hd, slots, theta, 1.f, eps, 1},
         {&q, &k, &v, &kc[p], &vc[p], &step, &qwb, &kwb}, {part_begin[p], part_rows[p]},
@@ -896,8 +896,8 @@ TEST(AttentionStreams, ChunkOfSeveralStreamsMatchesEachAlone) {
   const Segment segments[] = {{2, 5, 11}, {0, 40, 7}, {1, 0, 9}};
   std::vector<std::vector<float>> qs;  // per segment [n, heads * hd]
   for (const Segment& g : segments) qs.push_back(random_floats(size_t(g.n) * q_row, -4.f, 4.f));
-  const std::string tiled = kernels::variant("attention_tiled", Format::F16),
-                    coop = kernels::variant("attention_coop", Format::F16);
+  const std::string tiled = variant("attention_tiled", Format::F16),
+                    coop = variant("attention_coop", Format::F16);
   for (uint32_t window : {0u, 16u}) {
     const uint32_t slots = window ? window + 32 : 64, cache_rows = streams * kvh;
     const size_t cache_elems = size_t(cache_rows) * slots * hd;

@@ -14,7 +14,7 @@ struct ConvertCase {
   std::string name() const {
     static const char* kSrc[] = {"F32", "F16", "BF16", "ggml blocks"};
     std::ostringstream s;
-    s << kernels::variant("convert", target) << " from " << kSrc[uint32_t(source)]
+    s << variant("convert", target) << " from " << kSrc[uint32_t(source)]
       << " ADD=" << add << " first=" << first;
     return s.str();
   }
@@ -66,7 +66,7 @@ TEST_P(Convert, MatchesGgmlQuantizerBitForBit) {
   s.fill<std::byte>(src);
   const uint32_t gs = groups(count, 64);
   const uint32_t gx = std::min<uint32_t>(gs, 65535), gy = groups(gs, gx);
-  run(kernels::variant("convert", c.target), kernels::kConvertBindings,
+  run(variant("convert", c.target), kernels::kConvertBindings,
       kernels::Convert{uint32_t(c.source), c.add}, {&s, &d}, {count, c.first, part_units},
       {gx, gy, 1});
 

@@ -9,7 +9,7 @@ struct EmbedCase {
   Format format;
   uint32_t H;
   std::string name() const {
-    return kernels::variant("embed", format) + " H=" + std::to_string(H);
+    return variant("embed", format) + " H=" + std::to_string(H);
   }
 };
 class Embed : public ::testing::TestWithParam<EmbedCase> {};
@@ -35,7 +35,7 @@ TEST_P(Embed, MatchesReference) {
     HostBuffer w(rows[p] * rb);
     w.fill<std::byte>(
         reference::to_device_layout(c.format, std::span(bytes).subspan(begins[p] * rb, rows[p] * rb)));
-    run(kernels::variant("embed", c.format), kernels::kEmbedBindings, spec, {&w, &step, &x},
+    run(variant("embed", c.format), kernels::kEmbedBindings, spec, {&w, &step, &x},
         {begins[p], rows[p]}, {groups(c.H, 64), n, 1});
     for (uint32_t t = 0; t < n; ++t)
       if (tokens[t] >= begins[p] && tokens[t] < begins[p] + rows[p])

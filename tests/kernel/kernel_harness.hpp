@@ -55,6 +55,15 @@ namespace {
 
 using detail::StepHeader;
 
+// A family's module name for a format, as cmake/UnicornShaders.cmake names it
+// ("matvec" and Q4_0: "matvec_q4_0"): the tests pick kernels by name, the
+// engine by typed handle (engine/kernels.hpp).
+std::string variant(const std::string& family, Format f) {
+  std::string name = family + "_";
+  for (char c : format_name(f)) name += char(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
 // A test-only module by name, beside the engine's (spirv::find).
 std::span<const uint32_t> find_module(const std::string& name) {
   if (name == "k_unit_values_q4_1") return test_spirv::k_unit_values_q4_1;

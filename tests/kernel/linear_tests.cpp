@@ -58,7 +58,7 @@ struct LinearCase {
   uint32_t tokens = 1, tile = 1;  // matvec: token rows per workgroup, per pass (batched decode)
   std::string name() const {
     std::ostringstream s;
-    s << kernels::variant(kernel.c_str(), format) << " K=" << K << " M=" << M << " n=" << n;
+    s << variant(kernel.c_str(), format) << " K=" << K << " M=" << M << " n=" << n;
     if (row_set) s << " ROW_SET=1 logit_count=" << logit_count;
     if (tokens > 1) s << " TOKENS=" << tokens << " TILE=" << tile;
     return s.str();
@@ -125,7 +125,7 @@ TEST_P(Linear, MatchesReference) {
     } else {
       g = {groups(rows, 64), groups(c.n, 64), 1};  // 64 x 64 tiles
     }
-    const auto name = kernels::variant(c.kernel.c_str(), c.format);
+    const auto name = variant(c.kernel.c_str(), c.format);
     if (vec)
       run(name, kernels::kMatVecBindings,
           kernels::MatVec{c.K, c.M, c.row_set, rows_per_group, lanes, unroll, 0, c.tokens, c.tile, 1, 0},
@@ -241,7 +241,7 @@ TEST(MatVecDot, SplitKSlicesAddUpToTheProduct) {
   for (auto [format, K, rows_per_group] :
        {Case{Format::Q4_0, 800, split_rows}, {Format::Q4_0, 800, kernels::kMatVecRows}, {Format::Q8_0, 800, split_rows},
         {Format::Q4_K, 1280, split_rows}, {Format::Q5_K, 1280, split_rows}, {Format::Q6_K, 1280, split_rows}}) {
-    const std::string module = kernels::variant("matvec_dot", format);
+    const std::string module = variant("matvec_dot", format);
     SCOPED_TRACE(module + " rows per row group " + std::to_string(rows_per_group));
     const uint32_t M = 130, splits = 3, lanes = kernels::kMatVecDotLanes;
     const auto bytes = random_weights(format, M, K);
@@ -451,10 +451,10 @@ TEST_P(LinearCoop, MatchesFp16RoundedReference) {
       w.fill<std::byte>(
           reference::to_device_layout(c.format, std::span(bytes).subspan(rb * rbytes, rows * rbytes)));
       if (kernel == "matmul_coop_splitk")  // binding 4: a pair's second tensor, here unused
-        run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearSplitKBindings, spec,
+        run(variant(kernel.c_str(), c.format), kernels::kLinearSplitKBindings, spec,
             {&w, &x, &y, &step, &w}, {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), splits});
       else
-        run(kernels::variant(kernel.c_str(), c.format), kernels::kLinearBindings, spec, {&w, &x, &y, &step},
+        run(variant(kernel.c_str(), c.format), kernels::kLinearBindings, spec, {&w, &x, &y, &step},
             {rb, rows}, {groups(rows, tile_rows), groups(c.n, tile_tokens), splits});
       for (uint32_t t = 0; t < active; ++t)
         for (uint32_t r = rb; r < rb + rows; ++r) {
@@ -659,7 +659,7 @@ TEST(LinearCoopPerf, PrefillShapes) {
         const bool coop = v < tiles.size();
         const kernels::CoopTile tile = coop ? tiles[v] : kernels::CoopTile{64, 64, 0, 0};
         if (tile.splits > kernels::coop_max_splits(s.K, s.proj ? kProjSlices : 1)) continue;
-        const std::string name = kernels::variant(coop ? "matmul_coop" : "matmul", f);
+        const std::string name = variant(coop ? "matmul_coop" : "matmul", f);
         const auto spec = kernels::linear_coop(s.K, s.M, 0, info.coop_m, info.coop_n,
                                                info.coop_k, info.subgroup_size, tile, uint32_t(slice));
         const gpu::Kernel& k =
@@ -707,7 +707,7 @@ struct PairCase {
   Format format;
   uint32_t K, F, lanes;  // lanes 0: the engine's choice
   bool int_dot = false;  // matvec_dot (the quants against the inputs as bytes)
-  std::string kernel() const { return kernels::variant(int_dot ? "matvec_dot" : "matvec", format); }
+  std::string kernel() const { return variant(int_dot ? "matvec_dot" : "matvec", format); }
 };
 class MatVecPair : public ::testing::TestWithParam<PairCase> {};
 
@@ -806,7 +806,7 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
   for (const kernels::SplitKTile& tile : kernels::kSplitKTiles)
     for (bool x_half : {false, true})
       for (bool half_out : {false, true}) {
-        const std::string what = kernels::variant("matmul_coop_splitk", c.format) + " pair K=" +
+        const std::string what = variant("matmul_coop_splitk", c.format) + " pair K=" +
                                  std::to_string(c.K) + " F=" + std::to_string(c.F) + " n=" + std::to_string(c.n) +
                                  " tile " + std::to_string(tile.tokens) + "x" + std::to_string(tile.rows) + "/" +
                                  std::to_string(tile.split) + (x_half ? " fp16 X" : "") +
@@ -815,7 +815,7 @@ TEST_P(SplitKPair, MatchesLinearThenGeglu) {
         std::vector<double> want(size_t(c.n + 1) * c.F, NAN);
         for (int p = 0; p < 2; ++p) {
           PairPart w = pair_part(c.format, gate_w, up_w, c.K, begins[p], counts[p]);
-          run(kernels::variant("matmul_coop_splitk", c.format), kernels::kLinearSplitKBindings,
+          run(variant("matmul_coop_splitk", c.format), kernels::kLinearSplitKBindings,
               kernels::linear_coop_splitk_pair(c.K, c.F, info.coop_m, info.coop_n, info.coop_k,
                                                info.subgroup_size, tile, x_half, half_out),
               {&w.gate, x_half ? &xh : &x, &y, &step, &w.up}, {begins[p], counts[p]},
@@ -842,7 +842,7 @@ std::vector<SplitKPairCase> splitk_pair_cases() {
 INSTANTIATE_TEST_SUITE_P(Kernel, SplitKPair, ::testing::ValuesIn(splitk_pair_cases()),
                          [](const auto& info) {
                            const auto& c = info.param;
-                           return test_name(kernels::variant("matmul_coop_splitk", c.format) + " K " +
+                           return test_name(variant("matmul_coop_splitk", c.format) + " K " +
                                             std::to_string(c.K) + " n " + std::to_string(c.n));
                          });
 

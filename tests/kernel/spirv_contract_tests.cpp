@@ -108,8 +108,12 @@ ModuleFacts parse_spirv(std::span<const uint32_t> w) {
 }
 
 TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
-  ASSERT_GT(std::size(spirv::kModules), 0u);
-  for (const auto& m : spirv::kModules) {
+  ASSERT_GT(std::size(spirv::kModuleNames), 0u);
+  for (size_t i = 0; i < std::size(spirv::kModuleNames); ++i) {
+    const struct {
+      std::string_view name;
+      std::span<const uint32_t> words;
+    } m{spirv::kModuleNames[i], spirv::kModuleWords[i]};
     SCOPED_TRACE(std::string(m.name));
     const auto c = contract_of(m.name);
     ASSERT_TRUE(c) << "module " << m.name
@@ -151,6 +155,54 @@ TEST(Spirv, SpecConstantsMatchTheKernelStructs) {
     EXPECT_EQ(f.bindings, c->bindings - (float_pair ? 1 : 0))
         << m.name << ": binding count differs from kernels::k*Bindings";
   }
+}
+
+// The engine's typed handles (engine/kernels.hpp, vision/kernels.hpp) give each
+// module the constants struct and binding count its contract above names.
+template <class Spec>
+void expect_handle_meets_contract(const kernels::Shader<Spec>& handle) {
+  const std::string_view name = spirv::name(handle.module);
+  SCOPED_TRACE(std::string(name));
+  const auto want = contract_of(name);
+  ASSERT_TRUE(want);
+  const ModuleContract have = contract<Spec>(handle.bindings);
+  EXPECT_EQ(have.field_names, want->field_names) << name << ": its handle's Spec is another kernel's";
+  EXPECT_EQ(have.bindings, want->bindings) << name;
+}
+
+TEST(Spirv, TypedHandlesMeetTheirModulesContracts) {
+  namespace k = kernels;
+  for (Format f : {Format::F32, Format::F16, Format::BF16, Format::Q8_0, Format::Q4_0, Format::Q4_1, Format::Q5_0,
+                   Format::Q5_1, Format::Q4_K, Format::Q5_K, Format::Q6_K}) {
+    expect_handle_meets_contract(k::embed(f));
+    expect_handle_meets_contract(k::convert(f));
+    expect_handle_meets_contract(k::matvec(f));
+    expect_handle_meets_contract(k::matmul(f));
+    expect_handle_meets_contract(k::matmul_coop(f));
+    expect_handle_meets_contract(k::matmul_coop_splitk(f));
+    if (is_block_quantized(f))
+      expect_handle_meets_contract(k::matvec_dot(f));
+    else  // integer dot products take blocks
+      EXPECT_THROW(k::matvec_dot(f), Error);
+  }
+  for (Format kv : {Format::F16, Format::F32}) {
+    expect_handle_meets_contract(k::attn_prep(kv));
+    expect_handle_meets_contract(k::attention(kv));
+    expect_handle_meets_contract(k::attention_tiled(kv));
+    expect_handle_meets_contract(k::attention_coop(kv));
+  }
+  expect_handle_meets_contract(k::kRmsNorm);
+  expect_handle_meets_contract(k::kGeglu);
+  expect_handle_meets_contract(k::kLogitsMax);
+  expect_handle_meets_contract(k::kSample);
+  expect_handle_meets_contract(k::kLogprobs);
+  expect_handle_meets_contract(k::kCheckFinite);
+  expect_handle_meets_contract(k::kVisionPatches);
+  expect_handle_meets_contract(k::kVisionLayerNorm);
+  expect_handle_meets_contract(k::kVisionAttention);
+  expect_handle_meets_contract(k::kVisionAttentionCoop);
+  expect_handle_meets_contract(k::kVisionGelu);
+  expect_handle_meets_contract(k::kVisionPool);
 }
 
 }  // namespace

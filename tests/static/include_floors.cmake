@@ -27,8 +27,9 @@ set(floor_7 server)               # the OpenAI and Ollama HTTP server
 # gemma3*.hpp, separate_compilation.hpp), which may include anything.
 set(top 8)
 # Headers the build writes (cmake/UnicornShaders.cmake), never in the source
-# tree: SPIR-V data, which includes nothing of ours, so floor 0.
-set(generated unicorn/spirv.hpp)
+# tree: SPIR-V data and the modules' names, which include nothing of ours but
+# quant/formats.hpp, so floor 1 (every header that includes them is above it).
+set(generated unicorn/spirv.hpp unicorn/spirv_modules.hpp)
 
 set(root ${INCLUDE_DIR}/unicorn)
 foreach(n IN LISTS floors)

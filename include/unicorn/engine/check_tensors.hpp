@@ -74,8 +74,6 @@ UNICORN_DECL TensorCheck check_tensors(detail::EngineCore& core) {
   gpu::BufferSet results(ctx, result_bytes, gpu::MemoryKind::HostVisible, "check-tensors results");
   std::memset(results[0].mapped, 0xff, result_bytes[0]);  // "nothing found" in every slot
 
-  const auto words = spirv::find("check_finite");
-  if (words.empty()) throw Error("internal: no SPIR-V module named check_finite");
   std::vector<gpu::Dispatch> dispatches;
   for (uint32_t i = 0; i < slots.size(); ++i) {
     const Slot& s = slots[i];
@@ -90,8 +88,9 @@ UNICORN_DECL TensorCheck check_tensors(detail::EngineCore& core) {
     const uint32_t first_half = s.kind == kernels::FiniteCheck::BlockScales
                                     ? uint32_t(blocks * (f.block_bytes - 2 * per_block) / 2)
                                     : 0u;
-    const auto& k = kernels.get("check_finite", words, kernels::kCheckFiniteBindings,
-                                kernels::CheckFinite{uint32_t(s.kind)});
+    const auto& k = kernels.get(std::string(spirv::name(kernels::kCheckFinite.module)), spirv::words(kernels::kCheckFinite.module),
+                                kernels::kCheckFinite.bindings,
+                                kernels::CheckFinite{.kind = uint32_t(s.kind)});
     const vk::DescriptorBufferInfo b[] = {core.weight_slab(p.slab).range(p.offset, p.bytes), results[0].whole()};
     const uint32_t groups = uint32_t(std::clamp<uint64_t>((count + 63) / 64, 1, 65535));
     dispatches.push_back({&k, sets.make(k, b), {count, first_half, i}, {groups, 1, 1}, false});

@@ -575,11 +575,10 @@ class EngineCore {
   // Refuses work on a stream of the prefill pass in flight.
   void check_not_in_flight(uint32_t stream, const char* what) const;
 
+  // The pipeline of a kernel with these constants (built once, in the cache).
   template <class Spec>
-  const gpu::Kernel& kernel(const std::string& name, uint32_t bindings, const Spec& spec) {
-    const auto words = spirv::find(name);
-    if (words.empty()) throw Error("internal: no SPIR-V module named " + name);
-    return kernels_->get(name, words, bindings, spec);
+  const gpu::Kernel& kernel(const kernels::Shader<Spec>& shader, const Spec& spec) {
+    return kernels_->get(std::string(spirv::name(shader.module)), spirv::words(shader.module), shader.bindings, spec);
   }
 
   vk::DescriptorBufferInfo part(const TensorSlot& t, const TensorPart& p) const {

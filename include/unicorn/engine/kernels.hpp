@@ -1,4 +1,5 @@
-// unicorn/engine/kernels.hpp — the typed specialization constants of every shader.
+// unicorn/engine/kernels.hpp — every shader as a typed handle: its module, its
+// specialization constants and its bindings.
 //
 // One Hana struct per shader; field i is the shader's `constant_id = i`, of
 // the same name in capitals (see gpu/kernel.hpp; tests/kernel checks both).
@@ -10,9 +11,12 @@
 #include <boost/hana/define_struct.hpp>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string>
 
+#include "unicorn/base/error.hpp"
 #include "unicorn/quant/formats.hpp"
+#include "unicorn/spirv_modules.hpp"
 
 namespace unicorn::kernels {
 
@@ -144,9 +148,11 @@ constexpr uint32_t coop_max_splits(uint32_t K, uint32_t cap, uint32_t min_steps 
 // slice: elements of Y between the partial sums of a split tile (n x M).
 inline LinearCoop linear_coop(uint32_t K, uint32_t M, uint32_t row_set, uint32_t tm, uint32_t tn,
                               uint32_t tk, uint32_t subgroup_size, CoopTile t, uint32_t slice = 0) {
-  return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.warps_tokens, t.warps_rows,
-          (t.warps() + t.producers) * subgroup_size, t.stages, t.producers, uint32_t(t.x_half),
-          t.splits, slice};
+  return {.in_features = K, .out_features = M, .row_set = row_set, .tm = tm, .tn = tn, .tk = tk,
+          .subgroup_size = subgroup_size, .tile_tokens = t.tokens, .tile_rows = t.rows,
+          .warps_tokens = t.warps_tokens, .warps_rows = t.warps_rows,
+          .threads = (t.warps() + t.producers) * subgroup_size, .stages = t.stages, .producers = t.producers,
+          .x_half = uint32_t(t.x_half), .splits = t.splits, .slice = slice};
 }
 // matmul_coop_splitk (batched decode: a few token rows): Linear's constants,
 // the cooperative-matrix shape and subgroup size, the workgroup's output tile
@@ -191,8 +197,10 @@ inline LinearCoopSplitK linear_coop_splitk(uint32_t K, uint32_t M, uint32_t row_
                                            uint32_t tn, uint32_t tk, uint32_t subgroup_size,
                                            SplitKTile t, bool x_half = false, uint32_t splits = 1,
                                            uint32_t slice = 0) {
-  return {K, M, row_set, tm, tn, tk, subgroup_size, t.tokens, t.rows, t.split, t.split * subgroup_size,
-          uint32_t(x_half), splits, slice, 0, 0};
+  return {.in_features = K, .out_features = M, .row_set = row_set, .tm = tm, .tn = tn, .tk = tk,
+          .subgroup_size = subgroup_size, .tile_tokens = t.tokens, .tile_rows = t.rows, .split = t.split,
+          .threads = t.split * subgroup_size, .x_half = uint32_t(x_half), .splits = splits, .slice = slice, .pair = 0,
+          .half_out = 0};
 }
 // The fused gate and up (block formats): out = gelu(x Wg^T) * (x Wu^T), M
 // rows of each, TILE_ROWS / 2 of each a tile; in fp16 (the down projection's
@@ -565,13 +573,6 @@ struct CheckFinite {
   BOOST_HANA_DEFINE_STRUCT(CheckFinite, (uint32_t, kind));
 };
 
-// Module names of the per-format variants, as cmake/UnicornShaders.cmake names them.
-inline std::string variant(const char* kernel, Format f) {
-  std::string name = std::string(kernel) + "_";
-  for (char c : format_name(f)) name += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return name;
-}
-
 // Binding counts, per shader (its `layout(binding = i)` declarations).
 // matvec's binding 4 is the fused pair's second tensor (the first again otherwise);
 // matvec's binding 5 and rmsnorm's 6 are the signal / wait counters (any buffer without).
@@ -584,5 +585,58 @@ inline constexpr uint32_t kEmbedBindings = 3, kRmsNormBindings = 7, kLinearBindi
 // matmul_coop_splitk binds what matmul and matmul_coop bind, and as matvec
 // binding 4: the fused pair's second tensor (the first again otherwise).
 inline constexpr uint32_t kLinearSplitKBindings = 5;
+
+// The kernels as typed handles: a SPIR-V module (spirv::Module, which the build
+// generates, so a kernel that does not exist does not compile), the type of its
+// specialization constants and its binding count. EngineCore::kernel takes a
+// handle with a value of its Spec, so no module meets another kernel's constants.
+template <class Spec>
+struct Shader {
+  spirv::Module module;
+  uint32_t bindings;
+};
+
+// A family's module for a format (a weight format, or the KV cache's for the
+// attention kernels); a format the build compiled no variant of is an internal
+// error (the deployment's formats are checked against the engine's long before).
+template <class Spec>
+Shader<Spec> variant_of(std::optional<spirv::Module> module, const char* family, Format f, uint32_t bindings) {
+  if (!module) throw Error(std::string("internal: no ") + family + " kernel for " + std::string(format_name(f)));
+  return {*module, bindings};
+}
+inline Shader<Embed> embed(Format f) { return variant_of<Embed>(spirv::embed(f), "embed", f, kEmbedBindings); }
+inline Shader<Convert> convert(Format f) {
+  return variant_of<Convert>(spirv::convert(f), "convert", f, kConvertBindings);
+}
+inline Shader<MatVec> matvec(Format f) { return variant_of<MatVec>(spirv::matvec(f), "matvec", f, kMatVecBindings); }
+// matvec on integer dot products (block formats only: matvec_dot_takes).
+inline Shader<MatVec> matvec_dot(Format f) {
+  return variant_of<MatVec>(spirv::matvec_dot(f), "matvec_dot", f, kMatVecBindings);
+}
+inline Shader<Linear> matmul(Format f) { return variant_of<Linear>(spirv::matmul(f), "matmul", f, kLinearBindings); }
+inline Shader<LinearCoop> matmul_coop(Format f) {
+  return variant_of<LinearCoop>(spirv::matmul_coop(f), "matmul_coop", f, kLinearBindings);
+}
+inline Shader<LinearCoopSplitK> matmul_coop_splitk(Format f) {
+  return variant_of<LinearCoopSplitK>(spirv::matmul_coop_splitk(f), "matmul_coop_splitk", f, kLinearSplitKBindings);
+}
+inline Shader<AttnPrep> attn_prep(Format kv) {
+  return variant_of<AttnPrep>(spirv::attn_prep(kv), "attn_prep", kv, kAttnPrepBindings);
+}
+inline Shader<Attention> attention(Format kv) {
+  return variant_of<Attention>(spirv::attention(kv), "attention", kv, kAttentionBindings);
+}
+inline Shader<AttentionTiled> attention_tiled(Format kv) {
+  return variant_of<AttentionTiled>(spirv::attention_tiled(kv), "attention_tiled", kv, kAttentionTiledBindings);
+}
+inline Shader<AttentionCoop> attention_coop(Format kv) {
+  return variant_of<AttentionCoop>(spirv::attention_coop(kv), "attention_coop", kv, kAttentionCoopBindings);
+}
+inline constexpr Shader<RmsNorm> kRmsNorm{spirv::Module::rmsnorm, kRmsNormBindings};
+inline constexpr Shader<Geglu> kGeglu{spirv::Module::geglu, kGegluBindings};
+inline constexpr Shader<LogitsMax> kLogitsMax{spirv::Module::logits_max, kLogitsMaxBindings};
+inline constexpr Shader<Sample> kSample{spirv::Module::sample, kSampleBindings};
+inline constexpr Shader<Logprobs> kLogprobs{spirv::Module::logprobs, kLogprobsBindings};
+inline constexpr Shader<CheckFinite> kCheckFinite{spirv::Module::check_finite, kCheckFiniteBindings};
 
 }  // namespace unicorn::kernels

@@ -10,8 +10,8 @@ namespace unicorn::detail {
 
 UNICORN_DECL void EngineCore::Recorder::embed() {
   const TensorSlot& t = c_.layout_.weight(Role::Embedding);
-  const kernels::Embed spec{m_.hidden, std::sqrt(float(m_.hidden))};
-  const auto& k = c_.kernel(kernels::variant("embed", t.format), kernels::kEmbedBindings, spec);
+  const kernels::Embed spec{.hidden = m_.hidden, .scale = std::sqrt(float(m_.hidden))};
+  const auto& k = c_.kernel(kernels::embed(t.format), spec);
   const auto parts = c_.layout_.parts_of(t);
   for (size_t i = 0; i < parts.size(); ++i) {  // parts write their own rows: one barrier after the last
     const TensorPart& p = parts[i];
@@ -21,8 +21,10 @@ UNICORN_DECL void EngineCore::Recorder::embed() {
 }
 
 UNICORN_DECL void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& w, uint32_t row_set) {
-  const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 0, row_set, 0, out == Act::Operand, 0, 0, 0, norm_threads()};
-  const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
+  const kernels::RmsNorm spec{.dim = m_.hidden, .eps = m_.rms_eps, .accumulate = 0, .row_set = row_set, .chain = 0,
+                              .half_out = out == Act::Operand, .slices = 0, .slice = 0, .wait = 0,
+                              .threads = norm_threads()};
+  const auto& k = c_.kernel(kernels::kRmsNorm, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
   const vk::DescriptorBufferInfo b[] = {lane_.act(in), wb, lane_.act(out), lane_.step(), wb, lane_.act(out),
                                         lane_.counters[0].whole()};
@@ -30,9 +32,11 @@ UNICORN_DECL void EngineCore::Recorder::norm(Act in, Act out, const TensorSlot& 
 }
 
 UNICORN_DECL void EngineCore::Recorder::add_norm(const TensorSlot& w, const TensorSlot* next, std::optional<Wait> wait) {
-  const kernels::RmsNorm spec{m_.hidden, m_.rms_eps, 1, 0, next ? 1u : 0u, next && half_,
-                              slices_[size_t(Act::Proj)], slice_elems(Act::Proj), wait ? 1u : 0u, norm_threads()};
-  const auto& k = c_.kernel("rmsnorm", kernels::kRmsNormBindings, spec);
+  const kernels::RmsNorm spec{.dim = m_.hidden, .eps = m_.rms_eps, .accumulate = 1, .row_set = 0,
+                              .chain = next ? 1u : 0u, .half_out = next && half_,
+                              .slices = slices_[size_t(Act::Proj)], .slice = slice_elems(Act::Proj),
+                              .wait = wait ? 1u : 0u, .threads = norm_threads()};
+  const auto& k = c_.kernel(kernels::kRmsNorm, spec);
   const auto wb = c_.part(w, c_.layout_.parts_of(w)[0]);
   const auto nb = next ? c_.part(*next, c_.layout_.parts_of(*next)[0]) : wb;
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Proj), wb, lane_.act(Act::X), lane_.step(), nb,
@@ -117,15 +121,16 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
                                              max_splits);
   slices_[size_t(out)] = vec ? splits : tile.splits;  // 1 unless split above
   const auto& k =
-      vec ? c_.kernel(kernels::variant(int_dot ? "matvec_dot" : "matvec", w.format),
-                      kernels::kMatVecBindings,
-                      kernels::MatVec{K, M, row_set, rows, lanes, unroll, accumulators - 1,
-                                      tokens, token_tile, splits, slice_elems(out), signal_ ? 1u : 0u})
-      : coop ? c_.kernel(kernels::variant("matmul_coop", w.format), kernels::kLinearBindings,
+      vec ? c_.kernel(int_dot ? kernels::matvec_dot(w.format) : kernels::matvec(w.format),
+                      kernels::MatVec{.in_features = K, .out_features = M, .row_set = row_set, .rows_per_group = rows,
+                                      .lanes_per_group = lanes, .unroll = unroll, .pair = accumulators - 1,
+                                      .tokens = tokens, .tile = token_tile, .splits = splits,
+                                      .slice = slice_elems(out), .signal = signal_ ? 1u : 0u})
+      : coop ? c_.kernel(kernels::matmul_coop(w.format),
                          kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
                                               info.coop_k, info.subgroup_size, tile, slice_elems(out)))
-             : c_.kernel(kernels::variant("matmul", w.format), kernels::kLinearBindings,
-                         kernels::Linear{K, M, row_set});
+             : c_.kernel(kernels::matmul(w.format),
+                         kernels::Linear{.in_features = K, .out_features = M, .row_set = row_set});
   const uint32_t tile_rows = coop ? tile.rows : 64, tile_tokens = coop ? tile.tokens : 64;
   const auto parts = c_.layout_.parts_of(w);
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -169,7 +174,7 @@ UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const Ten
   const uint32_t splits = kernels::splitk_splits(K, qkv && shared_waves_ ? shared_waves_ : M, tile, cap,
                                                  kernels::kSplitKWaveGroups, c_.tuning_.splitk_split_steps);
   slices_[size_t(out)] = splits;
-  const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", w.format), kernels::kLinearSplitKBindings,
+  const auto& k = c_.kernel(kernels::matmul_coop_splitk(w.format),
                             kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
                                                         info.coop_k, info.subgroup_size, tile,
                                                         is_fp16(in), splits, slice_elems(out)));
@@ -189,7 +194,7 @@ UNICORN_DECL Act EngineCore::Recorder::gate_up_splitk(const TensorSlot& gate, co
   const kernels::SplitKTile tile = c_.tuning_.splitk_tile(splitk_tokens_ ? splitk_tokens_ : n_);
   const Act in = operand(Act::Xn), out = half_ ? Act::FfnOperand : Act::Gate;  // never in (layout.hpp)
   reads_not_written(in, out);
-  const auto& k = c_.kernel(kernels::variant("matmul_coop_splitk", gate.format), kernels::kLinearSplitKBindings,
+  const auto& k = c_.kernel(kernels::matmul_coop_splitk(gate.format),
                             kernels::linear_coop_splitk_pair(K, M, info.coop_m, info.coop_n, info.coop_k,
                                                              info.subgroup_size, tile, is_fp16(in), is_fp16(out)));
   const auto gp = c_.layout_.parts_of(gate), upp = c_.layout_.parts_of(up);
@@ -223,9 +228,10 @@ UNICORN_DECL void EngineCore::Recorder::attn_prep(int l, AttentionKind kind) {
   const TensorSlot& kc = L.kv(Role::KCache, l);
   const TensorSlot& vc = L.kv(Role::VCache, l);
   const uint32_t heads_per_group = kernels::attn_prep_heads_per_group(decode_, c_.ctx_.info().subgroup_size);
-  const kernels::AttnPrep spec{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind), m_.rope_theta(kind),
-                               m_.rope_scale(kind), m_.rms_eps, heads_per_group};
-  const auto& k = c_.kernel(kernels::variant("attn_prep", kc.format), kernels::kAttnPrepBindings, spec);
+  const kernels::AttnPrep spec{.heads = m_.heads, .kv_heads = m_.kv_heads, .head_dim = m_.head_dim,
+                               .slots = slots_of(kind), .theta = m_.rope_theta(kind), .scale = m_.rope_scale(kind),
+                               .eps = m_.rms_eps, .heads_per_group = heads_per_group};
+  const auto& k = c_.kernel(kernels::attn_prep(kc.format), spec);
   if (slices_[size_t(Act::Q)] != 1 || slices_[size_t(Act::K)] != 1 || slices_[size_t(Act::V)] != 1)
     throw std::logic_error("unicorn: attn_prep takes q, k and v whole, not in partial sums");
   const TensorSlot& qn = L.weight(Role::AttnQNorm, l);
@@ -272,24 +278,28 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
                                                  info.max_shared_memory, rows);
   const bool tiled = chunk && tile.rows;  // attention_coop or attention_tiled: tiles of query rows
   const auto& k =
-      coop.rows ? c_.kernel(kernels::variant("attention_coop", kc.format), kernels::kAttentionCoopBindings,
-                            kernels::AttentionCoop{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                                   window, scale, coop.rows, coop.keys, half_,
-                                                   info.coop_m, info.coop_n, info.coop_k,
-                                                   info.subgroup_size,
-                                                   kernels::attention_coop_threads(coop, info.coop_m, info.subgroup_size),
-                                                   uint32_t(pairs), coop.split})
-      : tiled ? c_.kernel(kernels::variant("attention_tiled", kc.format),
-                          kernels::kAttentionTiledBindings,
-                          kernels::AttentionTiled{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                                  window, scale, tile.rows, tile.keys, half_})
-              : c_.kernel(kernels::variant("attention", kc.format), kernels::kAttentionBindings,
-                          kernels::Attention{m_.heads, m_.kv_heads, m_.head_dim, slots_of(kind),
-                                             window, scale, info.subgroup_size, half_,
-                                             kernels::attention_threads(info.subgroup_size, m_.head_dim, info.cpu()),
-                                             prep_in_attention(), m_.rope_theta(kind), m_.rope_scale(kind),
-                                             m_.rms_eps, wait ? 1u : 0u, query_heads, qkv_slices,
-                                             slice_elems(Act::Q), slice_elems(Act::K)});
+      coop.rows ? c_.kernel(kernels::attention_coop(kc.format),
+                            kernels::AttentionCoop{.heads = m_.heads, .kv_heads = m_.kv_heads,
+                                                   .head_dim = m_.head_dim, .slots = slots_of(kind), .window = window,
+                                                   .scale = scale, .rows = coop.rows, .keys = coop.keys,
+                                                   .half_out = half_, .tm = info.coop_m, .tn = info.coop_n,
+                                                   .tk = info.coop_k, .subgroup_size = info.subgroup_size,
+                                                   .threads = kernels::attention_coop_threads(coop, info.coop_m, info.subgroup_size),
+                                                   .pairs = uint32_t(pairs), .split = coop.split})
+      : tiled ? c_.kernel(kernels::attention_tiled(kc.format),
+                          kernels::AttentionTiled{.heads = m_.heads, .kv_heads = m_.kv_heads, .head_dim = m_.head_dim,
+                                                  .slots = slots_of(kind), .window = window, .scale = scale,
+                                                  .rows = tile.rows, .keys = tile.keys, .half_out = half_})
+              : c_.kernel(kernels::attention(kc.format),
+                          kernels::Attention{.heads = m_.heads, .kv_heads = m_.kv_heads, .head_dim = m_.head_dim,
+                                             .slots = slots_of(kind), .window = window, .scale = scale,
+                                             .subgroup_size = info.subgroup_size, .half_out = half_,
+                                             .threads = kernels::attention_threads(info.subgroup_size, m_.head_dim, info.cpu()),
+                                             .prep = prep_in_attention(), .theta = m_.rope_theta(kind),
+                                             .rope_scale = m_.rope_scale(kind), .eps = m_.rms_eps,
+                                             .wait = wait ? 1u : 0u, .query_heads = query_heads,
+                                             .qkv_slices = qkv_slices, .q_slice = slice_elems(Act::Q),
+                                             .kv_slice = slice_elems(Act::K)});
   if (wait && (tiled || c_.layout_.parts_of(kc).size() != 1))
     throw std::logic_error("unicorn: a waiting attention is a decode step's, over one cache part");
   if (qkv_slices > 1 && (tiled || coop.rows || wait || !prep_in_attention()))
@@ -318,8 +328,9 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
 }
 
 UNICORN_DECL void EngineCore::Recorder::geglu() {
-  const auto& k = c_.kernel("geglu", kernels::kGegluBindings,
-                            kernels::Geglu{m_.ffn, half_, slices_[size_t(Act::Up)], slice_elems(Act::Up)});
+  const auto& k = c_.kernel(kernels::kGeglu,
+                            kernels::Geglu{.ffn = m_.ffn, .half_out = half_, .up_slices = slices_[size_t(Act::Up)],
+                                           .slice = slice_elems(Act::Up)});
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Gate), lane_.act(Act::Up), lane_.step(),
                                         lane_.act(operand(Act::Gate))};
   add(k, b, {}, {groups(kernels::geglu_threads(m_.ffn), 64), n_, 1});
@@ -327,17 +338,17 @@ UNICORN_DECL void EngineCore::Recorder::geglu() {
 
 UNICORN_DECL void EngineCore::Recorder::sample() {
   const uint32_t parts = kernels::logit_parts(m_.vocab);
-  const auto& km = c_.kernel("logits_max", kernels::kLogitsMaxBindings,
-                             kernels::LogitsMax{m_.vocab, parts});
+  const auto& km = c_.kernel(kernels::kLogitsMax,
+                             kernels::LogitsMax{.vocab = m_.vocab, .parts = parts});
   const vk::DescriptorBufferInfo bm[] = {lane_.act(Act::Logits), lane_.partials[0].whole(),
                                          lane_.host[2].whole(), lane_.step(), lane_.host[4].whole()};
   add(km, bm, {}, {parts, logit_rows_, 1});
-  const auto& k = c_.kernel("sample", kernels::kSampleBindings, kernels::Sample{m_.vocab, parts});
+  const auto& k = c_.kernel(kernels::kSample, kernels::Sample{.vocab = m_.vocab, .parts = parts});
   const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Logits), lane_.host[1].whole(),
                                         lane_.host[2].whole(), lane_.step(), lane_.partials[0].whole()};
   add(k, b, {}, {logit_rows_, 1, 1});
   // Rows whose sampling asks for log-probabilities; the others exit at once.
-  const auto& kl = c_.kernel("logprobs", kernels::kLogprobsBindings, kernels::Logprobs{m_.vocab, parts});
+  const auto& kl = c_.kernel(kernels::kLogprobs, kernels::Logprobs{.vocab = m_.vocab, .parts = parts});
   const vk::DescriptorBufferInfo bl[] = {lane_.act(Act::Logits), lane_.partials[0].whole(), lane_.host[2].whole(),
                                          lane_.step(), lane_.host[1].whole(), lane_.host[3].whole()};
   add(kl, bl, {}, {logit_rows_, 1, 1});

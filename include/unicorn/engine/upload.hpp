@@ -66,8 +66,8 @@ UNICORN_DECL void EngineCore::convert_part(const TensorSlot& t, const TensorPart
                               : type == SourceType::F32      ? 4 * f.block_elems
                                                              : 2 * f.block_elems;
   const uint64_t units = elems / f.block_elems;
-  const kernels::Convert spec{uint32_t(type), add};
-  const auto& k = kernel(kernels::variant("convert", t.format), kernels::kConvertBindings, spec);
+  const kernels::Convert spec{.source_type = uint32_t(type), .add = add};
+  const auto& k = kernel(kernels::convert(t.format), spec);
   gpu::StagingRing& ring = uploads();
   const uint64_t per_fill = ring.slot_bytes() / unit_bytes;
   const gpu::Buffer& dst = slab_of(t, p);

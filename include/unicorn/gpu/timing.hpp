@@ -84,7 +84,7 @@ inline double measure_read_bandwidth(const Context& ctx, int repetitions = 7,
   BufferSet sums(ctx, sum_sizes, MemoryKind::DeviceLocal, "bandwidth sums");
   KernelCache kernels(ctx, /*cache_dir=*/{});  // one small kernel: not worth a file on disk
   DescriptorArena sets(ctx);
-  const Kernel& k = kernels.get("bandwidth", spirv::find("bandwidth"), 2, NoConstants{});
+  const Kernel& k = kernels.get("bandwidth", spirv::words(spirv::Module::bandwidth), 2, NoConstants{});
   const vk::DescriptorBufferInfo b[] = {src[0].whole(), sums[0].whole()};
   const vk::DescriptorSet set = sets.make(k, b);
   Stream stream(ctx);

@@ -365,10 +365,8 @@ class VisionEncoder {
   }
 
   template <class Spec>
-  const gpu::Kernel& kernel(const std::string& name, uint32_t bindings, const Spec& spec) {
-    const auto words = spirv::find(name);
-    if (words.empty()) throw std::logic_error("unicorn: no SPIR-V module named " + name);
-    return kernels_->get(name, words, bindings, spec);
+  const gpu::Kernel& kernel(const kernels::Shader<Spec>& shader, const Spec& spec) {
+    return kernels_->get(std::string(spirv::name(shader.module)), spirv::words(shader.module), shader.bindings, spec);
   }
   void add(const gpu::Kernel& k, std::span<const vk::DescriptorBufferInfo> b, gpu::PushWords push,
            std::array<uint32_t, 3> g) {
@@ -386,28 +384,29 @@ class VisionEncoder {
     const gpu::PushWords push{0, m.rows};
     if (tensor_units_) {
       const kernels::CoopTile tile = kernels::coop_tile(rows, m.rows);
-      const auto& k = kernel(kernels::variant("matmul_coop", m.format), kernels::kLinearBindings,
+      const auto& k = kernel(kernels::matmul_coop(m.format),
                              kernels::linear_coop(m.cols, m.rows, 0, info.coop_m, info.coop_n, info.coop_k,
                                                   info.subgroup_size, tile));
       return add(k, b, push, {groups(m.rows, tile.rows), groups(rows, tile.tokens), 1});
     }
-    const auto& k = kernel(kernels::variant("matmul", m.format), kernels::kLinearBindings,
-                           kernels::Linear{m.cols, m.rows, 0});
+    const auto& k = kernel(kernels::matmul(m.format),
+                           kernels::Linear{.in_features = m.cols, .out_features = m.rows, .row_set = 0});
     add(k, b, push, {groups(m.rows, 64), groups(rows, 64), 1});
   }
 
   // x += y + y_bias (when y is given), then out = LayerNorm(x) with weight, bias.
   void layer_norm(uint32_t weight, uint32_t bias, Act out, const uint32_t* y_bias) {
-    const kernels::VisionLayerNorm spec{v_.hidden, v_.layer_norm_eps, y_bias ? 1u : 0u, kernels::kVisionRowThreads};
-    const auto& k = kernel("vision_layernorm", kernels::kVisionLayerNormBindings, spec);
+    const kernels::VisionLayerNorm spec{.dim = v_.hidden, .eps = v_.layer_norm_eps, .accumulate = y_bias ? 1u : 0u,
+                                        .threads = kernels::kVisionRowThreads};
+    const auto& k = kernel(kernels::kVisionLayerNorm, spec);
     const vk::DescriptorBufferInfo b[] = {a(kX), a(kProj), w(y_bias ? *y_bias : weight), w(weight), w(bias), a(out)};
     add(k, b, {}, {v_.patches(), 1, 1});
   }
 
   void record() {
     const uint32_t n = v_.patches(), H = v_.hidden, T = v_.tokens_per_image;
-    const auto& patches = kernel("vision_patches", kernels::kVisionPatchesBindings,
-                                 kernels::VisionPatches{v_.image_size, v_.patch});
+    const auto& patches = kernel(kernels::kVisionPatches,
+                                 kernels::VisionPatches{.image = v_.image_size, .patch = v_.patch});
     const vk::DescriptorBufferInfo pb[] = {host_[kPixels].whole(), a(kCols)};
     add(patches, pb, {}, {kernels::vision_elementwise_groups(uint64_t(n) * v_.patch_inputs()), 1, 1});
     linear(kCols, kProj, patch_, kPatchStep, n);                    // proj [n, H]
@@ -422,17 +421,20 @@ class VisionEncoder {
     const uint32_t coop_rows = kernels::kVisionAttentionCoopGroups * info.coop_m;
     const auto& attention =
         attention_coop_
-            ? kernel("vision_attention_coop", kernels::kVisionAttentionCoopBindings,
-                     kernels::VisionAttentionCoop{
-                         n, v_.heads, v_.head_dim(),
-                         kernels::vision_attention_coop_pad(v_.head_dim(), info.coop_n, info.coop_k), scale,
-                         coop_rows, kernels::kVisionAttentionCoopKeys, info.coop_m, info.coop_n, info.coop_k,
-                         info.subgroup_size, kernels::kVisionAttentionCoopGroups * info.subgroup_size})
-            : kernel("vision_attention", kernels::kVisionAttentionBindings,
-                     kernels::VisionAttention{n, v_.heads, v_.head_dim(), scale, kernels::kVisionAttentionKeys,
-                                              kernels::kVisionAttentionRows});
+            ? kernel(kernels::kVisionAttentionCoop,
+                     kernels::VisionAttentionCoop{.patches = n, .heads = v_.heads, .head_dim = v_.head_dim(),
+                                                  .pad_dim = kernels::vision_attention_coop_pad(v_.head_dim(), info.coop_n, info.coop_k),
+                                                  .scale = scale, .rows = coop_rows,
+                                                  .keys = kernels::kVisionAttentionCoopKeys, .tm = info.coop_m,
+                                                  .tn = info.coop_n, .tk = info.coop_k,
+                                                  .subgroup_size = info.subgroup_size,
+                                                  .threads = kernels::kVisionAttentionCoopGroups * info.subgroup_size})
+            : kernel(kernels::kVisionAttention,
+                     kernels::VisionAttention{.patches = n, .heads = v_.heads, .head_dim = v_.head_dim(),
+                                              .scale = scale, .keys = kernels::kVisionAttentionKeys,
+                                              .rows = kernels::kVisionAttentionRows});
     const uint32_t attention_rows = attention_coop_ ? coop_rows : kernels::kVisionAttentionRows;
-    const auto& gelu = kernel("vision_gelu", kernels::kVisionGeluBindings, kernels::VisionGelu{v_.ffn, n});
+    const auto& gelu = kernel(kernels::kVisionGelu, kernels::VisionGelu{.dim = v_.ffn, .rows = n});
     for (uint32_t l = 0; l < v_.layers; ++l) {
       const Layer& L = layers_[l];
       linear(kH, kQkv, L.qkv, kPatchStep, n);  // qkv [n, 3H]
@@ -449,9 +451,9 @@ class VisionEncoder {
       else
         layer_norm(post_w_, post_b_, kEncoded, &L.fc2_bias);  // encoded = post_LN(x) [n, H]
     }
-    const auto& pool = kernel("vision_pool", kernels::kVisionPoolBindings,
-                              kernels::VisionPool{H, v_.patches_per_side(), v_.pool(), v_.soft_norm_eps,
-                                                  kernels::kVisionRowThreads});
+    const auto& pool = kernel(kernels::kVisionPool,
+                              kernels::VisionPool{.dim = H, .per_side = v_.patches_per_side(), .pool = v_.pool(),
+                                                  .eps = v_.soft_norm_eps, .threads = kernels::kVisionRowThreads});
     const vk::DescriptorBufferInfo qb[] = {a(kEncoded), w(soft_norm_), a(kPooled)};
     add(pool, qb, {}, {T, 1, 1});                             // pooled [T, H]
     linear(kPooled, kSoft, projection_, kTokenStep, T);       // soft [T, Ht]

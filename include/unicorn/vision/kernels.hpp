@@ -8,6 +8,8 @@
 #include <boost/hana/define_struct.hpp>
 #include <cstdint>
 
+#include "unicorn/engine/kernels.hpp"
+
 namespace unicorn::kernels {
 
 // vision_patches: the im2col of the patch embedding.
@@ -100,5 +102,14 @@ static_assert(vision_attention_coop_pad(72, 16, 16) == 80 && vision_attention_co
 inline constexpr uint32_t kVisionPatchesBindings = 2, kVisionLayerNormBindings = 6,
                           kVisionAttentionBindings = 3, kVisionAttentionCoopBindings = 3, kVisionGeluBindings = 2,
                           kVisionPoolBindings = 3;
+
+// The encoder's shaders as typed handles (engine/kernels.hpp's Shader).
+inline constexpr Shader<VisionPatches> kVisionPatches{spirv::Module::vision_patches, kVisionPatchesBindings};
+inline constexpr Shader<VisionLayerNorm> kVisionLayerNorm{spirv::Module::vision_layernorm, kVisionLayerNormBindings};
+inline constexpr Shader<VisionAttention> kVisionAttention{spirv::Module::vision_attention, kVisionAttentionBindings};
+inline constexpr Shader<VisionAttentionCoop> kVisionAttentionCoop{spirv::Module::vision_attention_coop,
+                                                                  kVisionAttentionCoopBindings};
+inline constexpr Shader<VisionGelu> kVisionGelu{spirv::Module::vision_gelu, kVisionGeluBindings};
+inline constexpr Shader<VisionPool> kVisionPool{spirv::Module::vision_pool, kVisionPoolBindings};
 
 }  // namespace unicorn::kernels
