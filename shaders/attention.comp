@@ -94,6 +94,13 @@ const uint MAX_QUERY_HEADS = 2;  // kernels::kAttentionMaxQueryHeads
 layout(constant_id = 15) const uint QKV_SLICES = 1;
 layout(constant_id = 16) const uint Q_SLICE = 0;
 layout(constant_id = 17) const uint KV_SLICE = 0;
+// OWN_LAST (a verify pass, whose attn_prep wrote every row's key and value
+// into the cache before this dispatch): the token's own key and value come
+// from the cache but are attended last, by subgroup 0, as PREP attends them,
+// so that each row's sums are a decode step's, bit for bit (a verify pass's
+// rows choose what decode steps choose: generation/speculative.hpp).
+layout(constant_id = 18) const uint OWN_LAST = 0;
+const bool kOwnKeyLast = PREP != 0 || OWN_LAST != 0;
 #include "include/rope.glsl"
 const uint BATCH = 4;
 const uint NS = THREADS / SUBGROUP_SIZE;  // subgroups
@@ -101,23 +108,7 @@ const uint LANE_DIMS = (HEAD_DIM + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE;  // head 
 shared float sg_max[NS], sg_sum[NS];
 shared float sg_out[NS * HEAD_DIM];
 shared float head_q[MAX_QUERY_HEADS * HEAD_DIM], head_k[HEAD_DIM], head_v[HEAD_DIM];  // PREP: this token's
-// PREP: a key or value element as the cache holds it, rounded here (to
-// nearest, ties to even) so that the stored fp16 value is exactly the one in
-// head_k / head_v: the conversion of an fp16 value is exact in any rounding
-// mode, where packHalf2x16's and a conversion's own rounding may differ (on
-// the H100 they do, by an ulp).
-#if defined(KV_F16)
-float kv_round(float x) {
-  const float a = abs(x);
-  if (a < 6.103515625e-05) return roundEven(x * 16777216.0) / 16777216.0;  // fp16 subnormals: 2^-24 apart
-  if (a >= 65520.0) return sign(x) * (1.0 / 0.0);  // past fp16's range
-  uint u = floatBitsToUint(x);
-  u += 0x0FFFu + ((u >> 13) & 1u);  // drop 13 mantissa bits, ties to even
-  return uintBitsToFloat(u & 0xFFFFE000u);
-}
-#else
-float kv_round(float x) { return x; }
-#endif
+#include "include/kv_round.glsl"
 shared float head_sums[(MAX_QUERY_HEADS + 1) * NS];  // per subgroup: each query head's, then the key's
 
 // A projection's element i: as WAIT reads it, or its QKV_SLICES partial sums added in order.
@@ -201,6 +192,13 @@ void main() {
   if (PREP != 0)
     prep_heads(qb, t * KV_HEADS * HEAD_DIM + (head / group) * HEAD_DIM, p, cache_base + (p % SLOTS) * HEAD_DIM,
                head % group == 0);
+  if (OWN_LAST != 0) {  // the token's own key and value, where PREP would hold them
+    for (uint d = tid; d < HEAD_DIM; d += THREADS) {
+      head_k[d] = float(kc[cache_base + (p % SLOTS) * HEAD_DIM + d]);
+      head_v[d] = float(vc[cache_base + (p % SLOTS) * HEAD_DIM + d]);
+    }
+    barrier();
+  }
   // Per query head (0, and 1 when QUERY_HEADS is 2): this lane's query dims
   // lane, lane + SUBGROUP_SIZE, ..., scaled; the online softmax's running max
   // m, sum l and output dims acc. Named, not arrays of heads: NVIDIA's driver
@@ -216,10 +214,11 @@ void main() {
   INIT_HEAD(0, qr0, acc0)
   if (QUERY_HEADS > 1) { INIT_HEAD(1, qr1, acc1) }
   // Keys [lo, end) come from the cache; with PREP the token's own (position
-  // p) from head_k, since another workgroup may be writing it.
+  // p) from head_k, since another workgroup may be writing it (and with
+  // OWN_LAST from head_k too, in the same order).
   // In prefill an image's rows see to its end (step.glsl's sees_ahead; the
   // window stays the query's own: from p back).
-  const uint end = PREP != 0 ? p : p + 1 + step_rows[t].sees_ahead;
+  const uint end = kOwnKeyLast ? p : p + 1 + step_rows[t].sees_ahead;
 
 // One head's online softmax over the batch's keys kr and values vr.
 #define ATTEND_BATCH(QR, ACC, M, L)                                             \
@@ -257,7 +256,7 @@ void main() {
     ATTEND_BATCH(qr0, acc0, m0, l0)
     if (QUERY_HEADS > 1) ATTEND_BATCH(qr1, acc1, m1, l1)
   }
-// The token's own key and value (PREP), for one head.
+// The token's own key and value (PREP, OWN_LAST), for one head.
 #define ATTEND_OWN(QR, ACC, M, L)                                                                     \
   {                                                                                                   \
     float part = 0.0;                                                                                 \
@@ -269,7 +268,7 @@ void main() {
       ACC[e] = ACC[e] * correction + w * head_v[min(lane + e * SUBGROUP_SIZE, HEAD_DIM - 1)];         \
     M = m_new;                                                                                        \
   }
-  if (PREP != 0 && sg == 0) {
+  if (kOwnKeyLast && sg == 0) {
     ATTEND_OWN(qr0, acc0, m0, l0)
     if (QUERY_HEADS > 1) ATTEND_OWN(qr1, acc1, m1, l1)
   }

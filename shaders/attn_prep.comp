@@ -58,6 +58,7 @@ const uint PAIRS = (HEAD_DIM / 2 + LANES - 1) / LANES;  // rotation pairs per th
 shared float partial[128];  // the subgroups' sums of squares
 
 #include "include/rope.glsl"
+#include "include/kv_round.glsl"
 
 void main() {
   const uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_hd = HEAD_DIM / 2;
@@ -108,10 +109,10 @@ void main() {
       q[src + i] = r.x;
       q[src + i + half_hd] = r.y;
     } else {
-      kc[dst + i] = KV_T(r.x);
-      kc[dst + i + half_hd] = KV_T(r.y);
-      vc[dst + i] = KV_T(v[src + i]);
-      vc[dst + i + half_hd] = KV_T(v[src + i + half_hd]);
+      kc[dst + i] = KV_T(kv_round(r.x));
+      kc[dst + i + half_hd] = KV_T(kv_round(r.y));
+      vc[dst + i] = KV_T(kv_round(v[src + i]));
+      vc[dst + i + half_hd] = KV_T(kv_round(v[src + i + half_hd]));
     }
   }
 }

@@ -47,8 +47,9 @@ layout(constant_id = 5) const uint UNROLL = 1;   // blocks per lane per pass (1 
 layout(constant_id = 6) const uint PAIR = 0;     // 1: y = gelu(W x) * (W2 x)
 layout(constant_id = 7) const uint TOKENS = 1;   // token rows per workgroup
 layout(constant_id = 8) const uint TILE = 1;     // token rows per pass over the weights (<= TOKENS)
-// Split K (one token, TOKENS = 1): workgroup z takes blocks [z, z + 1) * blocks / SPLITS of
-// every row and writes its partial sums to slice z of y, SLICE elements after
+// Split K (a decode step's one token, or a verify pass's tokens, which split as
+// it does): workgroup z takes blocks [z, z + 1) * blocks / SPLITS of every row
+// and token and writes its partial sums to slice z of y, SLICE elements after
 // slice z - 1, which the consumer adds (rmsnorm's SLICES, as for matmul_coop).
 layout(constant_id = 9) const uint SPLITS = 1;
 layout(constant_id = 10) const uint SLICE = 0;

@@ -50,15 +50,26 @@ fs::path converted(const std::string& name, const std::string& args) {
   return out;
 }
 
+// Integer dot products, and the down projection's K (192) split in two for
+// one token, as the 12B's and 27B's are on the H100 (kMatVecDotSplitInFeatures):
+// lavapipe takes neither by default, and a verify pass must do the same.
+EngineOptions split_k(EngineOptions o) {
+  o.tuning.matvec_int_dot = 1;
+  o.tuning.matvec_dot_split_in_features = 128;
+  return o;
+}
+
 struct World {
   gpu::Context ctx{tools::device_from_env()};
   EngineOptions options = tools::engine_options_from_env({});
   Engine<TinyTarget> target{ctx, options};
+  Engine<TinyTarget> target_split{ctx, split_k(options)};
   Engine<TinyDraft> good{ctx, options};  // the target's weights at Q4_0
   Engine<TinyDraft> bad{ctx, options};   // other random weights of the same shape
   World() {
     const fs::path tiny = from_env("UNICORN_FIXTURES") / "tiny";
     target.load(tiny, {.tokenizer = from_env("UNICORN_TINY_TOKENIZER")});
+    target_split.load(tiny, {.tokenizer = from_env("UNICORN_TINY_TOKENIZER")});
     good.load(converted("tiny-q4_0.gguf", "--hf " + tiny.string() + " --type Q4_0"));
     bad.load(converted("other-q4_0.gguf", "--random gemma3-tiny --type Q4_0 --seed 3"));
   }
@@ -91,18 +102,23 @@ SamplingParams sampled(uint32_t seed) {
 
 // The tokens decode steps choose after each of `rows`, fed one at a time from
 // the stream's position (which they leave where they found it).
-std::vector<int32_t> decoded_one_at_a_time(detail::EngineCore& core, std::span<const int32_t> rows) {
+// With `last`: the log-probabilities of the last choice (the raw logits'
+// bits, where the sampling asks for them).
+std::vector<int32_t> decoded_one_at_a_time(detail::EngineCore& core, std::span<const int32_t> rows,
+                                           TokenLogprobs* last = nullptr) {
   const uint32_t pos = core.position(0);
   std::vector<int32_t> chosen;
   for (int32_t t : rows) chosen.push_back(core.decode(t));
+  if (last) *last = core.logprobs(0);
   core.rewind(0, pos);
   return chosen;
 }
 
-TEST_F(Speculative, VerifyChoosesWhatDecodeStepsChooseRowByRow) {
-  detail::EngineCore& core = world().target.core();
+void expect_verify_chooses_what_decode_steps_choose(detail::EngineCore& core) {
   ASSERT_EQ(core.verify_rows(), 7u);
-  for (const SamplingParams& p : {SamplingParams{}, sampled(5), sampled(6)}) {
+  for (SamplingParams p : {SamplingParams{}, sampled(5), sampled(6)}) {
+    p.logprobs = true;  // the last row's log-probabilities: its logits, to the bit
+    p.top_logprobs = 4;
     core.reset(0);
     core.set_sampling(0, p);
     const int32_t first = core.prefill(0, kPrompt);
@@ -116,10 +132,14 @@ TEST_F(Speculative, VerifyChoosesWhatDecodeStepsChooseRowByRow) {
     std::vector<int32_t> wrong = right;
     for (size_t i = 3; i < wrong.size(); ++i) wrong[i] = int32_t((wrong[i] + 7 * i) % kGemma3Tiny.vocab);
     for (const auto& rows : {right, wrong, std::vector<int32_t>{first}, std::vector<int32_t>(right.begin(), right.begin() + 4)}) {
-      const auto want = decoded_one_at_a_time(core, rows);
+      TokenLogprobs want_last;
+      const auto want = decoded_one_at_a_time(core, rows, &want_last);
       ASSERT_EQ(core.draws(0), draws);
       const auto got = core.verify(0, rows);
       EXPECT_EQ(got, want) << "temperature " << p.temperature << ", " << rows.size() << " rows";
+      const TokenLogprobs got_last = core.logprobs(0);
+      EXPECT_EQ(got_last.logprob, want_last.logprob) << rows.size() << " rows: the last row's logits differ";
+      EXPECT_EQ(got_last.top, want_last.top) << rows.size() << " rows";
       EXPECT_EQ(core.position(0), pos + rows.size()) << "the stream keeps every token verified";
       EXPECT_EQ(core.draws(0), draws + rows.size());
       core.rewind(0, pos);
@@ -129,6 +149,15 @@ TEST_F(Speculative, VerifyChoosesWhatDecodeStepsChooseRowByRow) {
     const auto after = decoded_one_at_a_time(core, std::vector<int32_t>{got[2]});
     EXPECT_EQ(core.decode(got[2]), after[0]);
   }
+}
+
+TEST_F(Speculative, VerifyChoosesWhatDecodeStepsChooseRowByRow) {
+  expect_verify_chooses_what_decode_steps_choose(world().target.core());
+}
+
+TEST_F(Speculative, VerifySplitsKAsTheDecodeStepDoes) {
+  SCOPED_TRACE("integer dot products, K split");
+  expect_verify_chooses_what_decode_steps_choose(world().target_split.core());
 }
 
 TEST_F(Speculative, VerifyRefusesWhatItCannotDo) {

@@ -359,8 +359,11 @@ struct Attention {
                            (float, scale), (uint32_t, subgroup_size), (uint32_t, half_out),
                            (uint32_t, threads), (uint32_t, prep), (float, theta), (float, rope_scale),
                            (float, eps), (uint32_t, wait), (uint32_t, query_heads),
-                           (uint32_t, qkv_slices), (uint32_t, q_slice), (uint32_t, kv_slice));
+                           (uint32_t, qkv_slices), (uint32_t, q_slice), (uint32_t, kv_slice),
+                           (uint32_t, own_last));
 };
+// own_last (verify passes): the token's own key, which attn_prep wrote, is
+// attended after the earlier ones, as prep orders it: a decode step's sums.
 // prep (decode passes): attention first does attn_prep's work for its own
 // query heads and kv head, with AttnPrep's theta, scale (rope_scale here) and
 // eps; attn_prep is not dispatched (shaders/attention.comp).

@@ -80,12 +80,22 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   // in another shape may round differently on NVIDIA's compiler, which would
   // break the bits of prompts prefilled together against each alone.
   const uint32_t tokens = decode_ || cpu ? (row_set ? logit_rows_ : n_) : 1;
+  // A verify pass's rows are one stream's next tokens: each must sum as a
+  // one-token step does, bit for bit, for the text to be the model's own
+  // (generation/speculative.hpp). So its products take the step's choices of
+  // integer dot products and K splits, not a batch's.
+  const uint32_t choice_tokens = verify_ ? 1 : tokens;
   const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
   const uint32_t dot_splits =
-      tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;
-  const bool int_dot =
-      vec && c_.int_dot_ && kernels::matvec_dot_takes(w.format, K, tokens, info.max_shared_memory, dot_splits);
+      choice_tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;
+  const bool int_dot = vec && c_.int_dot_ &&
+                       kernels::matvec_dot_takes(w.format, K, choice_tokens, info.max_shared_memory, dot_splits);
   const uint32_t splits = int_dot ? dot_splits : 1;
+  if (verify_ && splits > 1 && is_qkv(out))  // attn_prep, a dispatch of its own there, takes them whole
+    throw Error("unicorn: this engine's decode step splits the q, k and v products over K (" + std::to_string(K) +
+                " inputs, Tuning::matvec_dot_split_in_features " +
+                std::to_string(c_.tuning_.matvec_dot_split_in_features) +
+                "), which its verify pass cannot do the same way: raise that tuning, or draft nothing");
   uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
   if (!lanes || !is_block_quantized(w.format))
     lanes = int_dot ? kernels::kMatVecDotLanes : kernels::matvec_lanes(w.format, K, M, rows, sg, cpu);
@@ -258,6 +268,9 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
   const uint32_t query_heads = kernels::attention_query_heads(m_.heads, m_.kv_heads, n_, c_.tuning_.attention_query_heads);
   // q, k and v as their products left them: one sum, or one partial sum per
   // range of K (linear_splitk), the same count for the three.
+  // A verify pass attends as the decode step does: its own key last where the
+  // step preps in attention (a row's bits are the step's).
+  const uint32_t own_last = verify_ && c_.tuning_.decode_attention_prep != 0 ? 1u : 0u;
   const uint32_t qkv_slices = slices_[size_t(Act::Q)];
   if (slices_[size_t(Act::K)] != qkv_slices || slices_[size_t(Act::V)] != qkv_slices)
     throw std::logic_error("unicorn: q, k and v split K differently");
@@ -299,7 +312,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
                                              .rope_scale = m_.rope_scale(kind), .eps = m_.rms_eps,
                                              .wait = wait ? 1u : 0u, .query_heads = query_heads,
                                              .qkv_slices = qkv_slices, .q_slice = slice_elems(Act::Q),
-                                             .kv_slice = slice_elems(Act::K)});
+                                             .kv_slice = slice_elems(Act::K), .own_last = own_last});
   if (wait && (tiled || c_.layout_.parts_of(kc).size() != 1))
     throw std::logic_error("unicorn: a waiting attention is a decode step's, over one cache part");
   if (qkv_slices > 1 && (tiled || coop.rows || wait || !prep_in_attention()))
