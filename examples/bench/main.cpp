@@ -163,8 +163,9 @@ std::string fmt_stats(const Stats& s) {
 
 // The lines every table starts with.
 void print_header(const nlohmann::json& j) {
-  std::printf("device: %s, read bandwidth %.0f GB/s (measured)\n",
-              j["device"].get<std::string>().c_str(), j["read_bandwidth_gbps"].get<double>());
+  std::printf("device: %s, read bandwidth %.0f GB/s (measured), %u multiprocessors (%s)\n",
+              j["device"].get<std::string>().c_str(), j["read_bandwidth_gbps"].get<double>(),
+              j["multiprocessors"].get<unsigned>(), j["multiprocessors_from"].get<std::string>().c_str());
   if (j["weight_bytes_gtt"].get<uint64_t>())
     std::printf("placement %s: %.2f GiB of weights in Gtt, read at %.1f GB/s (measured)\n",
                 j["placement"].get<std::string>().c_str(),
@@ -676,6 +677,8 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
                   {"lm_head", d.config.scheme.separate_lm_head() ? format_name(d.config.scheme.lm_head)
                                                                     : "tied to the embedding"}}},
       {"device", device},
+      {"multiprocessors", ctx.info().multiprocessors},
+      {"multiprocessors_from", ctx.info().multiprocessors_source},
       {"placement", std::string(placement_name(placement))},
       {"prefill_linear", engine.prefill_linear_path()},
       {"decode_linear", engine.decode_linear_path()},

@@ -668,6 +668,9 @@ TEST(Cli, BenchJson) {
   EXPECT_GT(j["roofline_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["read_bandwidth_gbps"].get<double>(), 0);
   EXPECT_GT(j["upload_bandwidth_gbps"].get<double>(), 0);
+  // The device's multiprocessors, from the device (lavapipe: the host's threads).
+  EXPECT_GT(j["multiprocessors"].get<unsigned>(), 0u);
+  EXPECT_EQ(j["multiprocessors_from"], "the host's threads");
   EXPECT_FALSE(j["profile"]["decode"].empty());
   // The decode step's dispatches and barriers agree with its dispatch list;
   // the tiny model's 6 layers are 9 dispatches behind 4 barriers each (q, k

@@ -55,6 +55,11 @@ namespace {
 
 using detail::StepHeader;
 
+// The H100's multiprocessors: tests of the tile and K-split choices pin what
+// the engine picks on it, where those choices were measured.
+constexpr uint32_t kH100Multiprocessors = 132;
+constexpr uint32_t kH100SplitKWave = kernels::kSplitKGroupsPerMultiprocessor * kH100Multiprocessors;
+
 // A family's module name for a format, as cmake/UnicornShaders.cmake names it
 // ("matvec" and Q4_0: "matvec_q4_0"): the tests pick kernels by name, the
 // engine by typed handle (engine/kernels.hpp).

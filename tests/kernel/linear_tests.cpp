@@ -592,24 +592,25 @@ TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
 // same for every tile of one row count.
 TEST(SplitKTile, SplitsKWhereTheRowTilesLeaveTheGpuIdle) {
   const kernels::SplitKTile small = kernels::kSplitKTiles[0], large = kernels::kSplitKTiles[1];
-  EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, kProjSlices), 3u);  // 4B down: 80 tiles -> 240
-  EXPECT_EQ(kernels::splitk_splits(2048, 2560, small, kProjSlices), 3u);   // 4B o: 64 steps, 3 ranges
-  EXPECT_EQ(kernels::splitk_splits(21504, 5376, small, kProjSlices), 3u);  // 27B down: 168 tiles -> 504 of 528
-  EXPECT_EQ(kernels::splitk_splits(2560, 10240, small, kProjSlices), 4u);  // 320 tiles: 1,280 fill 97 % of 5 waves
-  EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, 1), 1u);            // a consumer of one sum
-  EXPECT_EQ(kernels::splitk_splits(256, 2560, small, kProjSlices), 1u);    // 8 steps: 2 a subgroup
-  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, kProjSlices), 2u);    // 16 steps: two ranges of 2 a subgroup
-  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, 1), 1u);
+  EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, kProjSlices, kH100SplitKWave), 3u);  // 4B down: 80 tiles -> 240
+  EXPECT_EQ(kernels::splitk_splits(2048, 2560, small, kProjSlices, kH100SplitKWave), 3u);   // 4B o: 64 steps, 3 ranges
+  EXPECT_EQ(kernels::splitk_splits(21504, 5376, small, kProjSlices, kH100SplitKWave), 3u);  // 27B down: 168 tiles -> 504 of 528
+  EXPECT_EQ(kernels::splitk_splits(2560, 10240, small, kProjSlices, kH100SplitKWave), 4u);  // 320 tiles: 1,280 fill 97 % of 5 waves
+  EXPECT_EQ(kernels::splitk_splits(10240, 2560, small, 1, kH100SplitKWave), 1u);            // a consumer of one sum
+  EXPECT_EQ(kernels::splitk_splits(256, 2560, small, kProjSlices, kH100SplitKWave), 1u);    // 8 steps: 2 a subgroup
+  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, kProjSlices, kH100SplitKWave), 2u);    // 16 steps: two ranges of 2 a subgroup
+  EXPECT_EQ(kernels::splitk_splits(512, 1152, small, 1, kH100SplitKWave), 1u);
   // q, k and v of a batched step, their rows together (they share waves),
   // into the decode lane's slices, which attention's PREP adds.
-  EXPECT_EQ(kernels::splitk_splits(2560, 2048 + 2 * 1024, small, detail::kDecodeQkvSlices), 2u);  // 4B: 128 tiles -> 256
-  EXPECT_EQ(kernels::splitk_splits(1152, 1024 + 2 * 256, small, detail::kDecodeQkvSlices), 4u);   // 1B: 48 tiles -> 192
-  EXPECT_EQ(kernels::splitk_splits(5376, 4096 + 2 * 2048, small, detail::kDecodeQkvSlices), 1u);  // 27B: 256 tiles fill a wave
+  EXPECT_EQ(kernels::splitk_splits(2560, 2048 + 2 * 1024, small, detail::kDecodeQkvSlices, kH100SplitKWave), 2u);  // 4B: 128 tiles -> 256
+  EXPECT_EQ(kernels::splitk_splits(1152, 1024 + 2 * 256, small, detail::kDecodeQkvSlices, kH100SplitKWave), 4u);   // 1B: 48 tiles -> 192
+  EXPECT_EQ(kernels::splitk_splits(5376, 4096 + 2 * 2048, small, detail::kDecodeQkvSlices, kH100SplitKWave), 1u);  // 27B: 256 tiles fill a wave
   // M: hidden sizes (the output projections) and q + k + v rows together
   // (the 1B's 1,536, the 4B's 4,096, the 12B's and 27B's 8,192).
   for (uint32_t K : {1024u, 1152u, 2048u, 2560u, 5376u, 10240u, 21504u})
     for (uint32_t M : {1152u, 1536u, 2560u, 4096u, 5376u, 8192u})
-      EXPECT_EQ(kernels::splitk_splits(K, M, small, kProjSlices), kernels::splitk_splits(K, M, large, kProjSlices))
+      EXPECT_EQ(kernels::splitk_splits(K, M, small, kProjSlices, kH100SplitKWave),
+                kernels::splitk_splits(K, M, large, kProjSlices, kH100SplitKWave))
           << K << " x " << M << ": the small-step tile must sum a row in the large one's order";
 }
 
@@ -690,7 +691,7 @@ TEST(LinearCoopPerf, PrefillShapes) {
         }
         std::sort(ms.begin(), ms.end());
         const double tflops = 2.0 * s.n * s.K * s.M / (ms[1] * 1e-3) / 1e12;
-        const auto picked = kernels::coop_tile(s.n, s.M, tile.x_half, kernels::kCoopWaveGroups,
+        const auto picked = kernels::coop_tile(s.n, s.M, tile.x_half, kH100Multiprocessors,
                                                kernels::coop_max_splits(s.K, s.proj ? kProjSlices : 1));
         const bool is_picked = coop && tile_name(tile) == tile_name(picked);
         std::printf("[perf] %-16s n=%u K=%u M=%u tile %s%s: %.3f ms, %.1f TFLOP/s = %.1f%% "

@@ -826,7 +826,8 @@ TEST_F(Model, BatchedDecodeSplitsProductsQ4_0) {
   EngineOptions split = options();
   split.tuning.splitk_split_steps = 1;
   static_assert(kernels::splitk_splits(M.hidden, M.q_dim() + 2 * M.kv_dim(), kernels::kSplitKTiles[0],
-                                       detail::kDecodeQkvSlices, kernels::kSplitKWaveGroups, 1) == 2);
+                                       detail::kDecodeQkvSlices,
+                                       kernels::kSplitKGroupsPerMultiprocessor * 132 /* the H100's */, 1) == 2);
   const fs::path model = random_gguf(std::string(M.name), "Q4_0");
   if (context().info().coopmat) {
     Engine<TinyStreams<Format::Q4_0, M>> engine(context(), split);

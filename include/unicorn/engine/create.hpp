@@ -17,7 +17,7 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
       layout_(run_layout_.view()),
       kernels_(ctx.kernel_cache(options.pipeline_cache)),
       sets_(ctx),
-      tuning_(options.tuning),
+      tuning_(with_device_facts(options.tuning, ctx.info())),
       tensor_units_(ctx.info().coopmat && fp16_products(options.products, config.scheme)),
       int_dot_(options.products != Products::fp32 &&
                (options.tuning.matvec_int_dot == 1   ? ctx.info().int_dot

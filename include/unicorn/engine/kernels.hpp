@@ -98,18 +98,17 @@ inline constexpr CoopTile kCoopTiles[] = {{128, 256, 2, 8, 1}, {128, 128, 2, 4, 
 // X): the best of each over Gemma 3's matrices in an H100 kernel sweep
 // (notes/kernel_shapes.md), used only to rank tiles against each other.
 inline constexpr double kCoopTilePeak[] = {166, 164, 109};
-// Workgroups in flight at once: the large tiles hold one per multiprocessor,
-// and the H100 has 132. A matrix whose tiles fill 1.2 waves leaves most of the
-// second one idle; Tuning::coop_wave overrides it (another GPU's count).
-inline constexpr uint32_t kCoopWaveGroups = 132;
+// `wave` below: workgroups in flight at once. The large tiles hold one per
+// multiprocessor, so a wave is the device's multiprocessors
+// (gpu::DeviceInfo::multiprocessors; Tuning::coop_wave overrides it). A matrix
+// whose tiles fill 1.2 waves leaves most of the second one idle.
 // A matrix takes the tile, and where its consumer adds partial sums the split
 // of K, with the most work done per wave: the tile's peak times the share of
 // its last wave the workgroups fill; on a tie the larger tile (fewer re-reads
 // of each operand) and fewer splits. Against every tile on Gemma 3's matrices
 // it picks the fastest or one within 1 % of it, where a "fill the GPU" rule
 // left some projections on far slower small tiles (notes/kernel_shapes.md).
-constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half = false,
-                             uint32_t wave = kCoopWaveGroups, uint32_t max_splits = 1) {
+constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t wave, uint32_t max_splits = 1) {
   CoopTile best{};
   double best_rate = -1;
   for (size_t i = 0; i < std::size(kCoopTiles); ++i)
@@ -128,7 +127,7 @@ constexpr CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half = false
 // wave of its workgroups together with `in_flight` others dispatched with it
 // (no barrier between): the up projection after the gate's, same tile.
 constexpr uint32_t coop_splits_after(const CoopTile& t, uint32_t tokens, uint32_t rows, uint64_t in_flight,
-                                     uint32_t wave = kCoopWaveGroups, uint32_t max_splits = 1) {
+                                     uint32_t wave, uint32_t max_splits = 1) {
   const uint64_t tiles = uint64_t((rows + t.rows - 1) / t.rows) * ((tokens + t.tokens - 1) / t.tokens);
   uint32_t best = 1;
   double best_fill = -1;
@@ -218,16 +217,16 @@ inline LinearCoopSplitK linear_coop_splitk_pair(uint32_t K, uint32_t M, uint32_t
 // q, k and v, whose M is their rows together): a matrix of few row tiles and
 // a long K — the 4B's down projection is 80 tiles of 32 rows walking K =
 // 10240 — leaves most multiprocessors idle and its chains long.
-// The splits whose workgroups best fill their last wave of kSplitKWaveGroups
-// (two 256-thread workgroups on each of the H100's 132 multiprocessors), each
+// The splits whose workgroups best fill their last wave (`wave`: two 256-thread
+// workgroups on each multiprocessor, kSplitKGroupsPerMultiprocessor), each
 // range keeping at least min_steps (kSplitKMinSteps; Tuning::splitk_split_steps)
 // steps of 32 k for every subgroup.
 // Not a function of the step's tokens: a row's sums keep one order in every
 // batched pass (batch invariance).
-inline constexpr uint32_t kSplitKWaveGroups = 264;
+inline constexpr uint32_t kSplitKGroupsPerMultiprocessor = 2;
 inline constexpr uint32_t kSplitKMinSteps = 2;
 constexpr uint32_t splitk_splits(uint32_t K, uint32_t M, SplitKTile t, uint32_t cap,
-                                 uint32_t wave = kSplitKWaveGroups, uint32_t min_steps = kSplitKMinSteps) {
+                                 uint32_t wave, uint32_t min_steps = kSplitKMinSteps) {
   const uint64_t tiles = (M + t.rows - 1) / t.rows, steps = (K + 31) / 32;
   const uint32_t most =
       uint32_t(std::clamp<uint64_t>(steps / (std::max(min_steps, 1u) * t.split), 1, std::max(cap, 1u)));
@@ -536,10 +535,10 @@ constexpr uint32_t attention_coop_threads(AttentionTile t, uint32_t tm, uint32_t
 // the 1B's 43 lost to attention_tiled, the 4B's 88 won (notes/kernel_shapes.md).
 inline constexpr uint32_t kAttentionCoopGroups = 64;
 // Whether attention_coop pairs row tiles (PAIRS): where the workgroups of one
-// row tile each are more than a wave (kCoopWaveGroups), so that some would
+// row tile each are more than a wave (the multiprocessors), so that some would
 // share a multiprocessor while the last row tiles, which walk the most keys,
 // hold the pass up.
-constexpr bool attention_coop_pairs(uint64_t workgroups, uint32_t wave = kCoopWaveGroups) {
+constexpr bool attention_coop_pairs(uint64_t workgroups, uint32_t wave) {
   return workgroups > wave;
 }
 // up_slices, slice: up as partial sums (as RmsNorm's slices).

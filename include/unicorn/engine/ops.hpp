@@ -127,7 +127,7 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   kernels::CoopTile tile = c_.tuning_.coop_tile(rows_n, shared_waves_ ? shared_waves_ : M, is_fp16(in),
                                                 out == Act::Up ? 1 : max_splits);
   if (out == Act::Up)
-    tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, std::max(1u, c_.tuning_.coop_wave),
+    tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, c_.tuning_.coop_wave,
                                              max_splits);
   slices_[size_t(out)] = vec ? splits : tile.splits;  // 1 unless split above
   const auto& k =
@@ -182,7 +182,8 @@ UNICORN_DECL void EngineCore::Recorder::linear_splitk(Act in, Act out, const Ten
                        : qkv            ? qkv_slices_cap()
                                         : 1;
   const uint32_t splits = kernels::splitk_splits(K, qkv && shared_waves_ ? shared_waves_ : M, tile, cap,
-                                                 kernels::kSplitKWaveGroups, c_.tuning_.splitk_split_steps);
+                                                 kernels::kSplitKGroupsPerMultiprocessor * info.multiprocessors,
+                                                 c_.tuning_.splitk_split_steps);
   slices_[size_t(out)] = splits;
   const auto& k = c_.kernel(kernels::matmul_coop_splitk(w.format),
                             kernels::linear_coop_splitk(K, M, row_set, info.coop_m, info.coop_n,
@@ -282,7 +283,7 @@ UNICORN_DECL void EngineCore::Recorder::attention(int l, AttentionKind kind, std
           : kernels::AttentionTile{};
   const uint64_t coop_groups = coop.rows ? uint64_t(groups(query_rows, coop.rows)) * m_.kv_heads : 0;
   if (coop_groups < kernels::kAttentionCoopGroups) coop = {};
-  const bool pairs = kernels::attention_coop_pairs(coop_groups);
+  const bool pairs = kernels::attention_coop_pairs(coop_groups, c_.tuning_.coop_wave);
   const uint32_t rows =
       c_.tuning_.attention_rows.value_or(kernels::attention_tiled_rows(n_, m_.heads));
   const kernels::AttentionTile tile =

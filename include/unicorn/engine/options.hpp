@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "unicorn/engine/kernels.hpp"
+#include "unicorn/gpu/context.hpp"
 #include "unicorn/gpu/device_options.hpp"
 
 namespace unicorn {
@@ -56,7 +57,7 @@ struct Tuning {
   // every matrix (0: kernels::coop_tile's choice); the workgroups of a wave
   // that choice assumes; the fewest steps of 32 k each split of K keeps.
   uint32_t coop_tile_index = 0;
-  uint32_t coop_wave = kernels::kCoopWaveGroups;
+  uint32_t coop_wave = 0;  // 0: the device's multiprocessors (gpu::DeviceInfo)
   uint32_t coop_split_steps = kernels::kCoopMinSplitSteps;
   // Batched steps on tensor units: i forces kernels::kSplitKTiles[i - 1] (0: kernels::splitk_tile);
   // the fewest steps of 32 k each subgroup keeps where a product splits K across workgroups.
@@ -73,7 +74,7 @@ struct Tuning {
 
   kernels::CoopTile coop_tile(uint32_t tokens, uint32_t rows, bool x_half, uint32_t max_splits) const {
     if (!coop_tile_index || coop_tile_index > std::size(kernels::kCoopTiles))
-      return kernels::coop_tile(tokens, rows, x_half, coop_wave < 1 ? 1 : coop_wave, max_splits);
+      return kernels::coop_tile(tokens, rows, x_half, coop_wave, max_splits);
     kernels::CoopTile t = kernels::kCoopTiles[coop_tile_index - 1];
     t.x_half = x_half;
     return t;
@@ -84,6 +85,13 @@ struct Tuning {
     return kernels::splitk_tile(tokens);
   }
 };
+
+// The tuning with what it leaves to the device filled in from the device's
+// facts: a wave of tensor-unit workgroups is its multiprocessors.
+inline Tuning with_device_facts(Tuning t, const gpu::DeviceInfo& device) {
+  if (t.coop_wave == 0) t.coop_wave = device.multiprocessors;
+  return t;
+}
 
 // The arithmetic of prefill's products and attention (and of batched decode
 // steps' products) where the device has tensor units

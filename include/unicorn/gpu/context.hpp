@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "unicorn/base/error.hpp"
@@ -76,7 +77,17 @@ struct DeviceInfo {
   // rather than emulating them: decode's matvec_dot kernels run where they are.
   bool int_dot = false;
   bool int_dot_accelerated = false;
+  // Multiprocessors (NVIDIA's SMs, AMD's compute units, ARM's shader cores; a
+  // CPU device's threads): how many large workgroups run at once, which the
+  // tile and K-split choices fill in waves. From the driver where it says
+  // (multiprocessors_source names how), else kAssumedMultiprocessors.
+  uint32_t multiprocessors = 0;
+  std::string multiprocessors_source;
 };
+
+// A device that does not say how many multiprocessors it has is taken to
+// have this many: the H100's, on which the tile and split choices were measured.
+inline constexpr uint32_t kAssumedMultiprocessors = 132;
 
 // The most shared memory a matmul_coop tile may declare (bytes): 48 KiB, what
 // Vulkan devices commonly offer. Every kernels::kCoopTiles tile fits (128 x 128
@@ -204,6 +215,9 @@ class Context {
 
   // Sets info_.coopmat and the shape, or says in coopmat_note why not.
   void detect_coopmat();
+
+  // Sets info_.multiprocessors and where the count came from.
+  void detect_multiprocessors();
 
   bool validation_;
   bool allow_coopmat_ = true;
@@ -368,6 +382,7 @@ UNICORN_DECL void Context::create_device() {
   queue_family_ = *family;
   detect_coopmat();
   detect_int_dot();
+  detect_multiprocessors();
 
   const auto features = physical_.getFeatures2<vk::PhysicalDeviceFeatures2,
                                                vk::PhysicalDeviceVulkan11Features,
@@ -459,6 +474,41 @@ UNICORN_DECL void Context::detect_int_dot() {
   physical_.getDispatcher()->vkGetPhysicalDeviceProperties2(*physical_, &p2);
   info_.int_dot = true;
   info_.int_dot_accelerated = properties.integerDotProduct4x8BitPackedSignedAccelerated;
+}
+
+UNICORN_DECL void Context::detect_multiprocessors() {
+  std::vector<std::string> extensions;
+  for (const auto& e : physical_.enumerateDeviceExtensionProperties()) extensions.emplace_back(e.extensionName.data());
+  const auto has = [&](const char* name) { return std::find(extensions.begin(), extensions.end(), name) != extensions.end(); };
+  const auto query = [&](auto& properties) {
+    VkPhysicalDeviceProperties2 p2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &properties};
+    physical_.getDispatcher()->vkGetPhysicalDeviceProperties2(*physical_, &p2);
+  };
+  uint32_t count = 0;
+  if (info_.cpu()) {
+    count = std::thread::hardware_concurrency();
+    info_.multiprocessors_source = "the host's threads";
+  } else if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    query(sm);
+    count = sm.shaderSMCount;
+    info_.multiprocessors_source = VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME;
+  } else if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD core{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    query(core);
+    count = core.shaderEngineCount * core.shaderArraysPerEngineCount * core.computeUnitsPerShaderArray;
+    info_.multiprocessors_source = VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME;
+  } else if (has(VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM core{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+    query(core);
+    count = core.shaderCoreCount;
+    info_.multiprocessors_source = VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME;
+  }
+  if (count == 0) {
+    count = kAssumedMultiprocessors;
+    info_.multiprocessors_source = "not said by the driver: assumed";
+  }
+  info_.multiprocessors = count;
 }
 
 UNICORN_DECL void Context::detect_coopmat() {

@@ -383,7 +383,7 @@ class VisionEncoder {
     const vk::DescriptorBufferInfo b[] = {w(m.buffer), a(in), a(out), host_[step].whole()};
     const gpu::PushWords push{0, m.rows};
     if (tensor_units_) {
-      const kernels::CoopTile tile = kernels::coop_tile(rows, m.rows);
+      const kernels::CoopTile tile = kernels::coop_tile(rows, m.rows, false, info.multiprocessors);
       const auto& k = kernel(kernels::matmul_coop(m.format),
                              kernels::linear_coop(m.cols, m.rows, 0, info.coop_m, info.coop_n, info.coop_k,
                                                   info.subgroup_size, tile));
