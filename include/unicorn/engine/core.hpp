@@ -410,20 +410,27 @@ class EngineCore {
   // and the queue it runs on (see the first comment).
   struct Lane {
     Lane(gpu::Context& ctx, const DeploymentConfig& cfg, std::span<const ActivationSlot> acts, Pool pool,
-         uint32_t step_rows, uint32_t queue, const std::string& what);
+         uint32_t rows_per_step, uint32_t queue, const std::string& what);
     // A one-token pass's products whose consumer waits on a counter, per
     // layer: q, k and v together (attention), o and down (their add_norm).
     static uint32_t wait_counters(const DeploymentConfig& cfg) { return 3 * cfg.model.layers; }
     gpu::BufferSet acts;
-    // The step's rows, the chosen tokens, the sampler rows, the log-probabilities,
-    // and each stream's allowed-token mask ([streams, token_mask_words]).
+    // Host-visible, each by name below: the step's rows, the chosen tokens,
+    // the sampler rows, the log-probabilities and each stream's allowed-token
+    // mask ([streams, token_mask_words]).
     gpu::BufferSet host;
+    enum HostBuffer : size_t { kStepRows, kChosen, kSamplerRows, kLogprobs, kMasks, kHostBuffers };
+    const gpu::Buffer& step_rows() const { return host[kStepRows]; }
+    const gpu::Buffer& chosen() const { return host[kChosen]; }
+    const gpu::Buffer& sampler_rows() const { return host[kSamplerRows]; }
+    const gpu::Buffer& logprob_rows() const { return host[kLogprobs]; }
+    const gpu::Buffer& masks() const { return host[kMasks]; }
     gpu::BufferSet partials;  // per-slice logit maxima, [logit rows, kLogitParts]
     gpu::BufferSet counters;  // finished workgroups, per product whose consumer waits for it
     gpu::Stream stream;
     std::optional<gpu::BufferSet> logits_readback;  // teacher forcing
     vk::DescriptorBufferInfo act(Act a) const { return acts[size_t(a)].whole(); }
-    vk::DescriptorBufferInfo step() const { return host[0].whole(); }
+    vk::DescriptorBufferInfo step() const { return step_rows().whole(); }
   };
   // The decode steps' lane: their own with several streams, else the only one.
   Lane& decode_lane() { return decode_lane_ ? *decode_lane_ : *prefill_lane_; }

@@ -78,17 +78,19 @@ UNICORN_DECL DeviceMemory EngineCore::device_memory() const {
 }
 
 UNICORN_DECL EngineCore::Lane::Lane(gpu::Context& ctx, const DeploymentConfig& cfg,
-                                   std::span<const ActivationSlot> acts, Pool pool, uint32_t step_rows,
+                                   std::span<const ActivationSlot> acts, Pool pool, uint32_t rows_per_step,
                                    uint32_t queue, const std::string& what)
     : stream(ctx, queue) {
   std::vector<uint64_t> act_bytes;
   for (const auto& a : acts) act_bytes.push_back(a.bytes);
   this->acts = gpu::BufferSet(ctx, act_bytes, gpu::memory_kind_of(pool), "activations" + what);
   const uint64_t logit_rows = acts[size_t(Act::Logits)].rows;
-  const uint64_t host_sizes[] = {sizeof(StepHeader) + sizeof(StepRow) * uint64_t(std::max(step_rows, cfg.streams)),
-                                 4 * logit_rows, kSamplerRowBytes * logit_rows,
-                                 4ull * kLogprobRowFloats * logit_rows,
-                                 4ull * token_mask_words(cfg.model.vocab) * cfg.streams};
+  uint64_t host_sizes[kHostBuffers];
+  host_sizes[kStepRows] = sizeof(StepHeader) + sizeof(StepRow) * uint64_t(std::max(rows_per_step, cfg.streams));
+  host_sizes[kChosen] = 4 * logit_rows;
+  host_sizes[kSamplerRows] = kSamplerRowBytes * logit_rows;
+  host_sizes[kLogprobs] = 4ull * kLogprobRowFloats * logit_rows;
+  host_sizes[kMasks] = 4ull * token_mask_words(cfg.model.vocab) * cfg.streams;
   host = gpu::BufferSet(ctx, host_sizes, gpu::MemoryKind::HostVisible, "host buffers" + what);
   const uint64_t partial_bytes[] = {8ull * kernels::kLogitParts * logit_rows};  // the most parts any vocabulary takes
   partials = gpu::BufferSet(ctx, partial_bytes, gpu::MemoryKind::DeviceLocal, "sampler partials" + what);

@@ -355,16 +355,17 @@ UNICORN_DECL void EngineCore::Recorder::sample() {
   const auto& km = c_.kernel(kernels::kLogitsMax,
                              kernels::LogitsMax{.vocab = m_.vocab, .parts = parts});
   const vk::DescriptorBufferInfo bm[] = {lane_.act(Act::Logits), lane_.partials[0].whole(),
-                                         lane_.host[2].whole(), lane_.step(), lane_.host[4].whole()};
+                                         lane_.sampler_rows().whole(), lane_.step(), lane_.masks().whole()};
   add(km, bm, {}, {parts, logit_rows_, 1});
   const auto& k = c_.kernel(kernels::kSample, kernels::Sample{.vocab = m_.vocab, .parts = parts});
-  const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Logits), lane_.host[1].whole(),
-                                        lane_.host[2].whole(), lane_.step(), lane_.partials[0].whole()};
+  const vk::DescriptorBufferInfo b[] = {lane_.act(Act::Logits), lane_.chosen().whole(),
+                                        lane_.sampler_rows().whole(), lane_.step(), lane_.partials[0].whole()};
   add(k, b, {}, {logit_rows_, 1, 1});
   // Rows whose sampling asks for log-probabilities; the others exit at once.
   const auto& kl = c_.kernel(kernels::kLogprobs, kernels::Logprobs{.vocab = m_.vocab, .parts = parts});
-  const vk::DescriptorBufferInfo bl[] = {lane_.act(Act::Logits), lane_.partials[0].whole(), lane_.host[2].whole(),
-                                         lane_.step(), lane_.host[1].whole(), lane_.host[3].whole()};
+  const vk::DescriptorBufferInfo bl[] = {lane_.act(Act::Logits), lane_.partials[0].whole(),
+                                         lane_.sampler_rows().whole(), lane_.step(), lane_.chosen().whole(),
+                                         lane_.logprob_rows().whole()};
   add(kl, bl, {}, {logit_rows_, 1, 1});
 }
 

@@ -183,7 +183,7 @@ UNICORN_DECL std::vector<TokenLogprobs> EngineCore::score(uint32_t stream, std::
     for (uint32_t row = 0; row < n; ++row) {  // row i's logits predict the token after it
       write_sampler(lane, row, stream);
       SamplerState st;
-      std::byte* at = lane.host[2].mapped + row * kSamplerRowBytes;
+      std::byte* at = lane.sampler_rows().mapped + row * kSamplerRowBytes;
       std::memcpy(&st, at, sizeof st);
       st.logprobs = 1 + top;
       st.target = uint32_t(tokens[done + row + 1]);
@@ -569,7 +569,7 @@ UNICORN_DECL void EngineCore::write_step(Lane& lane, std::span<const StreamToken
 
 UNICORN_DECL void EngineCore::write_step(Lane& lane, std::span<const StepRow> rows, uint32_t logit_count) {
   const StepHeader h{uint32_t(rows.size()), logit_count};
-  std::byte* p = lane.host[0].mapped;
+  std::byte* p = lane.step_rows().mapped;
   std::memcpy(p, &h, sizeof h);
   std::memcpy(p + sizeof h, rows.data(), rows.size_bytes());
 }
@@ -593,7 +593,7 @@ UNICORN_DECL void EngineCore::run_chunk(const Graph& graph, uint32_t stream, std
   // buffer held (a penalty history billions of entries long).
   write_sampler(lane, 0, stream);
   for (uint32_t row = 1; row < n; ++row)
-    std::memcpy(lane.host[2].mapped + row * kSamplerRowBytes, lane.host[2].mapped, kSamplerRowBytes);
+    std::memcpy(lane.sampler_rows().mapped + row * kSamplerRowBytes, lane.sampler_rows().mapped, kSamplerRowBytes);
   submit(graph, s.tokens.size() - tokens.size(), stream);
 }
 
@@ -643,12 +643,12 @@ UNICORN_DECL void EngineCore::write_sampler(Lane& lane, uint32_t row, uint32_t s
                        p.presence_penalty, p.frequency_penalty, uint32_t(p.logit_bias.size()),
                        p.logprobs ? 1 + p.top_logprobs : 0};
   st.sampled = p.logprobs ? StreamState::Sampled{&lane, row} : StreamState::Sampled{};
-  std::byte* out = lane.host[2].mapped + row * kSamplerRowBytes;
+  std::byte* out = lane.sampler_rows().mapped + row * kSamplerRowBytes;
   std::memcpy(out, &s, sizeof s);
   if (!raw_logits_ && !st.allowed.empty()) {  // the lane's copy of the stream's mask (logits_max.comp)
     const uint32_t masked = 1;
     std::memcpy(out + offsetof(SamplerState, masked), &masked, 4);
-    std::memcpy(lane.host[4].mapped + 4ull * mask_words() * stream, st.allowed.data(), 4ull * mask_words());
+    std::memcpy(lane.masks().mapped + 4ull * mask_words() * stream, st.allowed.data(), 4ull * mask_words());
   }
   for (size_t i = 0; i < p.logit_bias.size(); ++i) {
     const uint32_t id = uint32_t(p.logit_bias[i].first);
@@ -683,7 +683,7 @@ UNICORN_DECL TokenLogprobs EngineCore::logprobs(uint32_t stream) const {
 
 UNICORN_DECL TokenLogprobs EngineCore::read_logprobs(const Lane& lane, uint32_t logit_row) const {
   float row[kLogprobRowFloats];
-  std::memcpy(row, lane.host[3].mapped + uint64_t(logit_row) * sizeof row, sizeof row);
+  std::memcpy(row, lane.logprob_rows().mapped + uint64_t(logit_row) * sizeof row, sizeof row);
   TokenLogprobs out{row[0], {}};
   uint32_t top;
   std::memcpy(&top, &row[1], 4);
@@ -697,7 +697,7 @@ UNICORN_DECL TokenLogprobs EngineCore::read_logprobs(const Lane& lane, uint32_t 
 
 UNICORN_DECL int32_t EngineCore::chosen_token(const Lane& lane, uint32_t row) const {
   uint32_t id;
-  std::memcpy(&id, lane.host[1].mapped + 4 * row, 4);
+  std::memcpy(&id, lane.chosen().mapped + 4 * row, 4);
   if (id >= cfg_.model.vocab)
     throw Error("the model produced no valid token (logits are NaN): check the weights file");
   return int32_t(id);
