@@ -12,7 +12,7 @@
 #                       picking its engine): end-to-end
 #                       generation on lavapipe, bad files, write failures,
 #                       signals, --check-tensors, injected device faults
-#   binary_golden_test  the tiny engine's logits through --logits-out
+#   binary_golden_tests  the tiny engine's logits through --logits-out
 #   server_fault        a lost device under the server: 500s, then exit 1
 #   fuzz_*              the libFuzzer targets (tests/fuzz, built by clang with
 #                       ASan, UBSan and libFuzzer), a few seconds each from
@@ -41,12 +41,12 @@ fuzzers=$(sed -n 's/^UNICORN_FUZZ_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" 
 # long to compile under the sanitizers, and the host app compiles the whole
 # engine again (header-only, as a host app uses it: 190 s of CPU here); the
 # release step (ctest in build/) runs them.
-cmake --build "$build" --target io_tests convert_tests tokenizer_test unicorn-tokenize server_api_tests grammar_tests cli_tests \
-      unicorn-generate unicorn-chat unicorn-convert unicorn-tiny-q8_0 binary_golden_test \
+cmake --build "$build" --target io_tests convert_tests tokenizer_tests unicorn-tokenize server_api_tests grammar_tests cli_tests \
+      unicorn-generate unicorn-chat unicorn-convert unicorn-tiny-q8_0 binary_golden_tests \
       unicorn-tiny-server unicorn-server unicorn-demo-from-gguf $fuzzers
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export GTEST_FILTER='-Cli.Bench*:Cli.PlacementExperiments:Cli.OfficialBinaryWithoutModel:Cli.HostAppWritesWhatTheGeneratorWrites'
 ctest --test-dir "$build" --output-on-failure -j2 \
-      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_test|tokenizer_cli|server_api_tests|grammar_tests|cli_tests\.shard[0-9]+|binary_golden_test|server_fault|fuzz_.*)$'
+      -R '^(io_tests|convert_tests|tokenizer_oracle|tokenizer_tests|tokenizer_cli|server_api_tests|grammar_tests|cli_tests\.shard[0-9]+|binary_golden_tests|server_fault|fuzz_.*)$'
