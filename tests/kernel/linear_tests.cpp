@@ -5,6 +5,7 @@
 // tile choice and the fp32 operands of k_unit_values.comp), and the coop
 // products' timing (UNICORN_PERF=1).
 #include "kernel_harness.hpp"
+#include "unicorn/engine/product_plan.hpp"
 
 #include "unicorn/gpu/timing.hpp"
 
@@ -584,6 +585,51 @@ TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
       EXPECT_GE(rate(t, rows, wave), rate(kernels::coop_tile(512, rows, true, wave, 1), rows, wave) - 1e-9)
           << rows << " rows, " << wave << " workgroups a wave";
     }
+}
+
+// The matrix-vector kernel's plan (engine/product_plan.hpp) on an H100's
+// facts: the 27B's down projection (K = 21,504) splits K in three for one
+// token, 8 rows a row group, on integer dot products; a verify pass of 9 rows
+// splits it as the step does (its rows sum in the step's order); a batched
+// step of 9 streams does not split; a CPU device's row groups are one lane.
+TEST(MatVecPlan, TheStepsChoicesOnAnH100) {
+  gpu::DeviceInfo h100{};
+  h100.type = vk::PhysicalDeviceType::eDiscreteGpu;
+  h100.subgroup_size = 32;
+  h100.max_shared_memory = 48 * 1024;
+  h100.multiprocessors = kH100Multiprocessors;
+  const Tuning tuning{};
+  const detail::MatVecAsk down{.format = Format::Q4_0, .in_features = 21504, .out_features = 5376, .tokens = 1,
+                               .one_token_order = false, .pair = false, .slice_capacity = kProjSlices};
+  const detail::MatVecPlan step = detail::plan_matvec(h100, tuning, true, down);
+  EXPECT_TRUE(step.int_dot);
+  EXPECT_EQ(step.splits, 3u);
+  EXPECT_EQ(step.rows, kernels::kMatVecDotSplitRows);
+  EXPECT_EQ(step.lanes, kernels::kMatVecDotLanes);
+  EXPECT_EQ(step.tile, 1u);
+  detail::MatVecAsk verify = down;
+  verify.tokens = 9, verify.one_token_order = true;
+  const detail::MatVecPlan v = detail::plan_matvec(h100, tuning, true, verify);
+  EXPECT_TRUE(v.int_dot);
+  EXPECT_EQ(v.splits, step.splits) << "a verify row sums as the step does";
+  EXPECT_EQ(v.lanes, step.lanes);
+  EXPECT_EQ(v.unroll, step.unroll);
+  EXPECT_EQ(v.tokens, 9u);
+  EXPECT_EQ(v.tile, kernels::kMatVecBatchTile);
+  detail::MatVecAsk batch = verify;
+  batch.one_token_order = false;
+  EXPECT_EQ(detail::plan_matvec(h100, tuning, true, batch).splits, 1u);
+  EXPECT_FALSE(detail::plan_matvec(h100, tuning, false, down).int_dot) << "integer dot products turned off";
+  // Too long a row for the shared memory of one token's bytes: floats, unsplit.
+  gpu::DeviceInfo small = h100;
+  small.max_shared_memory = 4096;
+  detail::MatVecAsk long_row = down;
+  long_row.slice_capacity = 1;
+  EXPECT_FALSE(detail::plan_matvec(small, tuning, true, long_row).int_dot);
+  gpu::DeviceInfo cpu = h100;
+  cpu.type = vk::PhysicalDeviceType::eCpu;
+  cpu.subgroup_size = 8;
+  EXPECT_EQ(detail::plan_matvec(cpu, tuning, false, down).lanes, 1u) << "a CPU device's row groups are one lane";
 }
 
 // matmul_coop_splitk's splits of K across workgroups: the output projections

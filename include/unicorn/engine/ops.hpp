@@ -5,6 +5,7 @@
 #pragma once
 
 #include "unicorn/engine/core.hpp"
+#include "unicorn/engine/product_plan.hpp"
 
 namespace unicorn::detail {
 
@@ -72,7 +73,6 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   // prefill: 42 products in 1,557 ms on matmul; notes/build_time.md).
   const bool vec = decode_ || row_set == 1 || cpu;
   const uint32_t K = uint32_t(w.cols), M = uint32_t(w.rows);
-  const uint32_t sg = info.subgroup_size, accumulators = pair ? 2 : 1;
   // Token rows per workgroup: a decode step's; in a prefill pass one, except
   // that on a CPU device every row of the pass (the LM head's logit rows)
   // goes to each workgroup, reading each weight once per tile of rows rather
@@ -80,40 +80,18 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   // in another shape may round differently on NVIDIA's compiler, which would
   // break the bits of prompts prefilled together against each alone.
   const uint32_t tokens = decode_ || cpu ? (row_set ? logit_rows_ : n_) : 1;
-  // A verify pass's rows are one stream's next tokens: each must sum as a
-  // one-token step does, bit for bit, for the text to be the model's own
-  // (generation/speculative.hpp). So its products take the step's choices of
-  // integer dot products and K splits, not a batch's.
-  const uint32_t choice_tokens = verify_ ? 1 : tokens;
+  // The matrix-vector kernel's shape (engine/product_plan.hpp). A verify
+  // pass's rows sum as a one-token step does, bit for bit, for the text to be
+  // the model's own (generation/speculative.hpp).
   const uint32_t slice_cap = c_.layout_.activations[size_t(out)].slices;
-  const uint32_t dot_splits =
-      choice_tokens == 1 ? kernels::matvec_dot_splits(K, c_.tuning_.matvec_dot_split_in_features, slice_cap) : 1;
-  const bool int_dot = vec && c_.int_dot_ &&
-                       kernels::matvec_dot_takes(w.format, K, choice_tokens, info.max_shared_memory, dot_splits);
-  const uint32_t splits = int_dot ? dot_splits : 1;
-  if (verify_ && splits > 1 && is_qkv(out))  // attn_prep, a dispatch of its own there, takes them whole
+  const MatVecPlan mv = plan_matvec(info, c_.tuning_, vec && c_.int_dot_,
+                                    {.format = w.format, .in_features = K, .out_features = M, .tokens = tokens,
+                                     .one_token_order = verify_, .pair = pair != nullptr, .slice_capacity = slice_cap});
+  if (verify_ && mv.splits > 1 && is_qkv(out))  // attn_prep, a dispatch of its own there, takes them whole
     throw Error("unicorn: this engine's decode step splits the q, k and v products over K (" + std::to_string(K) +
                 " inputs, Tuning::matvec_dot_split_in_features " +
                 std::to_string(c_.tuning_.matvec_dot_split_in_features) +
                 "), which its verify pass cannot do the same way: raise that tuning, or draft nothing");
-  uint32_t rows = c_.tuning_.matvec_rows, lanes = c_.tuning_.matvec_lanes;
-  if (!lanes || !is_block_quantized(w.format))
-    lanes = int_dot ? kernels::kMatVecDotLanes : kernels::matvec_lanes(w.format, K, M, rows, sg, cpu);
-  if (!kernels::matvec_shape_ok(lanes, rows * accumulators, sg))
-    rows = kernels::kMatVecRows, lanes = kernels::matvec_lanes(w.format, K, M, rows, sg, cpu);
-  // Long rows split over workgroups: more rows share each workgroup's inputs
-  // where enough workgroups remain.
-  const uint32_t split_rows = c_.tuning_.matvec_dot_split_rows;
-  if (splits > 1 && split_rows && kernels::matvec_shape_ok(lanes, split_rows * accumulators, sg) &&
-      kernels::matvec_dot_split_rows_fit(M, splits, split_rows, lanes))
-    rows = split_rows;
-  const uint32_t token_tile = std::max(1u, std::min(tokens, c_.tuning_.batch_tile));
-  if (tokens > 1) {
-    const uint32_t batch_rows = std::max(1u, c_.tuning_.batch_accumulators / accumulators);
-    if (kernels::matvec_shape_ok(lanes, batch_rows * accumulators, sg)) rows = batch_rows;
-  }
-  const uint32_t unroll = c_.tuning_.matvec_unroll == 2 ? 2 : 1;
-  const uint32_t rows_per_group = rows * 128 / lanes;  // 128-lane workgroups
   // Prefill: tensor units when the device has them and they are enabled
   // (gpu::Context decides), else fp32 tiles.
   const bool coop = !vec && c_.tensor_units_;
@@ -129,13 +107,13 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
   if (out == Act::Up)
     tile.splits = kernels::coop_splits_after(tile, rows_n, M, in_flight_, c_.tuning_.coop_wave,
                                              max_splits);
-  slices_[size_t(out)] = vec ? splits : tile.splits;  // 1 unless split above
+  slices_[size_t(out)] = vec ? mv.splits : tile.splits;  // 1 unless split above
   const auto& k =
-      vec ? c_.kernel(int_dot ? kernels::matvec_dot(w.format) : kernels::matvec(w.format),
-                      kernels::MatVec{.in_features = K, .out_features = M, .row_set = row_set, .rows_per_group = rows,
-                                      .lanes_per_group = lanes, .unroll = unroll, .pair = accumulators - 1,
-                                      .tokens = tokens, .tile = token_tile, .splits = splits,
-                                      .slice = slice_elems(out), .signal = signal_ ? 1u : 0u})
+      vec ? c_.kernel(mv.int_dot ? kernels::matvec_dot(w.format) : kernels::matvec(w.format),
+                      kernels::MatVec{.in_features = K, .out_features = M, .row_set = row_set,
+                                      .rows_per_group = mv.rows, .lanes_per_group = mv.lanes, .unroll = mv.unroll,
+                                      .pair = pair ? 1u : 0u, .tokens = mv.tokens, .tile = mv.tile,
+                                      .splits = mv.splits, .slice = slice_elems(out), .signal = signal_ ? 1u : 0u})
       : coop ? c_.kernel(kernels::matmul_coop(w.format),
                          kernels::linear_coop(K, M, row_set, info.coop_m, info.coop_n,
                                               info.coop_k, info.subgroup_size, tile, slice_elems(out)))
@@ -151,9 +129,9 @@ UNICORN_DECL void EngineCore::Recorder::linear(Act in, Act out, const TensorSlot
       const auto second = pair ? c_.part(*pair, c_.layout_.parts_of(*pair)[i]) : wp;
       const vk::DescriptorBufferInfo b[] = {wp,           lane_.act(in), lane_.act(out),
                                             lane_.step(), second,        lane_.counters[0].whole()};
-      const uint32_t g = groups(uint32_t(p.rows), rows_per_group);
+      const uint32_t g = groups(uint32_t(p.rows), mv.rows_per_workgroup());
       const uint32_t gx = std::min<uint32_t>(g, 65535);
-      const std::array<uint32_t, 3> grid{gx, groups(g, gx), splits > 1 ? splits : groups(rows_n, tokens)};
+      const std::array<uint32_t, 3> grid{gx, groups(g, gx), mv.splits > 1 ? mv.splits : groups(rows_n, tokens)};
       if (signal_) signalled_groups_ += grid[0] * grid[1] * grid[2];
       add(k, b, push, grid, barrier && i + 1 == parts.size());
     } else {
