@@ -68,6 +68,7 @@ struct Options {
   uint32_t prompt = 512, generate = 128, repetitions = 5;
   uint32_t batch = 0;  // streams decoding together; 0: the single-stream pp/tg runs
   bool json = false, profile = false;
+  bool plan = false;  // print the recorded passes and stop
   BenchPlacement placement = BenchPlacement::Vram;
   std::optional<Format> lm_head;  // a separate LM head in this format; none: tied to the embedding
   Products products = Products::by_scheme;
@@ -627,10 +628,19 @@ int run_speculative(AnyEngine& target, gpu::Context& ctx, const Options& o, cons
 }
 
 int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o) {
+  gpu::Context ctx(tools::device_from_env());
+  if (o.plan) {  // what the engine would run on this device, before any measurement
+    EngineOptions options = tools::engine_options_from_env();
+    options.products = o.products;
+    const AnyEngine engine(ctx, d, options);
+    std::printf("%s on %s (%u multiprocessors, %s)\n%s", std::string(d.config.model.name).c_str(),
+                ctx.info().name.c_str(), ctx.info().multiprocessors, ctx.info().multiprocessors_source.c_str(),
+                engine.plan().c_str());
+    return 0;
+  }
   if (o.prompt + o.generate + 1 > d.config.max_context)
     throw Error("-p + -n must stay under the bench context of " +
                 std::to_string(d.config.max_context) + " tokens");
-  gpu::Context ctx(tools::device_from_env());
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
   const Budget& budget = d.budget;
@@ -845,6 +855,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, kBatchStreams));
   app.add_flag("--json", o.json, "JSON output");
   app.add_flag("--profile", o.profile, "per-kernel device time (timestamp queries)");
+  app.add_flag("--plan", o.plan,
+               "print the passes the engine recorded for this file on this device (each dispatch's kernel, "
+               "constants, workgroups and barriers) and stop");
   app.add_option("--placement", o.placement,
                  "vram: everything device-local; gtt: every weight in Gtt (host-visible system "
                  "memory); gtt-ffn: FFN weights in Gtt (Q4_0); default vram")

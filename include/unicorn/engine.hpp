@@ -277,6 +277,8 @@ class AnyEngine {
   Profile profile(std::span<const int32_t> tokens) { return core_.profile(tokens); }
   Profile profile_batch(uint32_t n) { return core_.profile_batch(n); }
   std::string batch_linear_path(uint32_t n) const { return core_.batch_linear_path(n); }
+  // Every recorded pass, dispatch by dispatch: kernel, constants, workgroups, barriers.
+  std::string plan() const { return core_.plan(); }
   // What prefill's products run on (EngineOptions::products), in words.
   std::string prefill_linear_path() const { return core_.products_path(); }
   bool tensor_units() const { return core_.tensor_units(); }

@@ -649,6 +649,21 @@ TEST(Cli, InteractiveChatKeepsTheConversation) {
   EXPECT_GT(used2, used1) << "the second turn must extend the first, not start over";
 }
 
+// unicorn-bench --plan prints the engine's recorded passes, each dispatch with
+// its kernel and constants, without benchmarking.
+TEST(Cli, BenchPlan) {
+  const fs::path model = tmp() / "tiny-q8_0-plan.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  const std::string out = stdout_of(env("UNICORN_BENCH") + " -m " + model.string() + " --plan");
+  EXPECT_NE(out.find("gemma3-tiny on "), std::string::npos) << out;
+  EXPECT_NE(out.find("pass decode: "), std::string::npos) << out;
+  EXPECT_NE(out.find("matvec_q8_0 ["), std::string::npos) << out;
+  EXPECT_NE(out.find("in_features=96 out_features=128"), std::string::npos) << "q's constants, by name";
+  EXPECT_NE(out.find("rmsnorm ["), std::string::npos) << out;
+  EXPECT_NE(out.find("sample ["), std::string::npos) << out;
+  EXPECT_EQ(out.find("tokens/s"), std::string::npos) << "a plan, not a benchmark";
+}
+
 // unicorn-bench on a tiny random model: it runs, and its JSON has the fields
 // the performance reports use (speeds, bandwidth, roofline, profile).
 TEST(Cli, BenchJson) {

@@ -9,7 +9,7 @@
 //   engine/forward.hpp   the forward pass, recorded once per pass kind (the table of contents)
 //   engine/ops.hpp       each op of the forward pass: its kernel, constants and dispatches
 //   engine/upload.hpp    weights into device memory (the loader's calls)
-//   engine/profile.hpp   device time per kernel of a pass
+//   engine/profile.hpp   the passes' plan as text; device time per kernel of a pass
 //
 // Engine<Deployment> (engine.hpp) is a thin typed shell over this class, which
 // is not a template: one copy of this code serves every deployment (STYLE.md,
@@ -338,6 +338,11 @@ class EngineCore {
   // them (SamplingParams::logprobs): read back from the pass that chose it,
   // so call it before the stream's lane runs its next pass.
   TokenLogprobs logprobs(uint32_t stream) const;
+
+  // The recorded passes as text, dispatch by dispatch: the kernel, its
+  // specialization constants (tiles, K splits, integer dot products, waits),
+  // its workgroups and whether a barrier follows (unicorn-bench --plan).
+  std::string plan() const;
 
   // Device time per kernel of one pass, from timestamp queries: the decode pass
   // for one token, else the prefill pass. The sequence position is unchanged.

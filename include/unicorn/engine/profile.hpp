@@ -1,5 +1,6 @@
-// unicorn/engine/profile.hpp — device time per kernel of a recorded pass, from
-// timestamp queries between its dispatches (unicorn-bench --profile).
+// unicorn/engine/profile.hpp — what the recorded passes run: their plan as
+// text (unicorn-bench --plan) and device time per kernel, from timestamp
+// queries between dispatches (unicorn-bench --profile).
 #pragma once
 
 #include "unicorn/engine/core.hpp"
@@ -19,6 +20,23 @@ UNICORN_DECL EngineCore::Profile EngineCore::profile_batch(uint32_t n) {
   check_batch(batch);
   const Graph& g = batch_pass(n);
   return profile(g, [&] { write_step(*g.lane, batch); });
+}
+
+UNICORN_DECL std::string EngineCore::plan() const {
+  std::string out = "each dispatch: kernel [workgroups x, y, z], | where a barrier follows, its constants\n";
+  const auto pass = [&](const char* name, const std::optional<Graph>& g) {
+    if (!g) return;
+    out += "pass " + std::string(name) + ": " + std::to_string(g->dispatches.size()) + " dispatches\n";
+    for (const gpu::Dispatch& d : g->dispatches)
+      out += "  " + d.kernel->name() + " [" + std::to_string(d.groups[0]) + "," + std::to_string(d.groups[1]) + "," +
+             std::to_string(d.groups[2]) + "]" + (d.barrier_after ? " |" : "") + "  " + d.kernel->constants() + "\n";
+  };
+  pass("prefill", prefill_);
+  pass("decode", decode_);
+  pass("batch", batch_);
+  pass("batch (small steps)", batch_small_);
+  pass("verify", verify_);
+  return out;
 }
 
 template <class WriteStep>

@@ -9,14 +9,17 @@
 #pragma once
 
 #include <array>
+#include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/members.hpp>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "unicorn/base/linkage.hpp"
@@ -45,6 +48,28 @@ std::vector<uint32_t> spec_words(const Spec& spec) {
 // For shaders without specialization constants.
 struct NoConstants {};
 inline std::vector<uint32_t> spec_words(const NoConstants&) { return {}; }
+
+// The constants in words, field by field ("in_features=5376 out_features=21504 ..."):
+// what a pass plan prints (EngineCore::plan).
+template <class Spec>
+std::string spec_text(const Spec& spec) {
+  std::string text;
+  boost::hana::for_each(boost::hana::accessors<Spec>(), [&](auto field) {
+    const auto value = boost::hana::second(field)(spec);
+    if (!text.empty()) text += ' ';
+    text += boost::hana::to<const char*>(boost::hana::first(field));
+    text += '=';
+    if constexpr (std::is_floating_point_v<std::decay_t<decltype(value)>>) {
+      char number[32];
+      std::snprintf(number, sizeof number, "%g", double(value));
+      text += number;
+    } else {
+      text += std::to_string(value);
+    }
+  });
+  return text;
+}
+inline std::string spec_text(const NoConstants&) { return {}; }
 
 class Kernel {
  public:
@@ -92,13 +117,17 @@ class Kernel {
   }
 
   const std::string& name() const { return name_; }
+  // Its specialization constants in words (spec_text), where the cache made it.
+  const std::string& constants() const { return constants_; }
   uint32_t bindings() const { return bindings_; }
   vk::DescriptorSetLayout set_layout() const { return *set_layout_; }
   vk::PipelineLayout layout() const { return *layout_; }
   vk::Pipeline pipeline() const { return *pipeline_; }
 
  private:
+  friend class KernelCache;
   std::string name_;
+  std::string constants_;
   uint32_t bindings_;
   vk::raii::DescriptorSetLayout set_layout_{nullptr};
   vk::raii::PipelineLayout layout_{nullptr};
@@ -129,6 +158,7 @@ class KernelCache {
       it = kernels_.emplace(key, std::make_unique<Kernel>(ctx_, name, spirv, bindings, words,
                                                           &disk_.handle()))
                .first;
+      it->second->constants_ = spec_text(spec);
       disk_.note_new_pipeline();
     }
     return *it->second;
