@@ -50,7 +50,10 @@ inline Tuning tuning_from_env(Tuning t = {}) {
   set("UNICORN_MATVEC_ROWS", t.matvec_rows);
   set("UNICORN_MATVEC_LANES", t.matvec_lanes);
   set("UNICORN_MATVEC_UNROLL", t.matvec_unroll);
-  set("UNICORN_MATVEC_INT_DOT", t.matvec_int_dot);
+  if (const auto v = env_u32("UNICORN_MATVEC_INT_DOT")) {  // 0 never, 1 where supported, 2 where accelerated
+    if (*v > 2) throw Error(std::string("UNICORN_MATVEC_INT_DOT=") + std::to_string(*v) + ": expected 0, 1 or 2");
+    t.matvec_int_dot = Tuning::IntDot(*v);
+  }
   set("UNICORN_MATVEC_DOT_SPLIT_K", t.matvec_dot_split_in_features);
   set("UNICORN_MATVEC_DOT_SPLIT_ROWS", t.matvec_dot_split_rows);
   set("UNICORN_DECODE_ATTENTION_PREP", t.decode_attention_prep);

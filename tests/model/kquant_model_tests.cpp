@@ -269,11 +269,11 @@ TEST_F(KQuantModel, Q4_K_MFallbacksMatchTheirDequantization) {
 // them: the Q4_K_M mix (Q4_K, Q6_K, its Q6_K head), the two fallback mixes
 // (Q5_0, Q5_1, Q8_0 beside Q4_K, Q5_K, Q6_K) and an all-Q4_1 engine: every
 // block format but Q4_0 (model_tests). Lavapipe emulates them, so the test
-// asks for them (Tuning::matvec_int_dot = 1).
+// asks for them (Tuning::IntDot::WhereSupported).
 TEST_F(KQuantModel, MixesOnIntegerDotProducts) {
   if (!context().info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
   EngineOptions o = tools::engine_options_from_env();
-  o.tuning.matvec_int_dot = 1;
+  o.tuning.matvec_int_dot = Tuning::IntDot::WhereSupported;
   {
     Engine<TinyFallbackQ5_K_M> engine(context(), o);
     ASSERT_TRUE(engine.core().int_dot()) << "the Q5_K_M engine keeps the float kernels";

@@ -338,7 +338,7 @@ TEST_F(Model, GgufQ4_0) { expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q
 TEST_F(Model, GgufQ4_0OnIntegerDotProducts) {
   if (!context().info().int_dot) GTEST_SKIP() << "no VK_KHR_shader_integer_dot_product";
   EngineOptions o = options();
-  o.tuning.matvec_int_dot = 1;
+  o.tuning.matvec_int_dot = Tuning::IntDot::WhereSupported;
   expect_matches_golden<Tiny<Format::Q4_0>>(tiny_gguf("Q4_0"), "q4_0", 1e-3, o);
   Engine<Tiny<Format::Q4_0>> engine(context(), o);
   EXPECT_TRUE(engine.core().int_dot());

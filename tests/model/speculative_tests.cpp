@@ -54,7 +54,7 @@ fs::path converted(const std::string& name, const std::string& args) {
 // one token, as the 12B's and 27B's are on the H100 (kMatVecDotSplitInFeatures):
 // lavapipe takes neither by default, and a verify pass must do the same.
 EngineOptions split_k(EngineOptions o) {
-  o.tuning.matvec_int_dot = 1;
+  o.tuning.matvec_int_dot = Tuning::IntDot::WhereSupported;
   o.tuning.matvec_dot_split_in_features = 128;
   return o;
 }

@@ -20,9 +20,9 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
       tuning_(with_device_facts(options.tuning, ctx.info())),
       tensor_units_(ctx.info().coopmat && fp16_products(options.products, config.scheme)),
       int_dot_(options.products != Products::fp32 &&
-               (options.tuning.matvec_int_dot == 1   ? ctx.info().int_dot
-                : options.tuning.matvec_int_dot == 2 ? ctx.info().int_dot_accelerated
-                                                     : false)) {
+               (options.tuning.matvec_int_dot == Tuning::IntDot::WhereSupported     ? ctx.info().int_dot
+                : options.tuning.matvec_int_dot == Tuning::IntDot::WhereAccelerated ? ctx.info().int_dot_accelerated
+                                                                                    : false)) {
   check_against_compiled(compiled);
   check_device_limits();
   check_pools_fit();

@@ -30,9 +30,10 @@ struct Tuning {
   uint32_t matvec_lanes = 0;
   uint32_t matvec_unroll = kernels::kMatVecUnroll;
   // Decode's block-format matrices on matvec_dot (inputs as bytes, integer dot
-  // products, kernels::matvec_dot_takes): 2 where the device runs them in
-  // hardware, 1 wherever it has them (lavapipe emulates them), 0 nowhere.
-  uint32_t matvec_int_dot = 2;
+  // products, kernels::matvec_dot_takes): where the device runs them in
+  // hardware, wherever it has them (lavapipe emulates them), or nowhere.
+  enum class IntDot : uint32_t { Never = 0, WhereSupported = 1, WhereAccelerated = 2 };
+  IntDot matvec_int_dot = IntDot::WhereAccelerated;
   // One token's rows longer than this split K on matvec_dot (0: never).
   uint32_t matvec_dot_split_in_features = kernels::kMatVecDotSplitInFeatures;
   // Rows per row group of those split products (0: matvec_rows').
