@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -251,6 +252,10 @@ class Context {
   uint32_t second_family_ = 0;
   uint32_t queue_family_ = 0;
   bool has_memory_budget_ = false;
+  std::vector<std::string> extensions_;  // the physical device's, enumerated once
+  bool has_extension(std::string_view name) const {
+    return std::find(extensions_.begin(), extensions_.end(), name) != extensions_.end();
+  }
   std::optional<uint64_t> memory_limit_;  // limit_memory()
   mutable std::atomic<bool> device_lost_{false};
   DeviceInfo info_{};
@@ -329,8 +334,8 @@ UNICORN_DECL void Context::pick_physical_device() {
   }
   physical_ = std::move(devices[pick]);
   for (const auto& e : physical_.enumerateDeviceExtensionProperties())
-    if (std::string_view(e.extensionName) == VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)
-      has_memory_budget_ = true;
+    extensions_.emplace_back(e.extensionName.data());
+  has_memory_budget_ = has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   const auto chain = physical_.getProperties2<vk::PhysicalDeviceProperties2,
                                               vk::PhysicalDeviceMaintenance3Properties,
@@ -458,11 +463,7 @@ UNICORN_DECL void Context::create_device() {
 }
 
 UNICORN_DECL void Context::detect_int_dot() {
-  bool have_extension = false;
-  for (const auto& e : physical_.enumerateDeviceExtensionProperties())
-    if (std::string_view(e.extensionName) == VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)
-      have_extension = true;
-  if (!have_extension) return;
+  if (!has_extension(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) return;
   VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR features{
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
   VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &features};
@@ -477,9 +478,6 @@ UNICORN_DECL void Context::detect_int_dot() {
 }
 
 UNICORN_DECL void Context::detect_multiprocessors() {
-  std::vector<std::string> extensions;
-  for (const auto& e : physical_.enumerateDeviceExtensionProperties()) extensions.emplace_back(e.extensionName.data());
-  const auto has = [&](const char* name) { return std::find(extensions.begin(), extensions.end(), name) != extensions.end(); };
   const auto query = [&](auto& properties) {
     VkPhysicalDeviceProperties2 p2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &properties};
     physical_.getDispatcher()->vkGetPhysicalDeviceProperties2(*physical_, &p2);
@@ -488,18 +486,21 @@ UNICORN_DECL void Context::detect_multiprocessors() {
   if (info_.cpu()) {
     count = std::thread::hardware_concurrency();
     info_.multiprocessors_source = "the host's threads";
-  } else if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
-    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+  } else if (has_extension(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
     query(sm);
     count = sm.shaderSMCount;
     info_.multiprocessors_source = VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME;
-  } else if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
-    VkPhysicalDeviceShaderCorePropertiesAMD core{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  } else if (has_extension(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD core{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
     query(core);
     count = core.shaderEngineCount * core.shaderArraysPerEngineCount * core.computeUnitsPerShaderArray;
     info_.multiprocessors_source = VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME;
-  } else if (has(VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME)) {
-    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM core{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+  } else if (has_extension(VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM core{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
     query(core);
     count = core.shaderCoreCount;
     info_.multiprocessors_source = VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME;
@@ -515,10 +516,7 @@ UNICORN_DECL void Context::detect_coopmat() {
   info_.coopmat = false;
   auto no = [&](std::string why) { info_.coopmat_note = std::move(why); };
   if (!allow_coopmat_) return no("fp16 tensor-core prefill turned off (DeviceOptions::coopmat)");
-  bool have_extension = false;
-  for (const auto& e : physical_.enumerateDeviceExtensionProperties())
-    if (std::string_view(e.extensionName) == VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) have_extension = true;
-  if (!have_extension) return no("no VK_KHR_cooperative_matrix");
+  if (!has_extension(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return no("no VK_KHR_cooperative_matrix");
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   VkPhysicalDeviceVulkan12Features f12{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
