@@ -436,11 +436,15 @@ void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t s
 
 // A random encoder for the text model `m`: Gemma 3's official one beside the
 // multimodal sizes, the tiny one beside the tiny model.
+// The image encoder of a built-in model, or none (a text-only size).
+const VisionDims* encoder_of(const ModelDims& m) {
+  if (m.name == kGemma3Tiny.name) return &kGemma3SiglipTiny;
+  if (m.name == kGemma3_4B.name || m.name == kGemma3_12B.name || m.name == kGemma3_27B.name) return &kGemma3Siglip;
+  return nullptr;
+}
+
 int write_random_mmproj(const ModelDims& m, Format type, const std::filesystem::path& out, uint64_t seed) {
-  const VisionDims* v = m.name == kGemma3Tiny.name ? &kGemma3SiglipTiny
-                        : (m.name == kGemma3_4B.name || m.name == kGemma3_12B.name || m.name == kGemma3_27B.name)
-                            ? &kGemma3Siglip
-                            : nullptr;
+  const VisionDims* v = encoder_of(m);
   if (!v) throw Error("--mmproj: " + std::string(m.name) + " has no image encoder (gemma3-4b, gemma3-12b, gemma3-27b and gemma3-tiny have)");
   const auto specs = vision_tensor_specs(*v, m.hidden);
   std::vector<std::vector<std::byte>> blobs(specs.size());
@@ -542,7 +546,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for --random")->capture_default_str();
   app.add_option("--hf-config", hf_config,
                  "with --random MODEL: write MODEL's Hugging Face config.json (a Gemma3ForCausalLM of its "
-                 "dimensions), from which scripts build it in transformers")
+                 "dimensions, with its image encoder's vision_config where it has one), from which scripts build "
+                 "it in transformers")
       ->needs(rnd);
   if (const auto status = tools::parse(app, argc, argv, "unicorn-convert")) return *status;
   tools::remove_temporaries_on_signals("unicorn-convert");
@@ -560,7 +565,10 @@ int main(int argc, char** argv) {
       if (!mmproj.empty()) write_random_mmproj(random_model_dims(random_model), vision_type, mmproj, seed);
       if (!out.empty()) write_random(random_model, scheme, tokenizer, out, seed);
       if (!hf_config.empty()) {
-        io::write_file(hf_config, hf_text_config(random_model_dims(random_model)).dump(2) + "\n");
+        const ModelDims& m = random_model_dims(random_model);
+        nlohmann::json config = hf_text_config(m);
+        if (const VisionDims* v = encoder_of(m)) add_hf_vision_config(config, *v);
+        io::write_file(hf_config, config.dump(2) + "\n");
         std::cout << "wrote " << hf_config << " (" << random_model << "'s config.json)\n";
       }
     } else if (!gguf_in.empty() && !out.empty()) {

@@ -3,6 +3,7 @@
 #include "unicorn/io/hf_config.hpp"
 #include "unicorn/model/from_hf.hpp"
 #include "unicorn/model/to_hf.hpp"
+#include "unicorn/model/vision_from_hf.hpp"
 
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
@@ -307,11 +308,28 @@ TEST(HfConfig, EveryBuiltInModelReadsBackFromTheConfigItWrites) {
   // Spelt as Google's files spell them.
   const json one = hf_text_config(unicorn::kGemma3_1B);
   const json google = json::parse(kGemma3_1B);  // google/gemma-3-1b-it's, above
-  for (const char* key : {"hidden_size", "num_hidden_layers", "rms_norm_eps", "rope_theta", "rope_local_base_freq",
-                          "rope_scaling", "sliding_window_pattern", "query_pre_attn_scalar", "max_position_embeddings",
-                          "vocab_size", "model_type", "architectures", "hidden_activation"})
+  for (const char* key :
+       {"hidden_size", "num_hidden_layers", "rms_norm_eps", "rope_theta", "rope_local_base_freq", "rope_scaling",
+        "sliding_window_pattern", "query_pre_attn_scalar", "max_position_embeddings", "vocab_size", "model_type",
+        "architectures", "hidden_activation"})
     EXPECT_EQ(one[key], google[key]) << key;
   EXPECT_EQ(one.dump().find("e-07"), std::string::npos) << "floats as their shortest decimals";
+  // An image encoder beside them reads back as itself (model/vision_from_hf.hpp).
+  for (const auto& [text, vision] :
+       {std::pair{&kGemma3Tiny, &kGemma3SiglipTiny}, std::pair{&unicorn::kGemma3_4B, &kGemma3Siglip}}) {
+    json config = hf_text_config(*text);
+    add_hf_vision_config(config, *vision);
+    const VisionWeights back = vision_dims_from_hf_config(config, "config.json");
+    boost::hana::for_each(boost::hana::accessors<VisionDims>(), [&](auto field) {
+      if (std::string_view(boost::hana::to<const char*>(boost::hana::first(field))) == "name") return;
+      EXPECT_EQ(boost::hana::second(field)(back.dims), boost::hana::second(field)(*vision))
+          << vision->name << ": " << boost::hana::to<const char*>(boost::hana::first(field));
+    });
+    EXPECT_EQ(back.projection_dim, text->hidden);
+    EXPECT_EQ(dims_from_hf(parse_hf_config_json(config), ModelDims{.name = text->name}, "config.json").hidden,
+              text->hidden)
+        << "the text model's keys still read as they did";
+  }
 }
 
 }  // namespace

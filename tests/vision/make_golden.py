@@ -2,8 +2,9 @@
 """Golden data for Gemma 3's image path, from Hugging Face transformers.
 
 Runs where torch, transformers and Pillow are installed (the GPU machine; no GPU
-needed):
-    python3 tests/vision/make_golden.py OUT_DIR
+needed), with the tiny model's and its encoder's dimensions from the engine:
+    unicorn-convert --random gemma3-tiny --hf-config dims.json
+    python3 tests/vision/make_golden.py dims.json OUT_DIR
 and writes into OUT_DIR:
   pixels/                   the image processor against test images
     <name>.<ext>            the input images (made here, deterministic)
@@ -23,9 +24,9 @@ and writes into OUT_DIR:
     logits_causal.bin       the same prompt with causal attention everywhere, to
                             show the two differ
     golden.json             prompt ids, special ids, dims, scales
-All .bin files are little-endian float32. The tiny text model's dimensions are
-tests/model/make_golden.py's (unicorn::kGemma3Tiny); the encoder's are
-unicorn::kGemma3SiglipTiny (include/unicorn/config/vision_dims.hpp).
+All .bin files are little-endian float32. The dimensions are unicorn::kGemma3Tiny's
+and unicorn::kGemma3SiglipTiny's (include/unicorn/config/dims.hpp, vision_dims.hpp),
+read from the engine's config.json (its "vision_config" and mm_tokens_per_image).
 """
 import json
 import os
@@ -40,10 +41,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import make_golden as text_golden  # noqa: E402
 
 SEED = 20261207
-VISION = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-              num_attention_heads=4, image_size=64, patch_size=4, layer_norm_eps=1e-6,
-              hidden_act="gelu_pytorch_tanh", vision_use_head=False, num_channels=3)
-TOKENS_PER_IMAGE = 16
 BOI, EOI, IMAGE = 506, 507, 505   # ids inside the tiny 512-token vocabulary
 
 
@@ -120,12 +117,13 @@ def pixel_fixtures(out, rng):
         json.dump(report, fh, indent=1)
 
 
-def make_model():
+def make_model(dims):
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, SiglipVisionConfig
-    text = text_golden.make_config()
-    vision = SiglipVisionConfig(**VISION)
+    text = text_golden.make_config(dims)
+    vision_keys = {k: v for k, v in dims["vision_config"].items() if k != "model_type"}
+    vision = SiglipVisionConfig(**vision_keys)
     kw = dict(text_config=text.to_dict(), vision_config=vision.to_dict(),
-              mm_tokens_per_image=TOKENS_PER_IMAGE, boi_token_index=BOI, eoi_token_index=EOI,
+              mm_tokens_per_image=dims["mm_tokens_per_image"], boi_token_index=BOI, eoi_token_index=EOI,
               image_token_index=IMAGE)
     cfg = Gemma3Config(**kw)
     for attr in ("image_token_id", "image_token_index"):
@@ -169,9 +167,10 @@ def tensor_of(x):
     return x
 
 
-def tiny_fixture(out, rng, gen):
+def tiny_fixture(dims, out, rng, gen):
     os.makedirs(out, exist_ok=True)
-    cfg, model = make_model()
+    cfg, model = make_model(dims)
+    tokens_per_image = dims["mm_tokens_per_image"]
     randomize(model, gen)
     model.save_pretrained(out, safe_serialization=True)
     img = Image.fromarray(np.clip(np.rint(rng.uniform(0, 255, (75, 100, 3))), 0, 255)
@@ -195,7 +194,7 @@ def tiny_fixture(out, rng, gen):
         feats.numpy().astype("<f4").tofile(os.path.join(out, "soft_tokens.bin"))
 
         text_ids = torch.randint(3, 500, (40,), generator=gen).tolist()
-        prompt = ([2] + text_ids[:12] + [BOI] + [IMAGE] * TOKENS_PER_IMAGE + [EOI]
+        prompt = ([2] + text_ids[:12] + [BOI] + [IMAGE] * tokens_per_image + [EOI]
                   + text_ids[12:])
         ids = torch.tensor([prompt])
         tt = (ids == IMAGE).long()
@@ -207,7 +206,7 @@ def tiny_fixture(out, rng, gen):
         print("bidirectional vs causal max |diff|:", diff)
     golden = {"transformers": transformers.__version__, "torch": torch.__version__,
               "seed": SEED, "prompt": prompt, "boi": BOI, "eoi": EOI, "image_token": IMAGE,
-              "tokens_per_image": TOKENS_PER_IMAGE, "vision": VISION,
+              "tokens_per_image": tokens_per_image, "vision": dims["vision_config"],
               "vision_scale": float(vis.abs().max()), "soft_scale": float(feats.abs().max()),
               "logit_scale": float(logits.abs().max()), "bidirectional_vs_causal": diff,
               "config": cfg.to_dict()}
@@ -218,11 +217,17 @@ def tiny_fixture(out, rng, gen):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: make_golden.py DIMS_JSON OUT_DIR (DIMS_JSON: unicorn-convert --random "
+                         "gemma3-tiny --hf-config FILE)")
+    dims = text_golden.gemma3_config.load(sys.argv[1])
+    if "vision_config" not in dims:
+        raise SystemExit(f"{sys.argv[1]}: no vision_config (give gemma3-tiny's, which has an image encoder)")
+    out = sys.argv[2]
     rng = np.random.default_rng(SEED)
     gen = torch.Generator().manual_seed(SEED)
     print("transformers", transformers.__version__, "torch", torch.__version__)
-    tiny_fixture(os.path.join(out, "tiny"), rng, gen)
+    tiny_fixture(dims, os.path.join(out, "tiny"), rng, gen)
     pixel_fixtures(os.path.join(out, "pixels"), rng)
 
 

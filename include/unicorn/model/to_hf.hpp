@@ -1,9 +1,9 @@
-// unicorn/model/to_hf.hpp — ModelDims as a Hugging Face config.json (a
-// Gemma3ForCausalLM), so that the scripts which train or check a model in
+// unicorn/model/to_hf.hpp — ModelDims (and an image encoder's VisionDims) as a
+// Hugging Face config.json, so that the scripts which train or check a model in
 // transformers take its dimensions from the engine instead of repeating them
-// (`unicorn-convert --hf-config NAME`; tools/train_demo/train.py,
-// tests/model/make_golden.py). The inverse of dims_from_hf (model/from_hf.hpp)
-// for every built-in ModelDims, which a test pins.
+// (`unicorn-convert --random NAME --hf-config FILE`; tools/train_demo/train.py,
+// tests/model/make_golden.py, tests/vision/make_golden.py). The inverse of
+// dims_from_hf (model/from_hf.hpp) for every built-in ModelDims, which a test pins.
 #pragma once
 
 #include <charconv>
@@ -13,6 +13,8 @@
 
 #include "unicorn/config/dims.hpp"
 #include "unicorn/config/hparams.hpp"
+#include "unicorn/config/vision_dims.hpp"
+#include "unicorn/config/vision_hparams.hpp"
 
 namespace unicorn {
 
@@ -66,6 +68,26 @@ inline nlohmann::json hf_text_config(const ModelDims& d) {
   c["rope_parameters"] = {{"full_attention", full},
                           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", local_theta}}}};
   return c;
+}
+
+// An image encoder beside the text model's keys, as a Gemma3ForConditionalGeneration's
+// config.json holds it: "vision_config" (a SiglipVisionConfig) and the top-level
+// mm_tokens_per_image. The inverse of vision_dims_from_hf_config
+// (model/vision_from_hf.hpp), which a test pins for every built-in encoder.
+inline void add_hf_vision_config(nlohmann::json& config, const VisionDims& v) {
+  nlohmann::json vision = {{"model_type", "siglip_vision_model"},
+                           {"hidden_act", kHfVisionActivation},
+                           {"num_channels", 3},
+                           {"vision_use_head", false}};
+  vision[vision_hparam("image_size").hf] = v.image_size;
+  vision[vision_hparam("patch").hf] = v.patch;
+  vision[vision_hparam("layers").hf] = v.layers;
+  vision[vision_hparam("hidden").hf] = v.hidden;
+  vision[vision_hparam("heads").hf] = v.heads;
+  vision[vision_hparam("ffn").hf] = v.ffn;
+  vision[vision_hparam("layer_norm_eps").hf] = detail::shortest_decimal(v.layer_norm_eps);
+  config[kHfVisionConfigKey] = vision;
+  config[vision_hparam("tokens_per_image").hf] = v.tokens_per_image;
 }
 
 }  // namespace unicorn
