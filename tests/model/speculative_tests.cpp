@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -153,6 +154,22 @@ void expect_verify_chooses_what_decode_steps_choose(detail::EngineCore& core) {
 
 TEST_F(Speculative, VerifyChoosesWhatDecodeStepsChooseRowByRow) {
   expect_verify_chooses_what_decode_steps_choose(world().target.core());
+}
+
+// Every row's logits, not only the last row's: the verify pass over 20 tokens
+// (3 passes of 7 rows, the last of 6) against the decode pass one token at a time.
+TEST_F(Speculative, VerifyLogitsAreTheDecodeStepsBitForBit) {
+  for (detail::EngineCore* core : {&world().target.core(), &world().target_split.core()}) {
+    core->reset(0);
+    const auto decoded = core->forward_logits(kPrompt, detail::EngineCore::Pass::Decode);
+    core->reset(0);
+    const auto verified = core->forward_logits(kPrompt, detail::EngineCore::Pass::Verify);
+    ASSERT_EQ(decoded.size(), verified.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < decoded.size(); ++i) differ += std::memcmp(&decoded[i], &verified[i], 4) != 0;
+    EXPECT_EQ(differ, 0u) << differ << " of " << decoded.size() << " logits differ"
+                          << (core == &world().target.core() ? "" : " (K split, integer dot products)");
+  }
 }
 
 TEST_F(Speculative, VerifySplitsKAsTheDecodeStepDoes) {

@@ -222,12 +222,13 @@ class EngineCore {
   uint32_t mask_words() const { return token_mask_words(cfg_.model.vocab); }
 
   // Which recorded pass teacher forcing goes through.
-  enum class Pass { Prefill, Decode };
+  enum class Pass { Prefill, Decode, Verify };
 
   // Teacher forcing: runs `tokens` from the current position and returns the
   // logits of every one of them, row-major [tokens.size(), vocab]. With
-  // Pass::Decode the tokens go one at a time through the decode pass, so tests
-  // check both recorded passes against the same reference.
+  // Pass::Decode the tokens go one at a time through the decode pass, and with
+  // Pass::Verify verify_rows() at a time through the verify pass (a drafting
+  // deployment's), so tests check the recorded passes against one reference.
   std::vector<float> forward_logits(std::span<const int32_t> tokens, Pass pass = Pass::Prefill);
   // The same through the prefill pass for a prompt with images (prefill's
   // `images`), chunked as prefill() chunks it: tests hold an image's rows

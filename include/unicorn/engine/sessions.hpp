@@ -127,14 +127,20 @@ UNICORN_DECL std::vector<float> EngineCore::forward_logits(std::span<const int32
   // The pass with a row of logits for every token of a chunk, recorded on first
   // use by a prefill (recorded by a decode's call, it had one row of logits).
   const uint32_t all_rows = std::min(cfg_.prefill_chunk, layout_.logit_rows);
-  const uint32_t chunk = pass == Pass::Decode ? 1 : all_rows;
-  if (pass != Pass::Decode && !prefill_all_logits_)
+  if (pass == Pass::Verify && !verify_)
+    throw Error("forward_logits: this engine has no verify pass (its deployment drafts nothing)");
+  const uint32_t chunk = pass == Pass::Decode ? 1 : pass == Pass::Verify ? verify_rows() : all_rows;
+  if (pass == Pass::Prefill && !prefill_all_logits_)
     prefill_all_logits_ = record_forward(cfg_.prefill_chunk, all_rows, PassKind::Prefill);
   for (size_t done = 0; done < tokens.size(); done += chunk) {
     const uint32_t n = uint32_t(std::min<size_t>(chunk, tokens.size() - done));
     if (pass == Pass::Decode) decode(tokens[done]);
+    else if (pass == Pass::Verify) (void)verify(0, tokens.subspan(done, n));
     else run_chunk(*prefill_all_logits_, 0, tokens.subspan(done, n));
-    read_logits(pass == Pass::Decode ? *decode_->lane : *prefill_all_logits_->lane, n, out.data() + done * V);
+    Lane& lane = pass == Pass::Decode   ? *decode_->lane
+                 : pass == Pass::Verify ? *verify_->lane
+                                        : *prefill_all_logits_->lane;
+    read_logits(lane, n, out.data() + done * V);
   }
   return out;
 }
