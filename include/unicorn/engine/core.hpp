@@ -5,7 +5,8 @@
 // header-only, else compiled once for the build (unicorn/base/linkage.hpp):
 //   engine/step.hpp      what one submission carries (tokens, step rows, sampler rows)
 //   engine/create.hpp    creation: the device checks, the buffers, the lanes, the passes recorded
-//   engine/sessions.hpp  streams: prefill, decode, rewind, sampling, teacher forcing
+//   engine/sessions.hpp  streams: prefill, decode, rewind, sampling
+//   engine/teacher_forcing.hpp  logits of given tokens (forward_logits, score)
 //   engine/forward.hpp   the forward pass, recorded once per pass kind (the table of contents)
 //   engine/ops.hpp       each op of the forward pass: its kernel, constants and dispatches
 //   engine/upload.hpp    weights into device memory (the loader's calls)

@@ -9,4 +9,5 @@
 #include "unicorn/engine/ops.hpp"
 #include "unicorn/engine/profile.hpp"
 #include "unicorn/engine/sessions.hpp"
+#include "unicorn/engine/teacher_forcing.hpp"
 #include "unicorn/engine/upload.hpp"
