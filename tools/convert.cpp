@@ -6,10 +6,11 @@
 //   unicorn-convert --hf DIR --mmproj mmproj.gguf               its image encoder, as llama.cpp's mmproj
 //   unicorn-convert --random gemma3-4b --mmproj m.gguf          a random encoder of the official shape
 //
-// --type sets every matrix's format, or names one of llama-quantize's mixes
-// (Q4_K_M, Q5_K_M: quant/scheme.hpp, with llama-quantize's Q5_0 / Q5_1 / Q8_0
-// fallbacks for rows that are not whole superblocks, as the 1B's and 270M's);
-// --embedding overrides the token
+// --type names one of llama-quantize's file types, written as it lays them out
+// (quant/scheme.hpp's kLlamaFileTypes: its Q4_0 keeps the embedding at Q6_K,
+// its Q4_K_M gives attn_v and ffn_down Q6_K in some layers, and rows that are
+// not whole superblocks take its fallbacks, as the 1B's and 270M's); --pure
+// writes every matrix in the one format; --embedding overrides the token
 // embedding's (Google's QAT releases: --type Q4_0 --embedding F16). Each tensor
 // takes the format the engine's layout gives it (unicorn::format_of), so a file
 // written here matches the engine compiled for its scheme. K-quant blocks come
@@ -74,34 +75,29 @@ Format parse_format(const std::string& s) {
 }
 
 // What --type names: a scheme, and llama.cpp's LLAMA_FTYPE for general.file_type
-// (0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 15 Q4_K_M, 17 Q5_K_M,
-// 18 Q6_K, 32 BF16: llama.cpp include/llama.h, enum llama_ftype; a
-// single K-quant other than Q6_K has no ftype of its own: that of the mix it
-// belongs to).
+// (kLlamaFileTypes; llama.cpp include/llama.h, enum llama_ftype). A single
+// K-quant other than Q6_K has no ftype of its own: that of its _M mix.
 struct FileScheme {
   Scheme scheme;
   uint32_t ftype;
 };
-FileScheme parse_scheme(const std::string& type, const std::string& embedding) {
+FileScheme parse_scheme(const std::string& type, const std::string& embedding, bool pure) {
   FileScheme f{};
-  if (type == "Q4_K_M") f = {schemes::kQ4_K_M, 15};
-  else if (type == "Q5_K_M") f = {schemes::kQ5_K_M, 17};
-  else {
-    const Format t = parse_format(type);
-    const uint32_t ftype = t == Format::F32    ? 0
-                           : t == Format::F16  ? 1
-                           : t == Format::Q4_0 ? 2
-                           : t == Format::Q4_1 ? 3
-                           : t == Format::Q8_0 ? 7
-                           : t == Format::Q5_0 ? 8
-                           : t == Format::Q5_1 ? 9
-                           : t == Format::Q4_K ? 15
-                           : t == Format::Q5_K ? 17
-                           : t == Format::Q6_K ? 18
-                                               : 32;
+  const LlamaFileType* named = nullptr;
+  for (const LlamaFileType& t : kLlamaFileTypes)
+    if (t.name == type) named = &t;
+  if (named && !pure) {
+    f = {named->scheme, named->ftype};
+  } else {
+    // --pure, or a block format that is no file type (Q4_K, Q5_K): every
+    // matrix in it, under the file type llama-quantize names it by.
+    const Format t = named ? named->scheme.attention : parse_format(type);
+    uint32_t ftype = 32;
+    for (const LlamaFileType& n : kLlamaFileTypes)  // the last: Q4_K's is Q4_K_M's
+      if (n.scheme.attention == t) ftype = n.ftype;
     f = {schemes::all(t), ftype};
   }
-  if (!embedding.empty()) f.scheme.embedding = f.scheme.lm_head = parse_format(embedding);
+  if (!embedding.empty()) f.scheme = f.scheme.with_embedding(parse_format(embedding));
   return f;
 }
 
@@ -521,6 +517,7 @@ int main(int argc, char** argv) {
   std::string hf_dir, gguf_in, random_model, type = "Q8_0", embedding, tokenizer, out, mmproj, mmproj_type = "F16",
       hf_config;
   uint64_t seed = 1;
+  bool pure = false;
   auto* hf = app.add_option("--hf", hf_dir, "Hugging Face directory (config.json + safetensors)");
   auto* rnd = app.add_option("--random", random_model,
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
@@ -529,10 +526,12 @@ int main(int argc, char** argv) {
   auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);
-  app.add_option("--type", type, "format of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), or a "
-                                 "llama-quantize mix: Q4_K_M, Q5_K_M (rows that are not whole 256-element "
-                                 "superblocks take llama-quantize's fallbacks: Q5_0, Q5_1, Q8_0)")->capture_default_str();
-  app.add_option("--embedding", embedding, "format of token_embd (default: --type)");
+  app.add_option("--type", type, "a llama-quantize file type, written as it lays it out (F32, F16, BF16, Q8_0, Q4_0, "
+                                 "Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K: its Q4_0 to Q5_1 keep the "
+                                 "embedding at Q6_K; rows that are not whole 256-element superblocks take its "
+                                 "fallbacks), or a format for every matrix (Q4_K, Q5_K)")->capture_default_str();
+  app.add_flag("--pure", pure, "every matrix in --type's one format, the embedding too (llama-quantize's --pure)");
+  app.add_option("--embedding", embedding, "format of token_embd (default: --type's)");
   app.add_option("--tokenizer", tokenizer,
                  "tokenizer.json, or a directory holding it, whose vocabulary the file carries "
                  "(default: DIR's own for --hf; else Gemma 3's for a model of its vocabulary size, else a dummy one)");
@@ -556,7 +555,7 @@ int main(int argc, char** argv) {
       std::cerr << "unicorn-convert: give --out FILE, --mmproj FILE, --hf-config FILE or several\n";
       return 2;
     }
-    const FileScheme scheme = parse_scheme(type, embedding);
+    const FileScheme scheme = parse_scheme(type, embedding, pure);
     const Format vision_type = parse_mmproj_type(mmproj_type);
     if (!hf_dir.empty()) {
       if (!mmproj.empty()) convert_hf_mmproj(hf_dir, vision_type, mmproj);

@@ -50,12 +50,23 @@ std::string float_expression(float v) {
 
 std::string format_expression(Format f) { return "unicorn::Format::" + std::string(unicorn::format_name(f)); }
 
+std::string layers_expression(const unicorn::MoreBitsLayers& m) {
+  switch (m.rule) {
+    case unicorn::MoreBitsLayers::Rule::UseMoreBits: return "unicorn::more_bits::kUseMoreBits";
+    case unicorn::MoreBitsLayers::Rule::First: return "unicorn::more_bits::first(" + std::to_string(m.count) + ")";
+    case unicorn::MoreBitsLayers::Rule::FirstPart: return "unicorn::more_bits::first_part(" + std::to_string(m.count) + ")";
+  }
+  return "";
+}
+
 std::string scheme_expression(const unicorn::Scheme& s) {
   return "unicorn::Scheme{.embedding = " + format_expression(s.embedding) +
          ", .attention = " + format_expression(s.attention) + ", .ffn = " + format_expression(s.ffn) +
          ", .kv_cache = " + format_expression(s.kv_cache) + ", .lm_head = " + format_expression(s.lm_head) +
          ", .attn_v_more_bits = " + format_expression(s.attn_v_more_bits) +
-         ", .ffn_down_more_bits = " + format_expression(s.ffn_down_more_bits) + "}";
+         ", .ffn_down_more_bits = " + format_expression(s.ffn_down_more_bits) +
+         ", .attn_v_layers = " + layers_expression(s.attn_v_layers) +
+         ", .ffn_down_layers = " + layers_expression(s.ffn_down_layers) + "}";
 }
 
 Format kv_format(const std::string& name) {

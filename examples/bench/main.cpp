@@ -643,19 +643,6 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
                 std::to_string(d.config.max_context) + " tokens");
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
-  const Budget& budget = d.budget;
-  // Weight bytes a decode step reads from each pool: all of them, but for the
-  // embedding when the LM head has its own copy (then one row per token).
-  const TensorSlot& embedding = d.layout.weight(Role::Embedding);
-  const uint64_t unread = d.config.scheme.separate_lm_head() ? embedding.bytes : 0;
-  const auto weights_in = [&](Pool p) {
-    const auto& g = budget[p].group_bytes;
-    return g[size_t(Group::Embeddings)] + g[size_t(Group::Attention)] + g[size_t(Group::Ffn)] -
-           (embedding.pool == p ? unread : 0);
-  };
-  const uint64_t gtt_weight_bytes = weights_in(Pool::Gtt);
-  const double gtt_bandwidth =
-      gtt_weight_bytes ? gpu::measure_read_bandwidth(ctx, 7, gpu::MemoryKind::Gtt) : 0.0;
   auto t0 = Clock::now();
   // Buffers, pipelines (through the on-disk cache), recorded passes; tuning
   // from UNICORN_* variables for sweeps (tools/matvec_sweep.sh).
@@ -666,7 +653,23 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   t0 = Clock::now();
   const LoadReport load = engine.load(o.model, {.tokenizer = o.tokenizer, .mmproj = o.mmproj});
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const uint64_t weight_bytes = d.layout.weight_bytes();
+  // The engine as loaded: the embedding in the file's format (Scheme::takes_embedding).
+  const DeploymentConfig& config = engine.config();
+  const LayoutView& layout = engine.layout();
+  const uint64_t weight_bytes = layout.weight_bytes();
+  // Weight bytes a decode step reads from each pool: all of them, but for the
+  // embedding when the LM head has its own copy (then one row per token).
+  const Budget budget = placement_budget(config, layout);
+  const TensorSlot& embedding = layout.weight(Role::Embedding);
+  const uint64_t unread = config.scheme.separate_lm_head() ? embedding.bytes : 0;
+  const auto weights_in = [&](Pool p) {
+    const auto& g = budget[p].group_bytes;
+    return g[size_t(Group::Embeddings)] + g[size_t(Group::Attention)] + g[size_t(Group::Ffn)] -
+           (embedding.pool == p ? unread : 0);
+  };
+  const uint64_t gtt_weight_bytes = weights_in(Pool::Gtt);
+  const double gtt_bandwidth =
+      gtt_weight_bytes ? gpu::measure_read_bandwidth(ctx, 7, gpu::MemoryKind::Gtt) : 0.0;
 
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> token(3, int32_t(d.config.model.vocab) - 1);
@@ -680,11 +683,11 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   nlohmann::json j = {
       {"model", std::string(d.config.model.name)},
       {"file", o.model},
-      {"scheme", {{"embedding", format_name(d.config.scheme.embedding)},
-                  {"weights", format_name(d.config.scheme.attention)},
-                  {"formats", scheme_text(d.config)},
-                  {"kv_cache", format_name(d.config.scheme.kv_cache)},
-                  {"lm_head", d.config.scheme.separate_lm_head() ? format_name(d.config.scheme.lm_head)
+      {"scheme", {{"embedding", format_name(config.scheme.embedding)},
+                  {"weights", format_name(config.scheme.attention)},
+                  {"formats", scheme_text(config)},
+                  {"kv_cache", format_name(config.scheme.kv_cache)},
+                  {"lm_head", config.scheme.separate_lm_head() ? format_name(config.scheme.lm_head)
                                                                     : "tied to the embedding"}}},
       {"device", device},
       {"multiprocessors", ctx.info().multiprocessors},

@@ -2,8 +2,10 @@
 // the binaries that pick an engine by the file they are given (engine/pick.hpp):
 // unicorn-generate (one stream, a 32K-token KV cache) and unicorn-server (the
 // per-size servers' slots and context): the shapes of unicorn/gemma3.hpp's
-// official deployments, in every format. The formats are
-// Google's QAT Q4_0, llama-quantize's Q4_K_M, Q5_K_M, Q6_K and Q8_0, and BF16
+// official deployments, in every format. The formats are Q4_0 (Google's QAT
+// files, F16 embedding, and llama-quantize's, Q6_K embedding: one engine holds
+// either, quant/scheme.hpp's takes_embedding), llama-quantize's Q4_K_M,
+// Q5_K_M, Q4_K_S, Q5_K_S, Q6_K, Q8_0, Q4_1, Q5_0 and Q5_1, and BF16 and F16
 // (Hugging Face directories, and GGUF files converted without quantizing).
 // Each size's engines are computed in a translation unit of their own
 // (engines_<size>.cpp), so their constexpr layouts compile in parallel; they
@@ -37,7 +39,9 @@ struct ForServer {
 // writes there, Q5_0, Q5_1 and Q8_0 (quant/scheme.hpp).
 template <template <const ModelDims&, Scheme> class For, const ModelDims& M>
 using Formats = std::tuple<For<M, schemes::kQ4_0_QAT>, For<M, schemes::kQ4_K_M>, For<M, schemes::kQ5_K_M>,
-                           For<M, schemes::kQ6_K>, For<M, schemes::kQ8_0>, For<M, schemes::kBF16>>;
+                           For<M, schemes::kQ4_K_S>, For<M, schemes::kQ5_K_S>, For<M, schemes::kQ6_K>,
+                           For<M, schemes::kQ8_0>, For<M, schemes::kQ4_1>, For<M, schemes::kQ5_0>,
+                           For<M, schemes::kQ5_1>, For<M, schemes::kBF16>, For<M, schemes::kF16>>;
 
 template <class... D>
 std::vector<CompiledDeployment> compiled(std::tuple<D...>*) {

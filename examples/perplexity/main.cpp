@@ -223,8 +223,8 @@ int run(const CompiledDeployment& d, const Options& o) {
   const auto t0 = Clock::now();
   AnyEngine engine(d, unicorn::tools::engine_options_from_env());
   const auto load = engine.load(o.model, {.progress = [](uint64_t d, uint64_t t) { progress_bar("loading", d, t); }});
-  const std::string format(format_name(d.config.scheme.attention));
-  const std::string embedding(format_name(d.config.scheme.embedding));
+  const std::string format(format_name(engine.config().scheme.attention));
+  const std::string embedding(format_name(engine.config().scheme.embedding));  // the file's
   std::fprintf(stderr, "loaded %s (%s, %s%s, %.1f MiB) in %.2f s on %s\n", o.model.c_str(), load.format.c_str(),
                format.c_str(), embedding == format ? "" : (", " + embedding + " embedding").c_str(),
                load.bytes / 1048576.0, std::chrono::duration<double>(Clock::now() - t0).count(),
@@ -306,9 +306,14 @@ template <class... D>
 std::vector<CompiledDeployment> compiled_all(std::tuple<D...>*) {
   return {compiled_deployment<D>()...};
 }
+// Whether an engine of scheme `s` holds an embedding of ggml type `type` (-1: none).
+bool takes_embedding_of(const Scheme& s, int64_t type) {
+  const FormatInfo* f = type >= 0 ? find_format(uint32_t(type)) : nullptr;
+  return f && s.takes_embedding(f->format);
+}
 int dispatch(const Options& o, const std::optional<io::GgufFile>& g) {
   const auto deployments = compiled_all(static_cast<Deployments*>(nullptr));
-  std::string tried;
+  std::vector<std::string> tried;  // each engine's formats, once
   for (const CompiledDeployment& d : deployments) {
     const Scheme& s = d.config.scheme;
     auto type_of = [&](const char* name) {
@@ -316,14 +321,17 @@ int dispatch(const Options& o, const std::optional<io::GgufFile>& g) {
       return t ? int64_t(t->ggml_type) : -1;
     };
     const bool fits = deployments.size() == 1 || !g ||
-                      (type_of("token_embd.weight") == int64_t(s.embedding) &&
+                      (takes_embedding_of(s, type_of("token_embd.weight")) &&
                        type_of("blk.0.attn_q.weight") == int64_t(s.attention) &&
                        type_of("blk.0.ffn_up.weight") == int64_t(s.ffn));
     if (fits) return run(d, o);
-    tried += (tried.empty() ? "" : ", ") + std::string(format_name(s.attention)) +
-             (s.embedding == s.attention ? "" : " with a " + std::string(format_name(s.embedding)) + " embedding");
+    const std::string formats = std::string(format_name(s.attention)) +
+                                (s.separate_lm_head() ? " with a " + std::string(format_name(s.embedding)) + " embedding" : "");
+    if (std::find(tried.begin(), tried.end(), formats) == tried.end()) tried.push_back(formats);
   }
-  throw Error(o.model + ": no engine of this binary runs its formats (it has: " + tried +
+  std::string has;
+  for (const std::string& t : tried) has += (has.empty() ? "" : ", ") + t;
+  throw Error(o.model + ": no engine of this binary runs its formats (it has: " + has +
               "); unicorn-convert --gguf writes the file in one of them");
 }
 

@@ -169,7 +169,17 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
     if (const int status = check_limits(deployment)) return status;
   if (several && !demo)
     std::fprintf(stderr, "%s: engine %s\n", name, unicorn::examples::engine_words(deployment).c_str());
-  if (show_layout) return show_layout_of(deployment);
+  if (show_layout) {  // with the file's embedding format
+    std::ostringstream text;
+    try {
+      const unicorn::DeploymentConfig held = unicorn::config_for_file(deployment, model);
+      unicorn::print_layout(text, held, unicorn::RunLayout(held).view());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", name, e.what());
+      return 1;
+    }
+    return unicorn::tools::print_and_finish(name, text.str());
+  }
   if (demo)
     std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
                  program.default_model_about);

@@ -85,7 +85,12 @@ class AnyEngine {
       : core_(ctx, d.config, d.layout, options), deployment_(d), options_(options) {}
 
   const CompiledDeployment& deployment() const { return deployment_; }
-  const DeploymentConfig& config() const { return deployment_.config; }
+  // The engine's configuration: the deployment's, with the embedding in the
+  // format of the file loaded (Scheme::takes_embedding).
+  const DeploymentConfig& config() const { return core_.config(); }
+  // Its run-time layout: the deployment's, with that embedding and the
+  // context chosen at creation (EngineOptions::context).
+  const LayoutView& layout() const { return core_.layout(); }
 
   // Loads a GGUF file or a Hugging Face directory: the weights, and the
   // vocabulary it carries (or options.tokenizer's). Throws unicorn::Error

@@ -363,7 +363,9 @@ TEST(Cli, FileForAnotherSizeNamesTheBinary) {
 }
 
 // The official files the any-file binaries run, each with its scheme as
-// --layout prints it, written out.
+// --layout prints it, written out. `scheme`: a llama-quantize file type, laid
+// out as it writes it (kLlamaFileTypes: its Q4_0 keeps the embedding at Q6_K,
+// Q8_0 in the 270M's and 1B's rows), or Q4_0_QAT (Google's files).
 struct OfficialFile {
   const unicorn::ModelDims& model;
   const char* scheme;
@@ -376,14 +378,35 @@ std::vector<OfficialFile> official_files() {
     cases.push_back({*m, "Q4_0_QAT", "scheme: embedding F16, attention Q4_0, ffn Q4_0, KV cache F16"});
     cases.push_back({*m, "Q8_0", "scheme: embedding Q8_0, attention Q8_0, ffn Q8_0, KV cache F16"});
     cases.push_back({*m, "BF16", "scheme: embedding BF16, attention BF16, ffn BF16, KV cache F16"});
+    cases.push_back({*m, "F16", "scheme: embedding F16, attention F16, ffn F16, KV cache F16"});
   }
+  // llama-quantize's Q4_0 runs in the QAT engine, holding its embedding as it is.
+  cases.push_back({kGemma3_270M, "Q4_0", "scheme: embedding Q8_0, attention Q4_0, ffn Q4_0, KV cache F16"});
+  cases.push_back({kGemma3_4B, "Q4_0", "scheme: embedding Q6_K, attention Q4_0, ffn Q4_0, KV cache F16"});
+  cases.push_back({kGemma3_27B, "Q4_0", "scheme: embedding Q6_K, attention Q4_0, ffn Q4_0, KV cache F16"});
+  cases.push_back({kGemma3_4B, "Q4_1", "scheme: embedding Q6_K, attention Q4_1, ffn Q4_1, KV cache F16"});
+  cases.push_back({kGemma3_1B, "Q5_0", "scheme: embedding Q8_0, attention Q5_0, ffn Q5_0, KV cache F16"});
+  cases.push_back({kGemma3_12B, "Q5_0", "scheme: embedding Q6_K, attention Q5_0, ffn Q5_0, KV cache F16"});
+  cases.push_back({kGemma3_27B, "Q5_1", "scheme: embedding Q6_K, attention Q5_1, ffn Q5_1, KV cache F16"});
   cases.push_back({kGemma3_270M, "Q6_K", "scheme: embedding Q6_K, attention Q6_K, ffn Q6_K, KV cache F16"});
   cases.push_back({kGemma3_1B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 13 of 26 layers"});
   cases.push_back({kGemma3_4B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 17 of 34 layers"});
   cases.push_back({kGemma3_12B, "Q5_K_M", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K; attn_v Q6_K and ffn_down Q6_K in 24 of 48 layers"});
   cases.push_back({kGemma3_27B, "Q4_K_M", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q6_K and ffn_down Q6_K in 30 of 62 layers"});
   cases.push_back({kGemma3_27B, "Q6_K", "scheme: embedding Q6_K, attention Q6_K, ffn Q6_K, KV cache F16"});
+  cases.push_back({kGemma3_1B, "Q4_K_S", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q5_K in 4 of 26 layers; ffn_down Q5_K in 3 of 26 layers"});
+  cases.push_back({kGemma3_4B, "Q4_K_S", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q5_K in 4 of 34 layers; ffn_down Q5_K in 4 of 34 layers"});
+  cases.push_back({kGemma3_27B, "Q4_K_S", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q5_K in 4 of 62 layers; ffn_down Q5_K in 7 of 62 layers"});
+  cases.push_back({kGemma3_270M, "Q5_K_S", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K, KV cache F16"});
+  cases.push_back({kGemma3_12B, "Q5_K_S", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K, KV cache F16"});
   return cases;
+}
+
+// A file type's scheme: llama-quantize's layout, or a named scheme (Q4_0_QAT).
+unicorn::Scheme file_scheme(const std::string& name) {
+  for (const unicorn::LlamaFileType& t : unicorn::kLlamaFileTypes)
+    if (t.name == name) return t.scheme;
+  return *unicorn::named_scheme(name, unicorn::Format::F16);
 }
 
 // `binary --model FILE --layout` for every official file: the file picks the
@@ -392,7 +415,7 @@ std::vector<OfficialFile> official_files() {
 void expect_runs_every_official_file(const std::string& binary, const std::string& context) {
   for (const OfficialFile& c : official_files()) {
     const fs::path f = tmp() / (std::string(c.model.name) + "-" + c.scheme + ".gguf");
-    write_sparse_gguf(f, c.model, *unicorn::named_scheme(c.scheme, unicorn::Format::F16));
+    write_sparse_gguf(f, c.model, file_scheme(c.scheme));
     const Result r = run(binary + " --model " + f.string() + " --layout");
     EXPECT_EQ(r.code, 0) << f << "\n" << r.out;
     EXPECT_CONTAINS(r.out, "model " + std::string(c.model.name) + ": hidden");
@@ -416,7 +439,7 @@ TEST(Cli, ServerServesEveryOfficialFile) {
                                "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
   EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
   // And the 6 speculative pairs (--draft), which a file without --draft never picks.
-  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 31 + 6) << engines.out;
+  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 61 + 6) << engines.out;
   const Result demo = run(server + " --layout");
   EXPECT_EQ(demo.code, 0) << demo.out;
   EXPECT_CONTAINS(demo.out, "model gemma3-demo: hidden");
@@ -436,8 +459,8 @@ TEST(Cli, ServerServesEveryOfficialFile) {
   write_sparse_gguf(tmp() / "gemma3-4b-all-q4_k.gguf", unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result none = run(server + " --model " + (tmp() / "gemma3-4b-all-q4_k.gguf").string());
   EXPECT_EQ(none.code, 1) << none.out;
-  EXPECT_CONTAINS(none.out, "none of the 31 engines compiled into unicorn-server runs this file");
-  EXPECT_CONTAINS(none.out, "The nearest, gemma3-4b, Q4_K_M");
+  EXPECT_CONTAINS(none.out, "none of the 61 engines compiled into unicorn-server runs this file");
+  EXPECT_CONTAINS(none.out, "The nearest, gemma3-4b, Q4_K_S");
   fs::remove(f);
   fs::remove(tmp() / "gemma3-4b-all-q4_k.gguf");
 }
@@ -449,10 +472,11 @@ TEST(Cli, GenerateRefusesAFileNoEngineRuns) {
   write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result r = run(gen() + " --model " + f.string() + " -p hi");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_CONTAINS(r.out, "none of the 31 engines compiled into unicorn-generate runs this file");
-  EXPECT_CONTAINS(r.out, "The nearest, gemma3-4b, Q4_K_M");
-  EXPECT_CONTAINS(r.out, "first: gemma3-4b-all-q4_k.gguf: tensor 'token_embd.weight' is Q4_K but this engine's scheme "
-                         "stores it as Q6_K");
+  EXPECT_CONTAINS(r.out, "none of the 61 engines compiled into unicorn-generate runs this file");
+  // The Q4_K_S engine would hold its Q4_K embedding; its first 4 layers' attn_v are Q5_K.
+  EXPECT_CONTAINS(r.out, "The nearest, gemma3-4b, Q4_K_S");
+  EXPECT_CONTAINS(r.out, "first: gemma3-4b-all-q4_k.gguf: tensor 'blk.0.attn_v.weight' is Q4_K but this engine's "
+                         "scheme stores it as Q5_K");
   EXPECT_CONTAINS(r.out, "unicorn_add_engine(my-engine GGUF " + f.string() + ")");
   fs::remove(f);
 }

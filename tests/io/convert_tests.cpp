@@ -9,19 +9,25 @@
 // (tests/model/fixtures/tiny), UNICORN_TINY_TOKENIZER (a 512-token
 // tokenizer.json in Gemma's shape), UNICORN_GEMMA3_TOKENIZER_JSON (npm's Gemma 3
 // tokenizer.json, beside its tokenizer_config.json; its tests are skipped where
-// the build has no npm), UNICORN_DEMO_GGUF (models/gemma3-demo.gguf).
+// the build has no npm), UNICORN_DEMO_GGUF (models/gemma3-demo.gguf),
+// UNICORN_LLAMA_QUANTIZE_TYPES (tests/io/data/llama_quantize_types.txt:
+// llama-quantize's layout of each file type, from its --dry-run).
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 
 #include "gguf_metadata.hpp"
 #include "io_test_util.hpp"
@@ -418,3 +424,95 @@ TEST(ConvertMetadata, SizeLabelsAsGgufPy) {
 }
 
 }  // namespace
+
+namespace {
+
+// One line of llama_quantize_types.txt: "4b Q4_K_S: token_embd=q6_K, attn_q=q4_K, ...,
+// attn_v=q4_K except q5_K@[0, 1, 2, 3], ...", as each layer's type per matrix kind.
+struct DryRun {
+  std::string size, type;
+  std::map<std::string, std::vector<std::string>> layers;  // kind -> type per layer; token_embd: one
+};
+std::optional<DryRun> parse_dry_run(const std::string& line, uint32_t layers) {
+  static const std::regex head(R"(^(\S+) (\S+): (.*)$)");
+  std::smatch m;
+  if (line.empty() || line[0] == '#' || !std::regex_match(line, m, head)) return std::nullopt;
+  DryRun d{m[1], m[2], {}};
+  std::string rest = m[3];
+  static const std::regex kind(R"((\w+)=(\w+)(?: except ([^,]*(?:, \d+)*\]))?(?:, |$))");
+  for (std::sregex_iterator it(rest.begin(), rest.end(), kind), end; it != end; ++it) {
+    const std::string name = (*it)[1], common = (*it)[2], except = (*it)[3];
+    std::vector<std::string> types(name == "token_embd" ? 1 : layers, common);
+    static const std::regex part(R"((\w+)@\[([\d, ]*)\])");
+    for (std::sregex_iterator p(except.begin(), except.end(), part); p != end; ++p) {
+      std::istringstream list{std::string((*p)[2])};
+      for (std::string n; std::getline(list, n, ',');) types.at(std::stoul(n)) = (*p)[1];
+    }
+    d.layers[name] = types;
+  }
+  return d;
+}
+
+std::string lower_name(unicorn::Format f) {
+  std::string s(unicorn::format_name(f));
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  // llama-quantize prints the K-quants as q4_K
+  if (s.size() == 4 && s[3] == 'k') s[3] = 'K';
+  return s;
+}
+
+}  // namespace
+
+// unicorn-convert --type writes llama-quantize's file types as llama-quantize
+// lays them out (quant/scheme.hpp's kLlamaFileTypes): every matrix of every
+// official size in the format llama-quantize --dry-run gives it (the table in
+// tests/io/data, made by tools/llama_quantize_types.py). The file types
+// without an engine here are listed, not checked.
+TEST(Convert, FileTypesAreLaidOutAsLlamaQuantizeDoes) {
+  using namespace unicorn;
+  const char* path = std::getenv("UNICORN_LLAMA_QUANTIZE_TYPES");
+  ASSERT_TRUE(path) << "UNICORN_LLAMA_QUANTIZE_TYPES is not set (run through ctest)";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const std::pair<std::string, const ModelDims*> sizes[] = {
+      {"270m", &kGemma3_270M}, {"1b", &kGemma3_1B}, {"4b", &kGemma3_4B}, {"12b", &kGemma3_12B}, {"27b", &kGemma3_27B}};
+  const std::pair<std::string, WeightKind> kinds[] = {
+      {"attn_q", WeightKind::AttnQ},       {"attn_k", WeightKind::AttnK},     {"attn_v", WeightKind::AttnV},
+      {"attn_output", WeightKind::AttnOut}, {"ffn_gate", WeightKind::FfnGate}, {"ffn_up", WeightKind::FfnUp},
+      {"ffn_down", WeightKind::FfnDown}};
+  std::set<std::string> checked, others;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::string size = line.substr(0, line.find(' '));
+    const ModelDims* m = nullptr;
+    for (const auto& [name, dims] : sizes)
+      if (name == size) m = dims;
+    ASSERT_TRUE(m) << line;
+    const auto d = parse_dry_run(line, m->layers);
+    ASSERT_TRUE(d) << line;
+    const LlamaFileType* t = nullptr;
+    for (const LlamaFileType& f : kLlamaFileTypes)
+      if (f.name == d->type) t = &f;
+    if (!t) {
+      others.insert(d->type);
+      continue;
+    }
+    checked.insert(size + " " + d->type);
+    ASSERT_EQ(d->layers.size(), 8u) << line;
+    EXPECT_EQ(lower_name(format_of(t->scheme, WeightKind::Embedding, -1, m->layers, m->hidden)),
+              d->layers.at("token_embd")[0]) << size << " " << d->type << " token_embd";
+    for (const auto& [name, kind] : kinds) {
+      const uint64_t cols = kind == WeightKind::AttnOut ? m->q_dim() : kind == WeightKind::FfnDown ? m->ffn : m->hidden;
+      for (uint32_t l = 0; l < m->layers; ++l)
+        EXPECT_EQ(lower_name(format_of(t->scheme, kind, int(l), m->layers, cols)), d->layers.at(name).at(l))
+            << size << " " << d->type << " blk." << l << "." << name;
+    }
+  }
+  // Every file type but F32 (llama-quantize does not write it) at every size.
+  EXPECT_EQ(checked.size(), 5 * (std::size(kLlamaFileTypes) - 1));
+  std::string rest;
+  for (const std::string& o : others) rest += " " + o;
+  std::printf("[ types ] %zu size x type pairs laid out as llama-quantize does; without an engine here:%s\n",
+              checked.size(), rest.c_str());
+}
+

@@ -86,7 +86,7 @@ int run(const std::string& cmd, const fs::path& log) {
 fs::path tiny_gguf(const std::string& type) {
   const fs::path out = work_dir() / ("tiny-" + type + ".gguf");
   const std::string cmd =
-      env("UNICORN_CONVERT") + " --hf " + tiny_dir().string() + " --type " + type + " --out " +
+      env("UNICORN_CONVERT") + " --hf " + tiny_dir().string() + " --type " + type + " --pure --out " +
       out.string();
   if (run(cmd, work_dir() / ("convert-" + type + ".log")) != 0)
     throw std::runtime_error("failed: " + cmd);

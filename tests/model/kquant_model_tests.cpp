@@ -264,6 +264,43 @@ TEST_F(KQuantModel, Q4_K_MFallbacksMatchTheirDequantization) {
   expect_mix_matches<TinyFallbackQ4_K_M, kGemma3TinyKFallback>(mix, "Q4_K_M-fallback", "gemma3-tiny-k-fallback");
 }
 
+// A tied embedding is held in the file's format (Scheme::takes_embedding):
+// llama-quantize's Q4_0 files keep token_embd at Q6_K (Q8_0 where rows are not
+// whole superblocks), Google's QAT files at F16. One Q4_0 engine runs each,
+// against the F32 engine on its exact dequantisation; and one engine loads
+// them all in turn, laid out again for each (EngineCore::hold_embedding_as),
+// with the logits of an engine that loaded only that file, bit for bit.
+TEST_F(KQuantModel, TheEmbeddingIsHeldInTheFilesFormat) {
+  using Q4_0Engine = TinyK<Format::Q4_0>;
+  std::vector<int32_t> prompt(24);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3TinyK.vocab);
+  Engine<Q4_0Engine> reused(context(), tools::engine_options_from_env());
+  const uint64_t q4_0_bytes = reused.core().layout().weight(Role::Embedding).bytes;
+  for (Format embedding : {Format::Q6_K, Format::Q8_0, Format::F16, Format::Q4_0, Format::Q6_K}) {
+    const std::string name(format_name(embedding));
+    Formats mix = formats_of<Q4_0Engine>();
+    mix["token_embd.weight"] = embedding;
+    const auto [quantized, dequantized] = model_pair(Format::Q4_0, {}, "-embedding-" + name, &mix);
+    const ::Run fresh = run<Q4_0Engine>(quantized, prompt);
+    expect_close(fresh, run<TinyK<Format::F32>>(dequantized, prompt), "Q4_0, " + name + " embedding");
+
+    reused.load(quantized);
+    EXPECT_EQ(reused.config().scheme.embedding, embedding);
+    EXPECT_EQ(reused.config().scheme.lm_head, embedding) << "the LM head reads the embedding";
+    const TensorSlot& held = reused.core().layout().weight(Role::Embedding);
+    EXPECT_EQ(held.format, embedding);
+    EXPECT_EQ(held.bytes, held.rows * row_bytes(embedding, held.cols));
+    if (embedding != Format::Q4_0) EXPECT_NE(held.bytes, q4_0_bytes);
+    EXPECT_EQ(reused.forward_logits(prompt), fresh.prefill) << name << ": the reused engine's logits";
+    reused.reset();
+    EXPECT_EQ(reused.prefill(prompt), fresh.greedy[0]) << name;
+    reused.reset();
+  }
+  // An engine whose LM head is its own copy holds only its own embedding.
+  EXPECT_FALSE(schemes::kQ4_0_QAT_Q8Head.takes_embedding(Format::Q6_K));
+  EXPECT_TRUE(schemes::kQ4_0_QAT.takes_embedding(Format::Q6_K));
+}
+
 // Block-format products on integer dot products (matvec_dot: decode's, and
 // the LM head in either pass), as a device that runs them in hardware takes
 // them: the Q4_K_M mix (Q4_K, Q6_K, its Q6_K head), the two fallback mixes
@@ -294,7 +331,9 @@ TEST_F(KQuantModel, MixesOnIntegerDotProducts) {
 // into D and its scales are finite.
 template <class D>
 fs::path expect_convert_writes(const std::string& model, const std::string& type, uint32_t ftype) {
-  const fs::path out = temp_dir() / (model + "-" + type + "-convert.gguf");
+  std::string name = model + "-" + type + "-convert.gguf";
+  std::replace(name.begin(), name.end(), ' ', '_');  // "Q5_0 --pure"
+  const fs::path out = temp_dir() / name;
   const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --random " + model + " --type " + type +
                           " --out " + out.string() + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -325,11 +364,17 @@ TEST_F(KQuantModel, ConvertWritesTheQ4_K_MMix) {
 
 // The mixes over rows that are not whole superblocks write llama-quantize's
 // fallbacks (the 1B's and 270M's files); --type Q5_0 writes every matrix in
-// Q5_0 (ggml's reference quantizer) under its own ftype (LLAMA_FTYPE_MOSTLY_Q5_0 = 8).
+// Q5_0 (ggml's reference quantizer) and the embedding in Q6_K, as
+// llama-quantize does, under its own ftype (LLAMA_FTYPE_MOSTLY_Q5_0 = 8), and
+// --type Q5_0 --pure the embedding in Q5_0 too; Q4_K_S its own rule (Q5_K for
+// attn_v in the first 4 layers, ffn_down in the first eighth).
+inline constexpr Scheme kLlamaQ5_0 = schemes::kQ5_0.with_embedding(Format::Q6_K);
 TEST_F(KQuantModel, ConvertWritesTheFallbacks) {
   expect_convert_writes<TinyFallbackQ4_K_M>("gemma3-tiny-k-fallback", "Q4_K_M", 15);
   expect_convert_writes<TinyFallbackQ5_K_M>("gemma3-tiny-k-fallback", "Q5_K_M", 17);
-  expect_convert_writes<TinyK<Format::Q5_0>>("gemma3-tiny-k", "Q5_0", 8);
+  expect_convert_writes<TinyKMixOf<kLlamaQ5_0>>("gemma3-tiny-k", "Q5_0", 8);
+  expect_convert_writes<TinyK<Format::Q5_0>>("gemma3-tiny-k", "Q5_0 --pure", 8);
+  expect_convert_writes<TinyKMixOf<schemes::kQ4_K_S>>("gemma3-tiny-k", "Q4_K_S", 14);
 }
 
 // Safetensors quantized to Q5_0 / Q5_1 on the GPU at load (convert.comp) are
@@ -347,7 +392,7 @@ void expect_load_quantization_matches_the_file() {
   const std::string type(format_name(F));
   const fs::path hf = fs::path(fixtures) / "tiny", gguf = temp_dir() / ("tiny-hf-" + type + ".gguf");
   const std::string cmd = std::string(std::getenv("UNICORN_CONVERT")) + " --hf " + hf.string() + " --type " + type +
-                          " --out " + gguf.string() + " > /dev/null";
+                          " --pure --out " + gguf.string() + " > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::vector<int32_t> prompt(20);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % kGemma3Tiny.vocab);

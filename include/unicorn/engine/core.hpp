@@ -144,8 +144,15 @@ class EngineCore {
     context_limit_ = tokens;
   }
   uint32_t context_limit() const { return context_limit_; }
-  // The run-time layout: the compiled one with context_size() KV positions.
+  // The run-time layout: the compiled one with context_size() KV positions,
+  // and the embedding in the format hold_embedding_as last chose.
   const LayoutView& layout() const { return layout_; }
+  // Lays the engine out again with its tied embedding (and the LM head that
+  // reads it) in `format`, the format a file's token_embd comes in
+  // (Scheme::takes_embedding): the weight buffers are allocated anew and the
+  // passes recorded again, so it is for the loader, before the weights are
+  // uploaded. Nothing changes where `format` is already the embedding's.
+  void hold_embedding_as(Format format);
   // What this engine allocated on the device, per pool.
   DeviceMemory device_memory() const;
   gpu::Context& context() const { return ctx_; }
@@ -607,6 +614,9 @@ class EngineCore {
   // stream (matrix-vector kernels reading each weight once for all rows).
   // splitk_tokens: the split-K tile's token rows (0: the tile for n).
   std::optional<Graph> record_forward(uint32_t n, uint32_t logit_rows, PassKind kind, uint32_t splitk_tokens = 0);
+  // The weight buffers from the layout, and every pass the engine keeps recorded.
+  void allocate_weights();
+  void record_passes();
   // The recorded pass for a step of n streams' tokens.
   const Graph& batch_pass(uint32_t n) const {
     if (!batch_) return *decode_;
@@ -616,10 +626,10 @@ class EngineCore {
   }
 
   gpu::Context& ctx_;
-  DeploymentConfig cfg_;     // as compiled
+  DeploymentConfig cfg_;     // as compiled, but the embedding's format (hold_embedding_as)
   uint32_t kv_context_;      // KV cache positions per stream (EngineOptions::context)
-  RunLayout run_layout_;     // cfg_ with kv_context_
-  LayoutView layout_;        // of run_layout_
+  std::optional<RunLayout> run_layout_;  // cfg_ with kv_context_
+  LayoutView layout_;                    // of run_layout_
   std::shared_ptr<gpu::KernelCache> kernels_;  // the context's, shared by its engines
   gpu::DescriptorArena sets_;
   std::array<gpu::BufferSet, kPoolCount> weight_sets_, kv_sets_;  // per pool

@@ -13,8 +13,8 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
     : ctx_(ctx),
       cfg_(config),
       kv_context_(checked_context(config, options.context)),
-      run_layout_(config.with_context(kv_context_)),
-      layout_(run_layout_.view()),
+      run_layout_(std::in_place, config.with_context(kv_context_)),
+      layout_(run_layout_->view()),
       kernels_(ctx.kernel_cache(options.pipeline_cache)),
       sets_(ctx),
       tuning_(with_device_facts(options.tuning, ctx.info())),
@@ -27,7 +27,7 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
   check_device_limits();
   check_pools_fit();
   const LayoutView& layout = layout_;
-  allocate_by_pool(layout.weight_slab_bytes, layout.weight_slab_pools, weight_sets_, weight_slabs_, "weights");
+  allocate_weights();
   allocate_by_pool(layout.kv_slab_bytes, layout.kv_slab_pools, kv_sets_, kv_slabs_, "the KV cache");
   if (cfg_.streams == 0 || cfg_.streams > std::min(cfg_.prefill_chunk, layout.logit_rows))
     throw Error("engine: " + std::to_string(cfg_.streams) + " streams; a step has rows for 1 to " +
@@ -43,6 +43,14 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
     decode_lane_.emplace(ctx, cfg_, step_acts, layout.activation_pool, std::max(cfg_.streams, cfg_.draft_max + 1), 0,
                          " of decode steps");
   }
+  record_passes();
+}
+
+UNICORN_DECL void EngineCore::allocate_weights() {
+  allocate_by_pool(layout_.weight_slab_bytes, layout_.weight_slab_pools, weight_sets_, weight_slabs_, "weights");
+}
+
+UNICORN_DECL void EngineCore::record_passes() {
   prefill_ = record_forward(cfg_.prefill_chunk, 1, PassKind::Prefill);
   decode_ = record_forward(1, 1, PassKind::Decode);
   if (cfg_.streams > 1) {
@@ -60,6 +68,27 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
   }
   if (cfg_.draft_max > 0) verify_ = record_forward(cfg_.draft_max + 1, cfg_.draft_max + 1, PassKind::Verify);
   kernels_->save();  // the next start reads these pipelines from disk
+}
+
+UNICORN_DECL void EngineCore::hold_embedding_as(Format format) {
+  if (format == cfg_.scheme.embedding) return;
+  if (!cfg_.scheme.takes_embedding(format))
+    throw Error("internal: an engine whose LM head is a " + std::string(format_name(cfg_.scheme.lm_head)) +
+                " copy holds its embedding in " + std::string(format_name(cfg_.scheme.embedding)) + " only");
+  for (uint32_t s = 0; s < cfg_.streams; ++s) check_not_in_flight(s, "a new embedding format");
+  // The passes and their descriptor sets name the old buffers: all go first,
+  // and the old weights before the new are allocated (the peak is one set).
+  prefill_.reset(), decode_.reset(), batch_.reset(), batch_small_.reset(), verify_.reset();
+  prefill_many_logits_.reset(), prefill_all_logits_.reset();
+  sets_.clear();
+  weight_slabs_.clear();
+  weight_sets_ = {};
+  cfg_.scheme = cfg_.scheme.with_embedding(format);
+  run_layout_.emplace(cfg_.with_context(kv_context_));
+  layout_ = run_layout_->view();
+  check_pools_fit();
+  allocate_weights();
+  record_passes();
 }
 
 UNICORN_DECL DeviceMemory EngineCore::device_memory() const {

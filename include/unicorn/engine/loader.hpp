@@ -1,5 +1,6 @@
 // unicorn/engine/loader.hpp — fill an engine's weights from a GGUF file or a
-// Hugging Face directory, after checking the file against the compiled layout.
+// Hugging Face directory, after checking the file against the compiled layout
+// (with the file's embedding format: EngineCore::hold_embedding_as).
 //
 // Every hyperparameter, and every tensor's name, shape and type, must match
 // the engine; the first mismatch is an error that names the key or tensor,
@@ -88,6 +89,12 @@ UNICORN_DECL LoadReport load_weights(EngineCore& core, const WeightFile& file, c
   if (!check.dims_differences.empty())
     throw Error(check.first() + official_size_hint(file.dims(engine)));
   if (!check.fits()) throw Error(check.first());
+  if (check.embedding) {  // the file's embedding format, not the engine's: lay the engine out for it
+    core.hold_embedding_as(*check.embedding);
+    check = check_file(file, engine, L);
+    if (!check.fits() || check.embedding) throw Error("internal: the engine laid out for " + file.label() +
+                                                      "'s embedding does not fit it: " + (check.fits() ? "" : check.first()));
+  }
   const size_t skipped = file.check_unused(check.used);
   const auto checked = std::chrono::steady_clock::now();
 

@@ -59,6 +59,16 @@ class ModelFile {
   std::unique_ptr<detail::WeightFile> file_;
 };
 
+// Engine `d`'s configuration as it holds the file at `path`: with the file's
+// embedding format (Scheme::takes_embedding; the loader lays the engine out so).
+inline DeploymentConfig config_for_file(const CompiledDeployment& d, const std::filesystem::path& path) {
+  DeploymentConfig config = d.config;
+  const auto file = detail::open_weight_file(path);
+  if (const auto embedding = detail::check_file(*file, d.config.model, d.layout).embedding)
+    config.scheme = config.scheme.with_embedding(*embedding);
+  return config;
+}
+
 // The index in `engines` of the one that runs the model at `path` (`binary`
 // names the program in the refusal).
 inline size_t pick_engine(std::span<const CompiledDeployment> engines, const std::filesystem::path& path,

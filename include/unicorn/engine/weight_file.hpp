@@ -230,6 +230,11 @@ struct FileCheck {
   std::set<std::string> used;
   uint64_t bytes = 0;
   size_t conversions = 0;
+  // The file's embedding format where it is not the engine's and the engine
+  // takes it (Scheme::takes_embedding): the engine is laid out again for it
+  // (EngineCore::hold_embedding_as) and the file checked once more, since
+  // `plan` points into the layout checked here.
+  std::optional<Format> embedding;
 
   bool fits() const { return dims_differences.empty() && tensor_differences.empty(); }
   const std::string& first() const {
@@ -241,7 +246,8 @@ struct FileCheck {
 // Checks `file` against an engine of `model` dims and layout `L`: every
 // hyperparameter, and every weight tensor's presence, type and shape. The LM
 // head a scheme keeps as its own copy is not in the file: it is the
-// embedding's tensor, converted to the LM head's format.
+// embedding's tensor, converted to the LM head's format. A tied embedding
+// may come in any format (FileCheck::embedding).
 FileCheck check_file(const WeightFile& file, const ModelDims& model, const LayoutView& L);
 
 }  // namespace unicorn::detail
@@ -311,6 +317,7 @@ UNICORN_DECL FileCheck check_file(const WeightFile& file, const ModelDims& model
   r.dims_differences = dims_differences(file.dims(model), model, file.dims_source(), !file.converted());
   if (!r.dims_differences.empty()) return r;  // the tensors' shapes would all differ too
   const std::string& src = file.label();
+  const bool tied = &L.weight(Role::LmHead) == &L.weight(Role::Embedding);  // the LM head reads the embedding
   for (const TensorSlot& t : L.tensors) {
     if (t.arena != Arena::Weights) continue;
     const std::string gguf = (t.role == Role::LmHead ? L.weight(Role::Embedding) : t).gguf_name();
@@ -328,6 +335,8 @@ UNICORN_DECL FileCheck check_file(const WeightFile& file, const ModelDims& model
       r.tensor_differences.push_back(src + ": tensor '" + f->name + "' is " + f->type_name + " and this engine stores it as " +
                                      std::string(format_name(t.format)) +
                                      ", a K-quant the loader does not quantize to (llama-quantize writes such files)");
+    else if (!convert && f->format != t.format && t.role == Role::Embedding && tied && f->format)
+      r.embedding = *f->format;  // held as it is: the engine is laid out for it
     else if (!convert && f->format != t.format)
       r.tensor_differences.push_back(src + ": tensor '" + f->name + "' is " + f->type_name +
                                      " but this engine's scheme stores it as " + std::string(format_name(t.format)));
@@ -345,7 +354,7 @@ UNICORN_DECL FileCheck check_file(const WeightFile& file, const ModelDims& model
                                      ", this engine expects " + shape_text(want));
     if (file.converted() && t.rows > 1 && t.role != Role::LmHead && f->format != t.format) ++r.conversions;
     r.used.insert(f->name);
-    r.bytes += t.bytes;
+    r.bytes += t.role == Role::Embedding && r.embedding ? t.rows * row_bytes(*r.embedding, t.cols) : t.bytes;
     r.plan.push_back({&t, std::move(*f), convert});
   }
   if (!r.fits()) r.plan.clear();

@@ -190,6 +190,11 @@ class DescriptorArena {
   explicit DescriptorArena(const Context& ctx) : ctx_(ctx) {}
 
   vk::DescriptorSet make(const Kernel& k, std::span<const vk::DescriptorBufferInfo> buffers);
+  // Frees every set made so far (no recorded work may still use one).
+  void clear() {
+    pools_.clear();
+    left_sets_ = left_buffers_ = 0;
+  }
 
  private:
   static constexpr uint32_t kSetsPerPool = 1024, kBuffersPerPool = 8192;

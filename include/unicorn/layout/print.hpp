@@ -41,12 +41,17 @@ UNICORN_DECL std::string scheme_text(const DeploymentConfig& c) {
   std::string t = "embedding " + std::string(format_name(s.embedding)) + ", attention " +
                   std::string(format_name(s.attention)) + ", ffn " + std::string(format_name(s.ffn));
   if (s.separate_lm_head()) t += ", LM head " + std::string(format_name(s.lm_head));
-  if (s.mixed()) {
-    uint32_t more = 0;
-    for (uint32_t l = 0; l < c.model.layers; ++l) more += more_bits_layer(l, c.model.layers);
+  const uint32_t n = c.model.layers;
+  const auto in_layers = [&](const MoreBitsLayers& m) {
+    return " in " + std::to_string(m.in(n)) + " of " + std::to_string(n) + " layers";
+  };
+  const bool v = s.attn_v_more_bits != s.attention, d = s.ffn_down_more_bits != s.ffn;
+  if (v && d && s.attn_v_layers == s.ffn_down_layers) {
     t += "; attn_v " + std::string(format_name(s.attn_v_more_bits)) + " and ffn_down " +
-         std::string(format_name(s.ffn_down_more_bits)) + " in " + std::to_string(more) + " of " +
-         std::to_string(c.model.layers) + " layers";
+         std::string(format_name(s.ffn_down_more_bits)) + in_layers(s.attn_v_layers);
+  } else {
+    if (v) t += "; attn_v " + std::string(format_name(s.attn_v_more_bits)) + in_layers(s.attn_v_layers);
+    if (d) t += "; ffn_down " + std::string(format_name(s.ffn_down_more_bits)) + in_layers(s.ffn_down_layers);
   }
   return t;
 }

@@ -7,6 +7,13 @@
 // (`with_lm_head`), made from the embedding at load time — the LM head is read
 // whole for every token, the embedding only row by row.
 //
+// The embedding's format is the scheme's default, not a fixed part of it: a
+// tied embedding is read by kernels for every format (the gather and the LM
+// head's products), so an engine holds a file's token_embd in whatever format
+// the file has (`takes_embedding`; EngineCore::hold_embedding_as lays the
+// engine out again before loading). llama-quantize keeps it at Q6_K in its
+// Q4_0 files, Google's QAT files at F16: one engine runs both.
+//
 // Mixed schemes are llama-quantize's _M files: attn_v and ffn_down take more
 // bits in some layers (`more_bits_layer`), and a K-quant falls back to a
 // 32-element format for a matrix whose rows are not whole 256-element
@@ -31,6 +38,36 @@ constexpr bool more_bits_layer(uint32_t layer, uint32_t layers) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+// The layers whose attn_v or ffn_down a mix writes with more bits, by
+// llama-quantize's rules (llama_tensor_get_type_impl): its _M mixes' choice
+// (more_bits_layer), or the first `count` layers (Q4_K_S's attn_v: 4; Q3_K_M's: 2),
+// or those below layers / `count` (Q4_K_S's ffn_down: the first eighth;
+// Q3_K_M's: the first sixteenth).
+struct MoreBitsLayers {
+  enum class Rule : uint8_t { UseMoreBits, First, FirstPart };
+  Rule rule = Rule::UseMoreBits;
+  uint32_t count = 0;
+  constexpr bool has(uint32_t layer, uint32_t layers) const {
+    switch (rule) {
+      case Rule::UseMoreBits: return more_bits_layer(layer, layers);
+      case Rule::First: return layer < count;
+      case Rule::FirstPart: return layer < layers / count;
+    }
+    return false;
+  }
+  constexpr uint32_t in(uint32_t layers) const {  // how many of `layers` it picks
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < layers; ++l) n += has(l, layers);
+    return n;
+  }
+  constexpr bool operator==(const MoreBitsLayers&) const = default;
+};
+namespace more_bits {
+inline constexpr MoreBitsLayers kUseMoreBits{};
+constexpr MoreBitsLayers first(uint32_t n) { return {MoreBitsLayers::Rule::First, n}; }
+constexpr MoreBitsLayers first_part(uint32_t of) { return {MoreBitsLayers::Rule::FirstPart, of}; }
+}  // namespace more_bits
+
 // The format llama-quantize writes instead of a K-quant for a matrix whose rows
 // (`cols` elements) are not whole superblocks (llama.cpp src/llama-quant.cpp,
 // tensor_type_fallback): Q4_K becomes Q5_0, Q5_K Q5_1, Q6_K Q8_0, and F16
@@ -48,10 +85,11 @@ struct Scheme {
   Format ffn;         // ffn_gate, ffn_up, ffn_down
   Format kv_cache;    // F16 by default; F32 for reference checks
   Format lm_head = embedding;  // the output projection; another format: a separate copy
-  // attn_v and ffn_down in the layers more_bits_layer() picks (the _M mixes);
-  // by default the same as the others.
+  // attn_v and ffn_down in the layers their MoreBitsLayers pick (the _M
+  // mixes': more_bits_layer); by default the same as the others.
   Format attn_v_more_bits = attention;
   Format ffn_down_more_bits = ffn;
+  MoreBitsLayers attn_v_layers{}, ffn_down_layers{};
 
   constexpr bool separate_lm_head() const { return lm_head != embedding; }
   // The formats of the layers' matrices: attention, FFN, and the more-bits layers' attn_v and ffn_down.
@@ -60,6 +98,17 @@ struct Scheme {
   }
   // Whether some layers' attn_v or ffn_down differ from the rest.
   constexpr bool mixed() const { return attn_v_more_bits != attention || ffn_down_more_bits != ffn; }
+  // Whether an engine of this scheme holds a file's embedding in `format`:
+  // any format, where the LM head reads the embedding itself; only its own
+  // where the LM head is a copy (made from a float embedding at load).
+  constexpr bool takes_embedding(Format format) const { return format == embedding || !separate_lm_head(); }
+  // This scheme with the (tied) embedding, and the LM head that reads it, in `format`.
+  constexpr Scheme with_embedding(Format format) const {
+    Scheme s = *this;
+    if (!separate_lm_head()) s.lm_head = format;
+    s.embedding = format;
+    return s;
+  }
   // This scheme with the LM head read from a `format` copy of the embedding.
   constexpr Scheme with_lm_head(Format format) const {
     Scheme s = *this;
@@ -75,7 +124,7 @@ enum class WeightKind { Embedding, LmHead, AttnQ, AttnK, AttnV, AttnOut, FfnGate
 // The format `s` stores a matrix of kind `k` in, in `layer` of `layers`
 // (layer: -1 for the embedding and LM head), its rows `cols` elements long.
 constexpr Format format_of(const Scheme& s, WeightKind k, int layer, uint32_t layers, uint64_t cols) {
-  const bool more = layer >= 0 && more_bits_layer(uint32_t(layer), layers);
+  const auto more_in = [&](const MoreBitsLayers& m) { return layer >= 0 && m.has(uint32_t(layer), layers); };
   Format f = s.ffn;
   switch (k) {
     case WeightKind::Embedding: f = s.embedding; break;
@@ -83,10 +132,10 @@ constexpr Format format_of(const Scheme& s, WeightKind k, int layer, uint32_t la
     case WeightKind::AttnQ:
     case WeightKind::AttnK:
     case WeightKind::AttnOut: f = s.attention; break;
-    case WeightKind::AttnV: f = more ? s.attn_v_more_bits : s.attention; break;
+    case WeightKind::AttnV: f = more_in(s.attn_v_layers) ? s.attn_v_more_bits : s.attention; break;
     case WeightKind::FfnGate:
     case WeightKind::FfnUp: f = s.ffn; break;
-    case WeightKind::FfnDown: f = more ? s.ffn_down_more_bits : s.ffn; break;
+    case WeightKind::FfnDown: f = more_in(s.ffn_down_layers) ? s.ffn_down_more_bits : s.ffn; break;
   }
   return k_quant_fallback(f, cols);
 }
@@ -122,6 +171,15 @@ inline constexpr Scheme kQ4_K_M{.embedding = Format::Q6_K, .attention = Format::
 inline constexpr Scheme kQ5_K_M{.embedding = Format::Q6_K, .attention = Format::Q5_K, .ffn = Format::Q5_K,
                                 .kv_cache = Format::F16, .lm_head = Format::Q6_K,
                                 .attn_v_more_bits = Format::Q6_K, .ffn_down_more_bits = Format::Q6_K};
+// llama-quantize's _S mixes: Q4_K_S is Q4_K with Q5_K for attn_v in the first
+// 4 layers and ffn_down in the first eighth; Q5_K_S every matrix Q5_K. Both
+// keep the tied embedding at Q6_K (the output's rule). Read from llama-quantize
+// --dry-run on files of every official shape (notes/file_types.md).
+inline constexpr Scheme kQ4_K_S{.embedding = Format::Q6_K, .attention = Format::Q4_K, .ffn = Format::Q4_K,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
+                                .attn_v_layers = more_bits::first(4), .ffn_down_layers = more_bits::first_part(8)};
+inline constexpr Scheme kQ5_K_S = all(Format::Q5_K).with_embedding(Format::Q6_K);
 // Google's official QAT GGUF releases: Q4_0 weights, F16 embedding.
 inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Format::F16};
 // The same file, with the LM head from a Q8_0 copy of the F16 embedding.
@@ -138,11 +196,39 @@ struct NamedScheme {
 };
 inline constexpr NamedScheme kNamedSchemes[] = {
     {"Q4_0_QAT", schemes::kQ4_0_QAT}, {"Q4_K_M", schemes::kQ4_K_M}, {"Q5_K_M", schemes::kQ5_K_M},
+    {"Q4_K_S", schemes::kQ4_K_S},     {"Q5_K_S", schemes::kQ5_K_S},
     {"Q6_K", schemes::kQ6_K},         {"Q8_0", schemes::kQ8_0},     {"Q4_0", schemes::kQ4_0},
     {"Q4_1", schemes::kQ4_1},         {"Q5_0", schemes::kQ5_0},     {"Q5_1", schemes::kQ5_1},
     {"Q4_K", schemes::kQ4_K},         {"Q5_K", schemes::kQ5_K},     {"BF16", schemes::kBF16},
     {"F16", schemes::kF16},           {"F32", schemes::kF32},
 };
+// llama-quantize's file types as it lays them out for Gemma 3, and llama.cpp's
+// LLAMA_FTYPE for each (general.file_type): what unicorn-convert --type writes.
+// Read from llama-quantize --dry-run on files of every official shape
+// (notes/file_types.md). Its Q4_0, Q4_1, Q5_0 and Q5_1 keep the tied embedding
+// at Q6_K (Q8_0 for the 270M's and 1B's rows: k_quant_fallback); its --pure
+// writes every matrix in the one format (`all`).
+struct LlamaFileType {
+  std::string_view name;
+  Scheme scheme;
+  uint32_t ftype;
+};
+inline constexpr LlamaFileType kLlamaFileTypes[] = {
+    {"F32", schemes::kF32, 0},
+    {"F16", schemes::kF16, 1},
+    {"BF16", schemes::kBF16, 32},
+    {"Q8_0", schemes::kQ8_0, 7},
+    {"Q4_0", schemes::kQ4_0.with_embedding(Format::Q6_K), 2},
+    {"Q4_1", schemes::kQ4_1.with_embedding(Format::Q6_K), 3},
+    {"Q5_0", schemes::kQ5_0.with_embedding(Format::Q6_K), 8},
+    {"Q5_1", schemes::kQ5_1.with_embedding(Format::Q6_K), 9},
+    {"Q4_K_S", schemes::kQ4_K_S, 14},
+    {"Q4_K_M", schemes::kQ4_K_M, 15},
+    {"Q5_K_S", schemes::kQ5_K_S, 16},
+    {"Q5_K_M", schemes::kQ5_K_M, 17},
+    {"Q6_K", schemes::kQ6_K, 18},
+};
+
 // A scheme's name, whatever its KV cache; "" for one without.
 constexpr std::string_view scheme_name(Scheme s) {
   for (const NamedScheme& n : kNamedSchemes) {
