@@ -23,23 +23,7 @@ done
 for f in "$bundle" "$model" "$mmproj" "$image"; do
   [ -f "$f" ] || { echo "$0: $f: no such file" >&2; exit 1; }
 done
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-
-if [ ! -x "$dir/build/bin/llama-mtmd-cli" ]; then
-  rm -rf "$dir" && mkdir -p "$dir" || exit 1
-  git clone -q "$bundle" "$dir/src" || { echo "$0: cannot clone $bundle" >&2; exit 1; }
-  echo "llama.cpp $(git -C "$dir/src" rev-parse HEAD)"
-  start=$(date +%s)
-  cmake -S "$dir/src" -B "$dir/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA_ALL_QUANTS=OFF -DGGML_CUDA_NCCL=OFF \
-    -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    > "$dir/configure.log" 2>&1 || { tail -20 "$dir/configure.log"; exit 1; }
-  cmake --build "$dir/build" --target llama-mtmd-cli llama-bench -j16 > "$dir/build.log" 2>&1 ||
-    { tail -30 "$dir/build.log"; exit 1; }
-  echo "built llama-mtmd-cli and llama-bench in $(($(date +%s) - start)) s"
-fi
+"$(dirname "$0")/device_llamacpp_build.sh" "$bundle" llama-mtmd-cli llama-bench || exit 1
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 for run in 1 2 3; do
