@@ -301,6 +301,30 @@ TEST_F(KQuantModel, TheEmbeddingIsHeldInTheFilesFormat) {
   EXPECT_TRUE(schemes::kQ4_0_QAT.takes_embedding(Format::Q6_K));
 }
 
+// An embedding format whose layout does not fit the device: the error says by
+// how much, and the engine keeps its own layout and passes. Gemma 3 1B's F16
+// matrices with a Q4_0 embedding fit lavapipe's 2 GiB heap; with an F32
+// embedding (1.2 GB) they do not. (A device with room holds it.)
+struct OneBF16 {
+  static constexpr DeploymentConfig kConfig =
+      make_deployment(kGemma3_1B, schemes::kF16.with_embedding(Format::Q4_0), 256, 64);
+};
+TEST_F(KQuantModel, AnEmbeddingThatDoesNotFitLeavesTheEngineAsItWas) {
+  Engine<OneBF16> engine(context(), tools::engine_options_from_env());
+  const std::vector<int32_t> prompt{2, 10, 20};
+  try {
+    engine.core().hold_embedding_as(Format::F32);
+    std::printf("[ fit   ] %s holds 1B's F32 embedding\n", context().info().name.c_str());
+    EXPECT_EQ(engine.layout().weight(Role::Embedding).format, Format::F32);
+  } catch (const Error& e) {
+    std::printf("[ fit   ] %s\n", e.what());
+    EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
+    EXPECT_EQ(engine.config().scheme.embedding, Format::Q4_0);
+    EXPECT_EQ(engine.layout().weight(Role::Embedding).format, Format::Q4_0);
+  }
+  EXPECT_EQ(engine.forward_logits(prompt).size(), prompt.size() * kGemma3_1B.vocab) << "the passes are recorded";
+}
+
 // Block-format products on integer dot products (matvec_dot: decode's, and
 // the LM head in either pass), as a device that runs them in hardware takes
 // them: the Q4_K_M mix (Q4_K, Q6_K, its Q6_K head), the two fallback mixes

@@ -151,7 +151,9 @@ class EngineCore {
   // reads it) in `format`, the format a file's token_embd comes in
   // (Scheme::takes_embedding): the weight buffers are allocated anew and the
   // passes recorded again, so it is for the loader, before the weights are
-  // uploaded. Nothing changes where `format` is already the embedding's.
+  // uploaded. Nothing changes where `format` is already the embedding's; where
+  // the new layout does not fit the device, the engine keeps its format and
+  // throws the error that says by how much.
   void hold_embedding_as(Format format);
   // What this engine allocated on the device, per pool.
   DeviceMemory device_memory() const;

@@ -76,19 +76,28 @@ UNICORN_DECL void EngineCore::hold_embedding_as(Format format) {
     throw Error("internal: an engine whose LM head is a " + std::string(format_name(cfg_.scheme.lm_head)) +
                 " copy holds its embedding in " + std::string(format_name(cfg_.scheme.embedding)) + " only");
   for (uint32_t s = 0; s < cfg_.streams; ++s) check_not_in_flight(s, "a new embedding format");
-  // The passes and their descriptor sets name the old buffers: all go first,
-  // and the old weights before the new are allocated (the peak is one set).
-  prefill_.reset(), decode_.reset(), batch_.reset(), batch_small_.reset(), verify_.reset();
-  prefill_many_logits_.reset(), prefill_all_logits_.reset();
-  sets_.clear();
-  weight_slabs_.clear();
-  weight_sets_ = {};
-  cfg_.scheme = cfg_.scheme.with_embedding(format);
-  run_layout_.emplace(cfg_.with_context(kv_context_));
-  layout_ = run_layout_->view();
-  check_pools_fit();
-  allocate_weights();
-  record_passes();
+  const Format before = cfg_.scheme.embedding;
+  const auto lay_out = [&](Format f) {
+    // The passes and their descriptor sets name the old buffers: all go first,
+    // and the old weights before the new are allocated (the peak is one set).
+    prefill_.reset(), decode_.reset(), batch_.reset(), batch_small_.reset(), verify_.reset();
+    prefill_many_logits_.reset(), prefill_all_logits_.reset();
+    sets_.clear();
+    weight_slabs_.clear();
+    weight_sets_ = {};
+    cfg_.scheme = cfg_.scheme.with_embedding(f);
+    run_layout_.emplace(cfg_.with_context(kv_context_));
+    layout_ = run_layout_->view();
+    check_pools_fit();
+    allocate_weights();
+    record_passes();
+  };
+  try {
+    lay_out(format);
+  } catch (const std::exception&) {
+    lay_out(before);  // what fitted before fits again: the engine stays usable, and the error is the new format's
+    throw;
+  }
 }
 
 UNICORN_DECL DeviceMemory EngineCore::device_memory() const {
