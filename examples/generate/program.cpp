@@ -320,7 +320,8 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
       std::fprintf(stderr, "%s: no --model given: running the built-in demo model, %s; give --model for a "
                            "real Gemma 3 file.\n", name, program.default_model_about);
     } else if (engines.size() > 1) {
-      std::fprintf(stderr, "%s: engine %s\n", name, unicorn::engine_text(deployment).c_str());
+      std::fprintf(stderr, "%s: engine %s%s\n", name, unicorn::engine_text(deployment).c_str(),
+                   unicorn::held_embedding_words(deployment, flags.model).c_str());
     }
     if (!flags.prompt_file.empty()) {
       if (!flags.prompt.empty()) throw unicorn::Error("give --prompt or --file, not both");

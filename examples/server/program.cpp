@@ -168,7 +168,8 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   if (several)
     if (const int status = check_limits(deployment)) return status;
   if (several && !demo)
-    std::fprintf(stderr, "%s: engine %s\n", name, unicorn::examples::engine_words(deployment).c_str());
+    std::fprintf(stderr, "%s: engine %s%s\n", name, unicorn::examples::engine_words(deployment).c_str(),
+                 unicorn::held_embedding_words(deployment, model).c_str());
   if (show_layout) {  // with the file's embedding format
     std::ostringstream text;
     try {

@@ -1,5 +1,5 @@
 // llamacpp_logits — the other side of the peer check (tools/peer/peer_logits.sh):
-// every position's logits of the token sequence unicorn-logits feeds (bos, then
+// every position's logits of the token sequence peer_logits.sh feeds (bos, then
 // (37 i + 11) mod V), as llama.cpp computes them, through its public llama.h.
 // Built by peer_logits.sh against a llama.cpp build outside the repository.
 //   llamacpp_logits MODEL N OUT

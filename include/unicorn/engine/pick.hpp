@@ -69,6 +69,14 @@ inline DeploymentConfig config_for_file(const CompiledDeployment& d, const std::
   return config;
 }
 
+// ", holding the file's Q6_K embedding" where engine `d` holds the file at
+// `path` with another embedding than its own; else "" (the programs' engine line).
+inline std::string held_embedding_words(const CompiledDeployment& d, const std::filesystem::path& path) {
+  const Format held = config_for_file(d, path).scheme.embedding;
+  return held == d.config.scheme.embedding ? ""
+                                           : ", holding the file's " + std::string(format_name(held)) + " embedding";
+}
+
 // The index in `engines` of the one that runs the model at `path` (`binary`
 // names the program in the refusal).
 inline size_t pick_engine(std::span<const CompiledDeployment> engines, const std::filesystem::path& path,
