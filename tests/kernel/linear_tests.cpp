@@ -589,7 +589,8 @@ TEST(CoopTile, SplitsKOnlyWhereTheTilesLeaveTheGpuIdle) {
 
 // The matrix-vector kernel's plan (engine/product_plan.hpp) on an H100's
 // facts: the 27B's down projection (K = 21,504) splits K in three for one
-// token, 8 rows a row group, on integer dot products; a verify pass of 9 rows
+// token, 8 rows a row group, on integer dot products (the 4B's, 4 rows: the
+// H100 has too many multiprocessors for 8); a verify pass of 9 rows
 // splits it as the step does (its rows sum in the step's order); a batched
 // step of 9 streams does not split; a CPU device's row groups are one lane.
 TEST(MatVecPlan, TheStepsChoicesOnAnH100) {
@@ -620,6 +621,17 @@ TEST(MatVecPlan, TheStepsChoicesOnAnH100) {
   batch.one_token_order = false;
   EXPECT_EQ(detail::plan_matvec(h100, tuning, true, batch).splits, 1u);
   EXPECT_FALSE(detail::plan_matvec(h100, tuning, false, down).int_dot) << "integer dot products turned off";
+  // The 4B's down projection (K = 10,240) splits in two: 160 workgroups at 8
+  // rows, under the H100's floor of 3.4 a multiprocessor (448), so 4 rows;
+  // a GPU of 40 multiprocessors has work for all of them at 8.
+  detail::MatVecAsk down_4b = down;
+  down_4b.in_features = 10240, down_4b.out_features = 2560;
+  const detail::MatVecPlan h100_4b = detail::plan_matvec(h100, tuning, true, down_4b);
+  EXPECT_EQ(h100_4b.splits, 2u);
+  EXPECT_EQ(h100_4b.rows, kernels::kMatVecRows);
+  gpu::DeviceInfo smaller = h100;
+  smaller.multiprocessors = 40;
+  EXPECT_EQ(detail::plan_matvec(smaller, tuning, true, down_4b).rows, kernels::kMatVecDotSplitRows);
   // Too long a row for the shared memory of one token's bytes: floats, unsplit.
   gpu::DeviceInfo small = h100;
   small.max_shared_memory = 4096;

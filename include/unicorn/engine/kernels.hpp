@@ -308,14 +308,17 @@ inline constexpr uint32_t kMatVecDotLanes = 32;
 inline constexpr uint32_t kMatVecDotSplitInFeatures = 8192;
 // Their rows per row group: 8, so each workgroup's share of the inputs,
 // staged once, serves 32 rows, where that leaves the product at least
-// kMatVecDotSplitRowsMinGroups workgroups (about three to each of the
-// H100's 132 multiprocessors; fewer left a 4B's down projection short of
-// work). notes/kernel_shapes.md has the figures.
+// kMatVecDotSplitRowsGroupsPerMultiprocessor (3.4) workgroups on each of
+// the device's multiprocessors (448 on the H100's 132, where it was measured;
+// fewer left a 4B's down projection short of work). notes/kernel_shapes.md
+// has the figures.
 inline constexpr uint32_t kMatVecDotSplitRows = 8;
-inline constexpr uint64_t kMatVecDotSplitRowsMinGroups = 448;
-constexpr bool matvec_dot_split_rows_fit(uint32_t out_rows, uint32_t splits, uint32_t rows, uint32_t lanes) {
+inline constexpr double kMatVecDotSplitRowsGroupsPerMultiprocessor = 3.4;
+constexpr bool matvec_dot_split_rows_fit(uint32_t out_rows, uint32_t splits, uint32_t rows, uint32_t lanes,
+                                         uint32_t multiprocessors) {
   const uint64_t rows_per_group = uint64_t(rows) * 128 / lanes;
-  return (out_rows + rows_per_group - 1) / rows_per_group * splits >= kMatVecDotSplitRowsMinGroups;
+  const auto min_groups = uint64_t(multiprocessors * kMatVecDotSplitRowsGroupsPerMultiprocessor);
+  return (out_rows + rows_per_group - 1) / rows_per_group * splits >= min_groups;
 }
 constexpr uint32_t matvec_dot_splits(uint32_t in_features, uint32_t split_in_features, uint32_t slices) {
   const uint32_t want = split_in_features ? (in_features + split_in_features - 1) / split_in_features : 1;

@@ -64,7 +64,7 @@ inline MatVecPlan plan_matvec(const gpu::DeviceInfo& device, const Tuning& tunin
   // where enough workgroups remain.
   const uint32_t split_rows = tuning.matvec_dot_split_rows;
   if (p.splits > 1 && split_rows && kernels::matvec_shape_ok(p.lanes, split_rows * accumulators, sg) &&
-      kernels::matvec_dot_split_rows_fit(M, p.splits, split_rows, p.lanes))
+      kernels::matvec_dot_split_rows_fit(M, p.splits, split_rows, p.lanes, device.multiprocessors))
     p.rows = split_rows;
   p.tile = std::max(1u, std::min(ask.tokens, tuning.batch_tile));
   if (ask.tokens > 1) {
