@@ -3,7 +3,7 @@
 // files Q4_K_M, Q5_K_M, Q4_K_S, Q5_K_S, Q6_K, Q4_1, Q5_0, Q5_1, BF16 and F16 of
 // every size), each a CompiledDeployment.
 // Their constexpr layouts and checks are the costly part of compiling them
-// (about 0.25 s each, 107 in all), so each model's entries are
+// (about 0.25 s each, 117 in all), so each model's entries are
 // computed in a translation unit of their own (catalog_<model>.cpp, which
 // includes layout/compiled_deployment.hpp, not the engine), compiled in parallel;
 // main.cpp holds the bench code, once for all of them.
@@ -85,14 +85,15 @@ std::vector<Entry> entries_of() {
 }
 // llama-quantize's K files (quant/scheme.hpp; the 270M's and 1B's hold its
 // Q5_0 / Q5_1 / Q8_0 fallbacks where rows are not whole 256-element
-// superblocks), its Q4_1, Q5_0 and Q5_1, and BF16 and F16 files: with the
+// superblocks), its Q4_1, Q5_0 and Q5_1, its Q4_0 and Q5_0 as --imatrix lays
+// them out, and BF16 and F16 files: with the
 // Q4_0, QAT and Q8_0 above, every format unicorn-generate runs. (Each holds
 // the file's embedding as it is: quant/scheme.hpp's takes_embedding.)
 template <const ModelDims& M>
 using KVariants = std::tuple<Bench<M, schemes::kQ4_K_M>, Bench<M, schemes::kQ5_K_M>, Bench<M, schemes::kQ4_K_S>,
                              Bench<M, schemes::kQ5_K_S>, Bench<M, schemes::kQ6_K>, Bench<M, schemes::kQ4_1>,
-                             Bench<M, schemes::kQ5_0>, Bench<M, schemes::kQ5_1>, Bench<M, schemes::kBF16>,
-                             Bench<M, schemes::kF16>>;
+                             Bench<M, schemes::kQ5_0>, Bench<M, schemes::kQ5_1>, Bench<M, schemes::kQ4_0_IMatrix>,
+                             Bench<M, schemes::kQ5_0_IMatrix>, Bench<M, schemes::kBF16>, Bench<M, schemes::kF16>>;
 template <const ModelDims& M>
 std::vector<Entry> k_entries_of() {
   return entries(static_cast<KVariants<M>*>(nullptr));

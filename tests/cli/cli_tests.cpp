@@ -398,6 +398,10 @@ std::vector<OfficialFile> official_files() {
   cases.push_back({kGemma3_4B, "Q4_K_S", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q5_K in 4 of 34 layers; ffn_down Q5_K in 4 of 34 layers"});
   cases.push_back({kGemma3_27B, "Q4_K_S", "scheme: embedding Q6_K, attention Q4_K, ffn Q4_K; attn_v Q5_K in 4 of 62 layers; ffn_down Q5_K in 7 of 62 layers"});
   cases.push_back({kGemma3_270M, "Q5_K_S", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K, KV cache F16"});
+  // Q4_0 and Q5_0 as llama-quantize --imatrix lays them out.
+  cases.push_back({kGemma3_4B, "Q4_0_imatrix", "scheme: embedding Q6_K, attention Q4_0, ffn Q4_0; ffn_down Q4_1 in 4 of 34 layers"});
+  cases.push_back({kGemma3_27B, "Q4_0_imatrix", "scheme: embedding Q6_K, attention Q4_0, ffn Q4_0; ffn_down Q4_1 in 7 of 62 layers"});
+  cases.push_back({kGemma3_1B, "Q5_0_imatrix", "scheme: embedding Q6_K, attention Q5_0, ffn Q5_0; ffn_down Q5_1 in 3 of 26 layers"});
   cases.push_back({kGemma3_12B, "Q5_K_S", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K, KV cache F16"});
   return cases;
 }
@@ -439,7 +443,7 @@ TEST(Cli, ServerServesEveryOfficialFile) {
                                "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
   EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
   // And the 6 speculative pairs (--draft), which a file without --draft never picks.
-  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 61 + 6) << engines.out;
+  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 71 + 6) << engines.out;
   const Result demo = run(server + " --layout");
   EXPECT_EQ(demo.code, 0) << demo.out;
   EXPECT_CONTAINS(demo.out, "model gemma3-demo: hidden");
@@ -459,7 +463,7 @@ TEST(Cli, ServerServesEveryOfficialFile) {
   write_sparse_gguf(tmp() / "gemma3-4b-all-q4_k.gguf", unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result none = run(server + " --model " + (tmp() / "gemma3-4b-all-q4_k.gguf").string());
   EXPECT_EQ(none.code, 1) << none.out;
-  EXPECT_CONTAINS(none.out, "none of the 61 engines compiled into unicorn-server runs this file");
+  EXPECT_CONTAINS(none.out, "none of the 71 engines compiled into unicorn-server runs this file");
   EXPECT_CONTAINS(none.out, "The nearest, gemma3-4b, Q4_K_S");
   fs::remove(f);
   fs::remove(tmp() / "gemma3-4b-all-q4_k.gguf");
@@ -472,7 +476,7 @@ TEST(Cli, GenerateRefusesAFileNoEngineRuns) {
   write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result r = run(gen() + " --model " + f.string() + " -p hi");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_CONTAINS(r.out, "none of the 61 engines compiled into unicorn-generate runs this file");
+  EXPECT_CONTAINS(r.out, "none of the 71 engines compiled into unicorn-generate runs this file");
   // The Q4_K_S engine would hold its Q4_K embedding; its first 4 layers' attn_v are Q5_K.
   EXPECT_CONTAINS(r.out, "The nearest, gemma3-4b, Q4_K_S");
   EXPECT_CONTAINS(r.out, "first: gemma3-4b-all-q4_k.gguf: tensor 'blk.0.attn_v.weight' is Q4_K but this engine's "

@@ -492,7 +492,7 @@ TEST(Convert, FileTypesAreLaidOutAsLlamaQuantizeDoes) {
     ASSERT_TRUE(d) << line;
     const LlamaFileType* t = nullptr;
     for (const LlamaFileType& f : kLlamaFileTypes)
-      if (f.name == d->type) t = &f;
+      if (f.name == d->type && !f.imatrix) t = &f;
     if (!t) {
       others.insert(d->type);
       continue;
@@ -508,11 +508,32 @@ TEST(Convert, FileTypesAreLaidOutAsLlamaQuantizeDoes) {
             << size << " " << d->type << " blk." << l << "." << name;
     }
   }
-  // Every file type but F32 (llama-quantize does not write it) at every size.
-  EXPECT_EQ(checked.size(), 5 * (std::size(kLlamaFileTypes) - 1));
+  // Every file type but F32 (llama-quantize does not write it) and the
+  // --imatrix layouts (below) at every size.
+  EXPECT_EQ(checked.size(), 5 * (std::size(kLlamaFileTypes) - 3));
   std::string rest;
   for (const std::string& o : others) rest += " " + o;
   std::printf("[ types ] %zu size x type pairs laid out as llama-quantize does; without an engine here:%s\n",
               checked.size(), rest.c_str());
+}
+
+// llama-quantize --imatrix gives Q4_0's and Q5_0's first eighth of ffn_down
+// layers Q4_1 / Q5_1 (src/llama-quant.cpp; a dry run cannot show it without an
+// importance matrix): the 27B's layers 0-6, the 4B's 0-3, the 1B's 0-2; every
+// other matrix as without (Q6_K embedding; Q8_0 for the 1B's rows).
+TEST(Convert, ImatrixLayoutsOfQ4_0AndQ5_0) {
+  using namespace unicorn;
+  const std::pair<const ModelDims*, uint32_t> sizes[] = {{&kGemma3_27B, 7}, {&kGemma3_4B, 4}, {&kGemma3_1B, 3}};
+  for (const auto& [m, first] : sizes)
+    for (const auto& [s, plain, more] : {std::tuple{schemes::kQ4_0_IMatrix, Format::Q4_0, Format::Q4_1},
+                                         std::tuple{schemes::kQ5_0_IMatrix, Format::Q5_0, Format::Q5_1}}) {
+      for (uint32_t l = 0; l < m->layers; ++l) {
+        EXPECT_EQ(format_of(s, WeightKind::FfnDown, int(l), m->layers, m->ffn), l < first ? more : plain)
+            << m->name << " layer " << l;
+        EXPECT_EQ(format_of(s, WeightKind::AttnV, int(l), m->layers, m->hidden), plain) << m->name << " layer " << l;
+      }
+      EXPECT_EQ(format_of(s, WeightKind::Embedding, -1, m->layers, m->hidden),
+                m->hidden % 256 ? Format::Q8_0 : Format::Q6_K);
+    }
 }
 

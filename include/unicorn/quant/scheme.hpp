@@ -180,6 +180,18 @@ inline constexpr Scheme kQ4_K_S{.embedding = Format::Q6_K, .attention = Format::
                                 .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
                                 .attn_v_layers = more_bits::first(4), .ffn_down_layers = more_bits::first_part(8)};
 inline constexpr Scheme kQ5_K_S = all(Format::Q5_K).with_embedding(Format::Q6_K);
+// llama-quantize's Q4_0 and Q5_0 made with an importance matrix (--imatrix,
+// as most Q4_0 files people download are): the first eighth of the layers'
+// ffn_down in Q4_1 / Q5_1 (llama.cpp src/llama-quant.cpp: a guard against the
+// first ffn_down layers going wrong), the embedding at Q6_K.
+inline constexpr Scheme kQ4_0_IMatrix{.embedding = Format::Q6_K, .attention = Format::Q4_0, .ffn = Format::Q4_0,
+                                      .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                      .attn_v_more_bits = Format::Q4_0, .ffn_down_more_bits = Format::Q4_1,
+                                      .ffn_down_layers = more_bits::first_part(8)};
+inline constexpr Scheme kQ5_0_IMatrix{.embedding = Format::Q6_K, .attention = Format::Q5_0, .ffn = Format::Q5_0,
+                                      .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                      .attn_v_more_bits = Format::Q5_0, .ffn_down_more_bits = Format::Q5_1,
+                                      .ffn_down_layers = more_bits::first_part(8)};
 // Google's official QAT GGUF releases: Q4_0 weights, F16 embedding.
 inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Format::F16};
 // The same file, with the LM head from a Q8_0 copy of the F16 embedding.
@@ -197,6 +209,7 @@ struct NamedScheme {
 inline constexpr NamedScheme kNamedSchemes[] = {
     {"Q4_0_QAT", schemes::kQ4_0_QAT}, {"Q4_K_M", schemes::kQ4_K_M}, {"Q5_K_M", schemes::kQ5_K_M},
     {"Q4_K_S", schemes::kQ4_K_S},     {"Q5_K_S", schemes::kQ5_K_S},
+    {"Q4_0_imatrix", schemes::kQ4_0_IMatrix}, {"Q5_0_imatrix", schemes::kQ5_0_IMatrix},
     {"Q6_K", schemes::kQ6_K},         {"Q8_0", schemes::kQ8_0},     {"Q4_0", schemes::kQ4_0},
     {"Q4_1", schemes::kQ4_1},         {"Q5_0", schemes::kQ5_0},     {"Q5_1", schemes::kQ5_1},
     {"Q4_K", schemes::kQ4_K},         {"Q5_K", schemes::kQ5_K},     {"BF16", schemes::kBF16},
@@ -208,10 +221,14 @@ inline constexpr NamedScheme kNamedSchemes[] = {
 // (notes/file_types.md). Its Q4_0, Q4_1, Q5_0 and Q5_1 keep the tied embedding
 // at Q6_K (Q8_0 for the 270M's and 1B's rows: k_quant_fallback); its --pure
 // writes every matrix in the one format (`all`).
+// The _imatrix entries are the layouts llama-quantize gives Q4_0 and Q5_0 with
+// --imatrix (read from its source: a dry run needs no importance matrix for
+// the others, and these are not in its table).
 struct LlamaFileType {
   std::string_view name;
   Scheme scheme;
   uint32_t ftype;
+  bool imatrix = false;  // the layout of llama-quantize --imatrix
 };
 inline constexpr LlamaFileType kLlamaFileTypes[] = {
     {"F32", schemes::kF32, 0},
@@ -227,6 +244,8 @@ inline constexpr LlamaFileType kLlamaFileTypes[] = {
     {"Q5_K_S", schemes::kQ5_K_S, 16},
     {"Q5_K_M", schemes::kQ5_K_M, 17},
     {"Q6_K", schemes::kQ6_K, 18},
+    {"Q4_0_imatrix", schemes::kQ4_0_IMatrix, 2, true},
+    {"Q5_0_imatrix", schemes::kQ5_0_IMatrix, 8, true},
 };
 
 // A scheme's name, whatever its KV cache; "" for one without.
