@@ -11,6 +11,7 @@
 #   llama    wait for the build, then llama-bench on each file.
 #   tools/device_file_types.sh BIN_DIR OUT_DIR BUNDLE model:type[:embedding] ...
 # BIN_DIR: unicorn-convert and unicorn-bench (.xz-compressed, as carried).
+# NO_LLAMA=1: no llama.cpp build (a call with little device time left).
 set -uo pipefail
 B=$1 out=$2 bundle=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +34,7 @@ if [[ $phases == *" files "* ]]; then
       echo "convert ${specs[$i]} failed"
     echo "wrote ${specs[$i]}: $(du -h "${files[$i]}" | cut -f1) in $(($(date +%s) - s)) s"
   done
-  [ -x "$llama" ] || setsid nohup "$here/device_llamacpp_build.sh" "$bundle" llama-bench \
+  [ -x "$llama" ] || [ -n "${NO_LLAMA:-}" ] || setsid nohup "$here/device_llamacpp_build.sh" "$bundle" llama-bench \
     > /tmp/llama_build.log 2>&1 < /dev/null &
 fi
 if [[ $phases == *" unicorn "* ]]; then
