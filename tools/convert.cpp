@@ -529,7 +529,8 @@ int main(int argc, char** argv) {
   app.add_option("--type", type, "a llama-quantize file type, written as it lays it out (F32, F16, BF16, Q8_0, Q4_0, "
                                  "Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K: its Q4_0 to Q5_1 keep the "
                                  "embedding at Q6_K; rows that are not whole 256-element superblocks take its "
-                                 "fallbacks), or a format for every matrix (Q4_K, Q5_K)")->capture_default_str();
+                                 "fallbacks; Q4_0_imatrix, Q5_0_imatrix: its layout of Q4_0 and Q5_0 with --imatrix), "
+                                 "or a format for every matrix (Q4_K, Q5_K)")->capture_default_str();
   app.add_flag("--pure", pure, "every matrix in --type's one format, the embedding too (llama-quantize's --pure)");
   app.add_option("--embedding", embedding, "format of token_embd (default: --type's)");
   app.add_option("--tokenizer", tokenizer,
