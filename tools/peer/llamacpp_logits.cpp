@@ -5,6 +5,8 @@
 //   llamacpp_logits MODEL N OUT
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <sys/stat.h>
 #include <vector>
 #include "llama.h"
 int main(int argc, char** argv) {
@@ -27,8 +29,20 @@ int main(int argc, char** argv) {
   }
   b.n_tokens = n;
   if (llama_decode(ctx, b) != 0) return 1;
-  FILE* f = std::fopen(argv[3], "wb");
-  for (int i = 0; i < n; ++i) std::fwrite(llama_get_logits_ith(ctx, i), 4, V, f);
-  std::fclose(f);
+  // Written whole or not at all: a temporary file, every write and the close
+  // checked, then renamed into place (a device or pipe is written in place).
+  const std::string out = argv[3];
+  struct stat st{};
+  const bool in_place = stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string temp = in_place ? out : out + ".tmp";
+  FILE* f = std::fopen(temp.c_str(), "wb");
+  bool ok = f != nullptr;
+  for (int i = 0; ok && i < n; ++i) ok = std::fwrite(llama_get_logits_ith(ctx, i), 4, V, f) == size_t(V);
+  if (f && std::fclose(f) != 0) ok = false;
+  if (!ok || (!in_place && std::rename(temp.c_str(), out.c_str()) != 0)) {
+    std::perror(out.c_str());
+    if (!in_place) std::remove(temp.c_str());
+    return 1;
+  }
   std::printf("%d positions x %d logits\n", n, V);
 }
