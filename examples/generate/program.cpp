@@ -294,12 +294,8 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     const DeploymentConfig& config = deployment.config;
     if (flags.show_layout || flags.show_placement) {
       std::ostringstream text;
-      if (flags.show_layout && !model_to_pick.empty()) {  // with the file's embedding format
-        const DeploymentConfig held = unicorn::config_for_file(deployment, model_to_pick);
-        unicorn::print_layout(text, held, unicorn::RunLayout(held).view());
-      } else if (flags.show_layout) {
-        unicorn::print_layout(text, config, deployment.layout);
-      }
+      if (flags.show_layout && !model_to_pick.empty()) unicorn::print_layout_for_file(text, deployment, model_to_pick);
+      else if (flags.show_layout) unicorn::print_layout(text, config, deployment.layout);
       else unicorn::print_placement(text, config, deployment.budget);
       return unicorn::tools::print_and_finish(name, text.str());
     }

@@ -173,8 +173,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   if (show_layout) {  // with the file's embedding format
     std::ostringstream text;
     try {
-      const unicorn::DeploymentConfig held = unicorn::config_for_file(deployment, model);
-      unicorn::print_layout(text, held, unicorn::RunLayout(held).view());
+      unicorn::print_layout_for_file(text, deployment, model);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", name, e.what());
       return 1;

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 
@@ -67,6 +68,12 @@ inline DeploymentConfig config_for_file(const CompiledDeployment& d, const std::
   if (const auto embedding = detail::check_file(*file, d.config.model, d.layout).embedding)
     config.scheme = config.scheme.with_embedding(*embedding);
   return config;
+}
+
+// Engine `d`'s layout as it holds the file at `path` (--layout with --model).
+inline void print_layout_for_file(std::ostream& os, const CompiledDeployment& d, const std::filesystem::path& path) {
+  const DeploymentConfig held = config_for_file(d, path);
+  print_layout(os, held, RunLayout(held).view());
 }
 
 // ", holding the file's Q6_K embedding" where engine `d` holds the file at
