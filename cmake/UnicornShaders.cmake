@@ -9,7 +9,7 @@ set(UNICORN_GENERATED_INCLUDE_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
 set(_spv_dir ${UNICORN_GENERATED_INCLUDE_DIR}/unicorn/spirv)
 file(MAKE_DIRECTORY ${_spv_dir})
 
-set(UNICORN_WEIGHT_FORMATS F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K)
+set(UNICORN_WEIGHT_FORMATS F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS)
 set(_modules "")
 set(_headers "")
 set(_variants "")  # family|variant|module

@@ -12,7 +12,7 @@
 // Block formats are written in the device's planar layout (weights.glsl).
 // SOURCE_TYPE 3 takes ggml blocks of the target format itself (a GGUF file's bytes)
 // and only moves them into that layout; it is the only source of the
-// K-quants (Q4_K, Q5_K, Q6_K).
+// K-quants (Q2_K to Q6_K) and of IQ4_NL and IQ4_XS.
 // Dispatch: 2-D grid of 64-wide groups; one invocation per output element
 // (float formats) or per 32-element block (block formats).
 #extension GL_EXT_shader_16bit_storage : require
@@ -27,8 +27,9 @@ layout(binding = 0) readonly buffer SrcBuf { uint src[]; };  // raw source bytes
 // destination part (where its scales begin). The source starts at element 0.
 layout(push_constant) uniform Push { uint count; uint first; uint part_blocks; } pc;
 
-// Source uint16 i (ggml blocks, SOURCE_TYPE 3).
+// Source uint16 i and byte i (ggml blocks, SOURCE_TYPE 3).
 uint source_half(uint i) { return (src[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu; }
+uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
 
 float source(uint i) {
   if (SOURCE_TYPE == 0) return uintBitsToFloat(src[i]) + ADD;
@@ -104,9 +105,10 @@ void convert(uint b) {
     dst[quants + j / 2] = uint16_t((uint(q0) & 0xffu) | ((uint(q1) & 0xffu) << 8));
   }
 }
-#elif defined(FMT_Q4_0)
+#elif defined(FMT_Q4_0) || defined(FMT_IQ4_NL)
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
 // Planar: quants of block b at uint16 8b .., its scale at 8 * part_blocks + b.
+// IQ4_NL's block is Q4_0's in bytes (its nibbles index a table): moved only.
 void convert(uint b) {
   const uint quants = (pc.first + b) * 8, scale = pc.part_blocks * 8 + pc.first + b;
   if (SOURCE_TYPE == 3) {  // ggml block: 9 uint16, scale first
@@ -114,6 +116,7 @@ void convert(uint b) {
     for (uint j = 0; j < 8; ++j) dst[quants + j] = uint16_t(source_half(b * 9 + 1 + j));
     return;
   }
+#if defined(FMT_Q4_0)
   float x[32];
   float amax = 0.0, m = 0.0;
   for (uint j = 0; j < 32; ++j) {
@@ -132,6 +135,68 @@ void convert(uint b) {
     bytes[j] = lo | (hi << 4);
   }
   for (uint j = 0; j < 16; j += 2) dst[quants + j / 2] = uint16_t(bytes[j] | (bytes[j + 1] << 8));
+#endif
+}
+#elif defined(FMT_IQ4_XS)
+// ggml superblocks only (SOURCE_TYPE 3), one invocation per superblock: ggml's
+// { d, scales_h, scales_l[4], qs[128] } (68 uint16) into the planar layout of
+// weights.glsl. qs is already the device's order (16 bytes per sub-block,
+// element l's nibble in byte l % 16), so every field moves whole.
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+void convert(uint b) {
+  if (SOURCE_TYPE != 3) return;
+  const uint blk = b * 68u, sb = pc.first + b, SB = pc.part_blocks;
+  for (uint i = 0; i < 64u; ++i) dst[64u * sb + i] = uint16_t(source_half(blk + 4u + i));
+  dst[64u * SB + 2u * sb] = uint16_t(source_half(blk + 2u));       // scales_l[0..1]
+  dst[64u * SB + 2u * sb + 1u] = uint16_t(source_half(blk + 3u));  // scales_l[2..3]
+  dst[66u * SB + sb] = uint16_t(source_half(blk + 1u));            // scales_h
+  dst[67u * SB + sb] = uint16_t(source_half(blk));                 // d
+}
+#elif defined(FMT_Q2_K) || defined(FMT_Q3_K)
+// ggml superblocks only (SOURCE_TYPE 3), one invocation per superblock, into
+// the planar layout of weights.glsl: each sub-block's 2-bit words (element
+// 16h + 4k + c of sub-block s at bits 8c + 2k of word h) and Q3_K's high bits
+// (its bit 8c + k + 4h), then the scale bytes as ggml packs them, then d (and
+// Q2_K's dmin). ggml's element e = 128 n + 32 j + 16 h + l (sub-block s = 4n + j)
+// has its 2 bits at bits 2j of qs[32 n + 16 h + l], Q3_K's high bit at bit s
+// of hmask[16 h + l].
+layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
+void put_word(uint half_index, uint w) {
+  dst[half_index] = uint16_t(w & 0xffffu);
+  dst[half_index + 1u] = uint16_t(w >> 16);
+}
+#if defined(FMT_Q2_K)
+const uint kBlockBytes = 84u, kQs = 16u;  // ggml's { scales[16], qs[64], d, dmin }
+#else
+const uint kBlockBytes = 110u, kQs = 32u;  // ggml's { hmask[32], qs[64], scales[12], d }
+#endif
+void convert(uint b) {
+  if (SOURCE_TYPE != 3) return;
+  const uint blk = b * kBlockBytes, sb = pc.first + b, SB = pc.part_blocks, P = 8u * SB;
+  for (uint s = 0; s < 8u; ++s) {
+    const uint n = s >> 2u, j = s & 3u, sub = 8u * sb + s;
+    uint low[2] = {0u, 0u}, high = 0u;
+    for (uint i = 0; i < 32u; ++i) {
+      const uint h = i >> 4u, l = i & 15u, c = l & 3u, k = l >> 2u;
+      low[h] |= ((source_byte(blk + kQs + 32u * n + 16u * h + l) >> (2u * j)) & 3u) << (8u * c + 2u * k);
+#if defined(FMT_Q3_K)
+      high |= ((source_byte(blk + 16u * h + l) >> s) & 1u) << (8u * c + k + 4u * h);
+#endif
+    }
+    put_word(4u * sub, low[0]);
+    put_word(4u * sub + 2u, low[1]);
+#if defined(FMT_Q3_K)
+    put_word(4u * P + 2u * sub, high);
+#endif
+  }
+#if defined(FMT_Q2_K)
+  for (uint i = 0; i < 8u; ++i) dst[4u * P + 8u * sb + i] = uint16_t(source_half(blk / 2u + i));  // scales
+  dst[40u * SB + 2u * sb] = uint16_t(source_half(blk / 2u + 40u));       // d
+  dst[40u * SB + 2u * sb + 1u] = uint16_t(source_half(blk / 2u + 41u));  // dmin
+#else
+  for (uint i = 0; i < 6u; ++i) dst[48u * SB + 6u * sb + i] = uint16_t(source_half(blk / 2u + 48u + i));  // scales
+  dst[54u * SB + sb] = uint16_t(source_half(blk / 2u + 54u));  // d
+#endif
 }
 #elif defined(FMT_Q4_K) || defined(FMT_Q5_K) || defined(FMT_Q6_K)
 // K-quants: ggml superblocks only (SOURCE_TYPE 3), moved into the planar device layout
@@ -139,7 +204,6 @@ void convert(uint b) {
 // floats to a K-quant (ggml's search for scales is not done here). Units are
 // superblocks: sub-blocks 8 (first + b) .., part_blocks superblocks in the part.
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
-uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
 void put_word(uint half_index, uint w) {
   dst[half_index] = uint16_t(w & 0xffffu);
   dst[half_index + 1u] = uint16_t(w >> 16);
@@ -221,7 +285,6 @@ void convert(uint b) {
 // blocks (SOURCE_TYPE 3), or quantized from floats as ggml's reference
 // quantizers do (the file comment).
 layout(binding = 1) writeonly buffer DstBuf { uint16_t dst[]; };
-uint source_byte(uint i) { return (src[i >> 2] >> (8u * (i & 3u))) & 0xffu; }
 // ggml's block: its bytes, f16 halves, offsets of qh (0: none) and qs; the
 // device's bytes per block before the halves.
 #if defined(FMT_Q4_1)

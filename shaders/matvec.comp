@@ -88,7 +88,8 @@ layout(binding = 5) coherent buffer Counters { uint counters[]; };  // SIGNAL
 // Subtracting 2^23 (plus the format's zero point, times 2^s) leaves
 // (q - zero) * 2^s, and the 2^-s goes into the input, once per block for all
 // rows. Two fields per 16 bits: s = 0, 4, 8, 12 (Q4_0, Q4_K, Q4_1) or 0, 8
-// (Q8_0, Q5_K, Q5_0, Q5_1, Q6_K). Q4_K's and Q5_K's min: d * sc * dot(q, x) -
+// (Q8_0, Q5_K, Q5_0, Q5_1, Q6_K, Q2_K, Q3_K). IQ4_NL's and IQ4_XS's quants
+// index a table. Q4_K's and Q5_K's min: d * sc * dot(q, x) -
 // dmin * m * sum(x) per sub-block (Q4_1's and Q5_1's: d * dot(q, x) + m * sum(x));
 // Q6_K: each half of a sub-block (16 elements) has its own scale.
 const uint kMagic = 0x4B000000u;  // 2^23 as float bits
@@ -242,6 +243,46 @@ float word_dot(uint w0, uint w1, vec4 x0, vec4 x1) {
          (field_signed(w1, 0x00FFu, 0x0080u, kQ8Offset0) * x1.x + field_signed(w1, 0xFF00u, 0x8000u, kQ8Offset8) * x1.y +
           field_signed(u1, 0x00FFu, 0x0080u, kQ8Offset0) * x1.z + field_signed(u1, 0xFF00u, 0x8000u, kQ8Offset8) * x1.w);
 }
+#elif defined(LOW_BIT_K)
+// Q2_K's and Q3_K's quants as bytes: for quant word k, the elements 4k ..
+// 4k+3 of each half (h = 0: lo, 1: hi) of sub-block `low`, `high` (Q3_K),
+// one a byte: Q2_K's 0 .. 3, Q3_K's 0 .. 7 (q + 4).
+uint low_k_bytes(uvec2 low, uint high, uint k, uint h) {
+  uint c = (low[h] >> (2u * k)) & 0x03030303u;
+#if defined(FMT_Q3_K)
+  c |= ((high >> (k + 4u * h)) & 0x01010101u) << 2;
+#endif
+  return c;
+}
+// 2^23 + zero * 2^s, s = 0, 8: Q3_K's zero point of 4; Q2_K has none (its min
+// goes in per half).
+#if defined(FMT_Q3_K)
+const float kLowKOffset0 = 8388612.0, kLowKOffset8 = 8389632.0;
+#else
+const float kLowKOffset0 = 8388608.0, kLowKOffset8 = 8388608.0;
+#endif
+// One word of bytes against inputs x scaled by (1, 2^-8, 1, 2^-8).
+float word_dot_low_k(uint c, vec4 x) {
+  const uint u = c >> 16;
+  return field(c, 0x00FFu, kLowKOffset0) * x.x + field(c, 0xFF00u, kLowKOffset8) * x.y +
+         field(u, 0x00FFu, kLowKOffset0) * x.z + field(u, 0xFF00u, kLowKOffset8) * x.w;
+}
+#elif defined(IQ4_TABLE)
+// IQ4_NL's and IQ4_XS's nibbles pick table values, so no field trick: four
+// nibbles (one a byte, 0..15: elements 4k .. 4k+3 or 4k+16 .. 4k+19 of quant
+// word k) become the table's floats, or, for integer dot products, its values
+// as signed bytes (kIq4Values fits in int8).
+vec4 iq4_values(uint c) {
+  return vec4(kIq4Values[c & 0xffu], kIq4Values[(c >> 8) & 0xffu], kIq4Values[(c >> 16) & 0xffu], kIq4Values[c >> 24]);
+}
+#if defined(INT_DOT)
+const uint kIq4Bytes[16] = uint[](0x81u, 0x98u, 0xADu, 0xBFu, 0xCFu, 0xDDu, 0xEAu, 0xF6u,
+                                  0x01u, 0x0Du, 0x19u, 0x26u, 0x35u, 0x45u, 0x59u, 0x71u);
+uint iq4_bytes(uint c) {
+  return kIq4Bytes[c & 0xffu] | (kIq4Bytes[(c >> 8) & 0xffu] << 8) | (kIq4Bytes[(c >> 16) & 0xffu] << 16) |
+         (kIq4Bytes[c >> 24] << 24);
+}
+#endif
 #endif
 
 // Accumulators: ROWS_PER_GROUP rows, and with PAIR the same rows of the second tensor.
@@ -505,6 +546,140 @@ void main() {
           }
         for (uint j = 0; j < TILE; ++j)
           for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i].x * part0[j][i] + d[u][i].y * part1[j][i];
+      }
+#endif  // INT_DOT
+#elif defined(LOW_BIT_K)
+      uvec2 q[UNROLL][NR];
+      uint h[UNROLL][NR];
+#if defined(FMT_Q2_K)
+      vec4 d[UNROLL][NR];  // (d * sc, dmin * m) of the first half, then of the second
+#else
+      vec2 d[UNROLL][NR];  // d * (sc - 32) of each half
+#endif
+      for (uint u = 0; u < UNROLL; ++u)
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, kb_end - 1);
+          q[u][i] = i < ROWS_PER_GROUP ? block_low(blk) : block_low2(blk);
+#if defined(FMT_Q2_K)
+          h[u][i] = 0u;
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale_mins(blk) : block_scale_mins2(blk);
+#else
+          h[u][i] = i < ROWS_PER_GROUP ? block_high(blk) : block_high2(blk);
+          d[u][i] = i < ROWS_PER_GROUP ? block_scales(blk) : block_scales2(blk);
+#endif
+        }
+#if defined(INT_DOT)
+      // Each half's bytes against the inputs' bytes; Q3_K's zero point of 4
+      // and Q2_K's min meet the half's sum of input bytes. Every sum exact.
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          uvec4 lo, hi;
+          vec2 scale;
+          inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
+          int sum0 = 0, sum1 = 0;
+          for (uint k = 0; k < 4; ++k)
+            sum0 += dot_bytes(lo[k], 0x01010101u, 0), sum1 += dot_bytes(hi[k], 0x01010101u, 0);
+          for (uint i = 0; i < NR; ++i) {
+            int s0 = 0, s1 = 0;
+            for (uint k = 0; k < 4; ++k) {
+              s0 += dot_bytes(low_k_bytes(q[u][i], h[u][i], k, 0u), lo[k], 0);
+              s1 += dot_bytes(low_k_bytes(q[u][i], h[u][i], k, 1u), hi[k], 0);
+            }
+#if defined(FMT_Q2_K)
+            acc[j][i] += (d[u][i].x * (int_to_float(s0) * scale.x) - d[u][i].y * (int_to_float(sum0) * scale.x)) +
+                         (d[u][i].z * (int_to_float(s1) * scale.x) - d[u][i].w * (int_to_float(sum1) * scale.x));
+#else
+            acc[j][i] += d[u][i].x * (int_to_float(s0 - 4 * sum0) * scale.x) +
+                         d[u][i].y * (int_to_float(s1 - 4 * sum1) * scale.x);
+#endif
+          }
+        }
+      }
+#else
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        float part0[TILE][NR], part1[TILE][NR];  // elements 0..15, 16..31
+        float xsum0[TILE], xsum1[TILE];         // Q2_K: each half's inputs summed, for its min
+        for (uint j = 0; j < TILE; ++j) {
+          xsum0[j] = xsum1[j] = 0.0;
+          for (uint i = 0; i < NR; ++i) part0[j][i] = part1[j][i] = 0.0;
+        }
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
+            const vec4 xl = x4[xb + k], xh = x4[xb + 4 + k];
+#if defined(FMT_Q2_K)
+            xsum0[j] += (xl.x + xl.y) + (xl.z + xl.w);
+            xsum1[j] += (xh.x + xh.y) + (xh.z + xh.w);
+#endif
+            const vec4 x0 = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            const vec4 x1 = xh * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+            for (uint i = 0; i < NR; ++i) {
+              part0[j][i] += word_dot_low_k(low_k_bytes(q[u][i], h[u][i], k, 0u), x0);
+              part1[j][i] += word_dot_low_k(low_k_bytes(q[u][i], h[u][i], k, 1u), x1);
+            }
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i)
+#if defined(FMT_Q2_K)
+            acc[j][i] += (d[u][i].x * part0[j][i] - d[u][i].y * xsum0[j]) +
+                         (d[u][i].z * part1[j][i] - d[u][i].w * xsum1[j]);
+#else
+            acc[j][i] += d[u][i].x * part0[j][i] + d[u][i].y * part1[j][i];
+#endif
+      }
+#endif  // INT_DOT
+#elif defined(IQ4_TABLE)
+      uvec4 q[UNROLL][NR];
+      float d[UNROLL][NR];  // the block's d (IQ4_XS: the sub-block's d * (ls - 32))
+      for (uint u = 0; u < UNROLL; ++u)
+        for (uint i = 0; i < NR; ++i) {
+          const uint blk = row[i % ROWS_PER_GROUP] * blocks + min(b0 + u * LANES_PER_GROUP, kb_end - 1);
+          q[u][i] = i < ROWS_PER_GROUP ? block_quants(blk) : block_quants2(blk);
+          d[u][i] = i < ROWS_PER_GROUP ? block_scale(blk) : block_scale2(blk);
+        }
+#if defined(INT_DOT)
+      // The table's signed bytes against the inputs' bytes: no zero point, no min.
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        for (uint j = 0; j < TILE; ++j) {
+          if (j >= tn) break;
+          uvec4 lo, hi;
+          vec2 scale;
+          inputs_as_bytes(t0 + j, b, kb_begin, lo, hi, scale);
+          for (uint i = 0; i < NR; ++i) {
+            int s = 0;
+            for (uint k = 0; k < 4; ++k)
+              s += dot_bytes(iq4_bytes(q[u][i][k] & 0x0F0F0F0Fu), lo[k], 0) +
+                   dot_bytes(iq4_bytes((q[u][i][k] >> 4) & 0x0F0F0F0Fu), hi[k], 0);
+            acc[j][i] += d[u][i] * (int_to_float(s) * scale.x);
+          }
+        }
+      }
+#else
+      for (uint u = 0; u < UNROLL; ++u) {
+        const uint b = b0 + u * LANES_PER_GROUP;
+        if (b >= kb_end) break;
+        float part[TILE][NR];
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) part[j][i] = 0.0;
+        for (uint k = 0; k < 4; ++k)
+          for (uint j = 0; j < TILE; ++j) {
+            if (j >= tn) break;
+            const uint xb = ((t0 + j) * IN_FEATURES + b * 32) / 4;
+            const vec4 x0 = x4[xb + k], x1 = x4[xb + 4 + k];
+            for (uint i = 0; i < NR; ++i)
+              part[j][i] += dot(iq4_values(q[u][i][k] & 0x0F0F0F0Fu), x0) +
+                            dot(iq4_values((q[u][i][k] >> 4) & 0x0F0F0F0Fu), x1);
+          }
+        for (uint j = 0; j < TILE; ++j)
+          for (uint i = 0; i < NR; ++i) acc[j][i] += d[u][i] * part[j][i];
       }
 #endif  // INT_DOT
 #else  // Q8_0

@@ -68,10 +68,17 @@ namespace {
 
 using namespace unicorn;
 
+// Every weight format's name, "F32, F16, ...".
+std::string format_names() {
+  std::string all;
+  for (const auto& f : kFormats) all += (all.empty() ? "" : ", ") + std::string(f.name);
+  return all;
+}
+
 Format parse_format(const std::string& s) {
   for (const auto& f : kFormats)
     if (f.name == s) return f.format;
-  throw Error("unknown format '" + s + "' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+  throw Error("unknown format '" + s + "' (" + format_names() + ")");
 }
 
 // What --type names: a scheme, and llama.cpp's LLAMA_FTYPE for general.file_type
@@ -118,11 +125,11 @@ std::optional<std::pair<WeightKind, int>> matrix_of(const std::string& name) {
 
 // The format a tensor takes in a file of scheme `s` (the layout's rule):
 // norms F32, every matrix by format_of; `cols`: its row's elements.
-Format tensor_format(const Scheme& s, const std::string& name, uint64_t cols, uint32_t layers) {
+Format tensor_format(const Scheme& s, const std::string& name, uint64_t cols, MixShape shape) {
   if (io::gguf_norm_stores_one_plus_w(name)) return Format::F32;
   const auto m = matrix_of(name);
   if (!m) throw Error("tensor '" + name + "' is not a Gemma 3 text weight unicorn-convert knows");
-  return format_of(s, m->first, m->second, layers, cols);
+  return format_of(s, m->first, m->second, shape, cols);
 }
 
 // The gemma3.* hyperparameters llama.cpp's gemma3 loader reads (keys: the
@@ -246,7 +253,7 @@ int convert_hf(const std::filesystem::path& dir, const FileScheme& scheme,
     const bool norm = io::gguf_norm_stores_one_plus_w(name);
     if (norm)
       for (auto& v : x) v += 1.0f;
-    const Format f = tensor_format(scheme.scheme, name, dims[0], m.layers);
+    const Format f = tensor_format(scheme.scheme, name, dims[0], mix_shape(m));
     blobs.emplace_back();
     tools::quantize(f, x, blobs.back());
     w.add_tensor(name, uint32_t(f), dims, blobs.back());
@@ -356,7 +363,10 @@ int convert_gguf(const std::filesystem::path& in, const FileScheme& scheme,
   for (const auto& kv : g.metadata())
     if (!new_vocab || !kv.key.starts_with("tokenizer.")) w.set(kv.key, kv.value);
   w.set("general.file_type", scheme.ftype);
-  const uint32_t layers = g.try_u32("gemma3.block_count").value_or(0);
+  // The mixes' rules read the layers and the query heads per KV head.
+  const uint32_t heads = g.try_u32("gemma3.attention.head_count").value_or(1);
+  const uint32_t kv_heads = g.try_u32("gemma3.attention.head_count_kv").value_or(heads);
+  const MixShape shape{g.try_u32("gemma3.block_count").value_or(0), kv_heads ? heads / kv_heads : 1};
   if (new_vocab) tools::set_vocab(w, vocab_for(tokenizer, uint32_t(embd->dims[1])));
   std::vector<std::vector<std::byte>> blobs(g.tensors().size());
   for (size_t i = 0; i < blobs.size(); ++i) {
@@ -364,9 +374,9 @@ int convert_gguf(const std::filesystem::path& in, const FileScheme& scheme,
     const FormatInfo* from = find_format(t.ggml_type);
     if (!from || !t.known_type)
       throw Error(in.string() + ": tensor '" + t.name + "' is " + std::string(io::ggml_type_name(t.ggml_type)) +
-                  ", which unicorn-convert does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+                  ", which unicorn-convert does not read (" + format_names() + ")");
     const auto x = tools::dequantize(from->format, t.data, t.n_elements);
-    const Format f = tensor_format(scheme.scheme, t.name, t.dims.empty() ? 0 : t.dims[0], layers);
+    const Format f = tensor_format(scheme.scheme, t.name, t.dims.empty() ? 0 : t.dims[0], shape);
     tools::quantize(f, x, blobs[i]);
     w.add_tensor(t.name, uint32_t(f), t.dims, blobs[i]);
   }
@@ -376,7 +386,7 @@ int convert_gguf(const std::filesystem::path& in, const FileScheme& scheme,
 }
 
 // Where a block holds f16 values, by ggml's block layouts (quant/formats.hpp):
-// d first (Q4_0, Q8_0, Q5_0), d and dmin (m) first (Q4_K, Q5_K, Q4_1, Q5_1),
+// d first (Q4_0, Q8_0, Q5_0, IQ4_NL, IQ4_XS), d and dmin (m) first (Q4_K, Q5_K, Q4_1, Q5_1),
 // d last (Q6_K).
 std::vector<uint32_t> f16_offsets(Format f) {
   if (f == Format::Q4_K || f == Format::Q5_K || f == Format::Q4_1 || f == Format::Q5_1) return {0, 2};
@@ -419,7 +429,7 @@ void random_tensor(Format f, uint64_t rows, uint64_t cols, bool norm, uint64_t s
     if (is_block_quantized(f)) {
       // The block's f16 scales (random bytes there could be NaN or Inf): d,
       // and a K-quant's dmin; small enough that no value overflows a sum.
-      const float range = is_k_quant(f) ? 20000000.0f : 200000.0f;  // K: a 6- or 8-bit sub-scale multiplies d
+      const float range = has_superblocks(f) ? 20000000.0f : 200000.0f;  // a 6- or 8-bit sub-scale multiplies d
       for (uint32_t at : f16_offsets(f)) {
         const uint16_t h = tools::to_f16_bits(float(int(rng() % 1000) + 1) / range);
         std::memcpy(q + at, &h, 2);
@@ -523,13 +533,15 @@ int main(int argc, char** argv) {
                              "random weights in the exact shapes of: gemma3-270m, gemma3-1b, "
                              "gemma3-4b, gemma3-12b, gemma3-27b, gemma3-tiny, gemma3-tiny-k, "
                              "gemma3-tiny-k-fallback, gemma3-demo, gemma3-demo-draft (the demo's draft)");
-  auto* gguf = app.add_option("--gguf", gguf_in, "a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors) to write in other formats");
+  auto* gguf = app.add_option("--gguf", gguf_in, 
+                               "a GGUF file (" + format_names() + " tensors) to write in other formats");
   hf->excludes(rnd);
   gguf->excludes(hf, rnd);
-  app.add_option("--type", type, "a llama-quantize file type, written as it lays it out (F32, F16, BF16, Q8_0, Q4_0, "
-                                 "Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K: its Q4_0 to Q5_1 keep the "
-                                 "embedding at Q6_K; rows that are not whole 256-element superblocks take its "
-                                 "fallbacks; Q4_0_imatrix, Q5_0_imatrix: its layout of Q4_0 and Q5_0 with --imatrix), "
+  std::string file_types;
+  for (const LlamaFileType& t : kLlamaFileTypes) file_types += (file_types.empty() ? "" : ", ") + std::string(t.name);
+  app.add_option("--type", type, "a llama-quantize file type, written as it lays it out (" + file_types +
+                                 ": its Q4_0 to Q5_1 keep the embedding at Q6_K; rows that are not whole 256-element "
+                                 "superblocks take its fallbacks; the _imatrix types: its layouts with --imatrix), "
                                  "or a format for every matrix (Q4_K, Q5_K)")->capture_default_str();
   app.add_flag("--pure", pure, "every matrix in --type's one format, the embedding too (llama-quantize's --pure)");
   app.add_option("--embedding", embedding, "format of token_embd (default: --type's)");

@@ -55,6 +55,7 @@ std::string layers_expression(const unicorn::MoreBitsLayers& m) {
     case unicorn::MoreBitsLayers::Rule::UseMoreBits: return "unicorn::more_bits::kUseMoreBits";
     case unicorn::MoreBitsLayers::Rule::First: return "unicorn::more_bits::first(" + std::to_string(m.count) + ")";
     case unicorn::MoreBitsLayers::Rule::FirstPart: return "unicorn::more_bits::first_part(" + std::to_string(m.count) + ")";
+    case unicorn::MoreBitsLayers::Rule::AllWhereGqa4: return "unicorn::more_bits::kAllWhereGqa4";
   }
   return "";
 }
@@ -63,6 +64,8 @@ std::string scheme_expression(const unicorn::Scheme& s) {
   return "unicorn::Scheme{.embedding = " + format_expression(s.embedding) +
          ", .attention = " + format_expression(s.attention) + ", .ffn = " + format_expression(s.ffn) +
          ", .kv_cache = " + format_expression(s.kv_cache) + ", .lm_head = " + format_expression(s.lm_head) +
+         ", .attn_v = " + format_expression(s.attn_v) + ", .attn_output = " + format_expression(s.attn_output) +
+         ", .ffn_down = " + format_expression(s.ffn_down) +
          ", .attn_v_more_bits = " + format_expression(s.attn_v_more_bits) +
          ", .ffn_down_more_bits = " + format_expression(s.ffn_down_more_bits) +
          ", .attn_v_layers = " + layers_expression(s.attn_v_layers) +

@@ -85,15 +85,20 @@ std::vector<Entry> entries_of() {
 }
 // llama-quantize's K files (quant/scheme.hpp; the 270M's and 1B's hold its
 // Q5_0 / Q5_1 / Q8_0 fallbacks where rows are not whole 256-element
-// superblocks), its Q4_1, Q5_0 and Q5_1, its Q4_0 and Q5_0 as --imatrix lays
-// them out, and BF16 and F16 files: with the
+// superblocks), its Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q2_K_S and
+// Q3_K_S/M/L, its Q4_0, Q5_0,
+// IQ4_NL and IQ4_XS as --imatrix lays them out, and BF16 and F16 files: with the
 // Q4_0, QAT and Q8_0 above, every format unicorn-generate runs. (Each holds
 // the file's embedding as it is: quant/scheme.hpp's takes_embedding.)
 template <const ModelDims& M>
 using KVariants = std::tuple<Bench<M, schemes::kQ4_K_M>, Bench<M, schemes::kQ5_K_M>, Bench<M, schemes::kQ4_K_S>,
                              Bench<M, schemes::kQ5_K_S>, Bench<M, schemes::kQ6_K>, Bench<M, schemes::kQ4_1>,
                              Bench<M, schemes::kQ5_0>, Bench<M, schemes::kQ5_1>, Bench<M, schemes::kQ4_0_IMatrix>,
-                             Bench<M, schemes::kQ5_0_IMatrix>, Bench<M, schemes::kBF16>, Bench<M, schemes::kF16>>;
+                             Bench<M, schemes::kQ5_0_IMatrix>, Bench<M, schemes::kIQ4_NL>, Bench<M, schemes::kIQ4_XS>,
+                             Bench<M, schemes::kIQ4_NL_IMatrix>, Bench<M, schemes::kIQ4_XS_IMatrix>,
+                             Bench<M, schemes::kQ2_K>, Bench<M, schemes::kQ2_K_S>, Bench<M, schemes::kQ3_K_S>,
+                             Bench<M, schemes::kQ3_K_M>, Bench<M, schemes::kQ3_K_L>, Bench<M, schemes::kBF16>,
+                             Bench<M, schemes::kF16>>;
 template <const ModelDims& M>
 std::vector<Entry> k_entries_of() {
   return entries(static_cast<KVariants<M>*>(nullptr));

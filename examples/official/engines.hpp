@@ -5,8 +5,9 @@
 // official deployments, in every format. The formats are Q4_0 (Google's QAT
 // files, F16 embedding, and llama-quantize's, Q6_K embedding: one engine holds
 // either, quant/scheme.hpp's takes_embedding), llama-quantize's Q4_K_M,
-// Q5_K_M, Q4_K_S, Q5_K_S, Q6_K, Q8_0, Q4_1, Q5_0 and Q5_1 (its Q4_0 and Q5_0
-// also as --imatrix lays them out), and BF16 and F16
+// Q5_K_M, Q4_K_S, Q5_K_S, Q6_K, Q8_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K,
+// Q2_K_S, Q3_K_S, Q3_K_M and Q3_K_L
+// (its Q4_0, Q5_0, IQ4_NL and IQ4_XS also as --imatrix lays them out), and BF16 and F16
 // (Hugging Face directories, and GGUF files converted without quantizing).
 // Each size's engines are computed in a translation unit of their own
 // (engines_<size>.cpp), so their constexpr layouts compile in parallel; they
@@ -43,6 +44,9 @@ using Formats = std::tuple<For<M, schemes::kQ4_0_QAT>, For<M, schemes::kQ4_K_M>,
                            For<M, schemes::kQ4_K_S>, For<M, schemes::kQ5_K_S>, For<M, schemes::kQ6_K>,
                            For<M, schemes::kQ8_0>, For<M, schemes::kQ4_1>, For<M, schemes::kQ5_0>,
                            For<M, schemes::kQ5_1>, For<M, schemes::kQ4_0_IMatrix>, For<M, schemes::kQ5_0_IMatrix>,
+                           For<M, schemes::kIQ4_NL>, For<M, schemes::kIQ4_XS>, For<M, schemes::kIQ4_NL_IMatrix>,
+                           For<M, schemes::kIQ4_XS_IMatrix>, For<M, schemes::kQ2_K>, For<M, schemes::kQ2_K_S>,
+                           For<M, schemes::kQ3_K_S>, For<M, schemes::kQ3_K_M>, For<M, schemes::kQ3_K_L>,
                            For<M, schemes::kBF16>, For<M, schemes::kF16>>;
 
 template <class... D>

@@ -10,14 +10,16 @@
 #include "fp16_pack.glsl"
 
 #if defined(UNIT_FP32)
-// K-quants, Q4_1, Q5_0, Q5_1: the (sub-)block's 16 quant bytes (both halves),
-// and what the unit's half needs: Q4_K, (d * sc, dmin * m); Q5_K, those and
-// the fifth bits; Q6_K, the high bits and d * scale; Q4_1, (d, -m); Q5_1,
-// those and the fifth bits; Q5_0, the fifth bits and d.
+// K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS: the (sub-)block's 16 quant bytes
+// (both halves), and what the unit's half needs: Q4_K, (d * sc, dmin * m);
+// Q5_K, those and the fifth bits; Q6_K, the high bits and d * scale; Q4_1,
+// (d, -m); Q5_1, those and the fifth bits; Q5_0, the fifth bits and d; IQ4_NL,
+// d; IQ4_XS, d * (ls - 32). Q2_K and Q3_K: their 2-bit words in .xy (Q3_K's
+// high bits in high.x) and the unit's half's (d * sc, dmin * m) or d * (sc - 32).
 struct WUnit {
   uvec4 quants;
   uvec2 high;  // FIFTH_BIT: .x; Q6_K
-  vec2 scale;  // SCALE_MIN_BLOCKS: (scale, min); Q6_K: (d * scale of the unit's half, unused); Q5_0: (d, unused)
+  vec2 scale;  // SCALE_MIN_BLOCKS: (scale, min); Q6_K: (d * scale of the unit's half, unused); Q5_0, IQ4: (d, unused)
 };
 #elif WEIGHT_BLOCK > 1
 // The 16 quant bytes that hold the unit (Q4_0: both halves of its block) and
@@ -53,10 +55,26 @@ struct WUnit {
 WUnit load_k_unit(uint row, uint k0, uint half_k, bool ok, bool second) {
   WUnit u;
   const uint b = row * (IN_FEATURES / 32) + k0 / 32;
+#if !defined(LOW_BIT_K)
   u.quants = ok ? K_PICK(block_quants, b) : uvec4(0);
+#endif
 #if defined(SCALE_MIN_BLOCKS) && !defined(FIFTH_BIT)
   u.high = uvec2(0);
   u.scale = ok ? K_PICK(uniform_block_scale_min, b) : vec2(0.0);
+#elif defined(LOW_BIT_K)
+  u.quants = uvec4(ok ? K_PICK(block_low, b) : uvec2(0), 0u, 0u);
+#if defined(FMT_Q2_K)
+  u.high = uvec2(0);
+  const vec4 s = ok ? K_PICK(block_scale_mins, b) : vec4(0.0);
+  u.scale = half_k == 0 ? s.xy : s.zw;
+#else
+  u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
+  const vec2 s = ok ? K_PICK(block_scales, b) : vec2(0.0);
+  u.scale = vec2(half_k == 0 ? s.x : s.y, 0.0);
+#endif
+#elif defined(IQ4_TABLE)
+  u.high = uvec2(0);
+  u.scale = vec2(ok ? K_PICK(block_scale, b) : 0.0, 0.0);
 #elif defined(FMT_Q5_0)
   u.high = uvec2(ok ? K_PICK(block_high, b) : 0u, 0u);
   u.scale = vec2(ok ? K_PICK(block_scale, b) : 0.0, 0.0);
@@ -113,11 +131,29 @@ WUnit load_w_unit(uint row, uint k0, uint half_k, bool ok) {
 // one a byte.
 void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
   [[unroll]] for (uint k = 0; k < 4; ++k) {
+#if defined(LOW_BIT_K)
+    // Q2_K's 2-bit q (Q3_K's with its high bit, q + 4) of elements 4k .. 4k+3 of the half.
+    uint c = (u.quants[half_k] >> (2u * k)) & 0x03030303u;
+#if defined(FMT_Q3_K)
+    c |= ((u.high.x >> (k + 4u * half_k)) & 0x01010101u) << 2;
+    const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24) - 4.0;
+    v[k] = u.scale.x * q;  // ggml's d * (sc - 32) * q: one rounding
+#else
+    const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24);
+    precise const vec4 prod = u.scale.x * q;  // rounded, then the min: as ggml
+    precise const vec4 x = prod - u.scale.y;
+    v[k] = x;
+#endif
+#else
     uint c = (u.quants[k] >> (4u * half_k)) & 0x0F0F0F0Fu;
 #if defined(FMT_Q6_K)
     c |= ((u.high[k >> 1] >> (4u * (k & 1u) + 2u * half_k)) & 0x03030303u) << 4;
     const vec4 q = vec4(c & 0xffu, (c >> 8) & 0xffu, (c >> 16) & 0xffu, c >> 24) - 32.0;
     v[k] = u.scale.x * q;
+#elif defined(IQ4_TABLE)
+    // ggml's d * kvalues_iq4nl[q]: one rounding.
+    v[k] = u.scale.x * vec4(kIq4Values[c & 0xffu], kIq4Values[(c >> 8) & 0xffu], kIq4Values[(c >> 16) & 0xffu],
+                            kIq4Values[c >> 24]);
 #else
 #if defined(FIFTH_BIT)
     c |= ((u.high.x >> (k + 4u * half_k)) & 0x01010101u) << 4;
@@ -131,6 +167,7 @@ void k_unit_values(WUnit u, uint half_k, out vec4 v[4]) {
     v[k] = x;
 #endif
 #endif
+#endif  // LOW_BIT_K
   }
 }
 #endif

@@ -2,7 +2,7 @@
 //
 // The includer defines WEIGHT_BINDING and exactly one of FMT_F32, FMT_F16,
 // FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_1, FMT_Q5_0, FMT_Q5_1, FMT_Q4_K,
-// FMT_Q5_K, FMT_Q6_K (the build
+// FMT_Q5_K, FMT_Q6_K, FMT_Q2_K, FMT_Q3_K, FMT_IQ4_NL, FMT_IQ4_XS (the build
 // compiles one SPIR-V module per format). Elements are indexed from the start
 // of the bound part, row-major, so element i of row r is r * IN_FEATURES + i; block b of a block format is elements
 // 32b .. 32b+31 (row r's blocks are r * IN_FEATURES/32 ..).
@@ -39,10 +39,31 @@
 //   Q5_0: quants 16 bytes per block; then the fifth bits, 4 bytes per block
 //         arranged as Q5_K's; then each block's f16 d. x = d * (q - 16).
 //   Q5_1: Q5_0's quants and fifth bits; then each block's (d, m). x = d * q + m.
+// Q2_K and Q3_K (2 and 3 bits, 16-element groups with their own scales) keep
+// their 84 and 110 bytes, planar in 32-element sub-blocks (notes/low_bit_kquants.md):
+//   Q2_K: the 2-bit quants, 8 bytes per sub-block: word h holds elements
+//         16h .. 16h+15, byte c of it elements 16h + c, +4, +8, +12 at bits
+//         0, 2, 4, 6; then each sub-block's two scale bytes (ggml's, one per
+//         16 elements: scale low nibble, min high); then each superblock's
+//         (d, dmin). x = (d * sc) * q - dmin * m.
+//   Q3_K: the low 2 bits as Q2_K's quants; then the high bits, 4 bytes per
+//         sub-block arranged as Q5_K's fifth bits; then each superblock's 12
+//         packed scale bytes (ggml's); then each superblock's f16 d.
+//         x = (d * (sc - 32)) * q, q = low + 4 * high - 4.
+// IQ4_NL and IQ4_XS: nibbles that pick one of 16 values (kIq4Values), held as
+// Q4_0's blocks and Q4_K's sub-blocks are (notes/iq4.md):
+//   IQ4_NL: quants 16 bytes per block as Q4_0's; then each block's f16 d.
+//           x = d * kIq4Values[q].
+//   IQ4_XS: quants 16 bytes per sub-block as Q4_0's; then each superblock's
+//           4 scales_l bytes (one word); then each superblock's scales_h
+//           (uint16); then each superblock's f16 d. x = (d * (ls - 32)) *
+//           kIq4Values[q], ls sub-block j's 6-bit scale (quant/formats.hpp).
 // Families the kernels share code by: SCALE_MIN_BLOCKS (a block's or sub-block's
 // values are sm.x * q - sm.y: Q4_K, Q5_K, Q4_1, Q5_1; the legacy formats'
-// min enters as -m), FIFTH_BIT (Q5_K, Q5_0, Q5_1), UNIT_FP32 (the tensor-unit
-// kernels make their operands in fp32 and round once: all of these and Q6_K).
+// min enters as -m), FIFTH_BIT (Q5_K, Q5_0, Q5_1), IQ4_TABLE (IQ4_NL, IQ4_XS:
+// a block's or sub-block's values are block_scale(b) * kIq4Values[q]),
+// UNIT_FP32 (the tensor-unit kernels make their operands in fp32 and round
+// once: all of these and Q6_K).
 
 #extension GL_EXT_shader_16bit_storage : require
 
@@ -254,11 +275,108 @@ float weight_at(uint i) {
   return ((i & 16u) == 0u ? s.x : s.y) * float(int(block_quant(b, i & 31u)) - 32);
 }
 #endif
+#elif defined(FMT_Q2_K) || defined(FMT_Q3_K)
+#define WEIGHT_BLOCK 32
+#define UNIT_FP32 1
+#define LOW_BIT_K 1
+// The readers of one binding's part, given its views WUB (uint), W2B (uvec2)
+// and WHB (uint16): sub-block b's 2-bit quants (words of elements 0..15 and
+// 16..31), Q3_K's high bits, and each 16-element half's scale: Q3_K's
+// d * (sc - 32) for the halves (x, y); Q2_K's (d * sc, dmin * m) for the
+// first half (x, y) and the second (z, w), each one float product as ggml's.
+#if defined(FMT_Q2_K)
+#define LOW_K_READERS(WUB, W2B, WHB, LOW, HIGH, SCALES)                                      \
+  uvec2 LOW(uint b) { return W2B[b]; }                                                       \
+  vec4 SCALES(uint b) {                                                                      \
+    const uint P = WEIGHT_PART_BLOCKS, SB = P >> 3u;                                          \
+    const uint pair = uint(WHB[4u * P + b]);                                                 \
+    const vec2 dm = unpackHalf2x16(WUB[20u * SB + (b >> 3u)]);                               \
+    return vec4(dm.x * float(pair & 15u), dm.y * float((pair >> 4u) & 15u),                   \
+                dm.x * float((pair >> 8u) & 15u), dm.y * float(pair >> 12u));                 \
+  }
 #else
-#error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_1, FMT_Q5_0, FMT_Q5_1, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K"
+#define LOW_K_READERS(WUB, W2B, WHB, LOW, HIGH, SCALES)                                      \
+  uvec2 LOW(uint b) { return W2B[b]; }                                                       \
+  uint HIGH(uint b) { return WUB[2u * (WEIGHT_PART_BLOCKS) + b]; }                           \
+  vec2 SCALES(uint b) {                                                                      \
+    const uint P = WEIGHT_PART_BLOCKS, SB = P >> 3u, sb = b >> 3u, g = 2u * (b & 7u);         \
+    const uint sw = 3u * P + 3u * sb; /* the superblock's 12 packed scale bytes */           \
+    const float d = unpackHalf2x16(uint(WHB[54u * SB + sb])).x;                              \
+    vec2 s;                                                                                  \
+    for (uint h = 0u; h < 2u; ++h) {                                                         \
+      const uint i = g + h;                                                                  \
+      const uint low = (K_BYTE(WUB, sw + ((i & 7u) >> 2u), i & 3u) >> (4u * (i >> 3u))) & 15u; \
+      const uint high = (K_BYTE(WUB, sw + 2u, i & 3u) >> (2u * (i >> 2u))) & 3u;              \
+      s[h] = d * float(int(low | (high << 4u)) - 32);                                        \
+    }                                                                                        \
+    return s;                                                                                \
+  }
+#endif
+#define K_BYTE(WUB, word_index, byte) ((WUB[word_index] >> (8u * (byte))) & 0xffu)
+layout(binding = WEIGHT_BINDING) readonly buffer WeightWords { uint WKW[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightPairs { uvec2 WK2[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightHalves { uint16_t WKH[]; };
+#if defined(FMT_Q2_K)
+LOW_K_READERS(WKW, WK2, WKH, block_low, block_high, block_scale_mins)
+#else
+LOW_K_READERS(WKW, WK2, WKH, block_low, block_high, block_scales)
+#endif
+// Quant i (0 .. 31) of sub-block b: Q2_K's 0 .. 3, Q3_K's -4 .. 3.
+int block_quant(uint b, uint i) {
+  const uint c = i & 3u, k = (i & 15u) >> 2u, h = i >> 4u;
+  const uint low = (block_low(b)[h] >> (8u * c + 2u * k)) & 3u;
+#if defined(FMT_Q3_K)
+  return int(low | (((block_high(b) >> (8u * c + k + 4u * h)) & 1u) << 2u)) - 4;
+#else
+  return int(low);
+#endif
+}
+float weight_at(uint i) {
+  const uint b = i >> 5, h = (i >> 4) & 1u;
+#if defined(FMT_Q3_K)
+  return block_scales(b)[h] * float(block_quant(b, i & 31u));
+#else
+  const vec4 s = block_scale_mins(b);
+  precise const float prod = (h == 0u ? s.x : s.z) * float(block_quant(b, i & 31u));  // not fused: as ggml
+  precise const float v = prod - (h == 0u ? s.y : s.w);
+  return v;
+#endif
+}
+#elif defined(FMT_IQ4_NL) || defined(FMT_IQ4_XS)
+#define WEIGHT_BLOCK 32
+#define QUANT_BYTES 16
+#define UNIT_FP32 1
+#define IQ4_TABLE 1
+// ggml's kvalues_iq4nl (quant/formats.hpp's kIq4Values).
+const float kIq4Values[16] = float[](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                     1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+// The readers of one binding's part, given its views WUB (uint), WQB (uvec4)
+// and WHB (uint16): block b's quants, and its scale (IQ4_XS: sub-block b's
+// d * (ls - 32), one float product as ggml's).
+#if defined(FMT_IQ4_NL)
+#define IQ4_READERS(WUB, WQB, WHB, QUANTS, SCALE)                                            \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  float SCALE(uint b) { return unpackHalf2x16(uint(WHB[8u * (WEIGHT_PART_BLOCKS) + b])).x; }
+#else
+#define IQ4_READERS(WUB, WQB, WHB, QUANTS, SCALE)                                            \
+  uvec4 QUANTS(uint b) { return WQB[b]; }                                                    \
+  float SCALE(uint b) {                                                                      \
+    const uint P = WEIGHT_PART_BLOCKS, SB = P >> 3u, sb = b >> 3u, j = b & 7u;               \
+    const uint low = (WUB[4u * P + sb] >> (4u * j)) & 15u;                                   \
+    const uint high = (uint(WHB[66u * SB + sb]) >> (2u * j)) & 3u;                           \
+    const float d = unpackHalf2x16(uint(WHB[67u * SB + sb])).x;                              \
+    return d * float(int(low | (high << 4u)) - 32);                                          \
+  }
+#endif
+layout(binding = WEIGHT_BINDING) readonly buffer WeightWords { uint WKW[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightQuants { uvec4 WKQ[]; };
+layout(binding = WEIGHT_BINDING) readonly buffer WeightHalves { uint16_t WKH[]; };
+IQ4_READERS(WKW, WKQ, WKH, block_quants, block_scale)
+#else
+#error "weights.glsl: define one of FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_Q4_1, FMT_Q5_0, FMT_Q5_1, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, FMT_IQ4_NL, FMT_IQ4_XS"
 #endif
 
-#if defined(SCALE_MIN_BLOCKS) || defined(FMT_Q5_0)
+#if defined(SCALE_MIN_BLOCKS) || defined(FMT_Q5_0) || defined(IQ4_TABLE)
 // Quant i of (sub-)block b: byte i % 16 of its 16, low nibble for i < 16; the
 // fifth bit from its word (FIFTH_BIT).
 uint block_quant(uint b, uint i) {
@@ -272,6 +390,8 @@ uint block_quant(uint b, uint i) {
 #if defined(FMT_Q5_0)
 // ggml's (q - 16) * d: an exact integer times d.
 float weight_at(uint i) { return float(int(block_quant(i >> 5, i & 31u)) - 16) * block_scale(i >> 5); }
+#elif defined(IQ4_TABLE)
+float weight_at(uint i) { return block_scale(i >> 5) * kIq4Values[block_quant(i >> 5, i & 31u)]; }
 #else
 float weight_at(uint i) {
   const uint b = i >> 5;
@@ -311,6 +431,20 @@ LEGACY_READERS(WKW2, WKQ2, WKH2, block_quants2, block_high2, block_scale2)
 #else
 LEGACY_READERS(WKW2, WKQ2, WKH2, block_quants2, block_high2, block_scale_min2)
 #endif
+#elif defined(WEIGHT2_BINDING) && defined(LOW_BIT_K)
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Words { uint WKW2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Pairs { uvec2 WK22[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Halves { uint16_t WKH2[]; };
+#if defined(FMT_Q2_K)
+LOW_K_READERS(WKW2, WK22, WKH2, block_low2, block_high2, block_scale_mins2)
+#else
+LOW_K_READERS(WKW2, WK22, WKH2, block_low2, block_high2, block_scales2)
+#endif
+#elif defined(WEIGHT2_BINDING) && defined(IQ4_TABLE)
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Words { uint WKW2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 WKQ2[]; };
+layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Halves { uint16_t WKH2[]; };
+IQ4_READERS(WKW2, WKQ2, WKH2, block_quants2, block_scale2)
 #elif defined(WEIGHT2_BINDING) && defined(K_QUANT)
 layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Words { uint WKW2[]; };
 layout(binding = WEIGHT2_BINDING) readonly buffer Weight2Quants { uvec4 WKQ2[]; };

@@ -403,6 +403,21 @@ std::vector<OfficialFile> official_files() {
   cases.push_back({kGemma3_27B, "Q4_0_imatrix", "scheme: embedding Q6_K, attention Q4_0, ffn Q4_0; ffn_down Q4_1 in 7 of 62 layers"});
   cases.push_back({kGemma3_1B, "Q5_0_imatrix", "scheme: embedding Q6_K, attention Q5_0, ffn Q5_0; ffn_down Q5_1 in 3 of 26 layers"});
   cases.push_back({kGemma3_12B, "Q5_K_S", "scheme: embedding Q6_K, attention Q5_K, ffn Q5_K, KV cache F16"});
+  // The IQ4 mixes: attn_v at Q5_K where 4 query heads share a KV head (the 270M, 1B).
+  cases.push_back({kGemma3_1B, "IQ4_NL", "scheme: embedding Q6_K, attention IQ4_NL, ffn IQ4_NL; attn_v Q5_K in 26 of 26 layers; ffn_down Q5_K in 3 of 26 layers"});
+  cases.push_back({kGemma3_270M, "IQ4_XS", "scheme: embedding Q6_K, attention IQ4_XS, ffn IQ4_XS; attn_v Q5_K in 18 of 18 layers; ffn_down Q5_K in 2 of 18 layers"});
+  cases.push_back({kGemma3_4B, "IQ4_XS", "scheme: embedding Q6_K, attention IQ4_XS, ffn IQ4_XS; ffn_down Q5_K in 4 of 34 layers"});
+  cases.push_back({kGemma3_27B, "IQ4_NL", "scheme: embedding Q6_K, attention IQ4_NL, ffn IQ4_NL; ffn_down Q5_K in 7 of 62 layers"});
+  // ... and as llama-quantize --imatrix lays them out (ffn_down all IQ4).
+  cases.push_back({kGemma3_12B, "IQ4_XS_imatrix", "scheme: embedding Q6_K, attention IQ4_XS, ffn IQ4_XS, KV cache F16"});
+  cases.push_back({kGemma3_1B, "IQ4_NL_imatrix", "scheme: embedding Q6_K, attention IQ4_NL, ffn IQ4_NL; attn_v Q5_K in 26 of 26 layers"});
+  // The 2- and 3-bit K mixes (Q4_0 and Q5_0/Q5_1 fallbacks on the 270M's and 1B's rows).
+  cases.push_back({kGemma3_4B, "Q2_K", "scheme: embedding Q6_K, attention Q2_K, ffn Q2_K, attn_output Q3_K, attn_v Q3_K, ffn_down Q3_K"});
+  cases.push_back({kGemma3_1B, "Q2_K", "scheme: embedding Q6_K, attention Q2_K, ffn Q2_K, attn_output Q3_K, attn_v Q3_K, ffn_down Q3_K; attn_v Q4_K in 26 of 26 layers"});
+  cases.push_back({kGemma3_27B, "Q2_K_S", "scheme: embedding Q6_K, attention Q2_K, ffn Q2_K; ffn_down Q4_K in 7 of 62 layers"});
+  cases.push_back({kGemma3_270M, "Q3_K_S", "scheme: embedding Q6_K, attention Q3_K, ffn Q3_K, KV cache F16"});
+  cases.push_back({kGemma3_12B, "Q3_K_M", "scheme: embedding Q6_K, attention Q3_K, ffn Q3_K, attn_output Q4_K, attn_v Q4_K, ffn_down Q4_K; attn_v Q5_K in 2 of 48 layers; ffn_down Q5_K in 3 of 48 layers"});
+  cases.push_back({kGemma3_4B, "Q3_K_L", "scheme: embedding Q6_K, attention Q3_K, ffn Q3_K, attn_output Q5_K, attn_v Q5_K, ffn_down Q5_K"});
   return cases;
 }
 
@@ -443,7 +458,7 @@ TEST(Cli, ServerServesEveryOfficialFile) {
                                "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
   EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
   // And the 6 speculative pairs (--draft), which a file without --draft never picks.
-  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 71 + 6) << engines.out;
+  EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 116 + 6) << engines.out;
   const Result demo = run(server + " --layout");
   EXPECT_EQ(demo.code, 0) << demo.out;
   EXPECT_CONTAINS(demo.out, "model gemma3-demo: hidden");
@@ -463,7 +478,7 @@ TEST(Cli, ServerServesEveryOfficialFile) {
   write_sparse_gguf(tmp() / "gemma3-4b-all-q4_k.gguf", unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result none = run(server + " --model " + (tmp() / "gemma3-4b-all-q4_k.gguf").string());
   EXPECT_EQ(none.code, 1) << none.out;
-  EXPECT_CONTAINS(none.out, "none of the 71 engines compiled into unicorn-server runs this file");
+  EXPECT_CONTAINS(none.out, "none of the 116 engines compiled into unicorn-server runs this file");
   EXPECT_CONTAINS(none.out, "The nearest, gemma3-4b, Q4_K_S");
   fs::remove(f);
   fs::remove(tmp() / "gemma3-4b-all-q4_k.gguf");
@@ -476,7 +491,7 @@ TEST(Cli, GenerateRefusesAFileNoEngineRuns) {
   write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K);
   const Result r = run(gen() + " --model " + f.string() + " -p hi");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_CONTAINS(r.out, "none of the 71 engines compiled into unicorn-generate runs this file");
+  EXPECT_CONTAINS(r.out, "none of the 116 engines compiled into unicorn-generate runs this file");
   // The Q4_K_S engine would hold its Q4_K embedding; its first 4 layers' attn_v are Q5_K.
   EXPECT_CONTAINS(r.out, "The nearest, gemma3-4b, Q4_K_S");
   EXPECT_CONTAINS(r.out, "first: gemma3-4b-all-q4_k.gguf: tensor 'blk.0.attn_v.weight' is Q4_K but this engine's "

@@ -1,5 +1,5 @@
 // expect: unicorn: a block-quantized tensor's rows must hold whole blocks of its format
-// expect: (32 elements; 256 for Q4_K, Q5_K and Q6_K); pick another format for this role or a
+// expect: (32 elements; 256 for the K-quants and IQ4_XS); pick another format for this role or a
 // expect: model whose hidden, heads*head_dim and ffn sizes are multiples of the block
 // Q4_0 packs 32 weights per block; a 100-wide row is 3.125 blocks.
 #include <unicorn/layout/diag.hpp>

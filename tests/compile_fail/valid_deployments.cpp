@@ -83,6 +83,29 @@ static_assert(u::diag::check_deployment<Gemma1BQ6K>());
 static_assert(u::kLayoutOf<Gemma1BQ6K>.view().weight(u::Role::AttnQ, 0).format == u::Format::Q8_0);
 static_assert(u::kLayoutOf<Gemma1BQ6K>.view().weight(u::Role::FfnDown, 0).format == u::Format::Q6_K);  // 6912 = 27 x 256
 
+// llama-quantize's Q3_K_M on the 27B (62 layers): Q3_K, attn_output Q4_K,
+// attn_v Q5_K in layers 0-1 and Q4_K after, ffn_down Q5_K in the first
+// sixteenth (0-2) and Q4_K after. Its IQ4_XS on the 1B (4 query heads a KV
+// head, rows of 1152): IQ4_NL for the hidden state's readers, attn_v Q5_K
+// falling back to Q5_1, attn_output IQ4_XS, ffn_down Q5_K in the first eighth (0-2).
+template <const u::ModelDims& M, const u::Scheme& S>
+struct MixOn { static constexpr u::DeploymentConfig kConfig = u::make_deployment(M, S, 8192); };
+using Q3KM27B = MixOn<u::kGemma3_27B, u::schemes::kQ3_K_M>;
+static_assert(u::diag::check_deployment<Q3KM27B>());
+static_assert(u::kLayoutOf<Q3KM27B>.view().weight(u::Role::AttnQ, 5).format == u::Format::Q3_K);
+static_assert(u::kLayoutOf<Q3KM27B>.view().weight(u::Role::AttnOut, 5).format == u::Format::Q4_K);
+static_assert(u::kLayoutOf<Q3KM27B>.view().weight(u::Role::AttnV, 1).format == u::Format::Q5_K);
+static_assert(u::kLayoutOf<Q3KM27B>.view().weight(u::Role::AttnV, 2).format == u::Format::Q4_K);
+static_assert(u::kLayoutOf<Q3KM27B>.view().weight(u::Role::FfnDown, 2).format == u::Format::Q5_K);
+static_assert(u::kLayoutOf<Q3KM27B>.view().weight(u::Role::FfnDown, 3).format == u::Format::Q4_K);
+using IQ4XS1B = MixOn<u::kGemma3_1B, u::schemes::kIQ4_XS>;
+static_assert(u::diag::check_deployment<IQ4XS1B>());
+static_assert(u::kLayoutOf<IQ4XS1B>.view().weight(u::Role::AttnQ, 0).format == u::Format::IQ4_NL);
+static_assert(u::kLayoutOf<IQ4XS1B>.view().weight(u::Role::AttnV, 7).format == u::Format::Q5_1);
+static_assert(u::kLayoutOf<IQ4XS1B>.view().weight(u::Role::AttnOut, 7).format == u::Format::IQ4_XS);
+static_assert(u::kLayoutOf<IQ4XS1B>.view().weight(u::Role::FfnDown, 2).format == u::Format::Q5_K);
+static_assert(u::kLayoutOf<IQ4XS1B>.view().weight(u::Role::FfnDown, 3).format == u::Format::IQ4_XS);
+
 // The K mixes on the 1B (hidden 1152 = 4.5 superblocks, 26 layers) and the
 // 270M (640 = 2.5, 18 layers), written out by hand from llama.cpp's
 // src/llama-quant.cpp (llama_tensor_get_type_impl, tensor_type_fallback):

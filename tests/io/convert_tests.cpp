@@ -14,6 +14,7 @@
 // llama-quantize's layout of each file type, from its --dry-run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -499,18 +500,20 @@ TEST(Convert, FileTypesAreLaidOutAsLlamaQuantizeDoes) {
     }
     checked.insert(size + " " + d->type);
     ASSERT_EQ(d->layers.size(), 8u) << line;
-    EXPECT_EQ(lower_name(format_of(t->scheme, WeightKind::Embedding, -1, m->layers, m->hidden)),
+    EXPECT_EQ(lower_name(format_of(t->scheme, WeightKind::Embedding, -1, mix_shape(*m), m->hidden)),
               d->layers.at("token_embd")[0]) << size << " " << d->type << " token_embd";
     for (const auto& [name, kind] : kinds) {
       const uint64_t cols = kind == WeightKind::AttnOut ? m->q_dim() : kind == WeightKind::FfnDown ? m->ffn : m->hidden;
       for (uint32_t l = 0; l < m->layers; ++l)
-        EXPECT_EQ(lower_name(format_of(t->scheme, kind, int(l), m->layers, cols)), d->layers.at(name).at(l))
+        EXPECT_EQ(lower_name(format_of(t->scheme, kind, int(l), mix_shape(*m), cols)), d->layers.at(name).at(l))
             << size << " " << d->type << " blk." << l << "." << name;
     }
   }
   // Every file type but F32 (llama-quantize does not write it) and the
   // --imatrix layouts (below) at every size.
-  EXPECT_EQ(checked.size(), 5 * (std::size(kLlamaFileTypes) - 3));
+  const auto imatrix = std::count_if(std::begin(kLlamaFileTypes), std::end(kLlamaFileTypes),
+                                     [](const LlamaFileType& t) { return t.imatrix; });
+  EXPECT_EQ(checked.size(), 5 * (std::size(kLlamaFileTypes) - 1 - imatrix));
   std::string rest;
   for (const std::string& o : others) rest += " " + o;
   std::printf("[ types ] %zu size x type pairs laid out as llama-quantize does; without an engine here:%s\n",
@@ -528,11 +531,31 @@ TEST(Convert, ImatrixLayoutsOfQ4_0AndQ5_0) {
     for (const auto& [s, plain, more] : {std::tuple{schemes::kQ4_0_IMatrix, Format::Q4_0, Format::Q4_1},
                                          std::tuple{schemes::kQ5_0_IMatrix, Format::Q5_0, Format::Q5_1}}) {
       for (uint32_t l = 0; l < m->layers; ++l) {
-        EXPECT_EQ(format_of(s, WeightKind::FfnDown, int(l), m->layers, m->ffn), l < first ? more : plain)
+        EXPECT_EQ(format_of(s, WeightKind::FfnDown, int(l), mix_shape(*m), m->ffn), l < first ? more : plain)
             << m->name << " layer " << l;
-        EXPECT_EQ(format_of(s, WeightKind::AttnV, int(l), m->layers, m->hidden), plain) << m->name << " layer " << l;
+        EXPECT_EQ(format_of(s, WeightKind::AttnV, int(l), mix_shape(*m), m->hidden), plain) << m->name << " layer " << l;
       }
-      EXPECT_EQ(format_of(s, WeightKind::Embedding, -1, m->layers, m->hidden),
+      EXPECT_EQ(format_of(s, WeightKind::Embedding, -1, mix_shape(*m), m->hidden),
+                m->hidden % 256 ? Format::Q8_0 : Format::Q6_K);
+    }
+}
+
+// With --imatrix, llama-quantize keeps IQ4_NL's and IQ4_XS's first eighth of
+// ffn_down in the IQ4 format (without one it writes Q5_K there); attn_v is
+// Q5_K where 4 query heads share a KV head either way (the 1B: Q5_1, its
+// rows' fallback), and the embedding Q6_K (Q8_0 for the 1B's rows).
+TEST(Convert, ImatrixLayoutsOfIQ4_NLAndIQ4_XS) {
+  using namespace unicorn;
+  for (const ModelDims* m : {&kGemma3_27B, &kGemma3_4B, &kGemma3_1B})
+    for (const auto& [s, plain] : {std::pair{schemes::kIQ4_NL_IMatrix, Format::IQ4_NL},
+                                   std::pair{schemes::kIQ4_XS_IMatrix, Format::IQ4_XS}}) {
+      for (uint32_t l = 0; l < m->layers; ++l) {
+        EXPECT_EQ(format_of(s, WeightKind::FfnDown, int(l), mix_shape(*m), m->ffn), plain) << m->name << " layer " << l;
+        EXPECT_EQ(format_of(s, WeightKind::AttnV, int(l), mix_shape(*m), m->hidden),
+                  m == &kGemma3_1B ? Format::Q5_1 : k_quant_fallback(plain, m->hidden))
+            << m->name << " layer " << l;
+      }
+      EXPECT_EQ(format_of(s, WeightKind::Embedding, -1, mix_shape(*m), m->hidden),
                 m->hidden % 256 ? Format::Q8_0 : Format::Q6_K);
     }
 }

@@ -182,13 +182,13 @@ TEST(Gguf, RoundTripsTensorsOfEveryFormat) {
   };
   std::vector<std::vector<std::byte>> data;
   for (size_t i = 0; i < cases.size(); ++i) data.push_back(pattern_bytes(cases[i].bytes, uint8_t(i)));
-  const auto q2k = pattern_bytes(84, 99);
+  const auto iq2xs = pattern_bytes(74, 99);  // one IQ2_XS superblock
 
   GgufWriter w;
   w.set("general.architecture", "gemma3");
   for (size_t i = 0; i < cases.size(); ++i)
     w.add_tensor(cases[i].name, cases[i].type, cases[i].dims, data[i]);
-  w.add_tensor("q2_k", 10, {256}, q2k);  // a type this engine cannot run
+  w.add_tensor("iq2_xs", 17, {256}, iq2xs);  // a type this engine cannot run
   TempDir dir;
   w.write(dir / "t.gguf");
 
@@ -215,11 +215,11 @@ TEST(Gguf, RoundTripsTensorsOfEveryFormat) {
   EXPECT_EQ(g.find_tensor("f32")->n_elements, 12u);
   EXPECT_EQ(g.find_tensor("empty")->n_elements, 0u);
 
-  const GgufTensor* k = g.find_tensor("q2_k");
+  const GgufTensor* k = g.find_tensor("iq2_xs");
   ASSERT_NE(k, nullptr);
   EXPECT_FALSE(k->known_type);
-  EXPECT_EQ(k->ggml_type, 10u);
-  EXPECT_EQ(ggml_type_name(k->ggml_type), "Q2_K");
+  EXPECT_EQ(k->ggml_type, 17u);
+  EXPECT_EQ(ggml_type_name(k->ggml_type), "IQ2_XS");
   EXPECT_EQ(k->bytes, 0u);
   EXPECT_TRUE(k->data.empty());
   EXPECT_EQ(k->dims, (std::vector<uint64_t>{256}));
@@ -427,8 +427,9 @@ TEST(Gguf, BadTensorInfos) {
   expect_error([] { parse(one_tensor({1024}, 0, 0)); }, "truncated: tensor 't'");
   expect_error([] { parse(one_tensor({16}, 0, 96)); }, "tensor 't' data offset 96 points past the end of the file");
   // Unknown types are listed even when their offset points nowhere.
-  const GgufFile g = parse(one_tensor({256}, 10, uint64_t{1} << 40));
+  const GgufFile g = parse(one_tensor({256}, 17, uint64_t{1} << 40));
   EXPECT_FALSE(g.tensors()[0].known_type);
+  EXPECT_EQ(ggml_type_name(17), "IQ2_XS");
   EXPECT_EQ(ggml_type_name(10), "Q2_K");
   EXPECT_EQ(ggml_type_name(1000), "unknown");
   expect_error([] { parse(one_tensor({256}, 1000, 0)); }, "tensor 't' has unknown ggml type 1000");

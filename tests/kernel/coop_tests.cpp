@@ -7,6 +7,7 @@
 // device, so they run everywhere.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <map>
 #include <set>
 #include <span>
@@ -103,7 +104,6 @@ std::vector<Inst> instructions(std::span<const uint32_t> m) {
   return ::testing::AssertionSuccess();
 }
 
-const char* kFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
 
 // The build step (unicorn-spirv-coop-khr) and the header agree on engine
 // module `khr`, its output is well formed, and it has three matrix types, one
@@ -125,7 +125,11 @@ void expect_rewrite_of_nv_form(const std::string& khr) {
 
 // matmul_coop names its A, B and C shapes with their own spec constants.
 TEST(CoopSpirv, EngineModulesAreTheRewriteOfTheirNvForm) {
-  for (const char* f : kFormats) expect_rewrite_of_nv_form(std::string("matmul_coop_") + f);
+  for (const FormatInfo& f : kFormats) {  // every weight format's module
+    std::string name = "matmul_coop_";
+    for (char c : f.name) name += char(std::tolower(static_cast<unsigned char>(c)));
+    expect_rewrite_of_nv_form(name);
+  }
 }
 
 // attention_coop, for both cache formats: its A matrices (the queries, then

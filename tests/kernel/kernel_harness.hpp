@@ -50,6 +50,10 @@ namespace test_spirv {  // test-only shaders (tests/kernel/CMakeLists.txt)
 #include "k_unit_values_q4_k.h"
 #include "k_unit_values_q5_k.h"
 #include "k_unit_values_q6_k.h"
+#include "k_unit_values_q2_k.h"
+#include "k_unit_values_q3_k.h"
+#include "k_unit_values_iq4_nl.h"
+#include "k_unit_values_iq4_xs.h"
 }  // namespace test_spirv
 namespace {
 
@@ -77,6 +81,10 @@ std::span<const uint32_t> find_module(const std::string& name) {
   if (name == "k_unit_values_q4_k") return test_spirv::k_unit_values_q4_k;
   if (name == "k_unit_values_q5_k") return test_spirv::k_unit_values_q5_k;
   if (name == "k_unit_values_q6_k") return test_spirv::k_unit_values_q6_k;
+  if (name == "k_unit_values_q2_k") return test_spirv::k_unit_values_q2_k;
+  if (name == "k_unit_values_q3_k") return test_spirv::k_unit_values_q3_k;
+  if (name == "k_unit_values_iq4_nl") return test_spirv::k_unit_values_iq4_nl;
+  if (name == "k_unit_values_iq4_xs") return test_spirv::k_unit_values_iq4_xs;
   return spirv::find(name);
 }
 
@@ -262,15 +270,17 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-const Format kAllFormats[] = {Format::F32,  Format::F16,  Format::BF16, Format::Q8_0, Format::Q4_0, Format::Q4_1,
-                              Format::Q5_0, Format::Q5_1, Format::Q4_K, Format::Q5_K, Format::Q6_K};
-const Format kBlockFormats[] = {Format::Q8_0, Format::Q4_0, Format::Q4_1, Format::Q5_0,
-                                Format::Q5_1, Format::Q4_K, Format::Q5_K, Format::Q6_K};
+const Format kAllFormats[] = {Format::F32,  Format::F16,  Format::BF16, Format::Q8_0,   Format::Q4_0,
+                              Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q2_K,   Format::Q3_K,
+                              Format::Q4_K, Format::Q5_K, Format::Q6_K, Format::IQ4_NL, Format::IQ4_XS};
+const Format kBlockFormats[] = {Format::Q8_0, Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1,
+                                Format::Q2_K, Format::Q3_K, Format::Q4_K, Format::Q5_K, Format::Q6_K,
+                                Format::IQ4_NL, Format::IQ4_XS};
 
 // Row lengths per format: floats odd (77, 100), 32-blocks not a power of two of
-// blocks (96, 160); K-quants whole 256-element superblocks (256, 768).
+// blocks (96, 160); K-quants and IQ4_XS whole 256-element superblocks (256, 768).
 uint32_t row_k(Format f, uint32_t for_float, uint32_t for_block, uint32_t for_k_quant) {
-  return is_k_quant(f) ? for_k_quant : is_block_quantized(f) ? for_block : for_float;
+  return has_superblocks(f) ? for_k_quant : is_block_quantized(f) ? for_block : for_float;
 }
 
 // Random weights of [rows, K] in `format`, as ggml would store them.

@@ -13,9 +13,10 @@ namespace unicorn {
 namespace {
 
 // The formats whose tensor-unit operands are made in fp32 (coop_operands.glsl's
-// UNIT_FP32), checked through a test shader: the K-quants, Q4_1, Q5_0, Q5_1.
-const Format kUnitFp32Formats[] = {Format::Q4_1, Format::Q5_0, Format::Q5_1,
-                                   Format::Q4_K, Format::Q5_K, Format::Q6_K};
+// UNIT_FP32), checked through a test shader: the K-quants, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, IQ4_XS.
+const Format kUnitFp32Formats[] = {Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q2_K,   Format::Q3_K,
+                                   Format::Q4_K, Format::Q5_K, Format::Q6_K, Format::IQ4_NL, Format::IQ4_XS};
 
 // ------------------------------------------------- matvec / matmul (linear)
 
@@ -199,10 +200,12 @@ std::vector<LinearCase> linear_cases() {
   v.push_back({"matvec_dot", Format::Q4_0, 768, 37, 6, 1, 5, 6, 4});
   // The other block formats on bytes: Q4_K, Q5_K, Q4_1 and Q5_1 (mins against
   // the bytes' sums), Q5_0 (a zero point), Q6_K (two scales a block), Q8_0
-  // (signed bytes). Each format's arithmetic in both of the kernel's input
-  // paths, which the Q4_0 shapes above run in every shape: one token a
-  // workgroup (its inputs staged once), and a batched step (inputs quantized
-  // per block); the Q4_K_M file's Q6_K LM head over logit rows.
+  // (signed bytes), IQ4_NL and IQ4_XS (table values as signed bytes), Q2_K
+  // and Q3_K (a min or zero point per 16 elements). Each format's arithmetic
+  // in both of the kernel's input paths, which the Q4_0 shapes above run in
+  // every shape: one token a workgroup (its inputs staged once), and a batched
+  // step (inputs quantized per block); the Q4_K_M file's Q6_K LM head over
+  // logit rows.
   for (Format f : kBlockFormats) {
     if (f == Format::Q4_0) continue;
     const uint32_t K = row_k(f, 0, 160, 768);
@@ -241,7 +244,8 @@ TEST(MatVecDot, SplitKSlicesAddUpToTheProduct) {
   const uint32_t split_rows = kernels::kMatVecDotSplitRows;
   for (auto [format, K, rows_per_group] :
        {Case{Format::Q4_0, 800, split_rows}, {Format::Q4_0, 800, kernels::kMatVecRows}, {Format::Q8_0, 800, split_rows},
-        {Format::Q4_K, 1280, split_rows}, {Format::Q5_K, 1280, split_rows}, {Format::Q6_K, 1280, split_rows}}) {
+        {Format::Q4_K, 1280, split_rows}, {Format::Q5_K, 1280, split_rows}, {Format::Q6_K, 1280, split_rows},
+        {Format::IQ4_XS, 1280, split_rows}, {Format::Q2_K, 1280, split_rows}, {Format::Q3_K, 1280, split_rows}}) {
     const std::string module = variant("matvec_dot", format);
     SCOPED_TRACE(module + " rows per row group " + std::to_string(rows_per_group));
     const uint32_t M = 130, splits = 3, lanes = kernels::kMatVecDotLanes;
@@ -501,7 +505,7 @@ std::vector<LinearCase> linear_coop_cases() {
     const bool block = is_block_quantized(f);
     // Odd K (scalar loads, a partial last step), K % 8 == 0 but not % 32, and
     // a long K (vector loads, many double-buffered steps).
-    for (uint32_t K : is_k_quant(f) ? std::vector<uint32_t>{256, 768, 1024}
+    for (uint32_t K : has_superblocks(f) ? std::vector<uint32_t>{256, 768, 1024}
                       : block       ? std::vector<uint32_t>{96, 160, 1024}
                                     : std::vector<uint32_t>{77, 104, 1024})
       for (uint32_t M : {37u, 300u})
@@ -515,10 +519,11 @@ INSTANTIATE_TEST_SUITE_P(Kernel, LinearCoop, ::testing::ValuesIn(linear_coop_cas
                          [](const auto& info) { return test_name(info.param.name()); });
 
 // The cooperative-matrix kernels' operands made in fp32 (K-quants, Q4_1,
-// Q5_0, Q5_1: load_k_unit, then k_unit_values, what they round to fp16 and
-// stage) through a test shader that runs without tensor units, for weight 1
-// and the fused pair's weight 2: bit for bit ggml's dequantisation. Odd row
-// counts: a Q6_K or Q5_0 part then ends 2 bytes past a word. (LinearCoop and SplitKPair check the whole kernels where the
+// Q5_0, Q5_1, IQ4_NL, IQ4_XS: load_k_unit, then k_unit_values, what they
+// round to fp16 and stage) through a test shader that runs without tensor
+// units, for weight 1 and the fused pair's weight 2: bit for bit ggml's
+// dequantisation. Odd row counts: a Q6_K, Q3_K or Q5_0 part then ends 2 bytes
+// past a word. (LinearCoop and SplitKPair check the whole kernels where the
 // device has tensor units.)
 struct KUnitSpec {
   BOOST_HANA_DEFINE_STRUCT(KUnitSpec, (uint32_t, K));

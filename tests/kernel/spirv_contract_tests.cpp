@@ -172,8 +172,8 @@ void expect_handle_meets_contract(const kernels::Shader<Spec>& handle) {
 
 TEST(Spirv, TypedHandlesMeetTheirModulesContracts) {
   namespace k = kernels;
-  for (Format f : {Format::F32, Format::F16, Format::BF16, Format::Q8_0, Format::Q4_0, Format::Q4_1, Format::Q5_0,
-                   Format::Q5_1, Format::Q4_K, Format::Q5_K, Format::Q6_K}) {
+  for (const FormatInfo& info : kFormats) {  // every weight format
+    const Format f = info.format;
     expect_handle_meets_contract(k::embed(f));
     expect_handle_meets_contract(k::convert(f));
     expect_handle_meets_contract(k::matvec(f));

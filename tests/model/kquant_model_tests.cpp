@@ -1,5 +1,5 @@
-// Label golden: the K-quants (Q4_K, Q5_K, Q6_K) and ggml's older 32-element
-// formats (Q4_1, Q5_0, Q5_1) end to end on the Vulkan device. A random Gemma 3
+// Label golden: the K-quants (Q2_K to Q6_K), ggml's older 32-element
+// formats (Q4_1, Q5_0, Q5_1) and IQ4_NL, IQ4_XS end to end on the Vulkan device. A random Gemma 3
 // of kGemma3TinyK's shapes (rows whole 256-element superblocks) is written
 // twice from one F32 file (unicorn-convert --random): every matrix in the
 // format (tools::quantize_k's valid blocks; ggml's reference quantizer for the
@@ -189,6 +189,10 @@ TEST_F(KQuantModel, Q6_KMatchesItsDequantization) { expect_matches_dequantized<F
 TEST_F(KQuantModel, Q4_1MatchesItsDequantization) { expect_matches_dequantized<Format::Q4_1>(); }
 TEST_F(KQuantModel, Q5_0MatchesItsDequantization) { expect_matches_dequantized<Format::Q5_0>(); }
 TEST_F(KQuantModel, Q5_1MatchesItsDequantization) { expect_matches_dequantized<Format::Q5_1>(); }
+TEST_F(KQuantModel, Q2_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q2_K>(); }
+TEST_F(KQuantModel, Q3_KMatchesItsDequantization) { expect_matches_dequantized<Format::Q3_K>(); }
+TEST_F(KQuantModel, IQ4_NLMatchesItsDequantization) { expect_matches_dequantized<Format::IQ4_NL>(); }
+TEST_F(KQuantModel, IQ4_XSMatchesItsDequantization) { expect_matches_dequantized<Format::IQ4_XS>(); }
 
 // llama-quantize's Q4_K_M mix (schemes::kQ4_K_M): Q4_K, with Q6_K for attn_v
 // and ffn_down in the layers more_bits_layer() picks (here layer 1 of 2) and a
@@ -264,6 +268,37 @@ TEST_F(KQuantModel, Q4_K_MFallbacksMatchTheirDequantization) {
   expect_mix_matches<TinyFallbackQ4_K_M, kGemma3TinyKFallback>(mix, "Q4_K_M-fallback", "gemma3-tiny-k-fallback");
 }
 
+// llama-quantize's Q3_K_M mix: Q3_K, with Q4_K for attn_output, attn_v and
+// ffn_down, and Q5_K for attn_v in the first 2 layers (here both) and ffn_down
+// in the first sixteenth (here none): four formats in one pass.
+using TinyQ3KMix = TinyKMixOf<schemes::kQ3_K_M>;
+TEST_F(KQuantModel, Q3_K_MMixMatchesItsDequantization) {
+  const Formats mix = formats_of<TinyQ3KMix>();
+  ASSERT_EQ(mix.at("blk.0.attn_q.weight"), Format::Q3_K);
+  ASSERT_EQ(mix.at("blk.1.attn_v.weight"), Format::Q5_K);
+  ASSERT_EQ(mix.at("blk.0.attn_output.weight"), Format::Q4_K);
+  ASSERT_EQ(mix.at("blk.1.ffn_down.weight"), Format::Q4_K);
+  ASSERT_EQ(mix.at("blk.1.ffn_up.weight"), Format::Q3_K);
+  ASSERT_EQ(mix.at("token_embd.weight"), Format::Q6_K);
+  expect_mix_matches<TinyQ3KMix, kGemma3TinyK>(mix, "Q3_K_M", "gemma3-tiny-k");
+}
+
+// llama-quantize's IQ4_XS mix where the hidden state's rows are not whole
+// superblocks (the 1B's and 270M's files): IQ4_NL for the matrices that read
+// it, IQ4_XS for attn_output and ffn_down, the embedding's Q6_K at Q8_0.
+using TinyFallbackIQ4_XS = TinyKMixOf<schemes::kIQ4_XS, kGemma3TinyKFallback>;
+TEST_F(KQuantModel, IQ4_XSFallbacksMatchTheirDequantization) {
+  const Formats mix = formats_of<TinyFallbackIQ4_XS>();
+  for (const char* t : {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"})
+    for (int l : {0, 1}) ASSERT_EQ(mix.at("blk." + std::to_string(l) + "." + t + ".weight"), Format::IQ4_NL) << t;
+  for (int l : {0, 1}) {
+    ASSERT_EQ(mix.at("blk." + std::to_string(l) + ".attn_output.weight"), Format::IQ4_XS);
+    ASSERT_EQ(mix.at("blk." + std::to_string(l) + ".ffn_down.weight"), Format::IQ4_XS);
+  }
+  ASSERT_EQ(mix.at("token_embd.weight"), Format::Q8_0);
+  expect_mix_matches<TinyFallbackIQ4_XS, kGemma3TinyKFallback>(mix, "IQ4_XS-fallback", "gemma3-tiny-k-fallback");
+}
+
 // A tied embedding is held in the file's format (Scheme::takes_embedding):
 // llama-quantize's Q4_0 files keep token_embd at Q6_K (Q8_0 where rows are not
 // whole superblocks), Google's QAT files at F16. One Q4_0 engine runs each,
@@ -328,7 +363,8 @@ TEST_F(KQuantModel, AnEmbeddingThatDoesNotFitLeavesTheEngineAsItWas) {
 // Block-format products on integer dot products (matvec_dot: decode's, and
 // the LM head in either pass), as a device that runs them in hardware takes
 // them: the Q4_K_M mix (Q4_K, Q6_K, its Q6_K head), the two fallback mixes
-// (Q5_0, Q5_1, Q8_0 beside Q4_K, Q5_K, Q6_K) and an all-Q4_1 engine: every
+// (Q5_0, Q5_1, Q8_0 beside Q4_K, Q5_K, Q6_K), the IQ4_XS fallback mix (IQ4_NL
+// beside IQ4_XS), the Q3_K_M mix, and all-Q2_K and all-Q4_1 engines: every
 // block format but Q4_0 (model_tests). Lavapipe emulates them, so the test
 // asks for them (Tuning::IntDot::WhereSupported).
 TEST_F(KQuantModel, MixesOnIntegerDotProducts) {
@@ -344,6 +380,10 @@ TEST_F(KQuantModel, MixesOnIntegerDotProducts) {
                                                                "Q4_K_M-fallback-int-dot", "gemma3-tiny-k-fallback", o);
   expect_mix_matches<TinyFallbackQ5_K_M, kGemma3TinyKFallback>(formats_of<TinyFallbackQ5_K_M>(),
                                                                "Q5_K_M-fallback-int-dot", "gemma3-tiny-k-fallback", o);
+  expect_mix_matches<TinyFallbackIQ4_XS, kGemma3TinyKFallback>(formats_of<TinyFallbackIQ4_XS>(),
+                                                               "IQ4_XS-fallback-int-dot", "gemma3-tiny-k-fallback", o);
+  expect_mix_matches<TinyQ3KMix, kGemma3TinyK>(formats_of<TinyQ3KMix>(), "Q3_K_M-int-dot", "gemma3-tiny-k", o);
+  expect_matches_dequantized<Format::Q2_K>(o);
   expect_matches_dequantized<Format::Q4_1>(o);
 }
 

@@ -96,6 +96,20 @@ struct LegacyBits {
   static int device_bit(int e) { return 8 * (e % 4) + (e % 16) / 4 + 4 * (e / 16); }
 };
 
+// Q2_K and Q3_K: where element e of superblock b (of B in the part) has its
+// 2 low bits, in ggml's block (byte, shift) and on the device (byte, shift),
+// and its Q3_K high bit likewise (ggml's hmask bit s of byte 16 h + l; the
+// device's bit 8c + k + 4h of sub-block s's word), by weights.glsl's layout.
+struct LowKBits {
+  static std::array<size_t, 8> at(size_t b, size_t B, int e, size_t ggml_qs) {
+    const int s = e / 32, i = e % 32, h = i / 16, l = i % 16, c = l % 4, k = l / 4, n = s / 4, j = s % 4;
+    const size_t sub = 8 * b + s;
+    const int bit = 8 * c + k + 4 * h;
+    return {ggml_qs + 32 * n + 16 * h + l, size_t(2 * j), 8 * sub + 4 * h + c, size_t(2 * k),
+            size_t(16 * h + l), size_t(s), 64 * B + 4 * sub + bit / 8, size_t(bit % 8)};
+  }
+};
+
 // The device layout of one tensor part (shaders/include/weights.glsl) from
 // ggml's bytes: float formats unchanged; Q8_0, Q4_0 planar, every block's
 // quants (16 or 32 bytes) first, then every block's f16 scale; K-quants planar
@@ -105,6 +119,11 @@ struct LegacyBits {
 //   Q5_K: Q4_K's, with the fifth bits (4 B per sub-block) after the quants;
 //   Q6_K: low 4 bits 16 B per sub-block, high 2 bits 8 B per sub-block, then
 //         int8 scales 16 B per superblock, then d 2 B per superblock.
+// Q2_K: 2-bit words 8 B per sub-block (LowKBits), then ggml's scales 16 B per
+// superblock, then (d, dmin) 4 B per superblock; Q3_K: the low bits as Q2_K's,
+// the high bits 4 B per sub-block, then ggml's 12 scale bytes and d per superblock.
+// IQ4_NL as Q4_0; IQ4_XS: ggml's qs (128 B per superblock) as they are, then
+// per superblock scales_l (4 B), then scales_h (2 B), then d (2 B).
 inline std::vector<std::byte> to_device_layout(Format format, std::span<const std::byte> ggml) {
   const FormatInfo f = format_info(format);
   if (!is_block_quantized(format)) return {ggml.begin(), ggml.end()};
@@ -124,6 +143,27 @@ inline std::vector<std::byte> to_device_layout(Format format, std::span<const st
         std::memcpy(o + 16 * blocks + 4 * b, &high, 4);
       }
       std::memcpy(o + (f.block_bytes - halves) * blocks + halves * b, blk, halves);
+    }
+    return out;
+  }
+  if (format == Format::Q2_K || format == Format::Q3_K) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    auto* o = reinterpret_cast<uint8_t*>(out.data());
+    const bool q3 = format == Format::Q3_K;
+    for (size_t b = 0; b < blocks; ++b) {
+      const auto* blk = reinterpret_cast<const uint8_t*>(ggml.data()) + b * f.block_bytes;
+      for (int e = 0; e < 256; ++e) {
+        const auto a = LowKBits::at(b, blocks, e, q3 ? 32 : 16);
+        o[a[2]] |= uint8_t(((blk[a[0]] >> a[1]) & 3) << a[3]);
+        if (q3) o[a[6]] |= uint8_t(((blk[a[4]] >> a[5]) & 1) << a[7]);
+      }
+      if (q3) {
+        std::memcpy(o + 96 * blocks + 12 * b, blk + 96, 12);
+        std::memcpy(o + 108 * blocks + 2 * b, blk + 108, 2);
+      } else {
+        std::memcpy(o + 64 * blocks + 16 * b, blk, 16);
+        std::memcpy(o + 80 * blocks + 4 * b, blk + 80, 4);
+      }
     }
     return out;
   }
@@ -159,7 +199,17 @@ inline std::vector<std::byte> to_device_layout(Format format, std::span<const st
     }
     return out;
   }
-  const size_t quant = f.block_bytes - 2;
+  if (format == Format::IQ4_XS) {  // qs whole, then scales_l, scales_h, d: each per superblock
+    for (size_t b = 0; b < blocks; ++b) {
+      const std::byte* blk = ggml.data() + b * 136;
+      std::memcpy(out.data() + 128 * b, blk + 8, 128);
+      std::memcpy(out.data() + 128 * blocks + 4 * b, blk + 4, 4);
+      std::memcpy(out.data() + 132 * blocks + 2 * b, blk + 2, 2);
+      std::memcpy(out.data() + 134 * blocks + 2 * b, blk, 2);
+    }
+    return out;
+  }
+  const size_t quant = f.block_bytes - 2;  // Q8_0, Q4_0, IQ4_NL: the scale, then the quants
   for (size_t b = 0; b < blocks; ++b) {
     const std::byte* block = ggml.data() + b * f.block_bytes;
     std::memcpy(out.data() + blocks * quant + 2 * b, block, 2);
@@ -186,6 +236,27 @@ inline std::vector<std::byte> from_device_layout(Format format, std::span<const 
         std::memcpy(&high, d + 16 * blocks + 4 * b, 4);
         for (int e = 0; e < 32; ++e) qh |= ((high >> LegacyBits::device_bit(e)) & 1u) << e;
         std::memcpy(blk + qs - 4, &qh, 4);
+      }
+    }
+    return out;
+  }
+  if (format == Format::Q2_K || format == Format::Q3_K) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    const auto* d = reinterpret_cast<const uint8_t*>(dev.data());
+    const bool q3 = format == Format::Q3_K;
+    for (size_t b = 0; b < blocks; ++b) {
+      auto* blk = reinterpret_cast<uint8_t*>(out.data()) + b * f.block_bytes;
+      for (int e = 0; e < 256; ++e) {
+        const auto a = LowKBits::at(b, blocks, e, q3 ? 32 : 16);
+        blk[a[0]] |= uint8_t(((d[a[2]] >> a[3]) & 3) << a[1]);
+        if (q3) blk[a[4]] |= uint8_t(((d[a[6]] >> a[7]) & 1) << a[5]);
+      }
+      if (q3) {
+        std::memcpy(blk + 96, d + 96 * blocks + 12 * b, 12);
+        std::memcpy(blk + 108, d + 108 * blocks + 2 * b, 2);
+      } else {
+        std::memcpy(blk, d + 64 * blocks + 16 * b, 16);
+        std::memcpy(blk + 80, d + 80 * blocks + 4 * b, 4);
       }
     }
     return out;
@@ -219,6 +290,16 @@ inline std::vector<std::byte> from_device_layout(Format format, std::span<const 
         std::memcpy(blk + 192, d + 192 * blocks + 16 * b, 16);
         std::memcpy(blk + 208, d + 208 * blocks + 2 * b, 2);
       }
+    }
+    return out;
+  }
+  if (format == Format::IQ4_XS) {
+    for (size_t b = 0; b < blocks; ++b) {
+      std::byte* blk = out.data() + b * 136;
+      std::memcpy(blk + 8, dev.data() + 128 * b, 128);
+      std::memcpy(blk + 4, dev.data() + 128 * blocks + 4 * b, 4);
+      std::memcpy(blk + 2, dev.data() + 132 * blocks + 2 * b, 2);
+      std::memcpy(blk, dev.data() + 134 * blocks + 2 * b, 2);
     }
     return out;
   }
@@ -274,7 +355,11 @@ inline std::vector<float> dequantize(Format format, std::span<const std::byte> b
     case Format::Q5_1:
     case Format::Q4_K:
     case Format::Q5_K:
-    case Format::Q6_K:  // ggml's definitions, written once (tools/ggml_quantize.hpp)
+    case Format::Q6_K:
+    case Format::Q2_K:
+    case Format::Q3_K:
+    case Format::IQ4_NL:
+    case Format::IQ4_XS:  // ggml's definitions, written once (tools/ggml_quantize.hpp)
       x = tools::dequantize(format, bytes, n);
       break;
   }

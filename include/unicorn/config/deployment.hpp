@@ -25,6 +25,9 @@ namespace unicorn {
 // the verify pass then has 17 rows, within every official deployment's passes.
 inline constexpr uint32_t kMaxDraftTokens = 16;
 
+// What a scheme's mix rules read of the model (format_of).
+constexpr MixShape mix_shape(const ModelDims& m) { return {m.layers, m.kv_heads ? m.heads / m.kv_heads : 1}; }
+
 struct DeploymentConfig {
   ModelDims model;
   Scheme scheme;

@@ -331,10 +331,10 @@ UNICORN_DECL FileCheck check_file(const WeightFile& file, const ModelDims& model
     if (convert && !is_float)
       r.tensor_differences.push_back(src + ": tensor '" + f->name + "' has dtype " + f->type_name +
                                      "; expected BF16, F16 or F32");
-    else if (convert && is_k_quant(t.format))
+    else if (convert && is_block_quantized(t.format) && !quantized_on_device(t.format))
       r.tensor_differences.push_back(src + ": tensor '" + f->name + "' is " + f->type_name + " and this engine stores it as " +
                                      std::string(format_name(t.format)) +
-                                     ", a K-quant the loader does not quantize to (llama-quantize writes such files)");
+                                     ", a format the loader does not quantize to (llama-quantize writes such files)");
     else if (!convert && f->format != t.format && t.role == Role::Embedding && tied && f->format)
       r.embedding = *f->format;  // held as it is: the engine is laid out for it
     else if (!convert && f->format != t.format)

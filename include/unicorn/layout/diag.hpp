@@ -61,7 +61,7 @@ template <uint32_t role, uint32_t format, uint64_t row_elems, uint32_t block_ele
 struct row_not_whole_blocks {
   static_assert(row_elems % block_elems == 0,
                 "unicorn: a block-quantized tensor's rows must hold whole blocks of its format "
-                "(32 elements; 256 for Q4_K, Q5_K and Q6_K); pick another format for this role "
+                "(32 elements; 256 for the K-quants and IQ4_XS); pick another format for this role "
                 "or a model whose hidden, heads*head_dim and ffn sizes are multiples of the block");
   static constexpr bool ok = true;
 };

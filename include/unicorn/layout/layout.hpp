@@ -229,7 +229,7 @@ constexpr uint32_t kv_slots(const DeploymentConfig& c, AttentionKind kind) {
 constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r, uint32_t layer) {
   const auto& m = c.model;
   const auto matrix = [&](WeightKind k, uint64_t rows, uint64_t cols) {
-    return TensorShape{r, rows, cols, format_of(c.scheme, k, int(layer), m.layers, cols)};
+    return TensorShape{r, rows, cols, format_of(c.scheme, k, int(layer), mix_shape(m), cols)};
   };
   switch (r) {
     case Role::AttnQ: return matrix(WeightKind::AttnQ, m.q_dim(), m.hidden);
@@ -250,13 +250,13 @@ constexpr TensorShape layer_shape(const DeploymentConfig& c, Role r, uint32_t la
 template <class F>
 constexpr void for_each_tensor(const DeploymentConfig& c, F&& f) {
   const auto& m = c.model;
-  f(TensorShape{Role::Embedding, m.vocab, m.hidden, format_of(c.scheme, WeightKind::Embedding, -1, m.layers, m.hidden)},
+  f(TensorShape{Role::Embedding, m.vocab, m.hidden, format_of(c.scheme, WeightKind::Embedding, -1, mix_shape(m), m.hidden)},
     -1, Arena::Weights);
   for (uint32_t l = 0; l < m.layers; ++l)
     for (Role r : kLayerWeightRoles) f(layer_shape(c, r, l), int(l), Arena::Weights);
   f(TensorShape{Role::OutputNorm, 1, m.hidden, Format::F32}, -1, Arena::Weights);
   if (c.scheme.separate_lm_head())
-    f(TensorShape{Role::LmHead, m.vocab, m.hidden, format_of(c.scheme, WeightKind::LmHead, -1, m.layers, m.hidden)},
+    f(TensorShape{Role::LmHead, m.vocab, m.hidden, format_of(c.scheme, WeightKind::LmHead, -1, mix_shape(m), m.hidden)},
       -1, Arena::Weights);
   // Every stream has its own cache: row s * kv_heads + h is stream s's kv head h,
   // so parts (runs of rows) split between streams as between heads.

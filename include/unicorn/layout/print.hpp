@@ -15,7 +15,8 @@ namespace unicorn {
 std::string human_bytes(uint64_t b);
 
 // The weight formats of a deployment in words: "embedding Q6_K, attention
-// Q4_K, ffn Q4_K; attn_v and ffn_down Q6_K in 13 of 34 layers".
+// Q4_K, ffn Q4_K; attn_v and ffn_down Q6_K in 13 of 34 layers"; a mix's
+// attn_output, attn_v and ffn_down where they differ ("..., attn_output Q4_K").
 std::string scheme_text(const DeploymentConfig& c);
 
 void print_layout(std::ostream& os, const DeploymentConfig& c, const LayoutView& L);
@@ -41,11 +42,16 @@ UNICORN_DECL std::string scheme_text(const DeploymentConfig& c) {
   std::string t = "embedding " + std::string(format_name(s.embedding)) + ", attention " +
                   std::string(format_name(s.attention)) + ", ffn " + std::string(format_name(s.ffn));
   if (s.separate_lm_head()) t += ", LM head " + std::string(format_name(s.lm_head));
+  if (s.attn_output != s.attention) t += ", attn_output " + std::string(format_name(s.attn_output));
+  if (s.attn_v != s.attention) t += ", attn_v " + std::string(format_name(s.attn_v));
+  if (s.ffn_down != s.ffn) t += ", ffn_down " + std::string(format_name(s.ffn_down));
   const uint32_t n = c.model.layers;
   const auto in_layers = [&](const MoreBitsLayers& m) {
-    return " in " + std::to_string(m.in(n)) + " of " + std::to_string(n) + " layers";
+    return " in " + std::to_string(m.in(mix_shape(c.model))) + " of " + std::to_string(n) + " layers";
   };
-  const bool v = s.attn_v_more_bits != s.attention, d = s.ffn_down_more_bits != s.ffn;
+  // Rules that pick no layer of this model (IQ4_XS's attn_v on a 4B) say nothing.
+  const bool v = s.attn_v_more_bits != s.attn_v && s.attn_v_layers.in(mix_shape(c.model)) > 0,
+             d = s.ffn_down_more_bits != s.ffn_down && s.ffn_down_layers.in(mix_shape(c.model)) > 0;
   if (v && d && s.attn_v_layers == s.ffn_down_layers) {
     t += "; attn_v " + std::string(format_name(s.attn_v_more_bits)) + " and ffn_down " +
          std::string(format_name(s.ffn_down_more_bits)) + in_layers(s.attn_v_layers);

@@ -59,9 +59,9 @@ WeightKind weight_kind(Role r);
 std::vector<FileMatrix> file_matrices(const io::GgufFile& g, const ModelDims& m);
 
 // The first matrix whose format `s` does not give it, or nullptr.
-inline const FileMatrix* first_outside(const std::vector<FileMatrix>& ms, const Scheme& s, uint32_t layers) {
+inline const FileMatrix* first_outside(const std::vector<FileMatrix>& ms, const Scheme& s, MixShape shape) {
   for (const FileMatrix& x : ms)
-    if (format_of(s, x.kind, x.layer, layers, x.cols) != x.format) return &x;
+    if (format_of(s, x.kind, x.layer, shape, x.cols) != x.format) return &x;
   return nullptr;
 }
 
@@ -188,17 +188,19 @@ UNICORN_DECL Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, 
   for (const NamedScheme& n : kNamedSchemes) {
     Scheme s = n.scheme;
     s.kv_cache = kv;
-    if (!detail::first_outside(ms, s, m.layers)) return s;
+    if (!detail::first_outside(ms, s, mix_shape(m))) return s;
   }
   // Each field's candidates: the formats its matrices have, and the K-quants
   // whose fallback over those matrices' rows gives one of them.
   enum Field { Embedding, Attention, Ffn, AttnVMore, FfnDownMore, kFields };
   std::vector<Format> candidates[kFields];
   const auto add = [&](Field f, Format format, uint64_t cols) {
+    const auto push = [&](Format x) {
+      if (std::find(candidates[f].begin(), candidates[f].end(), x) == candidates[f].end()) candidates[f].push_back(x);
+    };
+    push(format);  // the file's own format first, then the superblock formats that fall back to it
     for (const FormatInfo& i : kFormats)
-      if ((i.format == format || k_quant_fallback(i.format, cols) == format) &&
-          std::find(candidates[f].begin(), candidates[f].end(), i.format) == candidates[f].end())
-        candidates[f].push_back(i.format);
+      if (k_quant_fallback(i.format, cols) == format) push(i.format);
   };
   for (const detail::FileMatrix& x : ms) {
     const bool more = x.layer >= 0 && more_bits_layer(uint32_t(x.layer), m.layers);
@@ -223,7 +225,7 @@ UNICORN_DECL Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, 
           for (Format d : ds) {
             const Scheme s{.embedding = e, .attention = a, .ffn = f, .kv_cache = kv, .lm_head = e,
                            .attn_v_more_bits = v, .ffn_down_more_bits = d};
-            const detail::FileMatrix* miss = detail::first_outside(ms, s, m.layers);
+            const detail::FileMatrix* miss = detail::first_outside(ms, s, mix_shape(m));
             if (!miss) return s;
             const size_t at = size_t(miss - ms.data());
             if (!nearest_miss || at > nearest_at) nearest = s, nearest_miss = miss, nearest_at = at;
@@ -236,7 +238,7 @@ UNICORN_DECL Scheme scheme_from_gguf(const io::GgufFile& g, const ModelDims& m, 
               std::string(format_name(nearest.ffn)) + ", attn_v / ffn_down with more bits " +
               std::string(format_name(nearest.attn_v_more_bits)) + " / " +
               std::string(format_name(nearest.ffn_down_more_bits)) + " in llama-quantize's layers) gives " +
-              std::string(format_name(format_of(nearest, nearest_miss->kind, nearest_miss->layer, m.layers,
+              std::string(format_name(format_of(nearest, nearest_miss->kind, nearest_miss->layer, mix_shape(m),
                                                 nearest_miss->cols))) +
               ": the file's mix of formats is not one this engine's schemes express (quant/scheme.hpp)");
 }

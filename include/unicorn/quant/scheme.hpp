@@ -38,26 +38,35 @@ constexpr bool more_bits_layer(uint32_t layer, uint32_t layers) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+// What the mixes' rules read of a model: its layers, and how many query heads
+// share each KV head (llama-quantize's n_gqa).
+struct MixShape {
+  uint32_t layers;
+  uint32_t gqa;
+};
+
 // The layers whose attn_v or ffn_down a mix writes with more bits, by
 // llama-quantize's rules (llama_tensor_get_type_impl): its _M mixes' choice
 // (more_bits_layer), or the first `count` layers (Q4_K_S's attn_v: 4; Q3_K_M's: 2),
 // or those below layers / `count` (Q4_K_S's ffn_down: the first eighth;
-// Q3_K_M's: the first sixteenth).
+// Q3_K_M's: the first sixteenth), or every layer where 4 or more query heads
+// share a KV head (IQ4_NL's and IQ4_XS's attn_v: the 270M and 1B).
 struct MoreBitsLayers {
-  enum class Rule : uint8_t { UseMoreBits, First, FirstPart };
+  enum class Rule : uint8_t { UseMoreBits, First, FirstPart, AllWhereGqa4 };
   Rule rule = Rule::UseMoreBits;
   uint32_t count = 0;
-  constexpr bool has(uint32_t layer, uint32_t layers) const {
+  constexpr bool has(uint32_t layer, MixShape m) const {
     switch (rule) {
-      case Rule::UseMoreBits: return more_bits_layer(layer, layers);
+      case Rule::UseMoreBits: return more_bits_layer(layer, m.layers);
       case Rule::First: return layer < count;
-      case Rule::FirstPart: return layer < layers / count;
+      case Rule::FirstPart: return layer < m.layers / count;
+      case Rule::AllWhereGqa4: return m.gqa >= 4;
     }
     return false;
   }
-  constexpr uint32_t in(uint32_t layers) const {  // how many of `layers` it picks
+  constexpr uint32_t in(MixShape m) const {  // how many of the layers it picks
     uint32_t n = 0;
-    for (uint32_t l = 0; l < layers; ++l) n += has(l, layers);
+    for (uint32_t l = 0; l < m.layers; ++l) n += has(l, m);
     return n;
   }
   constexpr bool operator==(const MoreBitsLayers&) const = default;
@@ -66,17 +75,25 @@ namespace more_bits {
 inline constexpr MoreBitsLayers kUseMoreBits{};
 constexpr MoreBitsLayers first(uint32_t n) { return {MoreBitsLayers::Rule::First, n}; }
 constexpr MoreBitsLayers first_part(uint32_t of) { return {MoreBitsLayers::Rule::FirstPart, of}; }
+inline constexpr MoreBitsLayers kAllWhereGqa4{MoreBitsLayers::Rule::AllWhereGqa4};
 }  // namespace more_bits
 
 // The format llama-quantize writes instead of a K-quant for a matrix whose rows
 // (`cols` elements) are not whole superblocks (llama.cpp src/llama-quant.cpp,
-// tensor_type_fallback): Q4_K becomes Q5_0, Q5_K Q5_1, Q6_K Q8_0, and F16
-// where the rows are not whole 32-element blocks either. (The 1B's and 270M's
-// K files: their 1152- and 640-wide rows.)
+// tensor_type_fallback): Q2_K and Q3_K become Q4_0, Q4_K Q5_0, Q5_K Q5_1,
+// Q6_K Q8_0, IQ4_XS IQ4_NL, and F16 where the rows are not whole 32-element
+// blocks either. (The 1B's and 270M's K files: their 1152- and 640-wide rows.)
 constexpr Format k_quant_fallback(Format f, uint64_t cols) {
-  if (!is_k_quant(f) || cols % 256 == 0) return f;
+  if (!has_superblocks(f) || cols % 256 == 0) return f;
   if (cols % 32 != 0) return Format::F16;
-  return f == Format::Q4_K ? Format::Q5_0 : f == Format::Q5_K ? Format::Q5_1 : Format::Q8_0;
+  switch (f) {
+    case Format::Q2_K:
+    case Format::Q3_K: return Format::Q4_0;
+    case Format::Q4_K: return Format::Q5_0;
+    case Format::Q5_K: return Format::Q5_1;
+    case Format::IQ4_XS: return Format::IQ4_NL;
+    default: return Format::Q8_0;  // Q6_K
+  }
 }
 
 struct Scheme {
@@ -85,19 +102,28 @@ struct Scheme {
   Format ffn;         // ffn_gate, ffn_up, ffn_down
   Format kv_cache;    // F16 by default; F32 for reference checks
   Format lm_head = embedding;  // the output projection; another format: a separate copy
+  // attn_v, attn_output and ffn_down: by default the attention's and the FFN's
+  // format (llama-quantize's Q2_K and Q3_K mixes give them more bits than
+  // attn_q, attn_k, ffn_gate and ffn_up).
+  Format attn_v = attention;
+  Format attn_output = attention;
+  Format ffn_down = ffn;
   // attn_v and ffn_down in the layers their MoreBitsLayers pick (the _M
-  // mixes': more_bits_layer); by default the same as the others.
-  Format attn_v_more_bits = attention;
-  Format ffn_down_more_bits = ffn;
+  // mixes': more_bits_layer); by default the same as in the others.
+  Format attn_v_more_bits = attn_v;
+  Format ffn_down_more_bits = ffn_down;
   MoreBitsLayers attn_v_layers{}, ffn_down_layers{};
 
   constexpr bool separate_lm_head() const { return lm_head != embedding; }
-  // The formats of the layers' matrices: attention, FFN, and the more-bits layers' attn_v and ffn_down.
-  constexpr std::array<Format, 4> layer_matrix_formats() const {
-    return {attention, ffn, attn_v_more_bits, ffn_down_more_bits};
+  // The formats of the layers' matrices.
+  constexpr std::array<Format, 7> layer_matrix_formats() const {
+    return {attention, ffn, attn_v_more_bits, ffn_down_more_bits, attn_v, attn_output, ffn_down};
   }
-  // Whether some layers' attn_v or ffn_down differ from the rest.
-  constexpr bool mixed() const { return attn_v_more_bits != attention || ffn_down_more_bits != ffn; }
+  // Whether some layers' matrices differ from the attention's or the FFN's format.
+  constexpr bool mixed() const {
+    return attn_v != attention || attn_output != attention || ffn_down != ffn || attn_v_more_bits != attn_v ||
+           ffn_down_more_bits != ffn_down;
+  }
   // Whether an engine of this scheme holds a file's embedding in `format`:
   // any format, where the LM head reads the embedding itself; only its own
   // where the LM head is a copy (made from a float embedding at load).
@@ -121,21 +147,21 @@ struct Scheme {
 // The kinds of weight matrix a scheme assigns formats to (norms are F32).
 enum class WeightKind { Embedding, LmHead, AttnQ, AttnK, AttnV, AttnOut, FfnGate, FfnUp, FfnDown };
 
-// The format `s` stores a matrix of kind `k` in, in `layer` of `layers`
-// (layer: -1 for the embedding and LM head), its rows `cols` elements long.
-constexpr Format format_of(const Scheme& s, WeightKind k, int layer, uint32_t layers, uint64_t cols) {
-  const auto more_in = [&](const MoreBitsLayers& m) { return layer >= 0 && m.has(uint32_t(layer), layers); };
+// The format `s` stores a matrix of kind `k` in, in `layer` of a model of
+// `shape` (layer: -1 for the embedding and LM head), its rows `cols` elements long.
+constexpr Format format_of(const Scheme& s, WeightKind k, int layer, MixShape shape, uint64_t cols) {
+  const auto more_in = [&](const MoreBitsLayers& m) { return layer >= 0 && m.has(uint32_t(layer), shape); };
   Format f = s.ffn;
   switch (k) {
     case WeightKind::Embedding: f = s.embedding; break;
     case WeightKind::LmHead: f = s.lm_head; break;
     case WeightKind::AttnQ:
-    case WeightKind::AttnK:
-    case WeightKind::AttnOut: f = s.attention; break;
-    case WeightKind::AttnV: f = more_in(s.attn_v_layers) ? s.attn_v_more_bits : s.attention; break;
+    case WeightKind::AttnK: f = s.attention; break;
+    case WeightKind::AttnOut: f = s.attn_output; break;
+    case WeightKind::AttnV: f = more_in(s.attn_v_layers) ? s.attn_v_more_bits : s.attn_v; break;
     case WeightKind::FfnGate:
     case WeightKind::FfnUp: f = s.ffn; break;
-    case WeightKind::FfnDown: f = more_in(s.ffn_down_layers) ? s.ffn_down_more_bits : s.ffn; break;
+    case WeightKind::FfnDown: f = more_in(s.ffn_down_layers) ? s.ffn_down_more_bits : s.ffn_down; break;
   }
   return k_quant_fallback(f, cols);
 }
@@ -192,6 +218,56 @@ inline constexpr Scheme kQ5_0_IMatrix{.embedding = Format::Q6_K, .attention = Fo
                                       .kv_cache = Format::F16, .lm_head = Format::Q6_K,
                                       .attn_v_more_bits = Format::Q5_0, .ffn_down_more_bits = Format::Q5_1,
                                       .ffn_down_layers = more_bits::first_part(8)};
+// llama-quantize's IQ4_NL and IQ4_XS mixes: every matrix in the one format
+// (IQ4_XS falls back to IQ4_NL where rows are not whole superblocks: the
+// 270M's and 1B's), with Q5_K for ffn_down in the first eighth of the layers
+// and for attn_v where 4 or more query heads share a KV head (the 270M and
+// 1B: Q5_1 there, their rows' fallback); the embedding at Q6_K. No importance
+// matrix is needed for these (llama-quantize asks for one only below 4 bits);
+// with one (--imatrix, as most IQ4 files people download are made) the first
+// eighth of ffn_down stays IQ4 (the _IMatrix schemes).
+inline constexpr Scheme kIQ4_NL{.embedding = Format::Q6_K, .attention = Format::IQ4_NL, .ffn = Format::IQ4_NL,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
+                                .attn_v_layers = more_bits::kAllWhereGqa4, .ffn_down_layers = more_bits::first_part(8)};
+inline constexpr Scheme kIQ4_XS{.embedding = Format::Q6_K, .attention = Format::IQ4_XS, .ffn = Format::IQ4_XS,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
+                                .attn_v_layers = more_bits::kAllWhereGqa4, .ffn_down_layers = more_bits::first_part(8)};
+inline constexpr Scheme kIQ4_NL_IMatrix{.embedding = Format::Q6_K, .attention = Format::IQ4_NL, .ffn = Format::IQ4_NL,
+                                        .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                        .attn_v_more_bits = Format::Q5_K, .attn_v_layers = more_bits::kAllWhereGqa4};
+inline constexpr Scheme kIQ4_XS_IMatrix{.embedding = Format::Q6_K, .attention = Format::IQ4_XS, .ffn = Format::IQ4_XS,
+                                        .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                        .attn_v_more_bits = Format::Q5_K, .attn_v_layers = more_bits::kAllWhereGqa4};
+// llama-quantize's 2- and 3-bit K mixes (Q2_K_S needs an importance matrix
+// in llama-quantize; the layout is the same with one):
+//   Q2_K: Q2_K, with Q3_K for attn_v, attn_output and ffn_down, attn_v Q4_K
+//         where 4 or more query heads share a KV head;
+//   Q2_K_S: Q2_K, with attn_v Q4_K likewise and ffn_down Q4_K in the first eighth;
+//   Q3_K_S: every matrix Q3_K;
+//   Q3_K_M: Q3_K, with Q4_K for attn_v, attn_output and ffn_down, Q5_K for
+//           attn_v in the first 2 layers and ffn_down in the first sixteenth;
+//   Q3_K_L: Q3_K, with Q5_K for attn_v, attn_output and ffn_down.
+// The embedding at Q6_K; rows that are not whole superblocks take Q4_0 for
+// Q2_K and Q3_K (k_quant_fallback).
+inline constexpr Scheme kQ2_K{.embedding = Format::Q6_K, .attention = Format::Q2_K, .ffn = Format::Q2_K,
+                              .kv_cache = Format::F16, .lm_head = Format::Q6_K, .attn_v = Format::Q3_K,
+                              .attn_output = Format::Q3_K, .ffn_down = Format::Q3_K, .attn_v_more_bits = Format::Q4_K,
+                              .attn_v_layers = more_bits::kAllWhereGqa4};
+inline constexpr Scheme kQ2_K_S{.embedding = Format::Q6_K, .attention = Format::Q2_K, .ffn = Format::Q2_K,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+                                .attn_v_more_bits = Format::Q4_K, .ffn_down_more_bits = Format::Q4_K,
+                                .attn_v_layers = more_bits::kAllWhereGqa4, .ffn_down_layers = more_bits::first_part(8)};
+inline constexpr Scheme kQ3_K_S = all(Format::Q3_K).with_embedding(Format::Q6_K);
+inline constexpr Scheme kQ3_K_M{.embedding = Format::Q6_K, .attention = Format::Q3_K, .ffn = Format::Q3_K,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K, .attn_v = Format::Q4_K,
+                                .attn_output = Format::Q4_K, .ffn_down = Format::Q4_K,
+                                .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
+                                .attn_v_layers = more_bits::first(2), .ffn_down_layers = more_bits::first_part(16)};
+inline constexpr Scheme kQ3_K_L{.embedding = Format::Q6_K, .attention = Format::Q3_K, .ffn = Format::Q3_K,
+                                .kv_cache = Format::F16, .lm_head = Format::Q6_K, .attn_v = Format::Q5_K,
+                                .attn_output = Format::Q5_K, .ffn_down = Format::Q5_K};
 // Google's official QAT GGUF releases: Q4_0 weights, F16 embedding.
 inline constexpr Scheme kQ4_0_QAT{Format::F16, Format::Q4_0, Format::Q4_0, Format::F16};
 // The same file, with the LM head from a Q8_0 copy of the F16 embedding.
@@ -210,6 +286,10 @@ inline constexpr NamedScheme kNamedSchemes[] = {
     {"Q4_0_QAT", schemes::kQ4_0_QAT}, {"Q4_K_M", schemes::kQ4_K_M}, {"Q5_K_M", schemes::kQ5_K_M},
     {"Q4_K_S", schemes::kQ4_K_S},     {"Q5_K_S", schemes::kQ5_K_S},
     {"Q4_0_imatrix", schemes::kQ4_0_IMatrix}, {"Q5_0_imatrix", schemes::kQ5_0_IMatrix},
+    {"IQ4_NL", schemes::kIQ4_NL},     {"IQ4_XS", schemes::kIQ4_XS},
+    {"IQ4_NL_imatrix", schemes::kIQ4_NL_IMatrix}, {"IQ4_XS_imatrix", schemes::kIQ4_XS_IMatrix},
+    {"Q2_K", schemes::kQ2_K},         {"Q2_K_S", schemes::kQ2_K_S}, {"Q3_K_S", schemes::kQ3_K_S},
+    {"Q3_K_M", schemes::kQ3_K_M},     {"Q3_K_L", schemes::kQ3_K_L},
     {"Q6_K", schemes::kQ6_K},         {"Q8_0", schemes::kQ8_0},     {"Q4_0", schemes::kQ4_0},
     {"Q4_1", schemes::kQ4_1},         {"Q5_0", schemes::kQ5_0},     {"Q5_1", schemes::kQ5_1},
     {"Q4_K", schemes::kQ4_K},         {"Q5_K", schemes::kQ5_K},     {"BF16", schemes::kBF16},
@@ -221,9 +301,9 @@ inline constexpr NamedScheme kNamedSchemes[] = {
 // (notes/file_types.md). Its Q4_0, Q4_1, Q5_0 and Q5_1 keep the tied embedding
 // at Q6_K (Q8_0 for the 270M's and 1B's rows: k_quant_fallback); its --pure
 // writes every matrix in the one format (`all`).
-// The _imatrix entries are the layouts llama-quantize gives Q4_0 and Q5_0 with
-// --imatrix (read from its source: a dry run needs no importance matrix for
-// the others, and these are not in its table).
+// The _imatrix entries are the layouts llama-quantize gives Q4_0, Q5_0, IQ4_NL
+// and IQ4_XS with --imatrix (read from its source: a dry run needs no
+// importance matrix for these, and shows the layouts without one).
 struct LlamaFileType {
   std::string_view name;
   Scheme scheme;
@@ -243,9 +323,18 @@ inline constexpr LlamaFileType kLlamaFileTypes[] = {
     {"Q4_K_M", schemes::kQ4_K_M, 15},
     {"Q5_K_S", schemes::kQ5_K_S, 16},
     {"Q5_K_M", schemes::kQ5_K_M, 17},
+    {"Q2_K", schemes::kQ2_K, 10},
+    {"Q2_K_S", schemes::kQ2_K_S, 21},
+    {"Q3_K_S", schemes::kQ3_K_S, 11},
+    {"Q3_K_M", schemes::kQ3_K_M, 12},
+    {"Q3_K_L", schemes::kQ3_K_L, 13},
+    {"IQ4_NL", schemes::kIQ4_NL, 25},
+    {"IQ4_XS", schemes::kIQ4_XS, 30},
     {"Q6_K", schemes::kQ6_K, 18},
     {"Q4_0_imatrix", schemes::kQ4_0_IMatrix, 2, true},
     {"Q5_0_imatrix", schemes::kQ5_0_IMatrix, 8, true},
+    {"IQ4_NL_imatrix", schemes::kIQ4_NL_IMatrix, 25, true},
+    {"IQ4_XS_imatrix", schemes::kIQ4_XS_IMatrix, 30, true},
 };
 
 // A scheme's name, whatever its KV cache; "" for one without.
