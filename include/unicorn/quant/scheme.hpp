@@ -226,20 +226,16 @@ inline constexpr Scheme kQ5_0_IMatrix{.embedding = Format::Q6_K, .attention = Fo
 // matrix is needed for these (llama-quantize asks for one only below 4 bits);
 // with one (--imatrix, as most IQ4 files people download are made) the first
 // eighth of ffn_down stays IQ4 (the _IMatrix schemes).
-inline constexpr Scheme kIQ4_NL{.embedding = Format::Q6_K, .attention = Format::IQ4_NL, .ffn = Format::IQ4_NL,
-                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
-                                .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
-                                .attn_v_layers = more_bits::kAllWhereGqa4, .ffn_down_layers = more_bits::first_part(8)};
-inline constexpr Scheme kIQ4_XS{.embedding = Format::Q6_K, .attention = Format::IQ4_XS, .ffn = Format::IQ4_XS,
-                                .kv_cache = Format::F16, .lm_head = Format::Q6_K,
-                                .attn_v_more_bits = Format::Q5_K, .ffn_down_more_bits = Format::Q5_K,
-                                .attn_v_layers = more_bits::kAllWhereGqa4, .ffn_down_layers = more_bits::first_part(8)};
-inline constexpr Scheme kIQ4_NL_IMatrix{.embedding = Format::Q6_K, .attention = Format::IQ4_NL, .ffn = Format::IQ4_NL,
-                                        .kv_cache = Format::F16, .lm_head = Format::Q6_K,
-                                        .attn_v_more_bits = Format::Q5_K, .attn_v_layers = more_bits::kAllWhereGqa4};
-inline constexpr Scheme kIQ4_XS_IMatrix{.embedding = Format::Q6_K, .attention = Format::IQ4_XS, .ffn = Format::IQ4_XS,
-                                        .kv_cache = Format::F16, .lm_head = Format::Q6_K,
-                                        .attn_v_more_bits = Format::Q5_K, .attn_v_layers = more_bits::kAllWhereGqa4};
+constexpr Scheme iq4_mix(Format f, bool imatrix) {
+  Scheme s{.embedding = Format::Q6_K, .attention = f, .ffn = f, .kv_cache = Format::F16, .lm_head = Format::Q6_K,
+           .attn_v_more_bits = Format::Q5_K, .attn_v_layers = more_bits::kAllWhereGqa4};
+  if (!imatrix) s.ffn_down_more_bits = Format::Q5_K, s.ffn_down_layers = more_bits::first_part(8);
+  return s;
+}
+inline constexpr Scheme kIQ4_NL = iq4_mix(Format::IQ4_NL, false);
+inline constexpr Scheme kIQ4_XS = iq4_mix(Format::IQ4_XS, false);
+inline constexpr Scheme kIQ4_NL_IMatrix = iq4_mix(Format::IQ4_NL, true);
+inline constexpr Scheme kIQ4_XS_IMatrix = iq4_mix(Format::IQ4_XS, true);
 // llama-quantize's 2- and 3-bit K mixes (Q2_K_S needs an importance matrix
 // in llama-quantize; the layout is the same with one):
 //   Q2_K: Q2_K, with Q3_K for attn_v, attn_output and ffn_down, attn_v Q4_K
