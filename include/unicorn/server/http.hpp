@@ -18,17 +18,20 @@
 // with a 4xx (the client's fault) or 5xx (ours) status. A client that goes
 // away, mid-stream or while waiting, frees its slot at the scheduler's next
 // step: each completion watches its socket.
+// Here: listening, connections, routing, authorization and shutdown. A
+// completion's jobs come from job_for_request.hpp, its answer is written by
+// answers.hpp, and every reply goes out through http_reply.hpp.
 #pragma once
 
 // The engine (Vulkan-Hpp) before Asio: Asio's serial ports pull in
 // <termios.h>, whose baud-rate macros (B0, ...) break Vulkan-Hpp's templates.
-#include "unicorn/image/decode.hpp"
-#include "unicorn/server/api.hpp"
+#include "unicorn/server/answers.hpp"
+#include "unicorn/server/http_reply.hpp"
+#include "unicorn/server/job_for_request.hpp"
 #include "unicorn/server/metrics.hpp"
 #include "unicorn/server/ollama_api.hpp"
 #include "unicorn/server/scheduler.hpp"
 #include "unicorn/server/serve.hpp"
-#include "unicorn/text/chat_template.hpp"
 
 #include <atomic>
 #include <cctype>
@@ -56,14 +59,7 @@
 
 namespace unicorn::server {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-
 namespace detail_http {
-
-inline std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 inline std::string random_hex(std::mt19937_64& rng, int digits) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -167,35 +163,13 @@ class Server {
   }
 
  private:
-  using Stream = beast::tcp_stream;
-  using Request = http::request<http::string_body>;
+  using Stream = HttpStream;
+  using Request = HttpRequest;
   using Headers = HttpHeaders;
-  struct Reply {
-    http::status status;
-    std::string body;
-    std::string content_type = "application/json";
-    Headers headers;
-    std::vector<std::pair<std::string, std::string>> named_headers;  // fields Beast has no enum for
-  };
-
+  using Reply = HttpReply;
   Headers cors_headers(const Request& req) const { return server::cors_headers(opt_.cors_origins, req); }
   Reply preflight(const Request& req, const std::string& allowed) const {
     return {http::status::no_content, "", "text/plain", preflight_headers(opt_.cors_origins, req, allowed)};
-  }
-
-  static Reply json_reply(int status, const Json& j) {
-    return {http::status(status), detail_http::dump(j) + "\n"};
-  }
-  static Reply with_headers(Reply r, const Headers& more) {
-    r.headers.insert(r.headers.end(), more.begin(), more.end());
-    return r;
-  }
-  // Which API a request speaks: its errors take that API's shape.
-  enum class Dialect { OpenAI, Ollama };
-  static Reply error_reply(const ApiError& e, Dialect dialect = Dialect::OpenAI) {
-    Reply r = json_reply(e.status, dialect == Dialect::Ollama ? ollama::error_body(e) : e.body());
-    if (e.status == 503) r.headers.push_back({http::field::retry_after, "1"});
-    return r;
   }
 
   // --- connections ---
@@ -221,7 +195,7 @@ class Server {
     stream.expires_after(std::chrono::seconds(5));
     const Reply reply = error_reply({503, "too many open connections; retry later", "unavailable_error", "",
                                      "too_many_connections"});
-    co_await send(stream, reply, false);
+    co_await send_reply(stream, reply, false);
   }
 
   net::awaitable<void> session(tcp::socket socket) {
@@ -249,7 +223,7 @@ class Server {
       co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
       idle_.erase(&stream);
       if (!ec && body_length_unknowable(parser)) {
-        co_await send(stream, *read_error(http::error::bad_transfer_encoding), false);
+        co_await send_reply(stream, *read_error(http::error::bad_transfer_encoding), false);
         break;
       }
       if (!ec && expects_continue(parser)) {
@@ -259,7 +233,7 @@ class Server {
       }
       if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
       if (ec) {
-        if (auto reply = read_error(ec)) co_await send(stream, *reply, false);
+        if (auto reply = read_error(ec)) co_await send_reply(stream, *reply, false);
         break;
       }
       Request req = parser.release();
@@ -297,20 +271,6 @@ class Server {
     return record(400, bad_request("malformed HTTP request: " + ec.message(), "", "malformed_request"));
   }
 
-  net::awaitable<void> send(Stream& stream, const Reply& r, bool keep_alive, unsigned version = 11) {
-    http::response<http::string_body> res{r.status, version};
-    res.set(http::field::server, "unicorn");
-    res.set(http::field::content_type, r.content_type);
-    for (const auto& [f, v] : r.headers) res.set(f, v);
-    for (const auto& [name, v] : r.named_headers) res.set(name, v);
-    res.keep_alive(keep_alive);
-    res.body() = r.body;
-    res.prepare_payload();
-    boost::system::error_code ec;
-    stream.expires_after(std::chrono::seconds(30));
-    co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
-  }
-
   // --- routing ---
 
   // Answers one request; returns its status (499: the client went away first).
@@ -321,7 +281,7 @@ class Server {
       if (r.reply->status != http::status::no_content)  // a preflight has its own
         r.reply->headers.insert(r.reply->headers.end(), cors.begin(), cors.end());
       metrics_.request(r.endpoint, int(r.reply->status));
-      co_await send(stream, *r.reply, keep_alive, req.version());
+      co_await send_reply(stream, *r.reply, keep_alive, req.version());
       co_return int(r.reply->status);
     }
     std::vector<std::shared_ptr<Job>> jobs{r.job};
@@ -381,7 +341,7 @@ class Server {
       if (r.request->n > scheduler_->slots())
         throw bad_request("'n' = " + std::to_string(r.request->n) + ": this server answers at most " +
                               std::to_string(scheduler_->slots()) + " choices at once (its slots)", "n", "invalid_value");
-      r.job = make_job(*r.request);
+      r.job = make_job(*r.request, served(), rng_);
     } catch (const ApiError& e) {
       r.reply = error_reply(e);
     } catch (const Error& e) {  // the tokenizer or the template refused the text
@@ -418,7 +378,7 @@ class Server {
       if (!ollama::names_model(o.model, opt_.model_id)) throw ollama::model_not_found(o.model);
       const OllamaHead head{o.route, o.model};
       if (o.load_only) return answer(endpoint, json_reply(200, head.loaded()));
-      r.job = make_job(o.completion);
+      r.job = make_job(o.completion, served(), rng_);
       if (o.num_ctx) {  // the prompt and the answer within num_ctx tokens, as Ollama's context would hold them
         const size_t prompt = r.job->prompt.size();
         if (prompt >= *o.num_ctx)
@@ -516,6 +476,8 @@ class Server {
 
   // --- tokenizer endpoints (llama-server's; api.hpp) ---
 
+  ServedModel served() const { return {opt_.model_id, *model_, context_}; }
+
   Reply tokenize(const std::string& body) const {
     return json_reply(200, tokenize_response(model_->tokenizer, body));
   }
@@ -524,160 +486,6 @@ class Server {
   }
 
   // --- completions ---
-
-  // The job for a checked request: its prompt's tokens (which must fit the
-  // context), its sampling and its limits.
-  std::shared_ptr<Job> make_job(const CompletionRequest& r) {
-    if (!r.model.empty() && r.model != opt_.model_id)
-      throw ApiError{404, "The model '" + r.model + "' does not exist; this server serves '" + opt_.model_id + "'",
-                     "invalid_request_error", "model", "model_not_found"};
-    const auto& tok = model_->tokenizer;
-    auto job = std::make_shared<Job>();
-    if (r.kind == CompletionRequest::Kind::Chat) {
-      std::vector<std::shared_ptr<const std::string>> files;
-      for (const auto& m : r.messages)
-        for (const std::string& f : m.images) files.push_back(std::make_shared<const std::string>(f));
-      if (!files.empty() && !model_->images)
-        throw bad_request("images: this model has no vision encoder (" + std::to_string(files.size()) + " image" +
-                              (files.size() == 1 ? "" : "s") + " sent to a text-only Gemma 3; serve a 4B, 12B or 27B "
-                              "model with its --mmproj file)", "messages", "unsupported_content");
-      if (files.empty()) {
-        job->prompt = tok.encode(text::render_chat(r.messages, true), /*add_bos=*/false);
-      } else {
-        // Decoded here, on the request's thread, so that a bad file is the
-        // client's 400; the scheduler decodes it again when it encodes it.
-        for (size_t i = 0; i < files.size(); ++i) {
-          try {
-            (void)image::decode_image(std::as_bytes(std::span(*files[i])), "image " + std::to_string(i + 1));
-          } catch (const Error& e) {
-            throw bad_request(std::string("messages: ") + e.what(), "messages", "invalid_image");
-          }
-        }
-        const uint32_t rows = model_->engine.config().vision.tokens_per_image;
-        const text::ImagePrompt laid = text::encode_image_prompt(tok, text::render_chat(r.messages, true), files.size(),
-                                                                 rows, tok.find_token("<start_of_image>"));
-        job->prompt = laid.ids;
-        for (size_t i = 0; i < files.size(); ++i) job->images.push_back({laid.image_start[i], files[i]});
-      }
-    } else if (r.prompt_text) {
-      job->prompt = tok.encode(*r.prompt_text, /*add_bos=*/true);
-    } else {
-      const uint32_t vocab = model_->engine.config().model.vocab;
-      for (size_t i = 0; i < r.prompt_ids.size(); ++i)
-        if (uint32_t(r.prompt_ids[i]) >= vocab)
-          throw bad_request("prompt[" + std::to_string(i) + "] = " + std::to_string(r.prompt_ids[i]) +
-                                " is not a token id (the vocabulary has " + std::to_string(vocab) + ")",
-                            "prompt", "invalid_value");
-      job->prompt = r.prompt_ids;
-    }
-    if (job->prompt.size() >= context_)
-      throw bad_request("This model's maximum context length is " + std::to_string(context_) +
-                            " tokens. However, your " + (r.kind == CompletionRequest::Kind::Chat ? "messages" : "prompt") +
-                            " resulted in " + std::to_string(job->prompt.size()) + " tokens.",
-                        r.kind == CompletionRequest::Kind::Chat ? "messages" : "prompt", "context_length_exceeded");
-    job->sampling = r.sampling;
-    for (const auto& [id, _] : r.sampling.logit_bias)
-      if (uint32_t(id) >= model_->engine.config().model.vocab)
-        throw bad_request("'logit_bias' names token " + std::to_string(id) + "; the vocabulary has " +
-                              std::to_string(model_->engine.config().model.vocab) + " tokens",
-                          "logit_bias." + std::to_string(id), "invalid_value");
-    if (!r.seeded) job->sampling.seed = uint32_t(rng_());
-    job->max_tokens = r.max_tokens.value_or(UINT32_MAX);
-    job->stop = r.stop;
-    job->cache_prompt = r.cache_prompt;
-    job->ignore_eos = r.ignore_eos;
-    job->score_prompt = r.echo && r.sampling.logprobs;
-    job->grammar = r.grammar;
-    job->deterministic = r.seeded || r.sampling.temperature <= 0.0f || r.sampling.top_k == 1;
-    return job;
-  }
-
-  // Choice i (> 0) of a request: the first's job with its own random stream
-  // (a seed of its own, derived from the first's), led by the first.
-  static std::shared_ptr<Job> later_choice(const std::shared_ptr<Job>& first, uint32_t i) {
-    auto job = std::make_shared<Job>();
-    job->prompt = first->prompt;
-    job->sampling = first->sampling;
-    job->sampling.seed = first->sampling.seed + i * 0x9e3779b9u;
-    job->max_tokens = first->max_tokens;
-    job->stop = first->stop;
-    job->cache_prompt = first->cache_prompt;
-    job->ignore_eos = first->ignore_eos;
-    job->score_prompt = false;  // the prompt's log-probabilities are the first choice's
-    job->deterministic = first->deterministic;
-    job->grammar = first->grammar;
-    job->leader = first;
-    job->arrived = first->arrived;
-    return job;
-  }
-
-  // Wakes a session's coroutine from the scheduler's thread: the job's notify
-  // posts to the I/O thread a handler that raises `signalled` and cancels the
-  // timer the session may be waiting on. A signal that came while the session
-  // was busy (writing a chunk) is kept, so wait() returns at once and no
-  // output is left unread. It lives as long as the completion's coroutine;
-  // handlers that outlive it hold it weakly and do nothing once it is gone.
-  struct Waker {
-    explicit Waker(net::any_io_executor ex) : timer(ex) {}
-    net::steady_timer timer;
-    bool signalled = false;  // the I/O thread's
-    bool answering = false;  // the answer is being written: no probe may go between its bytes
-    void signal() {
-      signalled = true;
-      timer.cancel();
-    }
-  };
-  // Watches a running completion's socket, so that a client that goes away
-  // frees its slot. A reset is a client gone. An end of stream is ambiguous:
-  // a client that closed the connection sends the same FIN as one that only
-  // shut its sending side and still reads (nc -N, some proxies). A streamed
-  // answer lets a failed write tell them apart; for an unstreamed HTTP/1.1 one
-  // the watch sends the interim "100 Continue" (which every HTTP/1.1 client
-  // reads past), and a closed socket answers it with the reset that ends the
-  // job. An HTTP/1.0 client gets its answer either way. `jobs`: the
-  // request's choices, all cancelled together.
-  using Jobs = std::vector<std::shared_ptr<Job>>;
-  void watch_client(tcp::socket& socket, Jobs jobs, const std::shared_ptr<Waker>& waker,
-                    bool can_probe, tcp::socket::wait_type what) {
-    socket.async_wait(what, [this, &socket, jobs = std::move(jobs), weak = std::weak_ptr<Waker>(waker), can_probe,
-                             what](const boost::system::error_code& ec) {
-      const auto w = weak.lock();  // gone: the completion (and maybe the socket) has ended
-      if (!w || ec == net::error::operation_aborted) return;
-      char byte;
-      boost::system::error_code peek_ec;
-      const size_t n = socket.receive(net::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
-      if (peek_ec == net::error::would_block) return watch_client(socket, jobs, w, can_probe, what);  // spurious
-      const bool end_of_stream = peek_ec == net::error::eof;  // Asio's word for a receive of 0 bytes
-      // A reset that came after the end of stream: a receive reports the end
-      // first, the socket's pending error says it.
-      int pending = 0;
-      socklen_t size = sizeof pending;
-      ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &pending, &size);
-      if (ec || pending || (peek_ec && !end_of_stream)) {  // reset: the client is gone
-        cancel_all(jobs);
-        return w->signal();
-      }
-      if ((n > 0 && !end_of_stream) || what == tcp::socket::wait_error) return;  // a pipelined request waits its turn
-      if (!can_probe || w->answering) return;
-      static constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
-      boost::system::error_code send_ec;
-      socket.send(net::buffer(kProbe.data(), kProbe.size()), 0, send_ec);
-      if (send_ec) {
-        cancel_all(jobs);
-        return w->signal();
-      }
-      watch_client(socket, jobs, w, false, tcp::socket::wait_error);  // for the reset a closed socket sends back
-    });
-  }
-
-  net::awaitable<void> wait(Waker& w) {
-    if (!w.signalled) {
-      w.timer.expires_at(net::steady_timer::time_point::max());
-      boost::system::error_code ec;
-      co_await w.timer.async_wait(net::redirect_error(net::use_awaitable, ec));
-    }
-    w.signalled = false;
-  }
 
   // Runs a completion and answers it, streamed or whole, in OpenAI's shapes
   // or (`ollama`) Ollama's. `jobs`: one per choice (the API's n), the first
@@ -712,7 +520,7 @@ class Server {
                          "unavailable_error", "", "queue_full"};
       metrics_.rejected(refusal.code);
       const Reply reply = with_headers(error_reply(refusal, dialect), cors);
-      co_await send(stream, reply, keep_alive, req.version());
+      co_await send_reply(stream, reply, keep_alive, req.version());
       co_return 503;
     }
     stream.expires_never();
@@ -811,207 +619,6 @@ class Server {
     if (!job.sampling.logprobs) return nullptr;
     if (head.kind == CompletionRequest::Kind::Chat) return chat_logprobs(entries, model_->tokenizer);
     return completion_logprobs(entries, model_->tokenizer, offset);
-  }
-
-  // A request's choices end together: the first error ends the others (their
-  // slots are freed at the scheduler's next step).
-  static void cancel_all(std::span<const std::shared_ptr<Job>> jobs) {
-    for (const auto& job : jobs) job->cancelled = true;
-  }
-  // The usage of a request's choices: the prompt once, every choice's tokens.
-  static Usage total_usage(std::span<const Job::Progress> ends) {
-    Usage u = ends[0].usage;
-    for (size_t i = 1; i < ends.size(); ++i) u.completion_tokens += ends[i].usage.completion_tokens;
-    return u;
-  }
-
-  // The JSON of an answer (choice i) that ended well: its whole text, its end,
-  // the log-probabilities of its tokens.
-  using WholeAnswer = std::function<Json(uint32_t i, const std::string& text, const Job::Progress& end,
-                                         std::span<const TokenLogprobEntry> logprobs)>;
-
-  // An unstreamed answer: once every choice has ended, `answer`'s JSON (the
-  // choices after the first added to the first's, the usage summed) or the
-  // first error. `echo`: what each choice's text starts with.
-  net::awaitable<int> whole_completion(Stream& stream, Request& req, std::span<const std::shared_ptr<Job>> jobs,
-                                       Waker& waker, Dialect dialect, const WholeAnswer& answer, bool keep_alive,
-                                       const Headers& cors, const std::string& echo) {
-    const size_t n = jobs.size();
-    std::vector<std::string> text(n, echo);
-    std::vector<std::vector<TokenLogprobEntry>> logprobs(n);
-    std::vector<Job::Progress> ends(n);
-    std::vector<bool> ended(n, false);
-    while (true) {
-      for (size_t i = 0; i < n; ++i) {
-        if (ended[i]) continue;
-        Job::Progress p = jobs[i]->take();
-        text[i] += p.text;
-        logprobs[i].insert(logprobs[i].end(), p.logprobs.begin(), p.logprobs.end());
-        if (!p.ended) continue;
-        if (p.error && p.error->status == 499) co_return 0;  // the client is gone
-        ended[i] = true;
-        if (p.error) {
-          cancel_all(jobs);
-          waker.answering = true;
-          const Reply r = with_headers(error_reply(*p.error, dialect), cors);
-          co_await send(stream, r, false, req.version());
-          co_return int(r.status);
-        }
-        ends[i] = std::move(p);
-      }
-      if (std::ranges::all_of(ended, [](bool e) { return e; })) break;
-      co_await wait(waker);
-    }
-    waker.answering = true;
-    Json body = answer(0, text[0], ends[0], logprobs[0]);
-    for (uint32_t i = 1; i < n; ++i) {
-      Json choice = answer(i, text[i], ends[i], logprobs[i])["choices"][0];
-      choice["index"] = i;
-      body["choices"].push_back(std::move(choice));
-    }
-    if (n > 1) body["usage"] = total_usage(ends).json();
-    const Reply r = with_headers(json_reply(200, body), cors);
-    co_await send(stream, r, keep_alive, req.version());
-    co_return int(r.status);
-  }
-
-  // What a streamed answer's events are: OpenAI's server-sent events, or
-  // Ollama's JSON lines. `i`: the choice an event is of.
-  struct StreamShape {
-    Dialect dialect;
-    std::string_view content_type;
-    std::function<std::string(const Json&)> frame;  // one event's bytes
-    // The event for new text (`first`: the choice's first); it takes the
-    // log-probabilities of the tokens chosen since the last.
-    std::function<Json(uint32_t i, const std::string& text, bool first, std::vector<TokenLogprobEntry>& logprobs)> piece;
-    bool first_piece_always;  // a first piece goes out even when the answer has no text
-    // The events that end a choice that ended well (the log-probabilities left).
-    std::function<std::vector<Json>(uint32_t i, const Job::Progress& end, std::vector<TokenLogprobEntry>& logprobs)> finish;
-    // The events after every choice has ended (the usage of them all).
-    std::function<std::vector<Json>(const Usage& usage)> summary;
-    std::string_view trailer;  // after the last event
-    // A reply that may call functions (tools.hpp) is held back while it may be
-    // a call (from its first byte, '{' or '[', under "auto"; all of it
-    // otherwise); at its end `calls` gives the events of the calls it makes
-    // (its finish included), or none if it is text after all (which then goes
-    // out as text, and `finish` ends it).
-    ToolUse tools = {};
-    std::function<std::vector<Json>(uint32_t i, const std::string& held, const Job::Progress& end, bool first,
-                                    std::vector<TokenLogprobEntry>& logprobs)> calls = {};
-  };
-
-  // What a co_await writes is a named object throughout: built by GCC 12, a
-  // temporary in a co_await's operand (a conditional's Json) was destroyed
-  // twice, a SIGSEGV when a second Ctrl-C cut a stream.
-  static inline const std::string kNoEcho;
-
-  // A streamed answer: events per piece of text of each choice as it comes,
-  // each choice's finishing events, then the summary and the trailer. An
-  // error before the first event is an ordinary error response; after it, an
-  // error event ends the stream (and the other choices). A reply held back
-  // as a possible call (StreamShape::tools) ends with the calls' events.
-  net::awaitable<int> stream_completion(Stream& stream, Request& req, std::span<const std::shared_ptr<Job>> jobs,
-                                        Waker& waker, const StreamShape& shape, const Headers& cors,
-                                        const std::string& echo) {
-    struct Choice {
-      bool first = true, holding = false, ended = false;
-      std::string echo, held;
-      std::vector<TokenLogprobEntry> logprobs;  // of tokens whose text has not gone out yet
-      Job::Progress end;
-    };
-    std::vector<Choice> choices(jobs.size());
-    for (Choice& c : choices) c.echo = echo, c.holding = shape.tools.active();
-    bool started = false;
-    boost::system::error_code ec;
-    const auto write = [&](std::string_view data) -> net::awaitable<bool> {
-      if (data.empty()) co_return true;  // an empty chunk would end the body
-      co_await net::async_write(stream, http::make_chunk(net::buffer(data.data(), data.size())),
-                                net::redirect_error(net::use_awaitable, ec));
-      co_return !ec;
-    };
-    const auto event = [&](const Json& j) -> net::awaitable<bool> {
-      const std::string data = shape.frame(j);
-      co_return co_await write(data);
-    };
-    const auto events = [&](const std::vector<Json>& js) -> net::awaitable<bool> {
-      for (const Json& j : js)
-        if (!co_await event(j)) co_return false;
-      co_return true;
-    };
-    const auto finish = [&]() -> net::awaitable<int> {
-      if (!co_await write(shape.trailer)) co_return 0;
-      co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(net::use_awaitable, ec));
-      co_return ec ? 0 : 200;
-    };
-    while (true) {
-      for (uint32_t i = 0; i < jobs.size(); ++i) {
-        Choice& c = choices[i];
-        if (c.ended) continue;
-        Job::Progress p = jobs[i]->take();
-        c.logprobs.insert(c.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
-        if (p.ended && p.error && p.error->status == 499) co_return 0;
-        if (!c.echo.empty() && !(p.ended && p.error)) p.text = std::exchange(c.echo, {}) + p.text;
-        if (c.holding) {
-          c.held += std::exchange(p.text, {});
-          if (shape.tools.choice == ToolUse::Choice::Auto && !c.held.empty() && c.held[0] != '{' && c.held[0] != '[')
-            c.holding = false, p.text = std::exchange(c.held, {});  // free text: it streams
-        }
-        std::vector<Json> call_events;  // the held reply's, if it called functions
-        if (p.ended && !p.error && !c.held.empty()) {
-          call_events = shape.calls(i, c.held, p, c.first, c.logprobs);
-          if (call_events.empty()) p.text = std::exchange(c.held, {});  // text after all
-        }
-        if (p.ended && p.error) cancel_all(jobs);
-        if (!started && p.ended && p.error) {
-          const Reply reply = with_headers(error_reply(*p.error, shape.dialect), cors);
-          co_await send(stream, reply, false, req.version());
-          co_return int(p.error->status);
-        }
-        if (!started && (p.ended || !p.text.empty())) {
-          http::response<http::empty_body> res{http::status::ok, req.version()};
-          res.set(http::field::server, "unicorn");
-          res.set(http::field::content_type, std::string(shape.content_type));
-          res.set(http::field::cache_control, "no-cache");
-          for (const auto& [f, v] : cors) res.set(f, v);
-          res.keep_alive(false);  // the stream ends with the connection's close
-          res.chunked(true);
-          http::response_serializer<http::empty_body> sr{res};
-          co_await http::async_write_header(stream, sr, net::redirect_error(net::use_awaitable, ec));
-          if (ec) break;
-          started = true;
-        }
-        if (!call_events.empty()) {
-          if (!co_await events(call_events)) break;
-          c.ended = true, c.end = std::move(p);
-          continue;
-        }
-        if (!p.text.empty() || (shape.first_piece_always && c.first && p.ended && !p.error)) {
-          const Json piece = shape.piece(i, p.text, c.first, c.logprobs);
-          if (!co_await event(piece)) break;
-          c.first = false;
-        }
-        if (!p.ended) continue;
-        if (p.error) {
-          const Json error = shape.dialect == Dialect::Ollama ? ollama::error_body(*p.error) : p.error->body();
-          if (!co_await event(error)) break;
-          co_return co_await finish();
-        }
-        const std::vector<Json> last = shape.finish(i, p, c.logprobs);
-        if (!co_await events(last)) break;
-        c.ended = true, c.end = std::move(p);
-      }
-      if (ec) break;
-      if (std::ranges::all_of(choices, [](const Choice& c) { return c.ended; })) {
-        std::vector<Job::Progress> ends;
-        for (Choice& c : choices) ends.push_back(std::move(c.end));
-        const std::vector<Json> summary = shape.summary(total_usage(ends));
-        if (!co_await events(summary)) break;
-        co_return co_await finish();
-      }
-      co_await wait(waker);
-    }
-    cancel_all(jobs);  // a write failed: the client is gone
-    co_return 0;
   }
 
   // --- shutdown ---
