@@ -293,6 +293,9 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
     const CompiledDeployment& deployment = engines[chosen];
     const DeploymentConfig& config = deployment.config;
     if (flags.show_layout || flags.show_placement) {
+      if (engines.size() > 1 && !flags.model.empty())  // which engine the file picked, as a run says it
+        std::fprintf(stderr, "%s: engine %s%s\n", name, unicorn::engine_text(deployment).c_str(),
+                     unicorn::held_embedding_words(deployment, flags.model).c_str());
       std::ostringstream text;
       if (flags.show_layout && !model_to_pick.empty()) unicorn::print_layout_for_file(text, deployment, model_to_pick);
       else if (flags.show_layout) unicorn::print_layout(text, config, deployment.layout);

@@ -447,6 +447,28 @@ void expect_runs_every_official_file(const std::string& binary, const std::strin
 // unicorn-generate runs every official size in the formats people download.
 TEST(Cli, GenerateRunsEveryOfficialFile) { expect_runs_every_official_file(gen(), "context 32768"); }
 
+// Every file type llama-quantize writes (kLlamaFileTypes, but F32: it writes
+// none; with the --imatrix layouts) at every official size picks its engine
+// in unicorn-generate: the one of that name (llama-quantize's Q4_0, whose
+// embedding is Q6_K or Q8_0, runs in the QAT engine, holding it as it is).
+TEST(Cli, GenerateRunsEveryFileTypeAtEverySize) {
+  using namespace unicorn;
+  uint32_t files = 0;
+  for (const ModelDims* m : {&kGemma3_270M, &kGemma3_1B, &kGemma3_4B, &kGemma3_12B, &kGemma3_27B})
+    for (const LlamaFileType& t : kLlamaFileTypes) {
+      if (t.name == "F32") continue;
+      const fs::path f = tmp() / (std::string(m->name) + "-" + std::string(t.name) + ".gguf");
+      write_sparse_gguf(f, *m, t.scheme);
+      const Result r = run(gen() + " --model " + f.string() + " --layout");
+      EXPECT_EQ(r.code, 0) << f << "\n" << r.out;
+      const std::string engine = t.name == "Q4_0" ? "Q4_0_QAT" : std::string(t.name);
+      EXPECT_CONTAINS(r.out, "engine " + std::string(m->name) + ", " + engine + " (");
+      fs::remove(f);
+      ++files;
+    }
+  EXPECT_EQ(files, 5 * (std::size(kLlamaFileTypes) - 1));
+}
+
 // unicorn-server serves them too, each in an engine of the per-size servers'
 // 4 slots of 8K tokens; the demo model's engine, first, serves with no --model.
 TEST(Cli, ServerServesEveryOfficialFile) {
