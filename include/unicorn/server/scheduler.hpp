@@ -207,6 +207,9 @@ class Scheduler {
     text::EncodedImages encoded;
     // Its job's speculative rounds (made at its first), while it generates alone.
     std::unique_ptr<text::detail::Speculator> speculator;
+    // In a speculative round, the position the slot's cache rewinds to should
+    // the job end at the token being delivered (the round fed tokens past it).
+    std::optional<uint32_t> rewind_at_end;
   };
 
   // A later choice waits while its leader is queued or prefilling its prompt
@@ -500,12 +503,14 @@ class Scheduler {
     for (size_t i = 0; i < tokens.size(); ++i) {
       metrics_.inter_token(seconds(now - s.last_token) / double(tokens.size()));
       s.used_at = ++clock_;
+      // Should it end at tokens[i] (never fed), the tokens fed after it go, in
+      // end(): before the end is published, so that the cache is then as the
+      // steps would have left it.
+      s.rewind_at_end = q + 1 + uint32_t(i);
       deliver(s, stream, tokens[i]);
-      if (!s.job) {  // it ended at tokens[i], which is never fed: the tokens fed after it go
-        if (engine_.position(stream) > q + 1 + i) engine_.rewind(stream, q + 1 + uint32_t(i));
-        break;
-      }
+      if (!s.job) break;
     }
+    s.rewind_at_end.reset();
     return true;
   }
 
@@ -553,6 +558,11 @@ class Scheduler {
   }
 
   void end(Slot& s, std::optional<FinishReason> finish, std::optional<ApiError> error) {
+    if (s.rewind_at_end) {  // a speculative round fed tokens past this end
+      const uint32_t stream = stream_of(s);
+      if (engine_.position(stream) > *s.rewind_at_end) engine_.rewind(stream, *s.rewind_at_end);
+      s.rewind_at_end.reset();
+    }
     if (finish) s.job->append(s.text->finish());
     const Usage usage{uint32_t(s.job->prompt.size()), s.cached, s.generated};
     const std::string outcome = finish ? finish_name(*finish) : error->status == 499 ? "cancelled" : "error";
