@@ -340,7 +340,7 @@ void main() {
             for (uint i = 0; i < NR; ++i) {
               uint c0, c1;
               q5_words(q[u][i][k], h[u][i] >> k, c0, c1);
-              part[j][i] += word_dot5(c0, x0) + word_dot5(c1, x1);
+              part[j][i] += word_dot_bytes(c0, x0) + word_dot_bytes(c1, x1);
             }
           }
         for (uint j = 0; j < TILE; ++j)
@@ -406,8 +406,8 @@ void main() {
             for (uint i = 0; i < NR; ++i) {
               uint c0, c1;
               q6_words(q[u][i][k], h[u][i][k >> 1] >> (4 * (k & 1)), c0, c1);
-              part0[j][i] += word_dot6(c0, x0);
-              part1[j][i] += word_dot6(c1, x1);
+              part0[j][i] += word_dot_bytes(c0, x0);
+              part1[j][i] += word_dot_bytes(c1, x1);
             }
           }
         for (uint j = 0; j < TILE; ++j)
@@ -486,8 +486,8 @@ void main() {
             const vec4 x0 = xl * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             const vec4 x1 = xh * vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
             for (uint i = 0; i < NR; ++i) {
-              part0[j][i] += word_dot_low_k(low_k_bytes(q[u][i], h[u][i], k, 0u), x0);
-              part1[j][i] += word_dot_low_k(low_k_bytes(q[u][i], h[u][i], k, 1u), x1);
+              part0[j][i] += word_dot_bytes(low_k_bytes(q[u][i], h[u][i], k, 0u), x0);
+              part1[j][i] += word_dot_bytes(low_k_bytes(q[u][i], h[u][i], k, 1u), x1);
             }
           }
         for (uint j = 0; j < TILE; ++j)

@@ -56,34 +56,23 @@ float word_dot(uint w, vec4 lo, vec4 hi) {
 // no zero point (the min goes in per (sub-)block): 2^23 alone at s = 0, 8;
 // Q5_0's is 16: 2^23 + 16 * 2^s.
 #if defined(FMT_Q5_0)
-const float kQ5Offset0 = 8388624.0, kQ5Offset8 = 8392704.0;
+const float kByteOffset0 = 8388624.0, kByteOffset8 = 8392704.0;
 #else
-const float kQ5Offset0 = 8388608.0, kQ5Offset8 = 8388608.0;
+const float kByteOffset0 = 8388608.0, kByteOffset8 = 8388608.0;
 #endif
 void q5_words(uint w, uint h, out uint c0, out uint c1) {
   c0 = (w & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4);
   c1 = ((w >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x01010101u) << 4);
 }
-float word_dot5(uint c, vec4 x) {
-  const uint u = c >> 16;
-  return field(c, 0x00FFu, kQ5Offset0) * x.x + field(c, 0xFF00u, kQ5Offset8) * x.y +
-         field(u, 0x00FFu, kQ5Offset0) * x.z + field(u, 0xFF00u, kQ5Offset8) * x.w;
-}
 #elif defined(FMT_Q6_K)
 // 2^23 + 32 * 2^s: Q6_K's 6-bit q - 32, at s = 0, 8.
-const float kQ6Offset0 = 8388640.0, kQ6Offset8 = 8396800.0;
+const float kByteOffset0 = 8388640.0, kByteOffset8 = 8396800.0;
 // Quant word k (low 4 bits) and the matching high bits `h` (already shifted:
 // the k-th 2-bit planes at bits 0 and 2 of each byte) as two words of bytes:
 // c0 = elements 4k .. 4k+3, c1 = elements 4k+16 .. 4k+19 (6 bits each).
 void q6_words(uint w, uint h, out uint c0, out uint c1) {
   c0 = (w & 0x0F0F0F0Fu) | ((h & 0x03030303u) << 4);
   c1 = ((w >> 4) & 0x0F0F0F0Fu) | (((h >> 2) & 0x03030303u) << 4);
-}
-// One word of bytes against inputs x scaled by (1, 2^-8, 1, 2^-8).
-float word_dot6(uint c, vec4 x) {
-  const uint u = c >> 16;
-  return field(c, 0x00FFu, kQ6Offset0) * x.x + field(c, 0xFF00u, kQ6Offset8) * x.y +
-         field(u, 0x00FFu, kQ6Offset0) * x.z + field(u, 0xFF00u, kQ6Offset8) * x.w;
 }
 #elif defined(FMT_Q8_0)
 // 2^23 + 128 * 2^s: int8 q is read as q + 128 (sign bit flipped), at s = 0, 8.
@@ -111,16 +100,10 @@ uint low_k_bytes(uvec2 low, uint high, uint k, uint h) {
 // 2^23 + zero * 2^s, s = 0, 8: Q3_K's zero point of 4; Q2_K has none (its min
 // goes in per half).
 #if defined(FMT_Q3_K)
-const float kLowKOffset0 = 8388612.0, kLowKOffset8 = 8389632.0;
+const float kByteOffset0 = 8388612.0, kByteOffset8 = 8389632.0;
 #else
-const float kLowKOffset0 = 8388608.0, kLowKOffset8 = 8388608.0;
+const float kByteOffset0 = 8388608.0, kByteOffset8 = 8388608.0;
 #endif
-// One word of bytes against inputs x scaled by (1, 2^-8, 1, 2^-8).
-float word_dot_low_k(uint c, vec4 x) {
-  const uint u = c >> 16;
-  return field(c, 0x00FFu, kLowKOffset0) * x.x + field(c, 0xFF00u, kLowKOffset8) * x.y +
-         field(u, 0x00FFu, kLowKOffset0) * x.z + field(u, 0xFF00u, kLowKOffset8) * x.w;
-}
 #elif defined(IQ4_TABLE)
 // IQ4_NL's and IQ4_XS's nibbles pick table values, so no field trick: four
 // nibbles (one a byte, 0..15: elements 4k .. 4k+3 or 4k+16 .. 4k+19 of quant
@@ -137,4 +120,15 @@ uint iq4_bytes(uint c) {
          (kIq4Bytes[c >> 24] << 24);
 }
 #endif
+#endif
+
+#if defined(FIFTH_BIT) || defined(FMT_Q6_K) || defined(LOW_BIT_K)
+// One word of byte-wide quants (Q5_x's 5 bits, Q6_K's 6, Q2_K's and Q3_K's 2
+// and 3) against inputs x scaled by (1, 2^-8, 1, 2^-8); the family's
+// kByteOffset0/8 hold 2^23 and its zero point at s = 0, 8.
+float word_dot_bytes(uint c, vec4 x) {
+  const uint u = c >> 16;
+  return field(c, 0x00FFu, kByteOffset0) * x.x + field(c, 0xFF00u, kByteOffset8) * x.y +
+         field(u, 0x00FFu, kByteOffset0) * x.z + field(u, 0xFF00u, kByteOffset8) * x.w;
+}
 #endif
