@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string model;
   uint32_t prompt = 512, generate = 128, repetitions = 5;
+  uint32_t depth = 0;  // tokens already in the context before pp and tg (llama-bench's -d)
   uint32_t batch = 0;  // streams decoding together; 0: the single-stream pp/tg runs
   bool json = false, profile = false;
   bool plan = false;  // print the recorded passes and stop

@@ -37,21 +37,32 @@ constexpr uint32_t kBatchStreams = 32;
 // The most tokens --draft drafts a round: one stream's engines record a
 // verify pass of this many + 1 rows (the k up to 16).
 constexpr uint32_t kBenchDraftMax = 16;
+// The KV positions a run's engine takes unless -d asks for more (main.cpp):
+// room for llama-bench's pp512 and tg128.
+constexpr uint32_t kBenchContext = 2048;
+// One-stream engines are compiled for up to kBenchDepthContext positions, so
+// that -d measures pp and tg at depth (the 270M, whose draft pairs with every
+// size, is trained for 32K; the tiny test model for less); engines of several
+// streams (--batch) for kBenchContext.
+constexpr uint32_t kBenchDepthContext = 32768;
+constexpr uint32_t bench_context(const ModelDims& m, uint32_t streams) {
+  const uint32_t c = streams == 1 ? kBenchDepthContext : kBenchContext;
+  return m.max_context < c ? m.max_context : c;
+}
+
 // What drafts for the bench's one-stream engines: --draft takes any file of
 // the same vocabulary that a one-stream entry runs (a bench pairs at run
 // time), and the tiny test model drafts for itself.
 template <const ModelDims& M>
 struct BenchDraft {
   static constexpr const ModelDims& kModel = M.vocab == kGemma3_270M.vocab ? kGemma3_270M : M;
-  static constexpr DeploymentConfig kConfig =
-      make_deployment(kModel, schemes::kQ4_0, kModel.max_context < 2048 ? kModel.max_context : 2048, 512);
+  static constexpr DeploymentConfig kConfig = make_deployment(kModel, schemes::kQ4_0, bench_context(kModel, 1), 512);
 };
 
-// Room for llama-bench's pp512 and tg128 (less for the tiny test model).
 template <const ModelDims& M, Scheme S, BenchPlacement P = BenchPlacement::Vram, uint32_t Streams = 1>
 struct Bench {
   static constexpr DeploymentConfig kUndrafted =
-      deployments::with_official_vision(make_deployment(M, S, M.max_context < 2048 ? M.max_context : 2048, 512)
+      deployments::with_official_vision(make_deployment(M, S, bench_context(M, Streams), 512)
                                             .placed(placement_of(P))
                                             .with_streams(Streams));
   static constexpr DeploymentConfig kConfig =

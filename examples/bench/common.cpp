@@ -92,6 +92,10 @@ void print_header(const nlohmann::json& j) {
               j["weight_bytes"].get<uint64_t>() / 1073741824.0, j["load_seconds"].get<double>(),
               j["load_gbps"].get<double>(), j["upload_bandwidth_gbps"].get<double>(),
               j["load_bound_seconds"].get<double>());
+  if (j.value("depth", 0u))
+    std::printf("depth %u (KV cache of %u positions): each decode step reads %.1f MiB of it beside the weights\n",
+                j["depth"].get<unsigned>(), j["context"].get<unsigned>(),
+                j["kv_bytes_per_token"].get<uint64_t>() / 1048576.0);
   const auto& cache = j["startup"]["pipeline_cache"];
   std::printf("start-up: engine %.3f s (pipeline cache %s)\n", j["startup"]["engine_seconds"].get<double>(),
               cache["path"].get<std::string>().empty() ? "off"

@@ -6,6 +6,7 @@
 //   unicorn-bench --model gemma3-1b-q4_0.gguf --placement gtt     # weights in host memory
 //   unicorn-bench --model gemma3-27b-qat.gguf --lm-head q8_0       # quantized copy for the LM head
 //   unicorn-bench --model gemma3-4b-q4_0.gguf --batch 32 -p 128 -n 128   # 32 streams at once
+//   unicorn-bench --model gemma3-4b-q4_0.gguf -d 16384                   # pp512 and tg128 after 16K tokens
 //
 // The engine for the file is picked from the deployments compiled in
 // (catalog.hpp: official sizes x {Q4_0, Q8_0, QAT Q4_0 with F16 embedding} x
@@ -75,9 +76,14 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
                 engine.plan().c_str());
     return 0;
   }
-  if (o.prompt + o.generate + 1 > d.config.max_context)
-    throw Error("-p + -n must stay under the bench context of " +
-                std::to_string(d.config.max_context) + " tokens");
+  // The KV cache a run takes: kBenchContext positions, as every run before -d
+  // took, or what -d, -p and -n need, at most the compiled context.
+  const uint64_t needed = uint64_t{o.depth} + o.prompt + o.generate + 1;
+  if (needed > d.config.max_context)
+    throw Error(std::string(o.depth ? "-d + " : "") + "-p + -n must stay under the bench context of " +
+                std::to_string(d.config.max_context) + " tokens" +
+                (o.depth && d.config.streams > 1 ? " (--batch engines)" : ""));
+  const uint32_t context = uint32_t(std::min<uint64_t>(std::max<uint64_t>(needed, kBenchContext), d.config.max_context));
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
   auto t0 = Clock::now();
@@ -85,6 +91,7 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   // from UNICORN_* variables for sweeps (tools/matvec_sweep.sh).
   EngineOptions options = tools::engine_options_from_env();
   options.products = o.products;
+  options.context = context;
   AnyEngine engine(ctx, d, options);
   const double engine_s = std::chrono::duration<double>(Clock::now() - t0).count();
   t0 = Clock::now();
@@ -110,11 +117,22 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
 
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> token(3, int32_t(d.config.model.vocab) - 1);
-  std::vector<int32_t> prompt(o.prompt);
+  std::vector<int32_t> prompt(o.prompt), depth(o.depth);
   for (auto& t : prompt) t = token(rng);
-  // Decode reads every weight once per step, each from its pool.
-  const double roofline =
-      1.0 / (weights_in(Pool::Vram) / bandwidth + (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
+  for (auto& t : depth) t = token(rng);
+  // Decode reads every weight once per step, each from its pool, and the KV
+  // cache of the positions before it: at -d N, N + 1 in the global layers and
+  // up to a window's in the sliding ones, K and V (with -d 0, a position's).
+  const ModelDims& m = d.config.model;
+  uint64_t kv_read = 0;
+  for (uint32_t l = 0; l < m.layers; ++l) {
+    const uint64_t positions = m.layer_kind(l) == AttentionKind::Global
+                                   ? uint64_t{o.depth} + 1
+                                   : std::min<uint64_t>(uint64_t{o.depth} + 1, m.sliding_window);
+    kv_read += positions * 2 * row_bytes(config.scheme.kv_cache, m.kv_dim());
+  }
+  const double roofline = 1.0 / ((weights_in(Pool::Vram) + kv_read) / bandwidth +
+                                 (gtt_weight_bytes ? gtt_weight_bytes / gtt_bandwidth : 0.0));
   const std::string device = ctx.info().name;
   const gpu::PipelineCache::Stats& cache = engine.pipeline_cache();
   nlohmann::json j = {
@@ -134,6 +152,9 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
       {"decode_linear", engine.decode_linear_path()},
       {"weight_bytes", weight_bytes},
       {"weight_bytes_gtt", gtt_weight_bytes},
+      {"depth", o.depth},
+      {"context", context},
+      {"kv_bytes_per_token", kv_read},
       {"read_bandwidth_gbps", bandwidth / 1e9},
       {"gtt_read_bandwidth_gbps", gtt_bandwidth / 1e9},
       {"repetitions", o.repetitions},
@@ -172,18 +193,27 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
 
   // Warm-up (driver shader compilation, caches), then timed repetitions.
   // The warm-up's prefill is the first work after loading: the cold first-token
-  // latency; the timed ones give the warm latency.
+  // latency; the timed ones give the warm latency. With -d, pp and tg run after
+  // that many tokens of context, prefilled untimed (llama-bench's -d): the
+  // prompt where the depth ends, tg's steps from there (rewound to it).
   std::vector<double> pp, tg;
   double first_token_cold_s = 0;
   for (uint32_t r = 0; r <= o.repetitions; ++r) {
     engine.reset();
+    if (o.depth) engine.prefill(depth);
     auto a = Clock::now();
     int32_t next = engine.prefill(prompt);
     const double pp_s = std::chrono::duration<double>(Clock::now() - a).count();
     if (r == 0) first_token_cold_s = pp_s;
-    engine.reset();
+    const bool rewound = o.depth && engine.can_rewind(0, o.depth - 1);
+    if (rewound)
+      engine.rewind(0, o.depth - 1);
+    else
+      engine.reset();
     if (constraint) engine.set_sampling(p), constraint->matcher.reset(), constraint->before(engine);
-    next = engine.prefill(std::span(prompt).first(1));
+    next = engine.prefill(rewound ? std::span(depth).last(1)
+                          : o.depth ? std::span<const int32_t>(depth)
+                                    : std::span<const int32_t>(prompt).first(1));
     a = Clock::now();
     if (constraint) {  // the host's mask between steps is in the time, as in the server
       for (uint32_t i = 0; i < o.generate; ++i) {
@@ -243,10 +273,12 @@ int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o)
   print_header(j);
   std::printf("start-up: first token after a %u-token prompt: %.1f ms cold, %.1f ms warm\n", o.prompt,
               first_token_cold_s * 1e3, o.prompt / pps.median * 1e3);
+  const std::string at = o.depth ? " @ d" + std::to_string(o.depth) : "";  // llama-bench's label
   std::printf("| test   | tokens/s (median ± half range, %u runs) | roofline | %% roofline |\n", o.repetitions);
-  std::printf("| pp%-4u | %s |          |            |\n", o.prompt, fmt_stats(pps).c_str());
-  std::printf("| tg%-4u | %s | %8.1f | %9.1f%% |\n", o.generate, fmt_stats(tgs).c_str(), roofline,
-              100.0 * tgs.median / roofline);
+  std::printf("| %s | %s |          |            |\n", ("pp" + std::to_string(o.prompt) + at).c_str(),
+              fmt_stats(pps).c_str());
+  std::printf("| %s | %s | %8.1f | %9.1f%% |\n", ("tg" + std::to_string(o.generate) + at).c_str(),
+              fmt_stats(tgs).c_str(), roofline, 100.0 * tgs.median / roofline);
   if (constraint) {
     const auto& c = j["constraint"];
     std::printf("constrained: each token's mask on the host %.1f us median, %.1f us p99 (%u masks, %u documents ended)\n",
@@ -289,6 +321,10 @@ int main(int argc, char** argv) {
   app.add_option("-p,--n-prompt", o.prompt, "prompt tokens (pp)")->capture_default_str();
   app.add_option("-n,--n-gen", o.generate, "generated tokens (tg)")->capture_default_str();
   app.add_option("-r,--repetitions", o.repetitions, "timed repetitions")->capture_default_str();
+  app.add_option("-d,--n-depth", o.depth,
+                 "tokens of context before pp and tg, prefilled untimed (llama-bench's -d; one stream, up to " +
+                     std::to_string(kBenchDepthContext) + " tokens with -p and -n)")
+      ->capture_default_str();
   auto* batch = app.add_option("--batch", o.batch,
                  "N streams decoding together (1 to " + std::to_string(kBatchStreams) +
                      "): each prefilled with -p tokens, then -n steps of all; aggregate tokens/s")
@@ -343,6 +379,8 @@ int main(int argc, char** argv) {
   try {
     if (o.prompt == 0 || o.generate == 0 || o.repetitions == 0)
       throw Error("-p, -n and -r must be at least 1");
+    if (o.depth && (o.batch || !o.draft.empty() || !o.image.empty()))
+      throw Error("-d measures one stream's pp and tg at depth; it takes no --batch, --draft or --image");
     o.model = unicorn::tools::resolve_model_path(o.model);  // ollama:NAME -> the blob in Ollama's store
     if (std::filesystem::is_directory(o.model))
       throw Error(o.model + ": a directory; unicorn-bench takes a GGUF file (its catalog's engines are of GGUF formats)");

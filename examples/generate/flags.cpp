@@ -37,9 +37,10 @@ std::variant<unicorn::generate::GenerateFlags, int> unicorn::generate::parse_gen
   app.add_option("--stop", f.stop, "stop when this text appears (repeatable)");
   // The KV cache is allocated for this context (EngineOptions::context); the
   // compiled one is the most a binary holds.
-  app.add_option("-c,--ctx,--ctx-size", f.ctx, "context length in tokens: the KV cache holds this many (default and "
-                                               "most: the engine's compiled context, " + std::to_string(most_context) +
-                                               (engines.size() == 1 ? ")" : " at most)"))
+  app.add_option("-c,--ctx,--ctx-size", f.ctx, "context length in tokens: the KV cache holds this many (default: "
+                                               "the engine's, 32768 for Gemma 3 4B, 12B and 27B, or its whole "
+                                               "context where shorter; most: the engine's compiled context, " +
+                                               std::to_string(most_context) + (engines.size() == 1 ? ")" : " at most)"))
       ->check(CLI::Validator(
           [most_context](const std::string& v) -> std::string {
             const unsigned long n = std::strtoul(v.c_str(), nullptr, 10);

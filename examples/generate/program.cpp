@@ -308,7 +308,7 @@ int unicorn::examples::generate_main(int argc, char** argv, std::span<const Comp
                    name, *flags.ctx, std::string(config.model.name).c_str(), config.max_context);
       return 2;
     }
-    const uint32_t context = flags.ctx.value_or(config.max_context);
+    const uint32_t context = flags.ctx.value_or(config.context_by_default());
     if (!flags.logits_out.empty() && flags.tokens.empty()) throw unicorn::Error("--logits-out needs --tokens");
     if (flags.model.empty()) {
       if (!program.default_model)

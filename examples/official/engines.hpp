@@ -1,6 +1,7 @@
 // The official Gemma 3 sizes' engines in the formats their files come in, for
 // the binaries that pick an engine by the file they are given (engine/pick.hpp):
-// unicorn-generate (one stream, a 32K-token KV cache) and unicorn-server (the
+// unicorn-generate (one stream, compiled for the model's whole context, 32K
+// tokens of KV cache unless -c asks for more) and unicorn-server (the
 // per-size servers' slots and context): the shapes of unicorn/gemma3.hpp's
 // official deployments, in every format. The formats are Q4_0 (Google's QAT
 // files, F16 embedding, and llama-quantize's, Q6_K embedding: one engine holds
@@ -27,8 +28,7 @@ enum class Shape { Generator, Server };
 
 template <const ModelDims& M, Scheme S>
 struct ForGenerator {
-  static constexpr DeploymentConfig kConfig =
-      deployments::with_official_vision(make_deployment(M, S, deployments::kGeneratorContext));
+  static constexpr DeploymentConfig kConfig = deployments::generator(M, S);
 };
 template <const ModelDims& M, Scheme S>
 struct ForServer {

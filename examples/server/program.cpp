@@ -28,11 +28,13 @@
 
 #include "../pick_pair.hpp"
 #include "model_tokenizer.hpp"
+#include "../generate/options.hpp"  // --max-device-memory, as the generator takes it
 #include "program.hpp"
 #include "ollama_env.hpp"
 #include "program_exit.hpp"
 #include "tuning_env.hpp"
 #include "unicorn/engine.hpp"
+#include "unicorn/engine/fit.hpp"
 #include "unicorn/engine/pick.hpp"
 #include "unicorn/io/file_output.hpp"
 #include "unicorn/layout/print.hpp"
@@ -56,6 +58,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   std::string model, tokenizer, mmproj, draft;
   unicorn::server::ServerOptions opt;
   std::optional<uint32_t> slots, context;
+  std::optional<uint64_t> max_device_memory;
   unsigned timeout = 60, grace = 30;
   bool quiet = false, no_webui = false, check_tensors = false, show_engines = false, show_layout = false;
   app.add_option("-m,--model", model, "GGUF file or Hugging Face directory (default: the built-in demo model, where compiled in)");
@@ -72,8 +75,9 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   app.add_option("--cors-origin", opt.cors_origins,
                  "let scripts of this web origin call the server (e.g. https://app.example; '*' for any; "
                  "repeat for several); default: none");
-  app.add_option("--parallel", slots, "(also -np) slots: requests decoded together (at most " + limit +
-                                          (several ? "slots" : std::to_string(first.streams)) + ")");
+  app.add_option("--parallel", slots, "(also -np) slots: requests decoded together, each with a KV cache of "
+                                      "--ctx-size tokens (default: as many as the device's free memory holds, at "
+                                      "most " + limit + (several ? "slots" : std::to_string(first.streams)) + ")");
   app.add_option("-c,--ctx-size", context, "tokens per slot, prompt and answer (at most " + limit +
                                                (several ? "context" : std::to_string(first.max_context)) + ")");
   app.add_option("--queue", opt.queue_limit, "requests that may wait for a slot; more get 503")->capture_default_str();
@@ -81,6 +85,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   app.add_option("--max-body", opt.max_body_bytes, "largest request body in bytes (413 past it)")->capture_default_str();
   app.add_option("--timeout", timeout, "seconds an idle connection stays open")->capture_default_str();
   app.add_option("--shutdown-grace", grace, "seconds running requests get after SIGINT/SIGTERM")->capture_default_str();
+  unicorn::generate::add_memory_flag(app, max_device_memory);
   app.add_flag("--quiet", quiet, "no line per request on stderr");
   app.add_flag("--no-webui", no_webui, "no chat page at / (GET / and /index.html answer 404)");
   app.add_flag("--check-tensors", check_tensors, "after loading, scan every weight for NaN and Inf on the GPU");
@@ -183,7 +188,7 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
   if (demo)
     std::fprintf(stderr, "%s: no --model given: serving the built-in demo model, %s.\n", name,
                  program.default_model_about);
-  opt.slots = slots.value_or(deployment.config.streams);
+  opt.slots = slots.value_or(0);  // 0: as many as fit, chosen once the device is open
   opt.context = context.value_or(deployment.config.max_context);
   opt.idle_timeout = std::chrono::seconds(timeout);
   opt.shutdown_grace = std::chrono::seconds(grace);
@@ -197,8 +202,25 @@ int unicorn::examples::serve_main(int argc, char** argv, std::span<const Compile
       std::fprintf(stderr, "%s: loading %s\n", name, model.c_str());
       unicorn::tools::inject_faults_from_env();
       device.emplace(unicorn::tools::device_from_env());
-      // The KV cache holds `context` positions per slot.
-      engine.emplace(*device, deployment, unicorn::tools::engine_options_from_env({.context = opt.context}));
+      if (max_device_memory) device->limit_memory(*max_device_memory);
+      if (!opt.slots) {
+        const unicorn::StreamsFit fit = unicorn::streams_that_fit(*device, deployment.config, opt.context);
+        opt.slots = fit.streams;
+        if (fit.fits)
+          std::fprintf(stderr,
+                       "%s: %u slot%s of %u tokens (%.1f MiB of KV cache each): as many as %.1f GiB of free device "
+                       "memory holds, of the %u compiled (--parallel chooses)\n",
+                       name, fit.streams, fit.streams == 1 ? "" : "s", opt.context,
+                       fit.kv_bytes_per_stream / 1048576.0, fit.free_bytes / 1073741824.0, fit.compiled);
+        else
+          std::fprintf(stderr,
+                       "%s: 1 slot of %u tokens: %.1f GiB of free device memory holds no slot with room to spare; "
+                       "trying one (--parallel chooses, -c lowers the tokens a slot)\n",
+                       name, opt.context, fit.free_bytes / 1073741824.0);
+      }
+      // The KV cache holds `context` positions for each of the slots.
+      engine.emplace(*device, deployment,
+                     unicorn::tools::engine_options_from_env({.context = opt.context, .streams = opt.slots}));
       const auto report = engine->load(
           model, {.tokenizer = unicorn::tools::tokenizer_for_model(model, tokenizer, program.default_tokenizer),
                   .mmproj = mmproj,

@@ -315,6 +315,7 @@ class AnyEngine {
     if (!draft_) {
       EngineOptions options = options_;
       options.context = std::min(core_.context_size(), deployment_.draft->config.max_context);
+      options.streams = 0;  // its one
       draft_ = std::make_unique<AnyEngine>(core_.context(), *deployment_.draft, options);
     }
     const LoadReport report = draft_->load(file, {.progress = progress});

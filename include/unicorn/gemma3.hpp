@@ -23,14 +23,21 @@ constexpr DeploymentConfig with_official_vision(const DeploymentConfig& c) {
   return sees ? c.with_vision(kGemma3Siglip) : c;
 }
 
-// Google's QAT Q4_0 GGUF releases (Q4_0 weights, F16 embedding), a KV cache of
-// kGeneratorContext tokens (32K), as every official engine of a generator.
+// Every official engine of a generator is compiled for the model's whole
+// trained context (131,072 tokens for 4B, 12B and 27B; 32,768 for 270M and
+// 1B) and takes a KV cache of kGeneratorContext tokens (32K) unless asked for
+// more (EngineOptions::context, the generators' -c): a 128K cache costs the
+// 27B 10.6 GiB where 32K costs 3.1.
 inline constexpr uint32_t kGeneratorContext = 32768;
-struct Gemma3_270M_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_270M, schemes::kQ4_0_QAT, kGeneratorContext); };
-struct Gemma3_1B_QAT { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_1B, schemes::kQ4_0_QAT, kGeneratorContext); };
-struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kGeneratorContext)); };
-struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_12B, schemes::kQ4_0_QAT, kGeneratorContext)); };
-struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_27B, schemes::kQ4_0_QAT, kGeneratorContext)); };
+constexpr DeploymentConfig generator(const ModelDims& model, const Scheme& scheme) {
+  return with_official_vision(make_deployment(model, scheme).with_default_context(kGeneratorContext));
+}
+// Google's QAT Q4_0 GGUF releases (Q4_0 weights, F16 embedding).
+struct Gemma3_270M_QAT { static constexpr DeploymentConfig kConfig = generator(kGemma3_270M, schemes::kQ4_0_QAT); };
+struct Gemma3_1B_QAT { static constexpr DeploymentConfig kConfig = generator(kGemma3_1B, schemes::kQ4_0_QAT); };
+struct Gemma3_4B_QAT { static constexpr DeploymentConfig kConfig = generator(kGemma3_4B, schemes::kQ4_0_QAT); };
+struct Gemma3_12B_QAT { static constexpr DeploymentConfig kConfig = generator(kGemma3_12B, schemes::kQ4_0_QAT); };
+struct Gemma3_27B_QAT { static constexpr DeploymentConfig kConfig = generator(kGemma3_27B, schemes::kQ4_0_QAT); };
 
 // The built-in demo (unicorn-generate with no --model): models/gemma3-demo.gguf, a
 // small Gemma 3 trained on English (tools/train_demo) with the real tokenizer. Its
@@ -55,12 +62,16 @@ using Gemma3_Demo_Formats =
 // vocabulary drafts up to kMaxDraftTokens tokens a round and the large one
 // checks them in one pass over its weights; the text is the large model's
 // token for token. 270M drafts for 4B, 12B and 27B, 1B for 12B and 27B, all in
-// Google's QAT Q4_0, the draft's context the model's.
-struct Gemma3_4B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_4B_QAT::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
-struct Gemma3_12B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
-struct Gemma3_27B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT::kConfig.with_draft(Gemma3_270M_QAT::kConfig); };
-struct Gemma3_12B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_12B_QAT::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
-struct Gemma3_27B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = Gemma3_27B_QAT::kConfig.with_draft(Gemma3_1B_QAT::kConfig); };
+// Google's QAT Q4_0, at the drafts' whole context, 32K: a draft follows the
+// model position for position (diag::check_pair).
+constexpr DeploymentConfig drafted(const DeploymentConfig& model, const DeploymentConfig& draft) {
+  return model.with_context(draft.max_context).with_draft(draft);
+}
+struct Gemma3_4B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = drafted(Gemma3_4B_QAT::kConfig, Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = drafted(Gemma3_12B_QAT::kConfig, Gemma3_270M_QAT::kConfig); };
+struct Gemma3_27B_QAT_Draft270M { static constexpr DeploymentConfig kConfig = drafted(Gemma3_27B_QAT::kConfig, Gemma3_270M_QAT::kConfig); };
+struct Gemma3_12B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = drafted(Gemma3_12B_QAT::kConfig, Gemma3_1B_QAT::kConfig); };
+struct Gemma3_27B_QAT_Draft1B { static constexpr DeploymentConfig kConfig = drafted(Gemma3_27B_QAT::kConfig, Gemma3_1B_QAT::kConfig); };
 // The demo model's draft (kGemma3DemoDraft, in the demo's scheme and context)
 // and the demo drafted by it.
 struct Gemma3_Demo_Draft { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3DemoDraft, kDemoScheme, 1024, 128); };
@@ -71,10 +82,11 @@ using Gemma3_Pairs = std::tuple<Gemma3_Demo_Speculative, Gemma3_4B_QAT_Draft270M
                                 Gemma3_27B_QAT_Draft270M, Gemma3_12B_QAT_Draft1B, Gemma3_27B_QAT_Draft1B>;
 
 // Servers (unicorn-server, unicorn-gemma3-*-server): the same deployments with
-// several streams, each a slot of its own context. The KV cache is allocated
-// for every slot at its full context: 4 slots of 8K tokens cost the 27B about
-// 10 GiB beside its weights.
-inline constexpr uint32_t kServerSlots = 4, kServerContext = 8192;
+// up to kServerSlots streams, each a slot of its own context. The KV cache is
+// allocated at start-up for the slots and context chosen (EngineOptions::streams
+// and context): by default as many slots of 8K tokens as the device's free
+// memory holds (engine/fit.hpp); each costs the 27B about 1.3 GiB.
+inline constexpr uint32_t kServerSlots = 64, kServerContext = 8192;
 struct Gemma3_270M_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_270M, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
 struct Gemma3_1B_QAT_Server { static constexpr DeploymentConfig kConfig = make_deployment(kGemma3_1B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots); };
 struct Gemma3_4B_QAT_Server { static constexpr DeploymentConfig kConfig = with_official_vision(make_deployment(kGemma3_4B, schemes::kQ4_0_QAT, kServerContext).with_streams(kServerSlots)); };

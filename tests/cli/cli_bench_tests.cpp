@@ -59,6 +59,37 @@ TEST(Cli, BenchJson) {
   EXPECT_GT(j["startup"]["first_token_ms_warm"].get<double>(), 0);
 }
 
+// unicorn-bench -d N (llama-bench's -d): pp and tg after N tokens of context,
+// the KV cache sized for them, the bytes each decode step reads of it
+// (N + 1 positions in the tiny model's 2 global layers, its 16-position
+// window in the 4 others, K and V of 64 F16 values) in the roofline, and the
+// table's labels as llama-bench's; past the bench context, or with --batch,
+// a clear refusal.
+TEST(Cli, BenchAtDepth) {
+  const fs::path model = tmp() / "tiny-q8_0-depth.gguf";
+  ASSERT_EQ(run(env("UNICORN_CONVERT") + " --random gemma3-tiny --type Q8_0 --out " + model.string()).code, 0);
+  const std::string bench = env("UNICORN_BENCH") + " -m " + model.string();
+  const std::string out = stdout_of(bench + " -d 100 -p 16 -n 8 -r 1 --json");
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "not JSON:\n" << out;
+  EXPECT_EQ(j["depth"].get<uint32_t>(), 100u);
+  EXPECT_EQ(j["context"].get<uint32_t>(), 256u) << "the tiny model's whole context";
+  EXPECT_EQ(j["scheme"]["kv_cache"], "F16");
+  EXPECT_EQ(j["kv_bytes_per_token"].get<uint64_t>(), (2u * 101 + 4u * 16) * 2 * 64 * 2);
+  EXPECT_GT(j["tg"]["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["pp"]["tokens_per_s"].get<double>(), 0);
+  const std::string table = stdout_of(bench + " -d 100 -p 16 -n 8 -r 1");
+  EXPECT_CONTAINS(table, "| pp16 @ d100 |");
+  EXPECT_CONTAINS(table, "| tg8 @ d100 |");
+  EXPECT_CONTAINS(table, "depth 100 (KV cache of 256 positions): each decode step reads 0.1 MiB of it");
+  const Result past = run(bench + " -d 240 -p 16 -n 8 -r 1");
+  EXPECT_EQ(past.code, 1) << past.out;
+  EXPECT_CONTAINS(past.out, "-d + -p + -n must stay under the bench context of 256 tokens");
+  const Result batch = run(bench + " -d 10 --batch 2 -p 4 -n 4 -r 1");
+  EXPECT_EQ(batch.code, 1) << batch.out;
+  EXPECT_CONTAINS(batch.out, "-d measures one stream's pp and tg at depth; it takes no --batch");
+}
+
 // unicorn-bench --json-schema: every generated token is constrained as the
 // server's structured output constrains it (a mask on the host before each
 // step), documents restart when one ends, and the mask's host time is in the

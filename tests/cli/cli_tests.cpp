@@ -2,6 +2,7 @@
 // case checks the exit code and the message a user reads. Here unicorn-generate
 // and unicorn-server: flags, models and files, the engine a file picks.
 #include "cli_util.hpp"
+#include <functional>
 
 using namespace cli_test;
 
@@ -291,7 +292,9 @@ unicorn::Scheme file_scheme(const std::string& name) {
 // `binary --model FILE --layout` for every official file: the file picks the
 // engine, whose layout names the file's model, scheme and `context`, with no
 // device work. The files are sparse: the real size, holes for data.
-void expect_runs_every_official_file(const std::string& binary, const std::string& context) {
+// `context`: the context the layout names for a model.
+void expect_runs_every_official_file(const std::string& binary,
+                                     const std::function<std::string(const unicorn::ModelDims&)>& context) {
   for (const OfficialFile& c : official_files()) {
     const fs::path f = tmp() / (std::string(c.model.name) + "-" + c.scheme + ".gguf");
     write_sparse_gguf(f, c.model, file_scheme(c.scheme));
@@ -299,13 +302,19 @@ void expect_runs_every_official_file(const std::string& binary, const std::strin
     EXPECT_EQ(r.code, 0) << f << "\n" << r.out;
     EXPECT_CONTAINS(r.out, "model " + std::string(c.model.name) + ": hidden");
     EXPECT_CONTAINS(r.out, c.layout);
-    EXPECT_CONTAINS(r.out, context);
+    EXPECT_CONTAINS(r.out, context(c.model));
     fs::remove(f);
   }
 }
 
-// unicorn-generate runs every official size in the formats people download.
-TEST(Cli, GenerateRunsEveryOfficialFile) { expect_runs_every_official_file(gen(), "context 32768"); }
+// unicorn-generate runs every official size in the formats people download,
+// each compiled for the model's whole context, 32K of it by default.
+TEST(Cli, GenerateRunsEveryOfficialFile) {
+  expect_runs_every_official_file(gen(), [](const unicorn::ModelDims& m) {
+    const std::string whole = "context " + std::to_string(m.max_context);
+    return m.max_context > 32768 ? whole + " (32768 by default), prefill chunk" : whole + ", prefill chunk";
+  });
+}
 
 // Every file type llama-quantize writes (kLlamaFileTypes, but F32: it writes
 // none; with the --imatrix layouts) at every official size picks its engine
@@ -330,15 +339,15 @@ TEST(Cli, GenerateRunsEveryFileTypeAtEverySize) {
 }
 
 // unicorn-server serves them too, each in an engine of the per-size servers'
-// 4 slots of 8K tokens; the demo model's engine, first, serves with no --model.
+// up to 64 slots of 8K tokens; the demo model's engine, first, serves with no --model.
 TEST(Cli, ServerServesEveryOfficialFile) {
   const std::string server = env("UNICORN_SERVER");
-  expect_runs_every_official_file(server, "context 8192");
+  expect_runs_every_official_file(server, [](const unicorn::ModelDims&) { return std::string("context 8192"); });
   const Result engines = run(server + " --engines");
   EXPECT_EQ(engines.code, 0) << engines.out;
   EXPECT_CONTAINS(engines.out, "gemma3-demo, embedding Q4_0, attention F16, ffn F16, context 1024, 8 streams\n"
-                               "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 4 streams\n");
-  EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 4 streams");
+                               "gemma3-270m, Q4_0_QAT (embedding F16, attention Q4_0, ffn Q4_0), context 8192, 64 streams\n");
+  EXPECT_CONTAINS(engines.out, "gemma3-27b, BF16 (embedding BF16, attention BF16, ffn BF16), context 8192, 64 streams");
   // And the 6 speculative pairs (--draft), which a file without --draft never picks.
   EXPECT_EQ(std::count(engines.out.begin(), engines.out.end(), '\n'), 116 + 6) << engines.out;
   const Result demo = run(server + " --layout");
@@ -348,9 +357,9 @@ TEST(Cli, ServerServesEveryOfficialFile) {
   const fs::path f = tmp() / "gemma3-4b-Q4_K_M.gguf";
   write_sparse_gguf(f, unicorn::kGemma3_4B, unicorn::schemes::kQ4_K_M);
   EXPECT_EQ(run(server + " --model " + f.string() + " --parallel 4 -c 8192 --layout").code, 0);
-  const Result slots = run(server + " --model " + f.string() + " --parallel 5 --layout");
+  const Result slots = run(server + " --model " + f.string() + " --parallel 65 --layout");
   EXPECT_EQ(slots.code, 2) << slots.out;
-  EXPECT_CONTAINS(slots.out, "--parallel: 5: the engine that serves this file is compiled for 4 slots");
+  EXPECT_CONTAINS(slots.out, "--parallel: 65: the engine that serves this file is compiled for 64 slots");
   const Result context = run(server + " --model " + f.string() + " -c 8193 --layout");
   EXPECT_EQ(context.code, 2) << context.out;
   EXPECT_CONTAINS(context.out, "--ctx-size: 8193: the engine that serves this file is compiled for 8192 tokens per slot");
@@ -425,7 +434,7 @@ TEST(Cli, ServerDraftPicksTheSpeculativePair) {
   write_sparse_gguf(small, unicorn::kGemma3_1B, unicorn::schemes::kQ4_0_QAT);
   const Result pair = run(server + " --model " + big.string() + " --draft " + small.string() + " --layout");
   EXPECT_EQ(pair.code, 0) << pair.out;
-  EXPECT_CONTAINS(pair.out, "context 8192, 4 streams; drafted by gemma3-1b,");
+  EXPECT_CONTAINS(pair.out, "context 8192, 64 streams; drafted by gemma3-1b,");
   const Result none = run(server + " --model " + small.string() + " --draft " + small.string() + " --layout");
   EXPECT_EQ(none.code, 1) << none.out;
   EXPECT_CONTAINS(none.out, "no speculative pair compiled into unicorn-server runs this file as its model");

@@ -15,12 +15,15 @@ constexpr bool all_pairs_pass(std::tuple<P...>*) {
   return (u::diag::check_deployment<P>() && ...);
 }
 static_assert(all_pairs_pass(static_cast<d::Gemma3_Pairs*>(nullptr)));
-static_assert(all_pairs_pass(static_cast<d::Gemma3_Server_Pairs*>(nullptr)));  // 4 and 8 slots
+static_assert(all_pairs_pass(static_cast<d::Gemma3_Server_Pairs*>(nullptr)));  // 64 and 8 slots
 
-// The 27B drafted by the 270M: the model's bytes, then the draft's whole budget.
+// The 27B drafted by the 270M: the model's bytes at the draft's 32K context
+// (the 27B alone is compiled for 128K), then the draft's whole budget.
 using Pair = d::Gemma3_27B_QAT_Draft270M;
+struct Gemma27BAt32K { static constexpr u::DeploymentConfig kConfig = d::Gemma3_27B_QAT::kConfig.with_context(32768); };
+static_assert(d::Gemma3_27B_QAT::kConfig.max_context == 131072 && Pair::kConfig.max_context == 32768);
 static_assert(u::kBudgetOf<Pair>.need(u::Pool::Vram) ==
-              u::kBudgetOf<d::Gemma3_27B_QAT>.need(u::Pool::Vram) + u::kBudgetOf<d::Gemma3_270M_QAT>.need(u::Pool::Vram));
+              u::kBudgetOf<Gemma27BAt32K>.need(u::Pool::Vram) + u::kBudgetOf<d::Gemma3_270M_QAT>.need(u::Pool::Vram));
 static_assert(u::kBudgetOf<Pair>[u::Pool::Vram].draft_bytes == u::kBudgetOf<d::Gemma3_270M_QAT>.need(u::Pool::Vram));
 static_assert(u::kLayoutOf<Pair>.weight_bytes() == u::kLayoutOf<d::Gemma3_27B_QAT>.weight_bytes());
 static_assert(u::DraftOf<Pair>::kConfig.model.name == u::kGemma3_270M.name);

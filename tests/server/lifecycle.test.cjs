@@ -354,6 +354,8 @@ test("unicorn-serve-bench counts the prompt tokens the server took from its cach
 test("SIGTERM: no new connections, the running stream finishes, exit 0; a second signal cancels", async () => {
   const s = await h.start(binary(), h.tinyArgs());
   assert.match(s.log, /listening on http:\/\/127\.0\.0\.1:/, "loopback unless --host says otherwise");
+  // No --parallel: as many slots as free device memory holds, said at start-up (all 8 on lavapipe).
+  assert.match(s.log, /8 slots of 256 tokens \([\d.]+ MiB of KV cache each\): as many as [\d.]+ GiB of free device memory holds, of the 8 compiled/);
   let stopping;
   const out = await h.streamEvents(s, "/v1/chat/completions", { ...long, max_tokens: 60 }, {
     onChunk: (_, i) => { if (i === 0) stopping = h.stop(s, "SIGTERM"); },

@@ -31,7 +31,7 @@ constexpr MixShape mix_shape(const ModelDims& m) { return {m.layers, m.kv_heads 
 struct DeploymentConfig {
   ModelDims model;
   Scheme scheme;
-  uint32_t max_context;    // KV cache length in positions (<= model.max_context)
+  uint32_t max_context;    // KV cache length in positions (<= model.max_context): the most an engine takes
   uint32_t prefill_chunk;  // prompt tokens per prefill pass (matrix-matrix work)
   Placement placement = placement::everything_in(Pool::Vram);
   HardwareProfile hardware = profiles::kGeneric;
@@ -51,9 +51,16 @@ struct DeploymentConfig {
   // a global's address compared with null in a constant expression under
   // -fsanitize=address/undefined (tools/sanitize.sh's build).
   bool drafted = false;
+  // The KV cache positions an engine gets when its creator asks for none
+  // (EngineOptions::context 0): 0 for max_context. Gemma 3's 128K engines
+  // default to 32K (deployments::kGeneratorContext); -c opens the rest.
+  uint32_t default_context = 0;
 
   constexpr bool has_vision() const { return !vision.name.empty(); }
   constexpr bool has_draft() const { return drafted; }
+  constexpr uint32_t context_by_default() const {
+    return default_context && default_context < max_context ? default_context : max_context;
+  }
 
   // Copies with one change.
   constexpr DeploymentConfig placed(const Placement& p) const {
@@ -89,6 +96,13 @@ struct DeploymentConfig {
     c.draft = &d;
     c.drafted = true;
     c.draft_max = max_tokens;
+    return c;
+  }
+  // The same deployment compiled for its max_context, whose engines take n
+  // positions unless asked for another context (default_context).
+  constexpr DeploymentConfig with_default_context(uint32_t n) const {
+    DeploymentConfig c = *this;
+    c.default_context = n;
     return c;
   }
   // The same deployment with a KV cache of n positions: the engine's run-time

@@ -103,7 +103,8 @@ enum class SourceType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, GgmlBlocks = 3 };
 class EngineCore {
  public:
   // `compiled`: the deployment's constexpr layout. The engine runs on its own
-  // layout, the same with options.context positions of KV cache per stream.
+  // layout, the same with options.streams streams of options.context
+  // positions of KV cache each.
   EngineCore(gpu::Context& ctx, const DeploymentConfig& config, LayoutView compiled,
              const EngineOptions& options = {});
 
@@ -487,19 +488,31 @@ class EngineCore {
                         std::array<gpu::BufferSet, kPoolCount>& sets, std::vector<gpu::Buffer>& slabs,
                         const std::string& what);
 
-  // The context an engine is created with: 0 is the compiled one; more than
-  // the compiled one would need a KV cache the compile-time checks never saw.
+  // The context an engine is created with: 0 is the deployment's default
+  // (DeploymentConfig::context_by_default); more than the compiled one would
+  // need a KV cache the compile-time checks never saw.
   static uint32_t checked_context(const DeploymentConfig& c, uint32_t asked) {
-    if (asked == 0) return c.max_context;
+    if (asked == 0) return c.context_by_default();
     if (asked > c.max_context)
       throw Error("context: " + std::to_string(asked) + " tokens asked; this engine is compiled for at most " +
                   std::to_string(c.max_context) + " (DeploymentConfig::max_context, which the compile-time "
                   "memory checks bound): ask for fewer, or compile a deployment with a longer context");
     return asked;
   }
+  // The streams an engine is created with: 0 is the compiled number, the most
+  // its compile-time checks and the batched pass's tiles were sized for.
+  static uint32_t checked_streams(const DeploymentConfig& c, uint32_t asked) {
+    if (asked == 0) return c.streams;
+    if (asked > c.streams)
+      throw Error("streams: " + std::to_string(asked) + " asked; this engine is compiled for at most " +
+                  std::to_string(c.streams) + " (DeploymentConfig::streams, a server's slots): ask for fewer, "
+                  "or compile a deployment with more");
+    return asked;
+  }
   // The run-time layout's weights and activations are the compiled layout's
-  // (only the KV cache depends on the context): its run-time witness.
-  void check_against_compiled(const LayoutView& compiled) const;
+  // (only the KV cache depends on the context and the streams): its run-time
+  // witness; `compiled_config` is the deployment as compiled.
+  void check_against_compiled(const LayoutView& compiled, const DeploymentConfig& compiled_config) const;
 
   void check_device_limits() const;
 
@@ -628,7 +641,7 @@ class EngineCore {
   }
 
   gpu::Context& ctx_;
-  DeploymentConfig cfg_;     // as compiled, but the embedding's format (hold_embedding_as)
+  DeploymentConfig cfg_;     // as compiled, but the streams (EngineOptions::streams) and the embedding's format (hold_embedding_as)
   uint32_t kv_context_;      // KV cache positions per stream (EngineOptions::context)
   std::optional<RunLayout> run_layout_;  // cfg_ with kv_context_
   LayoutView layout_;                    // of run_layout_

@@ -11,9 +11,9 @@ namespace unicorn::detail {
 UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& config, LayoutView compiled,
                                      const EngineOptions& options)
     : ctx_(ctx),
-      cfg_(config),
+      cfg_(config.with_streams(checked_streams(config, options.streams))),
       kv_context_(checked_context(config, options.context)),
-      run_layout_(std::in_place, config.with_context(kv_context_)),
+      run_layout_(std::in_place, cfg_.with_context(kv_context_)),
       layout_(run_layout_->view()),
       kernels_(ctx.kernel_cache(options.pipeline_cache)),
       sets_(ctx),
@@ -23,7 +23,7 @@ UNICORN_DECL EngineCore::EngineCore(gpu::Context& ctx, const DeploymentConfig& c
                (options.tuning.matvec_int_dot == Tuning::IntDot::WhereSupported     ? ctx.info().int_dot
                 : options.tuning.matvec_int_dot == Tuning::IntDot::WhereAccelerated ? ctx.info().int_dot_accelerated
                                                                                     : false)) {
-  check_against_compiled(compiled);
+  check_against_compiled(compiled, config);
   check_device_limits();
   check_pools_fit();
   const LayoutView& layout = layout_;
@@ -171,7 +171,8 @@ UNICORN_DECL void EngineCore::allocate_by_pool(std::span<const uint64_t> slab_by
   }
 }
 
-UNICORN_DECL void EngineCore::check_against_compiled(const LayoutView& compiled) const {
+UNICORN_DECL void EngineCore::check_against_compiled(const LayoutView& compiled,
+                                                     const DeploymentConfig& compiled_config) const {
   const auto same = [](auto a, auto b) { return std::ranges::equal(a, b); };
   const auto same_act = [](const ActivationSlot& a, const ActivationSlot& b) {
     return a.bytes == b.bytes && a.rows == b.rows && a.slices == b.slices;
@@ -179,7 +180,8 @@ UNICORN_DECL void EngineCore::check_against_compiled(const LayoutView& compiled)
   if (compiled.tensors.size() != layout_.tensors.size() ||
       !same(compiled.weight_slab_bytes, layout_.weight_slab_bytes) ||
       !std::ranges::equal(compiled.activations, layout_.activations, same_act) ||
-      (kv_context_ == cfg_.max_context && !same(compiled.kv_slab_bytes, layout_.kv_slab_bytes)))
+      (kv_context_ == compiled_config.max_context && cfg_.streams == compiled_config.streams &&
+       !same(compiled.kv_slab_bytes, layout_.kv_slab_bytes)))
     throw Error("internal: the engine's run-time layout differs from the compiled one beyond its KV cache");
 }
 

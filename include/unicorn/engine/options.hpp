@@ -4,8 +4,8 @@
 // tools/tuning_env.hpp).
 //
 // The deployment type fixes everything the compile-time checks bound; these
-// choose within it: how many KV cache positions each stream gets (at most the
-// compiled context), where compiled pipelines are kept between runs, and the
+// choose within it: how many streams and KV cache positions each stream gets
+// (at most the compiled ones), where compiled pipelines are kept between runs, and the
 // kernel shapes performance sweeps try.
 #pragma once
 
@@ -110,11 +110,18 @@ enum class Products : uint32_t {
 };
 
 struct EngineOptions {
-  // KV cache positions per stream; 0: the compiled DeploymentConfig::max_context.
+  // KV cache positions per stream; 0: the deployment's default
+  // (DeploymentConfig::context_by_default: its max_context unless it names a
+  // shorter default, as Gemma 3's 128K engines do).
   // Global layers keep one per position of the context; the sliding-window
   // layers keep a ring of window + prefill_chunk positions, or the context
   // where it is shorter (layout.hpp). More than the compiled context is an error.
   uint32_t context = 0;
+  // Streams, each with a KV cache of `context` positions (a server's slots);
+  // 0: the compiled DeploymentConfig::streams, which bounds it. Only the KV
+  // cache and the batched pass shrink with it; engine/fit.hpp's
+  // streams_that_fit says how many the device's free memory holds.
+  uint32_t streams = 0;
   // Where compiled pipelines are kept between runs (gpu/pipeline_cache.hpp);
   // empty: nowhere, every start compiles them. The tools pass
   // tools/tuning_env.hpp's pipeline_cache_dir() ($UNICORN_PIPELINE_CACHE, else

@@ -24,13 +24,15 @@
 
 namespace unicorn {
 
-// An engine in words: "gemma3-27b, Q4_K_M (embedding Q6_K, ...), context 32768",
-// and ", 4 streams" where it has several (a server's slots).
+// An engine in words: "gemma3-27b, Q4_K_M (embedding Q6_K, ...), context 131072
+// (32768 by default)", and ", 4 streams" where it has several (a server's slots).
 inline std::string engine_text(const CompiledDeployment& d) {
   const DeploymentConfig& c = d.config;
   const std::string_view name = scheme_name(c.scheme);
   return std::string(c.model.name) + ", " + (name.empty() ? "" : std::string(name) + " (") + scheme_text(c) +
          (name.empty() ? "" : ")") + ", context " + std::to_string(c.max_context) +
+         (c.context_by_default() < c.max_context ? " (" + std::to_string(c.context_by_default()) + " by default)"
+                                                  : "") +
          (c.streams > 1 ? ", " + std::to_string(c.streams) + " streams" : "");
 }
 

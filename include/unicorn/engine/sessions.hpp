@@ -417,9 +417,9 @@ UNICORN_DECL const EngineCore::StreamState& EngineCore::stream_state(uint32_t st
 
 UNICORN_DECL void EngineCore::check_stream(uint32_t stream) const {
   if (stream >= cfg_.streams)
-    throw Error("stream " + std::to_string(stream) + " does not exist: this engine is compiled for " +
+    throw Error("stream " + std::to_string(stream) + " does not exist: this engine has " +
                 std::to_string(cfg_.streams) + (cfg_.streams == 1 ? " stream" : " streams") +
-                " (DeploymentConfig::streams)");
+                " (EngineOptions::streams, at most the compiled DeploymentConfig::streams)");
 }
 
 UNICORN_DECL void EngineCore::check_tokens(uint32_t stream, std::span<const int32_t> tokens) const {

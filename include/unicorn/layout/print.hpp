@@ -73,8 +73,9 @@ UNICORN_DECL void print_layout(std::ostream& os, const DeploymentConfig& c, cons
      << m.kv_heads << " x " << m.head_dim << ", ffn " << m.ffn << ", vocab " << m.vocab
      << ", window " << m.sliding_window << "\n";
   os << "scheme: " << scheme_text(c) << ", KV cache "
-     << format_name(c.scheme.kv_cache) << "; context " << c.max_context << ", prefill chunk "
-     << c.prefill_chunk << "\n";
+     << format_name(c.scheme.kv_cache) << "; context " << c.max_context;
+  if (c.context_by_default() < c.max_context) os << " (" << c.context_by_default() << " by default)";
+  os << ", prefill chunk " << c.prefill_chunk << "\n";
   os << "weights " << human_bytes(weights) << " in " << L.weight_slab_bytes.size()
      << " slabs; KV cache " << human_bytes(kv) << " in " << L.kv_slab_bytes.size()
      << " slabs (local layers keep " << L.local_kv_slots << " positions, global "

@@ -134,8 +134,8 @@ class Server {
       if (model.draft) scheduler_->set_draft(model.draft);
       metrics_.ready(true);
       ready_ = true;
-      std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slots of %u tokens; decode steps %s)\n",
-                   opt_.model_id.c_str(), opt_.host.c_str(), port_, slots, context_,
+      std::fprintf(stderr, "server: %s ready on http://%s:%u (%u slot%s of %u tokens; decode steps %s)\n",
+                   opt_.model_id.c_str(), opt_.host.c_str(), port_, slots, slots == 1 ? "" : "s", context_,
                    !model.engine.batch_passes_differ() ? "run the same kernels at any batch size"
                    : opt_.batch_invariance == BatchInvariance::Always ? "batch invariant"
                    : opt_.batch_invariance == BatchInvariance::Off    ? "by size: not batch invariant"

@@ -69,7 +69,7 @@ constexpr bool step_beside_prefill(PrefillOverlap overlap, uint32_t steps) {
 }
 
 struct SchedulerOptions {
-  uint32_t slots = 1;         // streams used, at most the engine's compiled streams
+  uint32_t slots = 1;         // streams used, at most the engine's streams
   uint32_t queue_limit = 64;  // jobs waiting for a slot before submit() refuses
   BatchInvariance batch_invariance = BatchInvariance::Deterministic;
   PrefillOverlap prefill_overlap = PrefillOverlap::OneStep;  // decode steps beside a prefill pass
@@ -81,8 +81,9 @@ class Scheduler {
       : engine_(engine), tok_(tok), opt_(opt), metrics_(metrics), slots_(opt.slots), invariant_(opt.slots, 0),
         held_images_(opt.slots) {
     if (opt.slots == 0 || opt.slots > engine.streams())
-      throw Error("server: " + std::to_string(opt.slots) + " slots asked; this engine is compiled for " +
-                  std::to_string(engine.streams()) + " (STREAMS of unicorn_add_server), and a flag may only lower it");
+      throw Error("server: " + std::to_string(opt.slots) + " slots asked; this engine has " +
+                  std::to_string(engine.streams()) + " streams (EngineOptions::streams, at most the compiled STREAMS "
+                  "of unicorn_add_server)");
     metrics_.slots(opt.slots);
     for (uint32_t s = 0; s < opt.slots; ++s) engine_.reset(s);
   }
