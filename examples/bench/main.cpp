@@ -67,23 +67,23 @@ using namespace unicorn::examples::bench;
 
 int run(const CompiledDeployment& d, BenchPlacement placement, const Options& o) {
   gpu::Context ctx(tools::device_from_env());
+  // The KV cache a run takes: kBenchContext positions, as every run before -d
+  // took, or what -d, -p and -n need, at most the compiled context.
+  const uint64_t needed = uint64_t{o.depth} + o.prompt + o.generate + 1;
+  const uint32_t context = uint32_t(std::min<uint64_t>(std::max<uint64_t>(needed, kBenchContext), d.config.max_context));
   if (o.plan) {  // what the engine would run on this device, before any measurement
     EngineOptions options = tools::engine_options_from_env();
     options.products = o.products;
+    options.context = context;
     const AnyEngine engine(ctx, d, options);
     std::printf("%s on %s (%u multiprocessors, %s)\n%s", std::string(d.config.model.name).c_str(),
                 ctx.info().name.c_str(), ctx.info().multiprocessors, ctx.info().multiprocessors_source.c_str(),
                 engine.plan().c_str());
     return 0;
   }
-  // The KV cache a run takes: kBenchContext positions, as every run before -d
-  // took, or what -d, -p and -n need, at most the compiled context.
-  const uint64_t needed = uint64_t{o.depth} + o.prompt + o.generate + 1;
   if (needed > d.config.max_context)
     throw Error(std::string(o.depth ? "-d + " : "") + "-p + -n must stay under the bench context of " +
-                std::to_string(d.config.max_context) + " tokens" +
-                (o.depth && d.config.streams > 1 ? " (--batch engines)" : ""));
-  const uint32_t context = uint32_t(std::min<uint64_t>(std::max<uint64_t>(needed, kBenchContext), d.config.max_context));
+                std::to_string(d.config.max_context) + " tokens");
   const double bandwidth = gpu::measure_read_bandwidth(ctx);
   const double upload_bandwidth = gpu::measure_upload_bandwidth(ctx);
   auto t0 = Clock::now();

@@ -178,17 +178,23 @@ TEST_F(Model, ShorterContextAllocatesLessAndComputesTheSame) {
   EXPECT_THROW_WITH(Engine<D>(context(), options({.context = 257})), "compiled for at most 256");
 }
 
+namespace {
+// The tiny model on 18 streams, for the batched tests below.
+using Wide = TinyWide<Format::Q8_0, 18>;
+// Streams 4, 0 and 9 prefilled with prompts of their own, then the raw logits
+// of one batched step of the three.
+std::vector<float> step_logits(Engine<Wide>& engine) {
+  const auto& prompt = golden().prompt;
+  std::vector<StreamToken> batch;
+  for (uint32_t s : {4u, 0u, 9u}) batch.push_back({s, engine.prefill(s, std::span(prompt).subspan(s, 20 + s))});
+  return engine.core().forward_logits(batch);
+}
+}  // namespace
+
 // Several streams with a shorter context: each stream's rows shrink, and a
 // batched step's logits are the bits of the full-context engine's.
 TEST_F(Model, ShorterContextBatchedDecode) {
-  using D = TinyWide<Format::Q8_0, 18>;
-  const auto& prompt = golden().prompt;
-  const auto step_logits = [&](Engine<D>& engine) {
-    std::vector<StreamToken> batch;
-    for (uint32_t s : {4u, 0u, 9u})
-      batch.push_back({s, engine.prefill(s, std::span(prompt).subspan(s, 20 + s))});
-    return engine.core().forward_logits(batch);
-  };
+  using D = Wide;
   Engine<D> full(context(), options());
   full.load(tiny_gguf("Q8_0"));
   Engine<D> engine(context(), options({.context = 64}));
@@ -245,14 +251,8 @@ TEST_F(Model, DefaultContextBelowTheCompiledOne) {
 // runs as a one-stream engine does. A stream past them does not exist, and
 // more than compiled is refused at creation.
 TEST_F(Model, FewerStreamsAllocateLessAndComputeTheSame) {
-  using D = TinyWide<Format::Q8_0, 18>;
+  using D = Wide;
   const auto& prompt = golden().prompt;
-  const auto step_logits = [&](Engine<D>& engine) {
-    std::vector<StreamToken> batch;
-    for (uint32_t s : {4u, 0u, 9u})
-      batch.push_back({s, engine.prefill(s, std::span(prompt).subspan(s, 20 + s))});
-    return engine.core().forward_logits(batch);
-  };
   Engine<D> full(context(), options());
   full.load(tiny_gguf("Q8_0"));
   EXPECT_EQ(full.streams(), 18u);
@@ -306,7 +306,7 @@ TEST(Fit, MostStreamsThatFitAHeap) {
 // what the engine's budget for 5 streams needs, the headroom and half a
 // stream's KV cache, 5 fit, and an engine of them is created and runs.
 TEST_F(Model, StreamsThatFitTheDevice) {
-  using D = TinyWide<Format::Q8_0, 18>;
+  using D = Wide;
   const StreamsFit all = streams_that_fit(context(), D::kConfig);
   EXPECT_EQ(all.streams, 18u);
   EXPECT_EQ(all.compiled, 18u);
