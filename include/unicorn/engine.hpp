@@ -200,6 +200,7 @@ class AnyEngine {
       const image::RgbImage rgb = image::decode_image(std::as_bytes(std::span(files[i])), name);
       encoder_->encode(image::pixel_values(rgb, v));
       const std::vector<float> soft = encoder_->soft_tokens();
+      vision::check_soft_tokens(soft, config().model.hidden, name, core_.context().info().name);
       std::memcpy(static_cast<std::byte*>((*buffer)[0].mapped) + i * out.image_bytes, soft.data(), out.image_bytes);
     }
     out.soft_tokens = std::move(buffer);

@@ -228,6 +228,37 @@ TEST(Encoder, TakesTheReadersVisionWeightsHfAndMmprojConventions) {
   std::printf("mmproj conventions (Q8_0 projector): soft tokens %.3g of their scale\n", err / soft_scale);
 }
 
+// Soft tokens that hold a NaN or an Inf never reach the model: a NaN planted
+// in the soft-embedding norm's weight comes out of the encoder, and
+// check_soft_tokens (which AnyEngine::encode_images runs on every image)
+// refuses them, naming the image, the first bad token and the device; finite
+// ones pass.
+TEST(Encoder, NonFiniteSoftTokensAreRefused) {
+  Weights w;
+  vision::HostTensor& norm = w.table.at(std::string(vision::names::kSoftNorm));
+  std::vector<std::byte>& planted = w.converted.emplace_back(norm.bytes.begin(), norm.bytes.end());
+  const float nan = std::nanf("");
+  std::memcpy(planted.data() + 4 * 5, &nan, 4);  // element 5 of every pooled token's norm
+  norm.bytes = planted;
+  const Outputs out = encode(w.table);
+  const uint32_t hidden = TinyVision::kTextHidden;
+  try {
+    vision::check_soft_tokens(out.soft, hidden, "image 1 of 1", "the test device");
+    FAIL() << "NaN soft tokens were passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("image 1 of 1: the image encoder's output holds NaN (soft token 0) on the "
+                                         "test device; the image is not passed to the model"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<float> inf(size_t(3) * hidden, 0.5f);
+  inf[size_t(2) * hidden + 1] = INFINITY;
+  EXPECT_THROW(vision::check_soft_tokens(inf, hidden, "x", "y"), Error);
+  inf[size_t(2) * hidden + 1] = 0.f;
+  EXPECT_NO_THROW(vision::check_soft_tokens(inf, hidden, "x", "y"));
+  EXPECT_NO_THROW(vision::check_soft_tokens(encode(Weights().table).soft, hidden, "x", "y"));
+}
+
 TEST(Encoder, RefusesAnEncoderOfAnotherShapeFromAFile) {
   const auto st = io::SafetensorsModel::open(tiny_dir());
   VisionWeights w = vision_from_hf(tiny_dir(), st);

@@ -58,6 +58,20 @@
 
 namespace unicorn::vision {
 
+// Throws unicorn::Error where soft tokens ([tokens, hidden], an encode()'s)
+// hold a NaN or an Inf, naming the image (`what`), the first such token and
+// the device: fed to the model they would be a silent wrong answer (lavapipe's
+// fp32 attention at real image sizes, notes/vision_encoder.md; weights that
+// overflow).
+inline void check_soft_tokens(std::span<const float> soft, uint32_t hidden, const std::string& what,
+                              const std::string& device) {
+  const auto bad = std::ranges::find_if(soft, [](float x) { return !std::isfinite(x); });
+  if (bad == soft.end()) return;
+  throw Error(what + ": the image encoder's output holds " + (std::isnan(*bad) ? "NaN" : "Inf") + " (soft token " +
+              std::to_string((bad - soft.begin()) / hidden) + ") on " + device +
+              "; the image is not passed to the model");
+}
+
 struct EncoderOptions {
   // Products on fp16 tensor units where the device has them (gpu::DeviceInfo::
   // coopmat); false keeps them on fp32 tiles (matmul), as a golden held to
