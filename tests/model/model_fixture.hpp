@@ -1,5 +1,5 @@
-// Shared by the model tests (model_tests.cpp, memory_tests.cpp, compiled as one
-// translation unit: tests/model/CMakeLists.txt): the tiny model's fixtures and
+// Shared by the model tests (model_tests.cpp, stream_tests.cpp, memory_tests.cpp,
+// compiled as one translation unit: tests/model/CMakeLists.txt): the tiny model's fixtures and
 // golden logits, the device every test shares, the files unicorn-convert
 // writes, the tolerances, and the deployments several tests build.
 #pragma once
@@ -192,3 +192,6 @@ struct TinyWide {  // a step holds every stream's token: chunks of at least Stre
   } catch (const Error& e) {                                                 \
     EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what(); \
   }
+
+// `text` must contain `part`.
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << text
